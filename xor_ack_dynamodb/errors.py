@@ -1,0 +1,111 @@
+"""Typed errors: one base class, one subclass per condition.
+
+Every error carries ``.code``, equal to its class name, so callers that log or
+serialise errors (Lambda handlers, Spark task results) keep the condition.
+Messages follow the seed ``xor-ack-dynamodb``.  Errors raised by DynamoDB that
+are not one of these conditions (throttling after botocore's own retries,
+validation errors, access denied, ...) are not wrapped: they reach the caller as
+the botocore ``ClientError``.
+"""
+
+from __future__ import annotations
+
+
+class XorAckError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+    @property
+    def code(self) -> str:
+        return type(self).__name__
+
+
+class BufferLengthsUnequal(XorAckError):
+    """Stamps of different lengths were combined.  Probably a programming bug."""
+
+    def __init__(self, message: str = "Buffer lengths are not equal") -> None:
+        super().__init__(message)
+
+
+class LessThanTwoBuffers(XorAckError):
+    """``xor()`` was called with fewer than two stamps.  Probably a programming bug."""
+
+    def __init__(self, message: str = "At least two buffers expected") -> None:
+        super().__init__(message)
+
+
+class ZeroBufferNoOp(XorAckError):
+    """A chain was created or stamped with an all-zero stamp, which changes nothing."""
+
+    def __init__(self, message: str = "Buffer is all zeros") -> None:
+        super().__init__(message)
+
+
+class InvalidStamp(XorAckError):
+    """A stamp is not a bytes-like value, or is empty."""
+
+
+class InvalidTag(XorAckError):
+    """A tag is not a non-empty string that DynamoDB can store as a key."""
+
+
+class _TagError(XorAckError):
+    def __init__(self, tag: str, message: str) -> None:
+        super().__init__(message)
+        self.tag = tag
+
+
+class TagExists(_TagError):
+    """``create()`` found a live chain under the tag."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(tag, f'"{tag}" already exists')
+
+
+class TagNotFound(_TagError):
+    """The tag has no live chain: never created, deleted, expired, or already acked."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(tag, f'"{tag}" does not exist')
+
+
+class StaleLocalData(_TagError):
+    """The stored state changed between the read and the conditional write.
+
+    Transient and part of normal operation: the clients retry it themselves
+    (see ``RetryPolicy``); it reaches the caller only with ``retry=None`` or
+    once the policy's attempts or time budget are spent.
+    """
+
+    def __init__(self, tag: str, attempts: int = 1) -> None:
+        super().__init__(
+            tag,
+            f'"{tag}" changed while it was being stamped ({attempts} attempt'
+            f'{"" if attempts == 1 else "s"}); retry the stamp',
+        )
+        self.attempts = attempts
+
+
+class AmbiguousWrite(_TagError):
+    """A write was re-sent after a lost response and its outcome cannot be proven.
+
+    Raised instead of guessing: re-applying could XOR the stamp in twice and
+    guessing "not applied" could lose it.  Happens only when more writes than
+    the item's token window landed on the chain between the lost response and
+    the re-send.  Inspect the chain (``get``) or fail it and replay the input.
+    """
+
+    def __init__(self, tag: str, window: int) -> None:
+        super().__init__(
+            tag,
+            f'"{tag}": a re-sent write cannot be proven applied or not '
+            f"(more than {window} writes since); fail the chain and replay its input",
+        )
+        self.window = window
+
+
+class ChainTimeout(_TagError):
+    """``wait()`` gave up before the chain was acked."""
+
+    def __init__(self, tag: str, seconds: float) -> None:
+        super().__init__(tag, f'"{tag}" was not acked within {seconds:g} s')
+        self.seconds = seconds

@@ -1,0 +1,79 @@
+"""The DynamoDB item that holds one chain: attribute names and decoding.
+
+One item per tag::
+
+    <partition_key>  S     the tag (attribute name configurable, default "tagID")
+    stamp            B     the chain's XOR state; all zeros once acked
+    version          N     1 on create, +1 per write; writes are conditioned on it
+    tokens           L[B]  write tokens of the most recent writes, newest last, at most
+                           the client's token window; proves whether a re-sent write landed
+    created_at       N     epoch seconds of create
+    updated_at       N     epoch seconds of the last write
+    acked_at         N     epoch seconds of the write that made the state zero (tombstones only)
+    expires_at       N     TTL attribute (epoch seconds): set on tombstones, and on live
+                           chains created with a ttl; an item past it counts as absent
+
+Other attributes a user adds survive every write: all writes are UpdateItem.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .stamps import Stamp
+
+DEFAULT_PARTITION_KEY = "tagID"
+STAMP = "stamp"
+VERSION = "version"
+TOKENS = "tokens"
+CREATED_AT = "created_at"
+UPDATED_AT = "updated_at"
+ACKED_AT = "acked_at"
+#: The TTL attribute; the CloudFormation template and ``table.py`` enable TTL on it.
+EXPIRES_AT = "expires_at"
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """What ``get()`` returns: a snapshot of one chain."""
+
+    tag: str
+    stamp: Stamp
+    version: int
+    tokens: tuple[bytes, ...]
+    created_at: float
+    updated_at: float
+    acked_at: float | None = None
+    expires_at: float | None = None
+
+    @property
+    def acked(self) -> bool:
+        return self.stamp.acked
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (
+            time.time() if now is None else now
+        )
+
+
+def _num(attr: dict[str, Any] | None) -> float | None:
+    if attr is None:
+        return None
+    value = float(attr["N"])
+    return int(value) if value.is_integer() else value
+
+
+def decode(item: dict[str, Any], partition_key: str) -> ChainState:
+    """Decode a low-level DynamoDB item (``{"stamp": {"B": ...}, ...}``)."""
+    return ChainState(
+        tag=item[partition_key]["S"],
+        stamp=Stamp(item[STAMP]["B"]),
+        version=int(item[VERSION]["N"]),
+        tokens=tuple(bytes(t["B"]) for t in item.get(TOKENS, {}).get("L", [])),
+        created_at=_num(item.get(CREATED_AT)) or 0.0,
+        updated_at=_num(item.get(UPDATED_AT)) or 0.0,
+        acked_at=_num(item.get(ACKED_AT)),
+        expires_at=_num(item.get(EXPIRES_AT)),
+    )
