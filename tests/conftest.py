@@ -1,0 +1,74 @@
+"""Shared fixtures: a moto server and a real DynamoDB Local, both on 127.0.0.1, one per session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from xor_ack_dynamodb.local import LocalDynamoDB
+from xor_ack_dynamodb.table import TableSpec, create_table
+
+# Local servers accept any credentials; never let a test reach a real account.
+for _name, _value in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}.items():
+    os.environ[_name] = _value
+os.environ.pop("AWS_PROFILE", None)
+os.environ.pop("AWS_ENDPOINT_URL", None)
+os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    with LocalDynamoDB(backend="moto") as server:
+        yield server.endpoint_url
+
+
+@pytest.fixture(scope="session")
+def ddb_local_endpoint() -> Iterator[str]:
+    with LocalDynamoDB(backend="dynamodb-local") as server:
+        yield server.endpoint_url
+
+
+def boto3_client(endpoint_url: str, **kwargs: Any) -> Any:
+    return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", **kwargs)
+
+
+def _table_factory(endpoint_url: str) -> Callable[..., TableSpec]:
+    client = boto3_client(endpoint_url)
+
+    def make(partition_key: str = "tagID") -> TableSpec:
+        spec = TableSpec(name=f"t-{uuid.uuid4().hex[:12]}", partition_key=partition_key)
+        create_table(client, spec)
+        return spec
+
+    return make
+
+
+@pytest.fixture
+def moto_table(moto_endpoint: str) -> TableSpec:
+    """A fresh table on the moto server."""
+    return _table_factory(moto_endpoint)()
+
+
+@pytest.fixture
+def ddb_table(ddb_local_endpoint: str) -> TableSpec:
+    """A fresh table on DynamoDB Local."""
+    return _table_factory(ddb_local_endpoint)()
+
+
+@pytest.fixture(params=["moto", "ddblocal"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, TableSpec]:
+    """(endpoint_url, fresh table) on each backend in turn."""
+    endpoint = request.getfixturevalue(
+        "moto_endpoint" if request.param == "moto" else "ddb_local_endpoint"
+    )
+    return endpoint, _table_factory(endpoint)()
