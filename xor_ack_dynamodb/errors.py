@@ -109,3 +109,32 @@ class ChainTimeout(_TagError):
     def __init__(self, tag: str, seconds: float) -> None:
         super().__init__(tag, f'"{tag}" was not acked within {seconds:g} s')
         self.seconds = seconds
+
+
+class ChainFailed(_TagError):
+    """The chain was failed (explicitly or by a timeout); its stamps can no longer land."""
+
+    def __init__(self, tag: str, reason: str) -> None:
+        super().__init__(tag, f'"{tag}" failed ({reason}); replay its input under a new chain')
+        self.reason = reason
+
+
+class InvalidToken(XorAckError):
+    """An idempotency token is not 1 to 16 bytes."""
+
+
+class StampManyFailed(XorAckError):
+    """Some stamps of a ``stamp_many`` call did not land; the rest did.
+
+    ``.results`` maps each tag that landed to its new state, ``.errors`` each tag
+    that did not to its error; retry only the tags in ``.errors``.
+    """
+
+    def __init__(self, results: dict[str, bytes], errors: dict[str, BaseException]) -> None:
+        first = next(iter(errors.items()))
+        super().__init__(
+            f"{len(errors)} of {len(errors) + len(results)} stamps did not land "
+            f'(first: "{first[0]}": {first[1]})'
+        )
+        self.results = results
+        self.errors = errors

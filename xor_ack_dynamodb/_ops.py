@@ -1,0 +1,678 @@
+"""The sans-I/O core of the DynamoDB clients.
+
+Every operation (create, stamp, fail, delete, get, wait) is a generator that
+yields *effects* -- a :class:`Call` to send to DynamoDB or a :class:`Sleep` --
+and receives what came back: the response dict for a call (or the exception,
+thrown into the generator), ``None`` after a sleep.  Its return value is the
+operation's result.  The async client (``dynamodb.py``) and the sync client
+(``sync.py``) only run these generators: which request, which condition, what
+a response or an error means and when to retry is decided here, once.
+
+How a stamp never lands twice
+-----------------------------
+botocore re-sends a request whose response was lost (connection reset, 5xx).
+If the first send had landed, the re-send's condition fails, and a naive client
+would re-read the item and XOR the stamp in a second time.  Here every write
+carries a random write token (and the caller's idempotency tokens, if any)
+that is kept in the item's ``tokens`` list (the last ``token_window`` tokens),
+and a failed condition returns the current item
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``, with a consistent read as the
+fallback where a server ignores it).  If the item holds the write's token, the
+write landed: the stamp is reported applied, not re-applied.  If the token is
+absent and the token list has never overflowed since, it did not land, which is
+proven, and the stamp is retried.  Only when the list is full *and* the request
+may have been sent twice does the client refuse to guess (``AmbiguousWrite``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from . import item as I
+from .errors import (
+    AmbiguousWrite,
+    BufferLengthsUnequal,
+    ChainFailed,
+    ChainTimeout,
+    InvalidTag,
+    InvalidToken,
+    StaleLocalData,
+    StampManyFailed,
+    TagExists,
+    TagNotFound,
+)
+from .item import ChainState
+from .retry import DEFAULT_RETRY, RetryPolicy
+from .stamps import Stamp, as_stamp
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+MAX_TAG_BYTES = 2048  # DynamoDB's limit for a partition key value
+MAX_TOKEN_BYTES = 16
+WRITE_TOKEN_BYTES = 8
+DEFAULT_TOKEN_WINDOW = 32
+DEFAULT_TOMBSTONE_TTL = 86_400.0
+
+
+@dataclass(frozen=True)
+class Call:
+    """Send ``op`` (a low-level DynamoDB client method name) with ``params``."""
+
+    op: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Wait ``seconds`` before going on."""
+
+    seconds: float
+
+
+Effect: TypeAlias = Call | Sleep
+Op: TypeAlias = Generator[Effect, Any, Any]
+#: What each stamp of a batch came to: its new state, or the error that kept it out.
+Outcome: TypeAlias = Stamp | Exception
+
+
+@dataclass
+class ClientStats:
+    """Counters of one client: requests sent, writes, stamps applied, races lost."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    writes: int = 0
+    stamps: int = 0
+    conflicts: int = 0
+    retries: int = 0
+    resent_writes_recognised: int = 0
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def snapshot(self) -> dict[str, int]:
+        return {
+            "requests": self.total_requests,
+            "writes": self.writes,
+            "stamps": self.stamps,
+            "conflicts": self.conflicts,
+            "retries": self.retries,
+            "resent_writes_recognised": self.resent_writes_recognised,
+            **{f"requests.{op}": n for op, n in sorted(self.requests.items())},
+        }
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One caller's stamp inside a (possibly coalesced) write."""
+
+    stamp: Stamp
+    token: bytes | None = None
+
+
+def check_tag(tag: object) -> str:
+    if not isinstance(tag, str) or not tag:
+        raise InvalidTag(f"a tag must be a non-empty str, not {tag!r}")
+    if len(tag.encode("utf-8", "surrogatepass")) > MAX_TAG_BYTES:
+        raise InvalidTag(f"a tag must be at most {MAX_TAG_BYTES} bytes of UTF-8")
+    return tag
+
+
+def check_token(token: object) -> bytes | None:
+    if token is None:
+        return None
+    if isinstance(token, str):
+        token = token.encode()
+    if not isinstance(token, (bytes, bytearray)) or not 1 <= len(token) <= MAX_TOKEN_BYTES:
+        raise InvalidToken(f"a token must be 1 to {MAX_TOKEN_BYTES} bytes, not {token!r}")
+    return bytes(token)
+
+
+def many_entries(
+    stamps: Mapping[str, bytes], tokens: Mapping[str, bytes | str] | None
+) -> dict[str, Entry]:
+    """Validate every input of ``stamp_many`` before anything is sent."""
+    tokens = tokens or {}
+    unknown = set(tokens) - set(stamps)
+    if unknown:
+        raise InvalidToken(f"tokens given for tags that have no stamp: {sorted(unknown)!r}")
+    return {
+        check_tag(tag): Entry(as_stamp(value), check_token(tokens.get(tag)))
+        for tag, value in stamps.items()
+    }
+
+
+def collect_many(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
+    """The ``stamp_many`` result, or ``StampManyFailed`` if any stamp did not land."""
+    results: dict[str, Stamp] = {}
+    errors: dict[str, BaseException] = {}
+    for tag, outcome in zip(entries, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            errors[tag] = outcome
+        else:
+            results[tag] = outcome
+    if errors:
+        raise StampManyFailed(dict(results), errors)
+    return results
+
+
+def _error_code(exc: BaseException) -> str:
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def _maybe_sent_twice(exc: ClientError) -> bool:
+    """Did botocore send this request more than once (so an earlier send may have landed)?"""
+    return int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
+
+
+def _copy_error(error: Exception, cause: BaseException) -> Exception:
+    """One error per caller (tracebacks of a shared instance would pile up across tasks)."""
+    if isinstance(error, AmbiguousWrite):
+        copy: Exception = AmbiguousWrite(error.tag, error.window)
+    elif isinstance(error, StaleLocalData):
+        copy = StaleLocalData(error.tag, error.attempts)
+    else:
+        return error
+    copy.__cause__ = cause
+    return copy
+
+
+def plan_batch(
+    state: Stamp, entries: Sequence[Entry]
+) -> tuple[list[Stamp], Stamp, int]:
+    """Apply ``entries`` in order to ``state`` as one write would.
+
+    Returns the state each entry would have seen had it been applied alone and
+    in order, the state to write, and how many entries go into the write: the
+    first prefix that reaches zero completes the chain, so the entries after it
+    are left out (they would have stamped a completed chain).
+    """
+    size = len(state)
+    acc = int.from_bytes(state, "big")
+    seen: list[Stamp] = []
+    for entry in entries:
+        acc ^= int.from_bytes(entry.stamp, "big")
+        seen.append(Stamp(acc.to_bytes(size, "big")))
+        if acc == 0:
+            break
+    return seen, seen[-1] if seen else state, len(seen)
+
+
+class Chains:
+    """Decision logic for one table; both clients drive its generators.
+
+    Holds the configuration, a bounded cache of the last state seen per tag
+    (so an uncontended stamp costs one request), and the statistics.
+    """
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        partition_key: str = I.DEFAULT_PARTITION_KEY,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        token_window: int = DEFAULT_TOKEN_WINDOW,
+        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
+        cache_size: int = 10_000,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not table or not isinstance(table, str):
+            raise ValueError("table must be a non-empty string")
+        if not partition_key or not isinstance(partition_key, str):
+            raise ValueError("partition_key must be a non-empty string")
+        if token_window < 2:
+            raise ValueError("token_window must be >= 2")
+        if tombstone_ttl <= 0:
+            raise ValueError("tombstone_ttl must be > 0")
+        self.table = table
+        self.partition_key = partition_key
+        self.retry = retry
+        self.token_window = token_window
+        self.tombstone_ttl = tombstone_ttl
+        self.cache_size = max(0, cache_size)
+        self.clock = clock
+        self.monotonic = monotonic
+        self.rng = rng or random.Random()
+        self.stats = ClientStats()
+        self._cache: OrderedDict[str, ChainState] = OrderedDict()
+
+    # -- cache -------------------------------------------------------------
+
+    def cached(self, tag: str) -> ChainState | None:
+        state = self._cache.get(tag)
+        if state is not None:
+            self._cache.move_to_end(tag)
+        return state
+
+    def remember(self, state: ChainState | None, tag: str) -> None:
+        if state is None or not state.live or self.cache_size == 0:
+            self._cache.pop(tag, None)
+            return
+        self._cache[tag] = state
+        self._cache.move_to_end(tag)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    def forget(self, tag: str) -> None:
+        self._cache.pop(tag, None)
+
+    # -- requests ----------------------------------------------------------
+
+    def _key(self, tag: str) -> dict[str, Any]:
+        return {self.partition_key: {"S": tag}}
+
+    def _now(self) -> float:
+        return round(self.clock(), 3)
+
+    def _expiry(self, now: float, ttl: float) -> dict[str, str]:
+        return {"N": str(math.ceil(now + ttl))}
+
+    def _decode(self, raw: dict[str, Any] | None, now: float | None = None) -> ChainState | None:
+        if not raw:
+            return None
+        state = I.decode(raw, self.partition_key)
+        return None if state.expired(now if now is not None else self.clock()) else state
+
+    def _read(self, tag: str) -> Generator[Effect, Any, ChainState | None]:
+        self.stats.requests["GetItem"] += 1
+        response = yield Call(
+            "get_item", {"TableName": self.table, "Key": self._key(tag), "ConsistentRead": True}
+        )
+        state = self._decode(response.get("Item"))
+        self.remember(state, tag)
+        return state
+
+    def _after_failed_condition(
+        self, tag: str, exc: ClientError
+    ) -> Generator[Effect, Any, ChainState | None]:
+        """The item as it is now: from ALL_OLD, or a consistent read where the server omits it.
+
+        An absent ``Item`` means either that the item does not exist or that the
+        server ignores ``ReturnValuesOnConditionCheckFailure``; the read tells.
+        """
+        raw = exc.response.get("Item")
+        if raw:
+            state = self._decode(raw)
+            self.remember(state, tag)
+            return state
+        return (yield from self._read(tag))
+
+    def _settle(
+        self, tag: str, exc: ClientError | BotoCoreError
+    ) -> Generator[Effect, Any, ChainState | None]:
+        """After a write failed for another reason than its condition: the item as it is now.
+
+        A client error on the first and only send proves the write did not land,
+        so it is raised as it is.  A transport error, or any error after botocore
+        re-sent the request, leaves it open: a consistent read settles it.
+        """
+        if isinstance(exc, ClientError) and not _maybe_sent_twice(exc):
+            raise exc
+        return (yield from self._read(tag))
+
+    def _landed(
+        self, before: ChainState | None, now: ChainState | None, tokens: Sequence[bytes], tag: str,
+        maybe_twice: bool,
+    ) -> bool:
+        """Did a write that carried ``tokens`` land, given the item ``now``?
+
+        True or False only when it is proven; raises AmbiguousWrite otherwise.
+        """
+        if now is None:
+            if maybe_twice and before is not None:
+                # Gone since: deleted, or expired. Our write cannot be checked any more.
+                raise AmbiguousWrite(tag, self.token_window)
+            return False
+        if tokens[-1] in now.tokens:
+            return True
+        if not maybe_twice:
+            return False
+        if before is not None and now.chain_id == before.chain_id:
+            if now.version == before.version:
+                return False  # nothing at all landed since our read
+            if len(now.tokens) < self.token_window:
+                return False  # the token list never dropped anything: ours is not there
+        elif len(now.tokens) < self.token_window:
+            return False
+        raise AmbiguousWrite(tag, self.token_window)
+
+    # -- operations ----------------------------------------------------------
+
+    def get(self, tag: str) -> Generator[Effect, Any, ChainState | None]:
+        """The chain's state (strongly consistent), or None when there is none."""
+        check_tag(tag)
+        return (yield from self._read(tag))
+
+    def create(
+        self, tag: str, stamp: bytes, ttl: float | None = None
+    ) -> Generator[Effect, Any, Stamp]:
+        """Start a chain: a conditional write that only a free tag lets through."""
+        check_tag(tag)
+        value = as_stamp(stamp)
+        if ttl is not None and not ttl > 0:
+            raise ValueError("ttl must be > 0 seconds")
+        attempt = 0
+        while True:
+            attempt += 1
+            now = self._now()
+            token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+            chain_id = secrets.token_bytes(8)
+            names = {
+                "#pk": self.partition_key, "#s": I.STAMP, "#c": I.CHAIN_ID, "#v": I.VERSION,
+                "#t": I.TOKENS, "#ca": I.CREATED_AT, "#u": I.UPDATED_AT, "#a": I.ACKED_AT,
+                "#f": I.FAILED_AT, "#r": I.REASON, "#e": I.EXPIRES_AT,
+            }
+            values: dict[str, Any] = {
+                ":s": {"B": bytes(value)}, ":c": {"B": chain_id}, ":v": {"N": "1"},
+                ":t": {"L": [{"B": token}]}, ":now": {"N": str(now)},
+            }
+            update = "SET #s = :s, #c = :c, #v = :v, #t = :t, #ca = :now, #u = :now"
+            if ttl is not None:
+                update += ", #e = :exp"
+                values[":exp"] = self._expiry(now, ttl)
+                update += " REMOVE #a, #f, #r"
+            else:
+                update += " REMOVE #a, #f, #r, #e"
+            params = {
+                "TableName": self.table,
+                "Key": self._key(tag),
+                "UpdateExpression": update,
+                "ConditionExpression": (
+                    "attribute_not_exists(#pk) OR attribute_exists(#a) OR attribute_exists(#f)"
+                    " OR #e <= :now"
+                ),
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            try:
+                yield Call("update_item", params)
+            except (ClientError, BotoCoreError) as exc:
+                if _error_code(exc) != CONDITION_FAILED:
+                    current = yield from self._settle(tag, exc)
+                    if current is not None and token in current.tokens:
+                        self.stats.resent_writes_recognised += 1
+                        return value
+                    raise
+                assert isinstance(exc, ClientError)
+                current = yield from self._after_failed_condition(tag, exc)
+                if current is not None and token in current.tokens:
+                    self.stats.resent_writes_recognised += 1
+                    return value  # our own create, re-sent after a lost response
+                if current is not None and current.live:
+                    raise TagExists(tag) from exc
+                # Completed, failed or expired between the condition and the read: try again.
+                if attempt >= 3:
+                    raise TagExists(tag) from exc
+                continue
+            self.remember(
+                ChainState(tag, value, chain_id, 1, (token,), now, now,
+                           expires_at=None if ttl is None else float(values[":exp"]["N"])),
+                tag,
+            )
+            return value
+
+    def stamp_batch(
+        self, tag: str, entries: Sequence[Entry]
+    ) -> Generator[Effect, Any, list[Outcome]]:
+        """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
+
+        Returns, per entry, the state it brought the chain to, or the error that
+        kept it out: a typed error, or the botocore error of a write that is
+        proven not to have landed (safe to retry).  A read error before the
+        first write propagates.
+        """
+        check_tag(tag)
+        outcomes: list[Outcome | None] = [None] * len(entries)
+        pending = list(range(len(entries)))
+        started = self.monotonic()
+        state = self.cached(tag)
+        if state is not None and state.expired(self.clock()):
+            self.forget(tag)
+            state = None
+        if state is None:
+            state = yield from self._read(tag)
+        attempt = 0
+        while pending:
+            if state is not None:
+                # A stamp whose token the chain already holds landed before (a re-sent
+                # task, a retried call): report the current state, apply nothing.
+                done = [i for i in pending if entries[i].token in state.tokens]
+                for i in done:
+                    outcomes[i] = state.stamp
+                pending = [i for i in pending if outcomes[i] is None]
+                if not pending:
+                    break
+            if state is None or state.acked:
+                for i in pending:
+                    outcomes[i] = TagNotFound(tag)
+                break
+            if state.failed:
+                for i in pending:
+                    outcomes[i] = ChainFailed(tag, state.reason or "failed")
+                break
+            batch: list[int] = []
+            later: list[int] = []
+            tokened = 0
+            for i in pending:
+                entry = entries[i]
+                if len(entry.stamp) != len(state.stamp):
+                    outcomes[i] = BufferLengthsUnequal()
+                elif entry.token is not None and tokened >= self.token_window // 2:
+                    later.append(i)  # keep every token of one write inside the window
+                else:
+                    tokened += entry.token is not None
+                    batch.append(i)
+            if not batch:
+                break
+            seen, new_state, n = plan_batch(state.stamp, [entries[i] for i in batch])
+            included, excluded = batch[:n], batch[n:]
+            caller_tokens = [t for i in included if (t := entries[i].token) is not None]
+            write_tokens = list(caller_tokens)
+            if len(caller_tokens) < len(included):
+                write_tokens.append(secrets.token_bytes(WRITE_TOKEN_BYTES))
+            tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
+            attempt += 1
+            now = self._now()
+            names = {"#s": I.STAMP, "#v": I.VERSION, "#t": I.TOKENS, "#u": I.UPDATED_AT,
+                     "#c": I.CHAIN_ID}
+            values: dict[str, Any] = {
+                ":s": {"B": bytes(new_state)},
+                ":v": {"N": str(state.version + 1)},
+                ":old": {"N": str(state.version)},
+                ":c": {"B": state.chain_id},
+                ":t": {"L": [{"B": t} for t in tokens]},
+                ":now": {"N": str(now)},
+            }
+            update = "SET #s = :s, #v = :v, #t = :t, #u = :now"
+            acked_at = expires_at = None
+            if new_state.acked:
+                names.update({"#a": I.ACKED_AT, "#e": I.EXPIRES_AT})
+                values[":exp"] = self._expiry(now, self.tombstone_ttl)
+                update += ", #a = :now, #e = :exp"
+                acked_at, expires_at = now, float(values[":exp"]["N"])
+            params = {
+                "TableName": self.table,
+                "Key": self._key(tag),
+                "UpdateExpression": update,
+                "ConditionExpression": "#v = :old AND #c = :c",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            landed = True
+            current: ChainState | None = None
+            try:
+                yield Call("update_item", params)
+            except (ClientError, BotoCoreError) as exc:
+                failure: Exception | None = None
+                if _error_code(exc) == CONDITION_FAILED:
+                    assert isinstance(exc, ClientError)
+                    current = yield from self._after_failed_condition(tag, exc)
+                    try:
+                        landed = self._landed(
+                            state, current, write_tokens, tag, _maybe_sent_twice(exc)
+                        )
+                    except AmbiguousWrite as ambiguous:
+                        failure = ambiguous
+                else:
+                    # Not a lost race: an error of DynamoDB or of the transport. The
+                    # stamps did not land if that is proven, and the caller gets the
+                    # error (and may retry them); if it is not, AmbiguousWrite.
+                    try:
+                        current = yield from self._settle(tag, exc)
+                        landed = self._landed(state, current, write_tokens, tag, True)
+                    except AmbiguousWrite as ambiguous:
+                        failure = ambiguous
+                    except (ClientError, BotoCoreError) as read_error:
+                        failure = read_error
+                    if not landed and failure is None:
+                        failure = exc
+                if failure is not None:
+                    for i in batch + later:
+                        outcomes[i] = _copy_error(failure, exc)
+                    break
+                if landed:
+                    self.stats.resent_writes_recognised += 1
+            if landed:
+                for i, value in zip(included, seen, strict=False):
+                    outcomes[i] = value
+                self.stats.stamps += len(included)
+                for i in excluded:
+                    outcomes[i] = TagNotFound(tag)  # the batch's own earlier stamps completed it
+                if current is None or current.version <= state.version:
+                    current = ChainState(
+                        tag, new_state, state.chain_id, state.version + 1, tokens,
+                        state.created_at, now, acked_at=acked_at, expires_at=expires_at,
+                    )
+                self.remember(current, tag)
+                pending, state, attempt, started = later, current, 0, self.monotonic()
+                continue
+            # Lost a race: ``current`` is the fresh state; back off and try again.
+            self.stats.conflicts += 1
+            if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
+                for i in batch + later:
+                    outcomes[i] = StaleLocalData(tag, attempt)
+                break
+            self.stats.retries += 1
+            yield Sleep(self.retry.delay(attempt, self.rng))
+            pending, state = batch + later, current
+        return [o if o is not None else TagNotFound(tag) for o in outcomes]
+
+    def stamp(
+        self, tag: str, stamp: bytes, token: bytes | str | None = None
+    ) -> Generator[Effect, Any, Stamp]:
+        """One caller's stamp (the uncoalesced path): its new state, or its typed error."""
+        entry = Entry(as_stamp(stamp), check_token(token))
+        (outcome,) = yield from self.stamp_batch(check_tag(tag), [entry])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
+        """Close a live chain as failed, so waiters learn it and late stamps are refused.
+
+        A chain that is already acked stays acked (its zero state wins over a late
+        fail, as in Storm) and one already failed stays as it is: both are returned.
+        """
+        check_tag(tag)
+        if not isinstance(reason, str) or not reason:
+            raise ValueError("reason must be a non-empty string")
+        now = self._now()
+        token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+        params = {
+            "TableName": self.table,
+            "Key": self._key(tag),
+            "UpdateExpression": (
+                "SET #f = :now, #r = :r, #e = :exp, #u = :now, #v = #v + :one, "
+                "#t = list_append(#t, :tok)"
+            ),
+            "ConditionExpression": (
+                "attribute_exists(#pk) AND attribute_not_exists(#a) AND attribute_not_exists(#f)"
+                " AND (attribute_not_exists(#e) OR #e > :now)"
+            ),
+            "ExpressionAttributeNames": {
+                "#pk": self.partition_key, "#f": I.FAILED_AT, "#r": I.REASON, "#e": I.EXPIRES_AT,
+                "#u": I.UPDATED_AT, "#v": I.VERSION, "#t": I.TOKENS, "#a": I.ACKED_AT,
+            },
+            "ExpressionAttributeValues": {
+                ":now": {"N": str(now)}, ":r": {"S": reason}, ":one": {"N": "1"},
+                ":exp": self._expiry(now, self.tombstone_ttl), ":tok": {"L": [{"B": token}]},
+            },
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        self.stats.requests["UpdateItem"] += 1
+        self.stats.writes += 1
+        try:
+            response = yield Call("update_item", params)
+        except ClientError as exc:
+            if _error_code(exc) != CONDITION_FAILED:
+                raise
+            current = yield from self._after_failed_condition(tag, exc)
+            if current is None:
+                raise TagNotFound(tag) from exc
+            self.forget(tag)
+            return current
+        self.forget(tag)
+        state = I.decode(response["Attributes"], self.partition_key)
+        return state
+
+    def delete(self, tag: str) -> Generator[Effect, Any, None]:
+        """Remove the chain's item (live or tombstone); TagNotFound when there is none."""
+        check_tag(tag)
+        self.forget(tag)
+        params = {
+            "TableName": self.table,
+            "Key": self._key(tag),
+            "ConditionExpression": (
+                "attribute_exists(#pk) AND (attribute_not_exists(#e) OR #e > :now)"
+            ),
+            "ExpressionAttributeNames": {"#pk": self.partition_key, "#e": I.EXPIRES_AT},
+            "ExpressionAttributeValues": {":now": {"N": str(self._now())}},
+        }
+        self.stats.requests["DeleteItem"] += 1
+        self.stats.writes += 1
+        try:
+            yield Call("delete_item", params)
+        except ClientError as exc:
+            if _error_code(exc) != CONDITION_FAILED:
+                raise
+            if _maybe_sent_twice(exc):
+                return  # a re-send found it gone: the first send most likely removed it
+            raise TagNotFound(tag) from exc
+
+    def wait(
+        self, tag: str, timeout: float, poll_interval: float = 0.2
+    ) -> Generator[Effect, Any, ChainState]:
+        """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
+        check_tag(tag)
+        deadline = self.monotonic() + timeout
+        while True:
+            state = yield from self._read(tag)
+            if state is None:
+                raise TagNotFound(tag)
+            if state.acked:
+                return state
+            if state.failed:
+                raise ChainFailed(tag, state.reason or "failed")
+            remaining = deadline - self.monotonic()
+            if remaining <= 0:
+                raise ChainTimeout(tag, timeout)
+            yield Sleep(min(poll_interval, remaining))

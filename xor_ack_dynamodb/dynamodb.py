@@ -1,0 +1,249 @@
+"""The async client: ack chains in DynamoDB over aioboto3 / aiobotocore.
+
+All decisions are made by the sans-I/O core in ``_ops``; this module sends the
+requests it builds, sleeps when it says so, and merges concurrent stamps on
+one chain into one write (coalescing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ._ops import (
+    DEFAULT_TOKEN_WINDOW,
+    DEFAULT_TOMBSTONE_TTL,
+    Chains,
+    ClientStats,
+    Entry,
+    Op,
+    Outcome,
+    Sleep,
+    check_tag,
+    check_token,
+    collect_many,
+    many_entries,
+)
+from .item import DEFAULT_PARTITION_KEY, ChainState
+from .retry import DEFAULT_RETRY, RetryPolicy, botocore_config
+from .stamps import Stamp, as_stamp, xor
+
+
+class XorAckDynamoDB:
+    """Ack chains in a DynamoDB table, async.
+
+    ``client`` is an aiobotocore DynamoDB client (for example from
+    ``aioboto3.Session().client("dynamodb")``); :meth:`connect` makes and owns one.
+    Concurrent :meth:`stamp` calls on one tag are merged into one conditional
+    write while a write for that tag is in flight (``coalesce=False`` turns it off).
+    """
+
+    xor = staticmethod(xor)
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        token_window: int = DEFAULT_TOKEN_WINDOW,
+        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
+        cache_size: int = 10_000,
+        coalesce: bool = True,
+    ) -> None:
+        self._client = client
+        self._core = Chains(
+            table=table,
+            partition_key=partition_key,
+            retry=retry,
+            token_window=token_window,
+            tombstone_ttl=tombstone_ttl,
+            cache_size=cache_size,
+        )
+        self._coalesce = coalesce
+        self._queues: dict[str, list[tuple[Entry, asyncio.Future[Outcome]]]] = {}
+        self._writers: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        session: Any = None,
+        config: Any = None,
+        **options: Any,
+    ) -> AsyncIterator[XorAckDynamoDB]:
+        """Open a client that owns its aioboto3 session and connection pool.
+
+        Credentials, region and endpoint come from the standard AWS environment
+        (``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB``, profiles, ...) unless given.
+        ``options`` are the constructor's (``retry``, ``token_window``, ...).
+        """
+        import aioboto3
+
+        session = session or aioboto3.Session()
+        async with session.client(
+            "dynamodb",
+            endpoint_url=endpoint_url,
+            region_name=region_name,
+            config=config or botocore_config(),
+        ) as client:
+            ack = cls(client, table=table, partition_key=partition_key, **options)
+            try:
+                yield ack
+            finally:
+                await ack.drain()
+
+    # -- plumbing ------------------------------------------------------------
+
+    @property
+    def table(self) -> str:
+        return self._core.table
+
+    @property
+    def partition_key(self) -> str:
+        return self._core.partition_key
+
+    @property
+    def stats(self) -> ClientStats:
+        return self._core.stats
+
+    async def _run(self, op: Op) -> Any:
+        """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
+        try:
+            effect = next(op)
+            while True:
+                if isinstance(effect, Sleep):
+                    await asyncio.sleep(effect.seconds)
+                    effect = op.send(None)
+                    continue
+                try:
+                    response = await getattr(self._client, effect.op)(**effect.params)
+                except (ClientError, BotoCoreError) as exc:
+                    effect = op.throw(exc)
+                else:
+                    effect = op.send(response)
+        except StopIteration as stop:
+            return stop.value
+
+    async def drain(self) -> None:
+        """Wait until every coalesced write in flight has finished."""
+        while self._writers:
+            await asyncio.gather(*list(self._writers), return_exceptions=True)
+
+    async def _submit(self, tag: str, entry: Entry) -> Outcome:
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        queue = self._queues.get(tag)
+        if queue is not None:
+            queue.append((entry, future))  # rides on the next write for this tag
+        else:
+            self._queues[tag] = [(entry, future)]
+            writer = asyncio.create_task(self._write_queue(tag))
+            self._writers.add(writer)
+            writer.add_done_callback(self._writers.discard)
+        return await future
+
+    async def _write_queue(self, tag: str) -> None:
+        """Write a tag's queued stamps, one merged write at a time, until none are left."""
+        queue = self._queues[tag]
+        try:
+            while queue:
+                batch = queue[:]
+                del queue[:]
+                try:
+                    outcomes = await self._run(
+                        self._core.stamp_batch(tag, [entry for entry, _ in batch])
+                    )
+                except (ClientError, BotoCoreError) as exc:
+                    outcomes = [exc] * len(batch)
+                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                    if not future.done():
+                        future.set_result(outcome)
+        finally:
+            del self._queues[tag]
+            for _, future in queue:
+                if not future.done():
+                    future.cancel()
+
+    # -- the API -------------------------------------------------------------
+
+    async def create(self, tag: str, stamp: bytes, *, ttl: float | None = None) -> Stamp:
+        """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists.
+
+        ``ttl`` (seconds) makes an abandoned chain expire: it then counts as absent.
+        """
+        result: Stamp = await self._run(self._core.create(tag, stamp, ttl))
+        return result
+
+    async def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
+        """XOR ``stamp`` into the chain; the result's ``.acked`` is True for exactly one caller.
+
+        ``token`` (1-16 bytes) makes the call idempotent: a stamp whose token the
+        chain already holds is not applied again and the current state is returned.
+        """
+        entry = Entry(as_stamp(stamp), check_token(token))
+        check_tag(tag)
+        if self._coalesce:
+            outcome = await self._submit(tag, entry)
+        else:
+            (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def stamp_many(
+        self,
+        stamps: Mapping[str, bytes],
+        *,
+        tokens: Mapping[str, bytes | str] | None = None,
+        concurrency: int = 16,
+    ) -> dict[str, Stamp]:
+        """Stamp many chains at once, at most ``concurrency`` writes in flight.
+
+        Every input is validated before anything is sent.  Raises
+        ``StampManyFailed`` (with the states that landed and the errors of the
+        rest) if any stamp did not land.
+        """
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        entries = many_entries(stamps, tokens)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(tag: str, entry: Entry) -> Outcome:
+            async with gate:
+                if self._coalesce:
+                    return await self._submit(tag, entry)
+                (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
+                return outcome  # type: ignore[no-any-return]
+
+        outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
+        return collect_many(entries, outcomes)
+
+    async def fail(self, tag: str, reason: str = "failed") -> ChainState:
+        """Close a live chain as failed; an acked chain stays acked (zero wins)."""
+        result: ChainState = await self._run(self._core.fail(tag, reason))
+        return result
+
+    async def delete(self, tag: str) -> None:
+        """Delete the chain's item; ``TagNotFound`` if there is none."""
+        await self._run(self._core.delete(tag))
+
+    async def get(self, tag: str) -> ChainState | None:
+        """The chain's state (strongly consistent read), or None if there is none."""
+        result: ChainState | None = await self._run(self._core.get(tag))
+        return result
+
+    async def wait(self, tag: str, *, timeout: float, poll_interval: float = 0.2) -> ChainState:
+        """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
+        result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
+        return result
+

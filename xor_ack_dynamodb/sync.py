@@ -1,0 +1,232 @@
+"""The sync twin: the same chains over boto3, for Spark executors, Lambda handlers and scripts.
+
+It drives the same sans-I/O operations as the async client (``_ops``); only
+the sending and the sleeping differ.  It is thread-safe: concurrent ``stamp``
+calls on one tag from several threads are merged into one write, as in the
+async client.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ._ops import (
+    DEFAULT_TOKEN_WINDOW,
+    DEFAULT_TOMBSTONE_TTL,
+    Chains,
+    ClientStats,
+    Entry,
+    Op,
+    Outcome,
+    Sleep,
+    check_tag,
+    check_token,
+    collect_many,
+    many_entries,
+)
+from .item import DEFAULT_PARTITION_KEY, ChainState
+from .retry import DEFAULT_RETRY, RetryPolicy, botocore_config
+from .stamps import Stamp, as_stamp, xor
+
+
+class SyncXorAckDynamoDB:
+    """Ack chains in a DynamoDB table, blocking; ``client`` is a boto3 DynamoDB client."""
+
+    xor = staticmethod(xor)
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        token_window: int = DEFAULT_TOKEN_WINDOW,
+        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
+        cache_size: int = 10_000,
+        coalesce: bool = True,
+    ) -> None:
+        self._client = client
+        self._core = Chains(
+            table=table,
+            partition_key=partition_key,
+            retry=retry,
+            token_window=token_window,
+            tombstone_ttl=tombstone_ttl,
+            cache_size=cache_size,
+        )
+        self._coalesce = coalesce
+        # The core's cache and counters are shared by the threads: one lock guards
+        # each step of a generator (never the I/O), the queues have their own.
+        self._core_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queues: dict[str, list[tuple[Entry, Future[Outcome]]]] = {}
+
+    @classmethod
+    @contextmanager
+    def connect(
+        cls,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        session: Any = None,
+        config: Any = None,
+        **options: Any,
+    ) -> Iterator[SyncXorAckDynamoDB]:
+        """Open a client that owns its boto3 client (closed on exit)."""
+        import boto3
+
+        session = session or boto3.session.Session()
+        client = session.client(
+            "dynamodb",
+            endpoint_url=endpoint_url,
+            region_name=region_name,
+            config=config or botocore_config(),
+        )
+        try:
+            yield cls(client, table=table, partition_key=partition_key, **options)
+        finally:
+            client.close()
+
+    @property
+    def table(self) -> str:
+        return self._core.table
+
+    @property
+    def partition_key(self) -> str:
+        return self._core.partition_key
+
+    @property
+    def stats(self) -> ClientStats:
+        return self._core.stats
+
+    def _run(self, op: Op) -> Any:
+        """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
+        try:
+            with self._core_lock:
+                effect = next(op)
+            while True:
+                if isinstance(effect, Sleep):
+                    time.sleep(effect.seconds)
+                    with self._core_lock:
+                        effect = op.send(None)
+                    continue
+                try:
+                    response = getattr(self._client, effect.op)(**effect.params)
+                except (ClientError, BotoCoreError) as exc:
+                    with self._core_lock:
+                        effect = op.throw(exc)
+                else:
+                    with self._core_lock:
+                        effect = op.send(response)
+        except StopIteration as stop:
+            return stop.value
+
+    def _submit(self, tag: str, entry: Entry) -> Outcome:
+        future: Future[Outcome] = Future()
+        with self._queue_lock:
+            queue = self._queues.get(tag)
+            leader = queue is None
+            if queue is None:
+                queue = self._queues[tag] = []
+            queue.append((entry, future))
+        if leader:
+            self._write_queue(tag, queue)
+        return future.result()
+
+    def _write_queue(self, tag: str, queue: list[tuple[Entry, Future[Outcome]]]) -> None:
+        """The first caller writes the tag's queued stamps, merged, until none are left."""
+        while True:
+            with self._queue_lock:
+                batch = queue[:]
+                del queue[:]
+                if not batch:
+                    del self._queues[tag]
+                    return
+            try:
+                outcomes = self._run(self._core.stamp_batch(tag, [entry for entry, _ in batch]))
+            except (ClientError, BotoCoreError) as exc:
+                outcomes = [exc] * len(batch)
+            except BaseException as exc:
+                for _, future in batch:
+                    future.set_exception(exc)
+                with self._queue_lock:
+                    for _, future in queue:
+                        future.set_exception(exc)
+                    del self._queues[tag]
+                raise
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                future.set_result(outcome)
+
+    # -- the API -------------------------------------------------------------
+
+    def create(self, tag: str, stamp: bytes, *, ttl: float | None = None) -> Stamp:
+        """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists."""
+        result: Stamp = self._run(self._core.create(tag, stamp, ttl))
+        return result
+
+    def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
+        """XOR ``stamp`` into the chain; see ``XorAckDynamoDB.stamp``."""
+        entry = Entry(as_stamp(stamp), check_token(token))
+        check_tag(tag)
+        if self._coalesce:
+            outcome = self._submit(tag, entry)
+        else:
+            (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def stamp_many(
+        self,
+        stamps: Mapping[str, bytes],
+        *,
+        tokens: Mapping[str, bytes | str] | None = None,
+        concurrency: int = 16,
+    ) -> dict[str, Stamp]:
+        """Stamp many chains, at most ``concurrency`` writes in flight (threads)."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        entries = many_entries(stamps, tokens)
+
+        def one(item: tuple[str, Entry]) -> Outcome:
+            tag, entry = item
+            if self._coalesce:
+                return self._submit(tag, entry)
+            (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
+            return outcome  # type: ignore[no-any-return]
+
+        if concurrency == 1 or len(entries) <= 1:
+            outcomes = [one(item) for item in entries.items()]
+        else:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as pool:
+                outcomes = list(pool.map(one, entries.items()))
+        return collect_many(entries, outcomes)
+
+    def fail(self, tag: str, reason: str = "failed") -> ChainState:
+        """Close a live chain as failed; an acked chain stays acked (zero wins)."""
+        result: ChainState = self._run(self._core.fail(tag, reason))
+        return result
+
+    def delete(self, tag: str) -> None:
+        """Delete the chain's item; ``TagNotFound`` if there is none."""
+        self._run(self._core.delete(tag))
+
+    def get(self, tag: str) -> ChainState | None:
+        """The chain's state (strongly consistent read), or None if there is none."""
+        result: ChainState | None = self._run(self._core.get(tag))
+        return result
+
+    def wait(self, tag: str, *, timeout: float, poll_interval: float = 0.2) -> ChainState:
+        """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
+        result: ChainState = self._run(self._core.wait(tag, timeout, poll_interval))
+        return result
