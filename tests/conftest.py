@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ for _name, _value in {
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto server: one line per request
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,292 @@
+"""create / stamp / delete / fail / get / wait on both clients, against moto and DynamoDB Local."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import boto3
+import pytest
+
+from xor_ack_dynamodb import Stamp, new_stamp, xor
+from xor_ack_dynamodb import item as I
+from xor_ack_dynamodb.errors import (
+    BufferLengthsUnequal,
+    ChainFailed,
+    ChainTimeout,
+    InvalidStamp,
+    InvalidTag,
+    InvalidToken,
+    StaleLocalData,
+    StampManyFailed,
+    TagExists,
+    TagNotFound,
+    ZeroBufferNoOp,
+)
+from xor_ack_dynamodb.table import TableSpec
+
+from .facade import open_client
+
+H = bytes.fromhex
+
+
+@pytest.fixture(params=["async", "sync"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def ack(kind: str, backend: tuple[str, TableSpec]) -> AsyncIterator[Any]:
+    endpoint, spec = backend
+    async with open_client(kind, endpoint, spec.name) as client:
+        yield client
+
+
+@pytest.fixture
+def raw(backend: tuple[str, TableSpec]) -> Any:
+    return boto3.client("dynamodb", endpoint_url=backend[0], region_name="us-east-1")
+
+
+async def test_seed_walkthrough_value_by_value(ack: Any) -> None:
+    tag = "database/file13"
+    file_stamp, w1, w2, w3 = H("29"), H("25"), H("a9"), H("e9")
+    s = await ack.create(tag, file_stamp)
+    assert s == H("29") and not s.acked
+    s = await ack.stamp(tag, H("4c"))  # fileStamp ^ w1 ^ w2 ^ w3
+    assert s == H("65") and not s.acked
+    s = await ack.stamp(tag, w1)
+    assert s == H("40")
+    s = await ack.stamp(tag, w2)
+    assert s == H("e9")
+    s = await ack.stamp(tag, w3)
+    assert s == H("00") and s.acked
+    assert isinstance(s, Stamp)
+
+
+async def test_seed_usage_with_64_byte_stamps(ack: Any) -> None:
+    tag = "database/file13"
+    file_stamp = new_stamp(64)
+    s = await ack.create(tag, file_stamp)
+    assert not s.acked
+    words = [new_stamp(64) for _ in range(3)]
+    s = await ack.stamp(tag, ack.xor(file_stamp, *words))
+    assert not s.acked
+    s = await ack.stamp(tag, xor(*words))
+    assert s.acked
+
+
+async def test_create_existing_tag_raises_tag_exists(ack: Any) -> None:
+    await ack.create("foo", new_stamp())
+    with pytest.raises(TagExists) as info:
+        await ack.create("foo", new_stamp())
+    assert str(info.value) == '"foo" already exists'
+    assert info.value.code == "TagExists" and info.value.tag == "foo"
+
+
+async def test_stamp_missing_tag_raises_tag_not_found(ack: Any) -> None:
+    with pytest.raises(TagNotFound) as info:
+        await ack.stamp("foo", new_stamp())
+    assert str(info.value) == '"foo" does not exist'
+    assert info.value.code == "TagNotFound" and info.value.tag == "foo"
+
+
+async def test_delete(ack: Any) -> None:
+    await ack.create("foo", new_stamp())
+    await ack.delete("foo")
+    assert await ack.get("foo") is None
+    with pytest.raises(TagNotFound) as info:
+        await ack.delete("foo")
+    assert str(info.value) == '"foo" does not exist'
+
+
+async def test_bad_input_is_refused_before_any_request(ack: Any, raw: Any, backend: Any) -> None:
+    stamp = new_stamp()
+    await ack.create("foo", stamp)
+    before = ack.stats.total_requests
+    with pytest.raises(ZeroBufferNoOp):
+        await ack.create("bar", bytes(16))
+    with pytest.raises(ZeroBufferNoOp) as info:
+        await ack.stamp("foo", bytes(16))
+    assert str(info.value) == "Buffer is all zeros"
+    with pytest.raises(InvalidTag):
+        await ack.stamp("", new_stamp())
+    with pytest.raises(InvalidTag):
+        await ack.create(42, new_stamp())
+    with pytest.raises(InvalidStamp):
+        await ack.stamp("foo", "not bytes")
+    with pytest.raises(InvalidToken):
+        await ack.stamp("foo", new_stamp(), token=b"x" * 17)
+    with pytest.raises(ValueError):
+        await ack.fail("foo", reason="")
+    assert ack.stats.total_requests == before
+    state = await ack.get("foo")
+    assert state.stamp == stamp and state.version == 1
+
+
+async def test_wrong_length_changes_nothing(ack: Any) -> None:
+    stamp = new_stamp(16)
+    await ack.create("foo", stamp)
+    writes = ack.stats.writes
+    with pytest.raises(BufferLengthsUnequal):
+        await ack.stamp("foo", new_stamp(8))
+    assert ack.stats.writes == writes
+    assert (await ack.get("foo")).stamp == stamp
+
+
+async def test_acked_chain_is_a_tombstone_then_reusable(ack: Any) -> None:
+    a = new_stamp()
+    await ack.create("foo", a)
+    assert (await ack.stamp("foo", a)).acked
+    state = await ack.get("foo")
+    assert state.acked and state.acked_at is not None
+    assert state.expires_at is not None and state.expires_at > time.time() + 3600
+    with pytest.raises(TagNotFound):
+        await ack.stamp("foo", a)
+    b = new_stamp()
+    assert await ack.create("foo", b) == b  # a completed tag can start again
+    assert (await ack.get("foo")).live
+
+
+async def test_item_layout_and_foreign_attributes_survive(ack: Any, raw: Any, backend: Any) -> None:
+    spec: TableSpec = backend[1]
+    a, b = new_stamp(), new_stamp()
+    await ack.create("foo", a)
+    raw.update_item(
+        TableName=spec.name,
+        Key={"tagID": {"S": "foo"}},
+        UpdateExpression="SET job_owner = :o",
+        ExpressionAttributeValues={":o": {"S": "job-7"}},
+    )
+    await ack.stamp("foo", xor(a, b))
+    item = raw.get_item(TableName=spec.name, Key={"tagID": {"S": "foo"}}, ConsistentRead=True)[
+        "Item"
+    ]
+    assert item["job_owner"] == {"S": "job-7"}
+    assert set(item) >= {"tagID", I.STAMP, I.CHAIN_ID, I.VERSION, I.TOKENS, I.CREATED_AT,
+                         I.UPDATED_AT}
+    assert item[I.STAMP]["B"] == b and item[I.VERSION]["N"] == "2"
+    assert len(item[I.TOKENS]["L"]) == 2
+
+
+async def test_custom_partition_key(kind: str, backend: Any) -> None:
+    from tests.conftest import _table_factory
+
+    endpoint, _ = backend
+    spec = _table_factory(endpoint)(partition_key="pk")
+    async with open_client(kind, endpoint, spec.name, partition_key="pk") as ack:
+        a = new_stamp()
+        await ack.create("x", a)
+        assert (await ack.stamp("x", a)).acked
+
+
+async def test_token_makes_a_stamp_idempotent(ack: Any) -> None:
+    a, b = new_stamp(), new_stamp()
+    await ack.create("foo", xor(a, b))
+    first = await ack.stamp("foo", a, token=b"task-1")
+    again = await ack.stamp("foo", a, token=b"task-1")
+    assert first == again == b
+    assert (await ack.get("foo")).stamp == b
+    assert (await ack.stamp("foo", b, token="task-2")).acked
+
+
+async def test_stamp_many_reports_what_landed_and_what_did_not(ack: Any) -> None:
+    stamps = {f"t{i}": new_stamp() for i in range(5)}
+    for tag, s in stamps.items():
+        await ack.create(tag, s)
+    done = await ack.stamp_many(stamps, concurrency=3)
+    assert set(done) == set(stamps) and all(s.acked for s in done.values())
+    again = {"t0": new_stamp(), "missing": new_stamp()}
+    await ack.create("t0", again["t0"])
+    with pytest.raises(StampManyFailed) as info:
+        await ack.stamp_many(again)
+    assert info.value.results["t0"].acked
+    assert isinstance(info.value.errors["missing"], TagNotFound)
+
+
+async def test_fail_closes_a_chain_and_zero_wins(ack: Any) -> None:
+    a, b = new_stamp(), new_stamp()
+    await ack.create("foo", xor(a, b))
+    await ack.stamp("foo", a)
+    state = await ack.fail("foo", reason="timeout")
+    assert state.failed and state.reason == "timeout" and not state.acked
+    with pytest.raises(ChainFailed) as info:
+        await ack.stamp("foo", b)
+    assert info.value.reason == "timeout"
+    with pytest.raises(ChainFailed):
+        await ack.wait("foo", timeout=1)
+    assert (await ack.fail("foo")).reason == "timeout"  # failing twice changes nothing
+
+    await ack.create("bar", a)
+    await ack.stamp("bar", a)
+    late = await ack.fail("bar")  # a late fail does not undo a completed chain
+    assert late.acked and not late.failed
+    with pytest.raises(TagNotFound):
+        await ack.fail("missing")
+    await ack.create("foo", b)  # a failed tag can start again
+    assert (await ack.get("foo")).live
+
+
+async def test_wait(ack: Any) -> None:
+    a = new_stamp()
+    await ack.create("foo", a)
+    with pytest.raises(ChainTimeout) as info:
+        await ack.wait("foo", timeout=0.3, poll_interval=0.1)
+    assert info.value.tag == "foo"
+    await ack.stamp("foo", a)
+    assert (await ack.wait("foo", timeout=1)).acked
+    with pytest.raises(TagNotFound):
+        await ack.wait("missing", timeout=1)
+
+
+async def test_expired_chain_counts_as_absent(ack: Any, raw: Any, backend: Any) -> None:
+    spec: TableSpec = backend[1]
+    a = new_stamp()
+    await ack.create("foo", a, ttl=3600)
+    assert (await ack.get("foo")).expires_at > time.time()
+    raw.update_item(
+        TableName=spec.name,
+        Key={"tagID": {"S": "foo"}},
+        UpdateExpression="SET expires_at = :e",
+        ExpressionAttributeValues={":e": {"N": str(int(time.time()) - 10)}},
+    )
+    assert await ack.get("foo") is None
+    with pytest.raises(TagNotFound):
+        await ack.stamp("foo", a)
+    await ack.create("foo", a)  # an expired tag is free again
+    assert (await ack.get("foo")).expires_at is None
+
+
+async def test_uncontended_stamp_is_one_request(ack: Any) -> None:
+    root = new_stamp()
+    children = [new_stamp() for _ in range(10)]
+    await ack.create("foo", xor(root, *children))
+    ack.stats.requests.clear()
+    for child in children[:-1]:
+        await ack.stamp("foo", child)
+    assert dict(ack.stats.requests) == {"UpdateItem": 9}
+
+
+async def test_lost_race_seed_behaviour_and_retry(kind: str, backend: Any) -> None:
+    endpoint, spec = backend
+    a, b, c = new_stamp(), new_stamp(), new_stamp()
+    async with open_client(kind, endpoint, spec.name, retry=None) as seedlike, \
+            open_client(kind, endpoint, spec.name) as other:
+        await seedlike.create("foo", xor(a, b, c))  # seedlike now caches version 1
+        await other.stamp("foo", a)  # ... which is stale from here on
+        with pytest.raises(StaleLocalData) as info:
+            await seedlike.stamp("foo", b)
+        assert info.value.code == "StaleLocalData" and info.value.tag == "foo"
+        # The failed condition brought back the current item: the next stamp lands at once.
+        assert (await seedlike.stamp("foo", b)) == c
+        await other.stamp("foo", new_stamp())  # makes seedlike stale again
+    async with open_client(kind, endpoint, spec.name) as retrying, \
+            open_client(kind, endpoint, spec.name) as other:
+        await retrying.create("bar", xor(a, b))
+        await other.stamp("bar", a)
+        retrying.stats.requests.clear()
+        assert (await retrying.stamp("bar", b)).acked
+        assert retrying.stats.conflicts == 1 and retrying.stats.retries == 1
+        # failed write + write; a server that omits ALL_OLD costs one read more
+        assert retrying.stats.requests["UpdateItem"] == 2
+        assert retrying.stats.requests["GetItem"] <= 1
