@@ -416,7 +416,7 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
 
 @cli.group()
 def local() -> None:
-    """Run DynamoDB Local on 127.0.0.1 without Docker (npm package, Java 17).
+    """Run DynamoDB Local on 127.0.0.1 without Docker.
 
     Falls back to moto's server, and says so, where Java 17 or npm is missing.
     """
