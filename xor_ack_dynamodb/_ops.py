@@ -187,9 +187,7 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
     return copy
 
 
-def plan_batch(
-    state: Stamp, entries: Sequence[Entry]
-) -> tuple[list[Stamp], Stamp, int]:
+def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:
     """Apply ``entries`` in order to ``state`` as one write would.
 
     Returns the state each entry would have seen had it been applied alone and
@@ -323,7 +321,11 @@ class Chains:
         return (yield from self._read(tag))
 
     def _landed(
-        self, before: ChainState | None, now: ChainState | None, tokens: Sequence[bytes], tag: str,
+        self,
+        before: ChainState | None,
+        now: ChainState | None,
+        tokens: Sequence[bytes],
+        tag: str,
         maybe_twice: bool,
     ) -> bool:
         """Did a write that carried ``tokens`` land, given the item ``now``?
@@ -370,13 +372,24 @@ class Chains:
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
             names = {
-                "#pk": self.partition_key, "#s": I.STAMP, "#c": I.CHAIN_ID, "#v": I.VERSION,
-                "#t": I.TOKENS, "#ca": I.CREATED_AT, "#u": I.UPDATED_AT, "#a": I.ACKED_AT,
-                "#f": I.FAILED_AT, "#r": I.REASON, "#e": I.EXPIRES_AT,
+                "#pk": self.partition_key,
+                "#s": I.STAMP,
+                "#c": I.CHAIN_ID,
+                "#v": I.VERSION,
+                "#t": I.TOKENS,
+                "#ca": I.CREATED_AT,
+                "#u": I.UPDATED_AT,
+                "#a": I.ACKED_AT,
+                "#f": I.FAILED_AT,
+                "#r": I.REASON,
+                "#e": I.EXPIRES_AT,
             }
             values: dict[str, Any] = {
-                ":s": {"B": bytes(value)}, ":c": {"B": chain_id}, ":v": {"N": "1"},
-                ":t": {"L": [{"B": token}]}, ":now": {"N": str(now)},
+                ":s": {"B": bytes(value)},
+                ":c": {"B": chain_id},
+                ":v": {"N": "1"},
+                ":t": {"L": [{"B": token}]},
+                ":now": {"N": str(now)},
             }
             update = "SET #s = :s, #c = :c, #v = :v, #t = :t, #ca = :now, #u = :now"
             if ttl is not None:
@@ -420,8 +433,16 @@ class Chains:
                     raise TagExists(tag) from exc
                 continue
             self.remember(
-                ChainState(tag, value, chain_id, 1, (token,), now, now,
-                           expires_at=None if ttl is None else float(values[":exp"]["N"])),
+                ChainState(
+                    tag,
+                    value,
+                    chain_id,
+                    1,
+                    (token,),
+                    now,
+                    now,
+                    expires_at=None if ttl is None else float(values[":exp"]["N"]),
+                ),
                 tag,
             )
             return value
@@ -488,8 +509,13 @@ class Chains:
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
             attempt += 1
             now = self._now()
-            names = {"#s": I.STAMP, "#v": I.VERSION, "#t": I.TOKENS, "#u": I.UPDATED_AT,
-                     "#c": I.CHAIN_ID}
+            names = {
+                "#s": I.STAMP,
+                "#v": I.VERSION,
+                "#t": I.TOKENS,
+                "#u": I.UPDATED_AT,
+                "#c": I.CHAIN_ID,
+            }
             values: dict[str, Any] = {
                 ":s": {"B": bytes(new_state)},
                 ":v": {"N": str(state.version + 1)},
@@ -558,8 +584,15 @@ class Chains:
                     outcomes[i] = TagNotFound(tag)  # the batch's own earlier stamps completed it
                 if current is None or current.version <= state.version:
                     current = ChainState(
-                        tag, new_state, state.chain_id, state.version + 1, tokens,
-                        state.created_at, now, acked_at=acked_at, expires_at=expires_at,
+                        tag,
+                        new_state,
+                        state.chain_id,
+                        state.version + 1,
+                        tokens,
+                        state.created_at,
+                        now,
+                        acked_at=acked_at,
+                        expires_at=expires_at,
                     )
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
@@ -608,12 +641,21 @@ class Chains:
                 " AND (attribute_not_exists(#e) OR #e > :now)"
             ),
             "ExpressionAttributeNames": {
-                "#pk": self.partition_key, "#f": I.FAILED_AT, "#r": I.REASON, "#e": I.EXPIRES_AT,
-                "#u": I.UPDATED_AT, "#v": I.VERSION, "#t": I.TOKENS, "#a": I.ACKED_AT,
+                "#pk": self.partition_key,
+                "#f": I.FAILED_AT,
+                "#r": I.REASON,
+                "#e": I.EXPIRES_AT,
+                "#u": I.UPDATED_AT,
+                "#v": I.VERSION,
+                "#t": I.TOKENS,
+                "#a": I.ACKED_AT,
             },
             "ExpressionAttributeValues": {
-                ":now": {"N": str(now)}, ":r": {"S": reason}, ":one": {"N": "1"},
-                ":exp": self._expiry(now, self.tombstone_ttl), ":tok": {"L": [{"B": token}]},
+                ":now": {"N": str(now)},
+                ":r": {"S": reason},
+                ":one": {"N": "1"},
+                ":exp": self._expiry(now, self.tombstone_ttl),
+                ":tok": {"L": [{"B": token}]},
             },
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

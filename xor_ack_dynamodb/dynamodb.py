@@ -246,4 +246,3 @@ class XorAckDynamoDB:
         """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
         result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
         return result
-

@@ -80,7 +80,7 @@ class StaleLocalData(_TagError):
         super().__init__(
             tag,
             f'"{tag}" changed while it was being stamped ({attempts} attempt'
-            f'{"" if attempts == 1 else "s"}); retry the stamp',
+            f"{'' if attempts == 1 else 's'}); retry the stamp",
         )
         self.attempts = attempts
 

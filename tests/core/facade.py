@@ -1,4 +1,4 @@
-"""One async face for both clients, so every behaviour is tested on the async client and its sync twin."""
+"""One async face for both clients: every behaviour is tested on the async client and its twin."""
 
 from __future__ import annotations
 

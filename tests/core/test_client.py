@@ -163,8 +163,15 @@ async def test_item_layout_and_foreign_attributes_survive(ack: Any, raw: Any, ba
         "Item"
     ]
     assert item["job_owner"] == {"S": "job-7"}
-    assert set(item) >= {"tagID", I.STAMP, I.CHAIN_ID, I.VERSION, I.TOKENS, I.CREATED_AT,
-                         I.UPDATED_AT}
+    assert set(item) >= {
+        "tagID",
+        I.STAMP,
+        I.CHAIN_ID,
+        I.VERSION,
+        I.TOKENS,
+        I.CREATED_AT,
+        I.UPDATED_AT,
+    }
     assert item[I.STAMP]["B"] == b and item[I.VERSION]["N"] == "2"
     assert len(item[I.TOKENS]["L"]) == 2
 
@@ -270,8 +277,10 @@ async def test_uncontended_stamp_is_one_request(ack: Any) -> None:
 async def test_lost_race_seed_behaviour_and_retry(kind: str, backend: Any) -> None:
     endpoint, spec = backend
     a, b, c = new_stamp(), new_stamp(), new_stamp()
-    async with open_client(kind, endpoint, spec.name, retry=None) as seedlike, \
-            open_client(kind, endpoint, spec.name) as other:
+    async with (
+        open_client(kind, endpoint, spec.name, retry=None) as seedlike,
+        open_client(kind, endpoint, spec.name) as other,
+    ):
         await seedlike.create("foo", xor(a, b, c))  # seedlike now caches version 1
         await other.stamp("foo", a)  # ... which is stale from here on
         with pytest.raises(StaleLocalData) as info:
@@ -280,8 +289,10 @@ async def test_lost_race_seed_behaviour_and_retry(kind: str, backend: Any) -> No
         # The failed condition brought back the current item: the next stamp lands at once.
         assert (await seedlike.stamp("foo", b)) == c
         await other.stamp("foo", new_stamp())  # makes seedlike stale again
-    async with open_client(kind, endpoint, spec.name) as retrying, \
-            open_client(kind, endpoint, spec.name) as other:
+    async with (
+        open_client(kind, endpoint, spec.name) as retrying,
+        open_client(kind, endpoint, spec.name) as other,
+    ):
         await retrying.create("bar", xor(a, b))
         await other.stamp("bar", a)
         retrying.stats.requests.clear()

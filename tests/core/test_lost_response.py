@@ -1,0 +1,147 @@
+"""A write that landed but whose response was lost is recognised, never applied twice.
+
+A real proxy in front of DynamoDB Local forwards the write, lets it land, and
+drops the connection; botocore re-sends it and its condition fails.  A naive
+client would then re-read and XOR the stamp in again.
+"""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.exceptions import ConnectionClosedError
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb.errors import TagExists
+from xor_ack_dynamodb.retry import botocore_config
+from xor_ack_dynamodb.table import TableSpec
+
+from .facade import open_client
+from .lossy_proxy import LossyProxy, drop_first
+
+pytestmark = pytest.mark.ddblocal
+
+
+@pytest.fixture(params=["async", "sync"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_lost_stamp_response_is_not_applied_twice(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    root, a, b = new_stamp(), new_stamp(), new_stamp()
+    async with open_client(kind, ddb_local_endpoint, ddb_table.name) as direct:
+        await direct.create("file", root)
+        rule = drop_first("UpdateItem")
+        with LossyProxy(ddb_local_endpoint, rule) as proxy:
+            async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+                state = await ack.stamp("file", xor(root, a, b))
+                assert proxy.dropped == ["UpdateItem"]  # the first send landed, unanswered
+                assert proxy.forwarded.count("UpdateItem") == 1  # botocore's re-send
+                assert state == xor(a, b)
+                assert ack.stats.resent_writes_recognised == 1
+                assert ack.stats.stamps == 1
+        # The chain holds the stamp exactly once: the two children close it.
+        assert (await direct.get("file")).stamp == xor(a, b)
+        await direct.stamp("file", a)
+        assert (await direct.stamp("file", b)).acked
+
+
+async def test_lost_completing_response_still_reports_acked(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    root = new_stamp()
+    async with open_client(kind, ddb_local_endpoint, ddb_table.name) as direct:
+        await direct.create("file", root)
+        with LossyProxy(ddb_local_endpoint, drop_first("UpdateItem")) as proxy:
+            async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+                assert (await ack.stamp("file", root)).acked  # exactly one caller learns it
+                assert proxy.dropped == ["UpdateItem"]
+        assert (await direct.get("file")).acked
+
+
+async def test_lost_create_response_is_not_a_false_tag_exists(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    stamp = new_stamp()
+    with LossyProxy(ddb_local_endpoint, drop_first("UpdateItem")) as proxy:
+        async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+            assert await ack.create("file", stamp) == stamp
+            assert proxy.dropped == ["UpdateItem"]
+            assert ack.stats.resent_writes_recognised == 1
+            with pytest.raises(TagExists):  # a genuine second create still conflicts
+                await ack.create("file", stamp)
+
+
+async def test_lost_response_while_others_write_in_between(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """Another writer lands between the lost send and botocore's re-send: the re-send's
+    condition fails on a newer version, and the token in the item still proves ours landed."""
+    root, a, b = new_stamp(), new_stamp(), new_stamp()
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+    )
+    other.create("file", xor(root, a, b))
+    lost: list[str] = []
+
+    def rule(target: str, body: bytes) -> bool:
+        if target == "UpdateItem" and not lost:
+            lost.append(target)
+            other.stamp("file", a)  # lands after our write, before the re-send
+            return True
+        return False
+
+    with LossyProxy(ddb_local_endpoint, rule) as proxy:
+        async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+            await ack.get("file")  # warm the cache: the stamp is a single write
+            assert await ack.stamp("file", root) == xor(a, b)  # the state it made
+            assert proxy.dropped == ["UpdateItem"]
+            assert ack.stats.resent_writes_recognised == 1
+    state = other.get("file")
+    assert state is not None and state.stamp == b and state.version == 3
+    assert other.stamp("file", b).acked
+
+
+async def test_transport_error_after_the_write_landed_is_settled_by_a_read(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """With botocore's re-sends off, the lost response surfaces as a transport error; the
+    client settles it with a consistent read instead of guessing."""
+    root, a = new_stamp(), new_stamp()
+    async with open_client(kind, ddb_local_endpoint, ddb_table.name) as direct:
+        await direct.create("file", xor(root, a))
+        config = botocore_config(retries={"mode": "standard", "max_attempts": 1})
+        with LossyProxy(ddb_local_endpoint, drop_first("UpdateItem")) as proxy:
+            async with open_client(kind, proxy.endpoint_url, ddb_table.name, config=config) as ack:
+                assert await ack.stamp("file", root) == a
+                assert proxy.dropped == ["UpdateItem"]
+                assert ack.stats.requests["GetItem"] >= 1
+        assert (await direct.stamp("file", a)).acked
+
+
+async def test_write_that_never_reached_the_table_is_reported_not_guessed(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """Every send of the write lost: the error reaches the caller and nothing was applied
+    twice; retrying with the same token is then safe."""
+    root, a = new_stamp(), new_stamp()
+    async with open_client(kind, ddb_local_endpoint, ddb_table.name) as direct:
+        await direct.create("file", xor(root, a))
+        config = botocore_config(retries={"mode": "standard", "max_attempts": 1})
+        with LossyProxy(ddb_local_endpoint, drop_first("UpdateItem", count=99)) as proxy:
+            async with open_client(kind, proxy.endpoint_url, ddb_table.name, config=config) as ack:
+                await ack.get("file")
+                # The write lands (the proxy forwards it) but its answer is lost, and the
+                # settling read goes through: the stamp is reported applied, exactly once.
+                assert await ack.stamp("file", root, token=b"job-1") == a
+                assert await ack.stamp("file", root, token=b"job-1") == a  # duplicate: no-op
+        assert (await direct.get("file")).stamp == a
+        with LossyProxy(ddb_local_endpoint, lambda t, b: True) as dead:
+            async with open_client(kind, dead.endpoint_url, ddb_table.name, config=config) as ack:
+                with pytest.raises(ConnectionClosedError):
+                    await ack.stamp("file", a, token=b"job-2")
+        # Whatever the caller saw, the table never holds a stamp twice.
+        assert (await direct.stamp("file", a, token=b"job-2")).acked
