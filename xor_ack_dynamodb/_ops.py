@@ -488,15 +488,20 @@ class Chains:
                 break
             batch: list[int] = []
             later: list[int] = []
-            tokened = 0
+            batch_tokens: set[bytes] = set()
             for i in pending:
-                entry = entries[i]
-                if len(entry.stamp) != len(state.stamp):
+                token = entries[i].token
+                if len(entries[i].stamp) != len(state.stamp):
                     outcomes[i] = BufferLengthsUnequal()
-                elif entry.token is not None and tokened >= self.token_window // 2:
-                    later.append(i)  # keep every token of one write inside the window
+                elif token is not None and (
+                    token in batch_tokens or len(batch_tokens) >= self.token_window // 2
+                ):
+                    # A repeated token waits for the next write (where it is found
+                    # applied); a write never carries more tokens than half the window.
+                    later.append(i)
                 else:
-                    tokened += entry.token is not None
+                    if token is not None:
+                        batch_tokens.add(token)
                     batch.append(i)
             if not batch:
                 break

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ConnectionClosedError
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb.errors import TagExists
+from xor_ack_dynamodb.errors import AmbiguousWrite, TagExists
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
@@ -145,3 +145,38 @@ async def test_write_that_never_reached_the_table_is_reported_not_guessed(
                     await ack.stamp("file", a, token=b"job-2")
         # Whatever the caller saw, the table never holds a stamp twice.
         assert (await direct.stamp("file", a, token=b"job-2")).acked
+
+
+async def test_more_writes_than_the_window_between_makes_it_ambiguous_not_guessed(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """If more writes than the token window land between the lost send and the re-send,
+    the client cannot prove either way, and says so instead of guessing."""
+    root = new_stamp()
+    others = [new_stamp() for _ in range(6)]
+    window = 4
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+        token_window=window,
+    )
+    other.create("file", new_stamp())  # unrelated stamps: the chain never reaches zero here
+    lost: list[str] = []
+
+    def rule(target: str, body: bytes) -> bool:
+        if target == "UpdateItem" and not lost:
+            lost.append(target)
+            for s in others:  # six writes push our token out of a window of four
+                other.stamp("file", s)
+            return True
+        return False
+
+    with LossyProxy(ddb_local_endpoint, rule) as proxy:
+        async with open_client(
+            kind, proxy.endpoint_url, ddb_table.name, token_window=window
+        ) as ack:
+            await ack.get("file")
+            with pytest.raises(AmbiguousWrite) as info:
+                await ack.stamp("file", root)
+            assert info.value.code == "AmbiguousWrite" and info.value.window == window
+            assert proxy.dropped == ["UpdateItem"]
