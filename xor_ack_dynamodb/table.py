@@ -160,9 +160,19 @@ def _flag(value: Any) -> bool:
 
 
 def describe_table(client: Any, name: str) -> TableInfo:
-    """Describe the table and its TTL setting; ``ResourceNotFoundException`` when missing."""
+    """Describe the table and its TTL setting; ``ResourceNotFoundException`` when missing.
+
+    Needs ``dynamodb:DescribeTable``; without ``dynamodb:DescribeTimeToLive`` the TTL
+    status is reported as unknown.
+    """
     table = client.describe_table(TableName=name)["Table"]
-    ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+    try:
+        ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+    except ClientError as exc:
+        # The clients' IAM policy (infra/table.yaml) grants DescribeTable, not DescribeTimeToLive.
+        if _code(exc) != "AccessDeniedException":
+            raise
+        ttl = {"TimeToLiveStatus": "UNKNOWN (no dynamodb:DescribeTimeToLive permission)"}
     hash_key = next(k["AttributeName"] for k in table["KeySchema"] if k["KeyType"] == "HASH")
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
     throughput = table.get("ProvisionedThroughput") or {}

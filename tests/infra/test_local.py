@@ -1,0 +1,168 @@
+"""xor_ack_dynamodb.local: DynamoDB Local on loopback, the moto fallback said out loud, and
+the detached server of `xor-ack local start|status|stop`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+
+from xor_ack_dynamodb import local
+from xor_ack_dynamodb.local import (
+    LocalDynamoDB,
+    LocalDynamoDBError,
+    ServerState,
+    dynamodb_local_command,
+    server_status,
+    start_detached,
+    state_file,
+    stop_detached,
+)
+from xor_ack_dynamodb.table import TableSpec, create_table, describe_table
+
+
+def _listen_addresses(port: int) -> set[str]:
+    """Local addresses of the LISTEN sockets on ``port`` (from /proc/net/tcp and tcp6)."""
+    found: set[str] = set()
+    for name in ("tcp", "tcp6"):
+        path = Path("/proc/net") / name
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            address, port_hex = fields[1].rsplit(":", 1)
+            if int(port_hex, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+#: 127.0.0.1 as /proc/net/tcp writes it, and as IPv4-mapped IPv6 in /proc/net/tcp6 (Java)
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F"}
+
+
+def _only_loopback(port: int) -> bool:
+    found = _listen_addresses(port)
+    return bool(found) and found <= LOOPBACK
+
+
+def _port(endpoint_url: str) -> int:
+    return int(endpoint_url.rsplit(":", 1)[1])
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs /proc/net/tcp")
+def test_dynamodb_local_listens_on_loopback_only(ddb_local_endpoint: str) -> None:
+    # DynamoDB Local itself binds every interface; LoopbackDynamoDBLocal.java narrows it
+    assert _only_loopback(_port(ddb_local_endpoint)), _listen_addresses(_port(ddb_local_endpoint))
+
+
+def test_command_line() -> None:
+    jar = Path("/x/DynamoDBLocal.jar")
+    memory = dynamodb_local_command(jar, port=8123)
+    assert memory[-5:] == ["-inMemory", "-port", "8123", "-sharedDb", "-disableTelemetry"]
+    assert "-Dxorack.bindHost=127.0.0.1" in memory
+    assert str(local.LAUNCHER) in memory
+    on_disk = dynamodb_local_command(jar, port=8123, data_dir=Path("/data"))
+    assert on_disk[-6:] == ["-dbPath", "/data", "-port", "8123", "-sharedDb", "-disableTelemetry"]
+    assert "-inMemory" not in on_disk
+
+
+def test_falls_back_to_moto_where_java_is_missing_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(local, "java_version", lambda: None)
+    with LocalDynamoDB(backend="auto") as db:
+        assert db.kind == "moto"
+        client = boto3.client("dynamodb", endpoint_url=db.endpoint_url, region_name="us-east-1")
+        assert "TableNames" in client.list_tables()
+    err = capsys.readouterr().err
+    assert "DynamoDB Local unavailable (Java is not installed" in err
+    assert "using moto's server instead" in err
+
+
+def test_reference_backend_refuses_to_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "java_version", lambda: 11)
+    with pytest.raises(
+        LocalDynamoDBError, match=r"Java 11 found, DynamoDB Local 3\.x needs Java 17"
+    ):
+        LocalDynamoDB(backend="dynamodb-local").start()
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "run"
+    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(folder))
+    yield folder
+    stop_detached(folder)  # never leave a server behind, whatever the test did
+
+
+def test_detached_moto_start_status_stop(run_dir: Path) -> None:
+    assert server_status() is None
+    state = start_detached(backend="moto")
+    assert state.kind == "moto"
+    assert state.endpoint_url.startswith("http://127.0.0.1:")
+    assert json.loads(state_file().read_text())["pid"] == state.pid
+    assert server_status() == state
+    client = boto3.client("dynamodb", endpoint_url=state.endpoint_url, region_name="us-east-1")
+    assert "TableNames" in client.list_tables()
+    with pytest.raises(LocalDynamoDBError, match="already running"):
+        start_detached(backend="moto")
+    assert stop_detached() == state
+    assert server_status() is None
+    assert not state_file().exists()
+    assert stop_detached() is None  # stopping twice is fine
+
+
+def test_a_stale_or_broken_state_file_means_not_running(run_dir: Path) -> None:
+    run_dir.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = ServerState(
+        pid=dead.pid,
+        endpoint_url="http://127.0.0.1:9",
+        kind="moto",
+        data_dir=None,
+        log_file=str(run_dir / "log"),
+        started_at=0.0,
+    )
+    state_file().write_text(stale.to_json())
+    assert server_status() is None
+    assert not state_file().exists()
+    state_file().write_text("{not json")
+    assert server_status() is None
+    # a live process that is not one of ours (pid reused) is not stopped
+    state_file().write_text(
+        ServerState(**{**stale.__dict__, "pid": os.getpid()}).to_json()  # this pytest
+    )
+    assert server_status() is None
+    assert stop_detached() is None
+
+
+def test_detached_dynamodb_local_keeps_a_data_dir(run_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    state = start_detached(backend="dynamodb-local", data_dir=data)
+    spec = TableSpec(name=f"kept-{uuid.uuid4().hex[:8]}")
+    try:
+        assert state.kind == "dynamodb-local"
+        assert state.data_dir == str(data.resolve())
+        if Path("/proc/net/tcp").exists():
+            assert _only_loopback(_port(state.endpoint_url))
+        client = boto3.client("dynamodb", endpoint_url=state.endpoint_url, region_name="us-east-1")
+        create_table(client, spec)
+    finally:
+        assert stop_detached() == state
+    assert not _listen_addresses(_port(state.endpoint_url))
+    again = start_detached(backend="dynamodb-local", data_dir=data)
+    try:
+        client = boto3.client("dynamodb", endpoint_url=again.endpoint_url, region_name="eu-west-1")
+        info = describe_table(client, spec.name)  # -sharedDb: any region sees it
+        assert info.partition_key == spec.partition_key
+        assert info.ttl_attribute == spec.ttl_attribute
+    finally:
+        stop_detached()

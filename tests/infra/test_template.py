@@ -1,0 +1,131 @@
+"""infra/table.yaml: lint-clean, and the table it declares is TableSpec's table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+from cfnlint.helpers import REGIONS
+
+from xor_ack_dynamodb.item import DEFAULT_PARTITION_KEY, EXPIRES_AT
+from xor_ack_dynamodb.table import DEFAULT_TABLE, TTL_ATTRIBUTE, TableSpec
+
+from .cfn import TEMPLATE, Resolver, load_template
+
+#: What the clients send (see test_stack for the recorded proof) plus DescribeTable.
+POLICY_ACTIONS = {
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:DescribeTable",
+}
+KMS_KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template()
+
+
+def test_cfn_lint_passes_in_every_region() -> None:
+    matches = lint(TEMPLATE.read_text(), config=ManualArgs(include_checks=["I"], regions=REGIONS))
+    assert [str(m) for m in matches] == []
+
+
+def test_parameter_defaults_are_the_clients_defaults(template: dict[str, Any]) -> None:
+    params = template["Parameters"]
+    assert params["TableName"]["Default"] == DEFAULT_TABLE == TableSpec().name
+    assert params["PartitionKeyName"]["Default"] == DEFAULT_PARTITION_KEY
+    assert params["BillingMode"]["Default"] == TableSpec().billing_mode
+    assert params["DeletionProtection"]["Default"] == "true"
+    assert params["KmsKeyArn"]["Default"] == ""
+
+
+@pytest.mark.parametrize(
+    ("parameters", "spec"),
+    [
+        ({}, TableSpec()),
+        (
+            {"TableName": "jobs.prod", "PartitionKeyName": "fileID"},
+            TableSpec(name="jobs.prod", partition_key="fileID"),
+        ),
+        (
+            {"BillingMode": "PROVISIONED", "ReadCapacityUnits": "7", "WriteCapacityUnits": "3"},
+            TableSpec(billing_mode="PROVISIONED", read_capacity=7, write_capacity=3),
+        ),
+    ],
+)
+def test_table_definition_is_tablespec(
+    template: dict[str, Any], parameters: dict[str, str], spec: TableSpec
+) -> None:
+    props = Resolver(template, **parameters).resource("ChainTable")["Properties"]
+    declared = {key: props.get(key) for key in spec.create_request()}
+    if "ProvisionedThroughput" in declared:
+        declared["ProvisionedThroughput"] = {
+            k: int(v) for k, v in declared["ProvisionedThroughput"].items()
+        }
+    assert declared == spec.create_request()
+    assert "ProvisionedThroughput" in props or spec.billing_mode == "PAY_PER_REQUEST"
+    assert props["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+    assert spec.ttl_attribute == TTL_ATTRIBUTE == EXPIRES_AT
+
+
+def test_table_is_durable_and_encrypted(template: dict[str, Any]) -> None:
+    table = Resolver(template).resource("ChainTable")
+    props = table["Properties"]
+    assert table["Type"] == "AWS::DynamoDB::Table"
+    assert table["DeletionPolicy"] == "Retain"
+    assert table["UpdateReplacePolicy"] == "Retain"
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
+    assert props["DeletionProtectionEnabled"] == "true"
+    assert {t["Key"] for t in props["Tags"]} >= {"project"}
+    with_key = Resolver(template, KmsKeyArn=KMS_KEY, DeletionProtection="false")
+    props = with_key.resource("ChainTable")["Properties"]
+    assert props["SSESpecification"]["KMSMasterKeyId"] == KMS_KEY
+    assert props["DeletionProtectionEnabled"] == "false"
+
+
+def _statements(template: dict[str, Any], **parameters: str) -> list[dict[str, Any]]:
+    policy = Resolver(template, **parameters).resource("ClientPolicy")
+    assert policy["Type"] == "AWS::IAM::ManagedPolicy"
+    document = policy["Properties"]["PolicyDocument"]
+    assert document["Version"] == "2012-10-17"
+    statements: list[dict[str, Any]] = document["Statement"]
+    return statements
+
+
+def test_policy_grants_the_client_actions_on_this_table_only(template: dict[str, Any]) -> None:
+    (items,) = _statements(template)
+    assert items["Effect"] == "Allow"
+    assert set(items["Action"]) == POLICY_ACTIONS
+    assert len(items["Action"]) == len(POLICY_ACTIONS)
+    assert items["Resource"] == "ChainTable.Arn"
+    assert "Condition" not in items and "NotAction" not in items
+
+
+def test_policy_with_a_kms_key_adds_decrypt_through_dynamodb_only(
+    template: dict[str, Any],
+) -> None:
+    items, key = _statements(template, KmsKeyArn=KMS_KEY)
+    # the item statement is the same in both branches of the If
+    assert items == _statements(template)[0]
+    assert key == {
+        "Sid": "ChainTableKeyViaDynamoDB",
+        "Effect": "Allow",
+        "Action": "kms:Decrypt",
+        "Resource": KMS_KEY,
+        "Condition": {"StringEquals": {"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"}},
+    }
+
+
+def test_outputs_name_the_table_its_arn_and_the_policy(template: dict[str, Any]) -> None:
+    resolver = Resolver(template)
+    outputs = {name: resolver.resolve(o["Value"]) for name, o in template["Outputs"].items()}
+    assert outputs == {
+        "TableName": "Ref:ChainTable",
+        "PartitionKeyName": DEFAULT_PARTITION_KEY,
+        "TableArn": "ChainTable.Arn",
+        "PolicyArn": "Ref:ClientPolicy",
+    }
