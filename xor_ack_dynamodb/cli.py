@@ -51,7 +51,12 @@ _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "wordcount": (
         "xor_ack_dynamodb.pipeline.cli",
         "wordcount",
-        "Run the word-count pipeline on PySpark, every file tracked by an XOR chain.",
+        "Count words with PySpark, every file tracked by an XOR chain.",
+    ),
+    "wordcount-sample": (
+        "xor_ack_dynamodb.pipeline.cli",
+        "wordcount_sample",
+        "Write a deterministic sample corpus for `xor-ack wordcount`.",
     ),
 }
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cfnlint.decode import decode_str
+from cfnlint.decode import decode_str  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "infra" / "table.yaml"
@@ -30,7 +30,8 @@ def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
     template, errors = decode_str(path.read_text())
     assert not errors, errors
     assert template is not None
-    return _plain(template)
+    plain: dict[str, Any] = _plain(template)
+    return plain
 
 
 def _plain(node: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from xor_ack_dynamodb.local import DYNAMODB_LOCAL_VERSION
 from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, delete_table, describe_table

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cfnlint.api import ManualArgs, lint
-from cfnlint.helpers import REGIONS
+from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
+from cfnlint.helpers import REGIONS  # type: ignore[import-untyped]
 
 from xor_ack_dynamodb.item import DEFAULT_PARTITION_KEY, EXPIRES_AT
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TTL_ATTRIBUTE, TableSpec

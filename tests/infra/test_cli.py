@@ -1,0 +1,265 @@
+"""The xor-ack CLI, through click's test runner (and one real process for the import check)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import click
+import pytest
+from botocore.exceptions import NoRegionError
+from click.testing import CliRunner, Result
+
+from xor_ack_dynamodb import cli as cli_module
+from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
+from xor_ack_dynamodb.local import stop_detached
+from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, describe_table
+
+
+def run(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        yield (*path, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+def assert_user_error(result: Result, starts: str) -> None:
+    """Exit 1, one `error: ...` line on stderr, no traceback."""
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {starts}"), lines[0]
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.exception
+
+
+def test_every_verb_has_help() -> None:
+    verbs = list(_commands(cli))
+    expected = {
+        ("table", "create"),
+        ("table", "describe"),
+        ("table", "delete"),
+        ("local", "start"),
+        ("local", "stop"),
+        ("local", "status"),
+        ("chain", "create"),
+        ("chain", "stamp"),
+        ("chain", "get"),
+        ("chain", "fail"),
+        ("chain", "delete"),
+    }
+    assert expected <= set(verbs)
+    for path in [(), *verbs]:
+        result = run(*path, "--help")
+        assert result.exit_code == 0, (path, result.output)
+        assert result.output.startswith(f"Usage: {' '.join(['cli', *path])}"), result.output
+
+
+def test_help_does_not_import_pyspark() -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from xor_ack_dynamodb.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['--help'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_lazy_commands_are_listed_without_import_and_loaded_on_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = f"{__package__}.lazy_command"
+    monkeypatch.setitem(
+        cli_module._LAZY_COMMANDS, "hello", (module, "hello", "Say hello (lazily loaded).")
+    )
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    listing = run("--help")
+    assert re.search(r"^  hello +Say hello \(lazily loaded\)\.$", listing.output, re.MULTILINE)
+    assert module not in sys.modules
+    result = run("hello", "--name", "chains")
+    assert result.exit_code == 0, result.output
+    assert result.output == "hello chains\n"
+    monkeypatch.setitem(
+        cli_module._LAZY_COMMANDS, "absent", (f"{__package__}.no_such_module", "x", "Not there.")
+    )
+    assert "absent" not in run("--help").output
+    assert run("absent").exit_code == 2  # click: no such command
+
+
+@pytest.fixture
+def endpoint(backend: tuple[str, TableSpec]) -> str:
+    return backend[0]
+
+
+def _table() -> str:
+    return f"cli-{uuid.uuid4().hex[:10]}"
+
+
+def test_table_create_describe_delete(endpoint: str) -> None:
+    name = _table()
+    base = ("--endpoint-url", endpoint, "--table", name)
+    assert_user_error(run(*base, "table", "describe"), "ResourceNotFoundException")
+    created = run(*base, "table", "create")
+    assert created.exit_code == 0, created.output
+    assert created.output == (
+        f"table {name} created: key tagID (S), TTL on {TTL_ATTRIBUTE}, PAY_PER_REQUEST\n"
+    )
+    again = run(*base, "table", "create")
+    assert again.exit_code == 0 and "already exists, checked" in again.output
+    described = run(*base, "table", "describe", "--json")
+    assert described.exit_code == 0, described.output
+    info = json.loads(described.output)
+    assert (info["name"], info["partition_key"], info["partition_key_type"]) == (name, "tagID", "S")
+    assert (info["ttl_status"], info["ttl_attribute"]) == ("ENABLED", TTL_ATTRIBUTE)
+    text = run(*base, "table", "describe")
+    assert text.exit_code == 0
+    assert f"ttl:                 ENABLED ({TTL_ATTRIBUTE})" in text.output
+    # another key than the table's: create refuses, describe warns
+    other_key = ("--endpoint-url", endpoint, "--table", name, "--partition-key", "fileID")
+    assert_user_error(run(*other_key, "table", "create"), "TableMismatch: table")
+    assert "warning: the partition key is tagID" in run(*other_key, "table", "describe").stderr
+    refused = run(*base, "table", "delete", input="n\n")
+    assert refused.exit_code == 1 and "Aborted" in refused.output
+    deleted = run(*base, "table", "delete", "--yes")
+    assert deleted.exit_code == 0, deleted.output
+    assert_user_error(run(*base, "table", "describe"), "ResourceNotFoundException")
+
+
+def test_table_create_provisioned(moto_endpoint: str) -> None:
+    name = _table()
+    base = ("--endpoint-url", moto_endpoint, "--table", name)
+    result = run(*base, "table", "create", "--billing-mode", "PROVISIONED", "--read-capacity", "4")
+    assert result.exit_code == 0, result.output
+    client = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    info = describe_table(client, name)
+    assert (info.billing_mode, info.read_capacity, info.write_capacity) == ("PROVISIONED", 4, 5)
+    assert run(*base, "table", "create", "--read-capacity", "0").exit_code == 2  # usage error
+
+
+def test_chain_by_hand(backend: tuple[str, TableSpec]) -> None:
+    endpoint, spec = backend
+    base = ("--endpoint-url", endpoint, "--table", spec.name)
+    made = run(*base, "chain", "create", "file-1")
+    assert made.exit_code == 0, made.output
+    stamp = made.output.strip().rsplit(" ", 1)[1]
+    assert len(bytes.fromhex(stamp)) == 16
+    assert_user_error(run(*base, "chain", "create", "file-1", "ab" * 16), 'TagExists: "file-1"')
+    half = "0f" * 16
+    rest = bytes(
+        a ^ b for a, b in zip(bytes.fromhex(stamp), bytes.fromhex(half), strict=True)
+    ).hex()
+    first = run(*base, "chain", "stamp", "file-1", half, "--token", "w1")
+    assert first.exit_code == 0, first.output
+    assert first.output == f"file-1 state {rest} (pending)\n"
+    replay = run(*base, "chain", "stamp", "file-1", half, "--token", "w1")  # same token: once
+    assert replay.output == first.output
+    pending = json.loads(run(*base, "chain", "get", "file-1", "--json").output)
+    assert (pending["stamp"], pending["state"], pending["version"]) == (rest, "pending", 2)
+    done = run(*base, "chain", "stamp", "file-1", f"0x{rest.upper()}")
+    assert done.output == f"file-1 state {'00' * 16} (acked)\n"
+    shown = run(*base, "chain", "get", "file-1")
+    assert shown.exit_code == 0
+    assert "state:   acked" in shown.output
+    assert_user_error(run(*base, "chain", "stamp", "file-1", half), 'TagNotFound: "file-1"')
+
+    assert run(*base, "chain", "create", "file-2", "aabbccddeeff0011", "--ttl", "60").exit_code == 0
+    failed = run(*base, "chain", "fail", "file-2", "--reason", "timeout")
+    assert failed.output == "file-2 failed (timeout)\n"
+    assert json.loads(run(*base, "chain", "get", "file-2", "--json").output)["reason"] == "timeout"
+    assert run(*base, "chain", "delete", "file-2").output == "file-2 deleted\n"
+    assert_user_error(run(*base, "chain", "get", "file-2"), '"file-2" does not exist')
+    assert_user_error(run(*base, "chain", "delete", "file-2"), 'TagNotFound: "file-2"')
+
+
+def test_user_mistakes_are_one_line(moto_table: TableSpec, moto_endpoint: str) -> None:
+    base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
+    assert_user_error(run(*base, "chain", "create", "t", "xyz"), "stamp 'xyz' is not hexadecimal")
+    assert_user_error(run(*base, "chain", "create", "t", "00" * 8), "ZeroBufferNoOp")
+    assert_user_error(run(*base, "chain", "stamp", "t", ""), "stamp is empty")
+    assert_user_error(run(*base, "chain", "stamp", "t", "ab", "--token", "x" * 17), "InvalidToken")
+    assert_user_error(run(*base, "chain", "create", ""), "InvalidTag")
+    assert_user_error(
+        run("--endpoint-url", moto_endpoint, "--table", "no-such-table", "chain", "get", "x"),
+        "ResourceNotFoundException",
+    )
+    assert_user_error(
+        run("--endpoint-url", moto_endpoint, "--table", "a", "table", "create"),
+        "InvalidTableSpec: table name 'a' is not valid",
+    )
+
+
+def test_unreachable_endpoint_is_one_line() -> None:
+    from xor_ack_dynamodb.local import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    result = run("--endpoint-url", url, "table", "describe")
+    assert_user_error(result, "Could not connect to the endpoint URL")
+    assert "xor-ack local start" in result.stderr
+
+
+def test_explain_botocore_setup_errors() -> None:
+    assert explain(NoRegionError()) == "no AWS region: pass --region or set AWS_REGION"
+    assert explain(ValueError("a bug")) is None
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "run"
+    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(folder))
+    yield folder
+    stop_detached(folder)
+
+
+def test_local_start_status_stop(run_dir: Path) -> None:
+    down = run("local", "status")
+    assert down.exit_code == NOT_RUNNING
+    assert "no local DynamoDB running" in down.output
+    table = _table()
+    started = run("--table", table, "local", "start", "--backend", "moto", "--create-table")
+    assert started.exit_code == 0, started.output
+    assert started.stdout.startswith("export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:")
+    assert len(started.stdout.splitlines()) == 1  # eval "$(xor-ack local start)" works
+    endpoint = started.stdout.strip().split("=", 1)[1]
+    assert "moto server (test double) running at" in started.stderr
+    assert f"table {table} ready" in started.stderr
+    assert_user_error(run("local", "start", "--backend", "moto"), "LocalDynamoDBError: a local")
+    up = run("local", "status")
+    assert up.exit_code == 0, up.output
+    assert f"endpoint:  {endpoint}" in up.output and "answering: yes" in up.output
+    described = run("--endpoint-url", endpoint, "--table", table, "table", "describe", "--json")
+    assert json.loads(described.output)["ttl_attribute"] == TTL_ATTRIBUTE
+    stopped = run("local", "stop")
+    assert stopped.exit_code == 0 and stopped.output.startswith("stopped moto server")
+    assert run("local", "status").exit_code == NOT_RUNNING
+    assert run("local", "stop").output == "no local DynamoDB running\n"
+    both = run("local", "start", "--in-memory", "--data-dir", str(run_dir / "d"))
+    assert both.exit_code == 2 and "exclude each other" in both.output
+
+
+def test_console_script_entry_point() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "from xor_ack_dynamodb.cli import main; main()", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("xor-ack, version ")
