@@ -1,0 +1,716 @@
+"""The in-memory tracker: the seed's verbs and events, Storm's tolerances, timeouts, high water."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import xor_ack_dynamodb
+from xor_ack_dynamodb.errors import (
+    BufferLengthsUnequal,
+    InvalidStamp,
+    InvalidTag,
+    TagExists,
+    ZeroBufferNoOp,
+)
+from xor_ack_dynamodb.memory import AckStats, CAck, FailReason, PyAck
+from xor_ack_dynamodb.stamps import Stamp, new_stamp, xor
+
+
+class Events:
+    """Records every event of one tracker, in order."""
+
+    def __init__(self, ack: PyAck) -> None:
+        self.log: list[tuple[str, ...]] = []
+        ack.on("acked", lambda tag: self.log.append(("acked", tag)))
+        ack.on("failed", lambda tag, reason: self.log.append(("failed", tag, reason)))
+
+    def take(self) -> list[tuple[str, ...]]:
+        log, self.log = self.log, []
+        return log
+
+
+def b(hex_: str) -> bytes:
+    return bytes.fromhex(hex_)
+
+
+def check_balance(stats: AckStats) -> None:
+    assert stats.added == (
+        stats.acked + stats.failed + stats.expired + stats.overflowed + stats.pending
+    )
+
+
+# -- the seed's worked example, value by value ---------------------------------
+
+
+def test_seed_readme_example(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    tag = "unique-file-tag"
+    file_stamp, w1, w2, w3 = b("29"), b("25"), b("a9"), b("e9")
+    assert xor(file_stamp, w1, w2, w3) == b("4c")
+
+    assert ack.add(tag, file_stamp) is False
+    assert ack.state(tag) == b("29")
+    assert ack.stamp(tag, b("4c")) is False
+    assert ack.state(tag) == b("65")
+    assert ack.stamp(tag, w1) is False
+    assert ack.state(tag) == b("40")
+    assert ack.stamp(tag, w2) is False
+    assert ack.state(tag) == b("e9")
+    assert events.take() == []
+    assert ack.stamp(tag, w3) is True
+    assert events.take() == [("acked", tag)]
+    assert ack.state(tag) is None
+    assert tag not in ack
+
+
+def test_add_then_one_stamp_of_all_children_then_each_child(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    root, *words = (new_stamp() for _ in range(4))
+    ack.add("f", root)
+    assert ack.stamp("f", xor(root, *words)) is False
+    assert [ack.stamp("f", w) for w in words] == [False, False, True]
+    assert events.take() == [("acked", "f")]
+
+
+def test_state_is_a_stamp_of_the_chain_length(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    ack.add("t", b"\x00\x01")
+    state = ack.state("t")
+    assert isinstance(state, Stamp)
+    assert state == b"\x00\x01" and not state.acked
+
+
+# -- errors: typed, and bad input changes nothing ------------------------------
+
+
+def test_add_of_a_pending_tag_raises_tag_exists_and_changes_nothing(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    ack.add("t", b"\x01")
+    with pytest.raises(TagExists) as info:
+        ack.add("t", b"\x02")
+    assert info.value.tag == "t" and info.value.code == "TagExists"
+    assert str(info.value) == '"t" already exists'
+    assert ack.state("t") == b"\x01"
+    assert ack.stats.added == 1
+
+
+@pytest.mark.parametrize("verb", ["add", "stamp"])
+def test_zero_stamp_raises_zero_buffer_noop(Ack: type[PyAck], verb: str) -> None:
+    ack = Ack()
+    ack.add("t", b"\x05\x00")
+    with pytest.raises(ZeroBufferNoOp):
+        getattr(ack, verb)("t" if verb == "stamp" else "u", b"\x00\x00")
+    assert ack.state("t") == b"\x05\x00"
+    assert "u" not in ack
+    assert ack.stats.unclaimed == 0 and ack.stats.added == 1
+
+
+@pytest.mark.parametrize("bad", [None, "ab", 5, [1], b""])
+@pytest.mark.parametrize("verb", ["add", "stamp"])
+def test_stamp_that_is_not_bytes_raises_invalid_stamp(
+    Ack: type[PyAck], verb: str, bad: Any
+) -> None:
+    ack = Ack()
+    ack.add("t", b"\x05")
+    with pytest.raises(InvalidStamp):
+        getattr(ack, verb)("t" if verb == "stamp" else "u", bad)
+    assert ack.state("t") == b"\x05"
+    assert ack.stats.added == 1 and ack.stats.unclaimed == 0
+
+
+@pytest.mark.parametrize("bad", ["", None, 7, b"t"])
+def test_bad_tag_raises_invalid_tag(Ack: type[PyAck], bad: Any) -> None:
+    ack = Ack()
+    calls: list[Callable[[], object]] = [
+        lambda: ack.add(bad, b"\x01"),
+        lambda: ack.stamp(bad, b"\x01"),
+        lambda: ack.fail(bad),
+        lambda: ack.reset_timeout(bad),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidTag):
+            call()
+    assert ack.stats == Ack().stats
+
+
+def test_stamp_of_another_length_raises_and_changes_nothing(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    ack.add("t", b"\x01\x02")
+    with pytest.raises(BufferLengthsUnequal):
+        ack.stamp("t", b"\x01")
+    with pytest.raises(BufferLengthsUnequal):
+        ack.stamp("t", b"\x01\x02\x03")
+    assert ack.state("t") == b"\x01\x02"
+    assert ack.stamp("t", b"\x01\x02") is True
+
+
+def test_add_of_another_length_than_its_early_stamps_raises(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    ack.stamp("t", b"\x01\x02")
+    with pytest.raises(BufferLengthsUnequal):
+        ack.add("t", b"\x01")
+    assert ack.stats.unclaimed == 1 and ack.stats.added == 0
+    assert ack.add("t", b"\x01\x02") is True
+
+
+def test_bytes_like_stamps_are_accepted(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    ack.add("t", bytearray(b"\x0f\xf0"))
+    ack.stamp("t", memoryview(b"\x0f\x00"))
+    assert ack.stamp("t", Stamp(b"\x00\xf0")) is True
+    assert events.take() == [("acked", "t")]
+
+
+def test_str_subclass_tags_work(Ack: type[PyAck]) -> None:
+    class Tag(str):
+        pass
+
+    ack = Ack()
+    ack.add(Tag("t"), b"\x01")
+    assert ack.stamp(Tag("t"), b"\x01") is True
+
+
+# -- a finished tag is forgotten -------------------------------------------------
+
+
+def test_acked_tag_can_start_again(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    for _ in range(3):
+        ack.add("t", b"\x07")
+        assert ack.stamp("t", b"\x07") is True
+    assert events.take() == [("acked", "t")] * 3
+    assert ack.stats.acked == 3 and len(ack) == 0
+
+
+def test_failed_tag_can_start_again(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    ack.add("t", b"\x07")
+    assert ack.fail("t") is True
+    ack.add("t", b"\x09")
+    assert ack.stamp("t", b"\x09") is True
+    assert events.take() == [("failed", "t", "failed"), ("acked", "t")]
+
+
+def test_fail_of_a_pending_chain(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    ack.add("t", b"\x07")
+    ack.stamp("t", b"\x01")
+    assert ack.fail("t") is True
+    (event,) = events.take()
+    assert event == ("failed", "t", "failed")
+    reason: object = event[2]
+    assert reason is FailReason.FAILED
+    assert "t" not in ack
+    assert ack.stats.failed == 1 and ack.stats.pending == 0
+
+
+# -- Storm's tolerances: nothing that arrives early is lost ---------------------
+
+
+def test_stamps_before_add_are_kept_and_complete_the_chain(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    root, w1, w2 = new_stamp(), new_stamp(), new_stamp()
+    assert ack.stamp("t", w1) is False  # a child finished before anyone added the chain
+    assert ack.stamp("t", xor(root, w1, w2)) is False
+    assert "t" not in ack and ack.stats.unclaimed == 1
+    assert ack.add("t", root) is False
+    assert ack.stats.unclaimed == 0 and ack.stats.pending == 1
+    assert ack.state("t") == w2
+    assert ack.stamp("t", w2) is True
+    assert events.take() == [("acked", "t")]
+
+
+def test_add_completes_a_chain_whose_other_stamps_all_came_first(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    root, w = new_stamp(), new_stamp()
+    ack.stamp("t", xor(root, w))
+    ack.stamp("t", w)
+    assert ack.add("t", root) is True
+    assert events.take() == [("acked", "t")]
+    stats = ack.stats
+    assert (stats.added, stats.acked, stats.pending, stats.unclaimed) == (1, 1, 0, 0)
+
+
+def test_fail_before_add_fails_the_chain_at_its_add(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    assert ack.fail("t") is False
+    assert ack.stats.unclaimed == 1
+    assert ack.add("t", b"\x05") is False
+    assert events.take() == [("failed", "t", "failed")]
+    assert "t" not in ack and ack.stats.failed == 1 and ack.stats.unclaimed == 0
+    check_balance(ack.stats)
+
+
+def test_zero_wins_over_a_fail_that_came_first(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    ack.fail("t")
+    ack.stamp("t", b"\x05")  # the whole rest of the chain, also before its add
+    assert ack.add("t", b"\x05") is True
+    assert events.take() == [("acked", "t")]
+
+
+def test_fail_then_stamps_before_add(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    events = Events(ack)
+    ack.fail("t")
+    ack.stamp("t", b"\x05\x00")
+    ack.stamp("t", b"\x00\x06")
+    with pytest.raises(BufferLengthsUnequal):
+        ack.add("t", b"\x05")
+    ack.add("t", b"\x05\x07")
+    assert events.take() == [("failed", "t", "failed")]
+
+
+def test_late_fail_after_ack_changes_nothing_and_is_dropped_at_expiry(
+    Ack: type[PyAck],
+) -> None:
+    ack = Ack(buckets=2)
+    events = Events(ack)
+    ack.add("t", b"\x05")
+    ack.stamp("t", b"\x05")
+    assert ack.fail("t") is False  # a late fail: the chain has already completed
+    ack.tick()
+    ack.tick()
+    assert events.take() == [("acked", "t")]
+    stats = ack.stats
+    assert (stats.acked, stats.failed, stats.expired, stats.orphaned) == (1, 0, 0, 1)
+    assert stats.unclaimed == 0
+
+
+def test_early_stamp_never_claimed_is_orphaned_silently(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=3)
+    events = Events(ack)
+    ack.stamp("ghost", b"\x01")
+    assert [ack.tick() for _ in range(3)] == [0, 0, 0]
+    assert events.take() == []
+    assert ack.stats.orphaned == 1 and ack.stats.unclaimed == 0
+    ack.add("ghost", b"\x01")  # a later chain under the tag starts clean
+    assert ack.state("ghost") == b"\x01"
+
+
+# -- timeouts (rotating buckets) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("buckets", [2, 3, 5])
+def test_a_chain_times_out_after_buckets_ticks(Ack: type[PyAck], buckets: int) -> None:
+    ack = Ack(buckets=buckets)
+    events = Events(ack)
+    ack.add("t", b"\x01")
+    for _ in range(buckets - 1):
+        assert ack.tick() == 0
+        assert "t" in ack
+    assert ack.tick() == 1
+    assert events.take() == [("failed", "t", "timeout")]
+    assert ack.stats.expired == 1 and ack.stats.pending == 0
+    assert ack.stamp("t", b"\x01") is False  # late: kept as an unclaimed entry
+    check_balance(ack.stats)
+
+
+def test_a_chain_lives_between_n_minus_1_and_n_tick_intervals(Ack: type[PyAck]) -> None:
+    """Added just after a tick: N ticks to expire; just before a tick: N - 1 whole intervals."""
+    ack = Ack(buckets=3)
+    events = Events(ack)
+    ack.add("early", b"\x01")  # start of interval 0
+    ack.add("late", b"\x02")  # "end" of interval 0: same generation
+    ack.tick()
+    ack.add("next", b"\x03")
+    ack.tick()
+    assert events.take() == []
+    ack.tick()  # the end of interval 2: both of generation 0 expire
+    assert sorted(events.take()) == [("failed", "early", "timeout"), ("failed", "late", "timeout")]
+    ack.tick()
+    assert events.take() == [("failed", "next", "timeout")]
+
+
+def test_timeout_sets_the_tick_interval(Ack: type[PyAck]) -> None:
+    assert Ack(timeout=30.0).tick_interval == 15.0
+    assert Ack(timeout=30.0, buckets=4).tick_interval == 10.0
+    assert Ack().tick_interval is None and Ack().timeout is None
+    assert Ack(timeout=2).timeout == 2.0
+
+
+def test_completed_chains_leave_their_bucket(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=2)
+    events = Events(ack)
+    for i in range(100):
+        ack.add(f"t{i}", b"\x01")
+        ack.stamp(f"t{i}", b"\x01")
+    assert all(not bucket for bucket in ack._buckets)
+    assert [ack.tick(), ack.tick()] == [0, 0]
+    assert len(events.take()) == 100
+
+
+def test_reset_timeout_keeps_a_slow_chain_alive(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=3)
+    events = Events(ack)
+    root, w = new_stamp(), new_stamp()
+    ack.add("slow", root)
+    for _ in range(10):  # progress, slowly: each step takes two ticks
+        ack.tick()
+        ack.tick()
+        assert ack.reset_timeout("slow") is True
+    ack.stamp("slow", xor(root, w))
+    ack.tick()
+    ack.tick()
+    assert ack.stamp("slow", w) is True
+    assert events.take() == [("acked", "slow")]
+
+
+def test_reset_timeout_restarts_the_whole_timeout(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=3)
+    events = Events(ack)
+    ack.add("t", b"\x01")
+    ack.tick()
+    ack.tick()
+    ack.reset_timeout("t")
+    ack.tick()
+    ack.tick()
+    assert events.take() == []
+    ack.tick()
+    assert events.take() == [("failed", "t", "timeout")]
+
+
+def test_reset_timeout_of_an_unknown_tag(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    assert ack.reset_timeout("nope") is False
+    assert ack.stats.unclaimed == 0
+
+
+def test_listener_may_add_the_expired_tag_again(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=2)
+    replayed: list[str] = []
+
+    def replay(tag: str, reason: str) -> None:
+        replayed.append(tag)
+        ack.add(tag, b"\x02")
+
+    ack.on("failed", replay)
+    ack.add("a", b"\x01")
+    ack.add("b", b"\x01")
+    ack.tick()
+    assert ack.tick() == 2
+    assert sorted(replayed) == ["a", "b"]
+    assert ack.state("a") == b"\x02" and ack.state("b") == b"\x02"
+    ack.tick()
+    assert ack.tick() == 2  # the replays time out in their turn
+
+
+# -- high-water mark ------------------------------------------------------------------
+
+
+def test_add_beyond_high_water_fails_at_once_with_overflow(Ack: type[PyAck]) -> None:
+    ack = Ack(high_water=2)
+    events = Events(ack)
+    ack.add("a", b"\x01")
+    ack.add("b", b"\x01")
+    assert ack.add("c", b"\x01") is False
+    assert events.take() == [("failed", "c", "overflow")]
+    assert "c" not in ack and len(ack) == 2
+    assert ack.stamp("a", b"\x01") is True
+    ack.add("c", b"\x01")  # room again
+    assert "c" in ack
+    stats = ack.stats
+    assert (stats.added, stats.overflowed, stats.pending) == (4, 1, 2)
+    check_balance(stats)
+
+
+def test_early_stamps_count_against_high_water_and_are_dropped_when_full(
+    Ack: type[PyAck],
+) -> None:
+    ack = Ack(high_water=2)
+    events = Events(ack)
+    ack.stamp("x", b"\x01")
+    ack.fail("y")
+    ack.stamp("z", b"\x01")  # full: dropped
+    assert ack.fail("w") is False  # full: dropped
+    assert ack.stats.dropped == 2 and ack.stats.unclaimed == 2
+    ack.add("v", b"\x01")
+    assert events.take() == [("failed", "v", "overflow")]
+    assert ack.add("x", b"\x01") is True  # claiming an entry needs no room
+
+
+def test_high_water_validation(Ack: type[PyAck]) -> None:
+    for bad in (0, -1, 1.5, True, "3"):
+        with pytest.raises(ValueError):
+            Ack(high_water=bad)  # type: ignore[arg-type]
+    for bad_buckets in (1, 0, 2.0, None):
+        with pytest.raises(ValueError):
+            Ack(buckets=bad_buckets)  # type: ignore[arg-type]
+    for bad_timeout in (0, -1, float("inf"), float("nan"), "1", True):
+        with pytest.raises(ValueError):
+            Ack(timeout=bad_timeout)  # type: ignore[arg-type]
+    assert Ack(high_water=5).high_water == 5 and Ack().high_water is None
+    assert Ack(buckets=4).buckets == 4
+
+
+# -- counters ---------------------------------------------------------------------------
+
+
+def test_counters(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=2, high_water=3)
+    ack.add("acked", b"\x01")
+    ack.stamp("acked", b"\x01")
+    ack.add("failed", b"\x01")
+    ack.fail("failed")
+    ack.add("expired", b"\x01")
+    ack.add("pending", b"\x01")
+    ack.stamp("early", b"\x01")
+    ack.add("overflow", b"\x01")  # 3 entries held: pending, expired and the early stamp
+    ack.tick()
+    ack.tick()  # expires "expired", "pending" and the early stamp
+    ack.add("fresh", b"\x01")
+    stats = ack.stats
+    assert stats == AckStats(
+        added=6,
+        acked=1,
+        failed=1,
+        expired=2,
+        overflowed=1,
+        pending=1,
+        unclaimed=0,
+        orphaned=1,
+        dropped=0,
+        ack_time_total=stats.ack_time_total,
+        ack_time_max=stats.ack_time_max,
+    )
+    assert 0 <= stats.ack_time_max <= stats.ack_time_total < 60
+    assert stats.ack_time_mean == stats.ack_time_total
+    check_balance(stats)
+
+
+def test_ack_time_is_measured_from_add_to_ack(Ack: type[PyAck]) -> None:
+    import time
+
+    ack = Ack()
+    assert ack.stats.ack_time_mean is None
+    ack.add("t", b"\x01")
+    time.sleep(0.05)
+    ack.stamp("t", b"\x01")
+    ack.add("u", b"\x01")
+    ack.stamp("u", b"\x01")
+    stats = ack.stats
+    assert 0.05 <= stats.ack_time_max < 5
+    assert stats.ack_time_max <= stats.ack_time_total < 2 * stats.ack_time_max
+    assert stats.ack_time_mean == pytest.approx(stats.ack_time_total / 2)
+
+
+def test_len_contains_repr(Ack: type[PyAck]) -> None:
+    ack = Ack(timeout=10)
+    ack.add("a", b"\x01")
+    ack.stamp("b", b"\x01")
+    assert len(ack) == 1
+    assert "a" in ack and "b" not in ack and 3 not in ack
+    assert "pending=1" in repr(ack) and "unclaimed=1" in repr(ack)
+
+
+# -- listeners ------------------------------------------------------------------------------
+
+
+def test_listeners_run_in_order_and_can_be_removed(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    calls: list[str] = []
+
+    def first(tag: str) -> None:
+        calls.append("first:" + tag)
+
+    def second(tag: str) -> None:
+        calls.append("second:" + tag)
+
+    assert ack.on("acked", first) is first
+    ack.on("acked", second)
+    ack.add("t", b"\x01")
+    ack.stamp("t", b"\x01")
+    assert calls == ["first:t", "second:t"]
+    assert ack.off("acked", first) is True
+    assert ack.off("acked", first) is False
+    ack.add("t", b"\x01")
+    ack.stamp("t", b"\x01")
+    assert calls == ["first:t", "second:t", "second:t"]
+
+
+def test_listener_registration_errors(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    with pytest.raises(ValueError):
+        ack.on("done", print)  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        ack.on("acked", "not callable")  # type: ignore[call-overload]
+    with pytest.raises(ValueError):
+        ack.off("done", print)  # type: ignore[arg-type]
+
+
+def test_a_raising_listener_does_not_lose_the_chain(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    later: list[str] = []
+
+    def boom(tag: str) -> None:
+        raise RuntimeError("listener bug")
+
+    ack.on("acked", boom)
+    ack.on("acked", later.append)
+    ack.add("t", b"\x01")
+    with pytest.raises(RuntimeError, match="listener bug"):
+        ack.stamp("t", b"\x01")
+    assert later == ["t"]
+    assert "t" not in ack and ack.stats.acked == 1
+    ack.add("t", b"\x01")  # the tag is free again
+
+
+def test_several_raising_listeners_raise_an_exception_group(Ack: type[PyAck]) -> None:
+    ack = Ack()
+
+    def boom(tag: str) -> None:
+        raise RuntimeError(tag)
+
+    def bang(tag: str) -> None:
+        raise KeyError(tag)
+
+    ack.on("acked", boom)
+    ack.on("acked", bang)
+    ack.add("t", b"\x01")
+    with pytest.raises(ExceptionGroup) as info:
+        ack.stamp("t", b"\x01")
+    assert [type(e) for e in info.value.exceptions] == [RuntimeError, KeyError]
+
+
+def test_raising_failed_listener_during_tick_forgets_every_expired_chain(
+    Ack: type[PyAck],
+) -> None:
+    ack = Ack(buckets=2)
+    seen: list[str] = []
+
+    def boom(tag: str, reason: str) -> None:
+        seen.append(tag)
+        raise RuntimeError(tag)
+
+    ack.on("failed", boom)
+    for tag in ("a", "b", "c"):
+        ack.add(tag, b"\x01")
+    ack.tick()
+    with pytest.raises(ExceptionGroup) as info:
+        ack.tick()
+    assert len(info.value.exceptions) == 3
+    assert sorted(seen) == ["a", "b", "c"]
+    assert len(ack) == 0 and ack.stats.expired == 3
+
+
+def test_keyboard_interrupt_in_a_listener_propagates_at_once(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    later: list[str] = []
+
+    def interrupt(tag: str) -> None:
+        raise KeyboardInterrupt
+
+    ack.on("acked", interrupt)
+    ack.on("acked", later.append)
+    ack.add("t", b"\x01")
+    with pytest.raises(KeyboardInterrupt):
+        ack.stamp("t", b"\x01")
+    assert later == [] and "t" not in ack
+
+
+def test_acked_listener_may_start_the_same_tag_again(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    ack.on("acked", lambda tag: ack.add(tag, b"\x09") if tag == "t" else None)
+    ack.add("t", b"\x01")
+    assert ack.stamp("t", b"\x01") is True
+    assert ack.state("t") == b"\x09"
+
+
+# -- the asyncio ticker ------------------------------------------------------------------------
+
+
+async def test_ticking_expires_chains_in_time(Ack: type[PyAck]) -> None:
+    ack = Ack(timeout=0.2, buckets=2)
+    assert ack.tick_interval == pytest.approx(0.2)
+    loop = asyncio.get_running_loop()
+    failed: asyncio.Future[tuple[str, str, float]] = loop.create_future()
+    ack.on("failed", lambda tag, reason: failed.set_result((tag, reason, loop.time())))
+    async with ack.ticking() as ticker:
+        assert ticker.running
+        start = loop.time()
+        ack.add("t", b"\x01")
+        tag, reason, at = await asyncio.wait_for(failed, 10)
+    assert not ticker.running
+    assert (tag, reason) == ("t", "timeout")
+    assert at - start >= 0.2 - 0.05  # never before the timeout (timer slack aside)
+
+
+async def test_ticker_survives_a_raising_listener(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=2)
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    expired: list[str] = []
+
+    def listener(tag: str, reason: str) -> None:
+        expired.append(tag)
+        if tag == "bad":
+            raise RuntimeError("listener bug")
+
+    ack.on("failed", listener)
+    try:
+        ack.add("bad", b"\x01")
+        ticker = ack.ticking(0.01)
+        ticker.start()
+        with pytest.raises(RuntimeError):
+            ticker.start()
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if expired:
+                break
+        ack.add("good", b"\x01")
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if "good" in expired:
+                break
+        await ticker.stop()
+        await ticker.stop()  # idempotent
+    finally:
+        loop.set_exception_handler(previous)
+    assert expired == ["bad", "good"]
+    assert isinstance(reported[0]["exception"], RuntimeError)
+
+
+def test_ticking_needs_an_interval(Ack: type[PyAck]) -> None:
+    with pytest.raises(ValueError):
+        Ack().ticking()
+    with pytest.raises(ValueError):
+        Ack().ticking(0)
+    assert Ack(timeout=4).ticking().interval == 2.0
+
+
+# -- which core -----------------------------------------------------------------------------------
+
+
+def test_public_ack_is_the_fastest_core_available() -> None:
+    assert xor_ack_dynamodb.Ack is (CAck if CAck is not None else PyAck)
+    assert PyAck.implementation == "python"
+    if CAck is not None:
+        assert CAck.implementation == "c"
+
+
+def test_no_extensions_environment_variable_selects_pure_python() -> None:
+    code = "from xor_ack_dynamodb import Ack; print(Ack.implementation)"
+    env = {**os.environ, "XOR_ACK_NO_EXTENSIONS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "python"

@@ -1,0 +1,795 @@
+/*
+ * _ackcore: the hot path of the in-memory tracker ``xor_ack_dynamodb.memory.Ack``.
+ *
+ * Only two things live here, because only they are on every operation:
+ *
+ *   Core.add(tag, stamp)    start a chain whose tag is new (the common case);
+ *   Core.stamp(tag, stamp)  XOR a stamp into a started chain, and when it
+ *                           reaches zero: forget it, count it and call the
+ *                           "acked" listeners.
+ *
+ * Everything else -- typed errors, stamps that arrive before their add, fail,
+ * timeouts, the high-water mark, reset -- is Python (memory.py): whenever a call
+ * is not the plain case, the fast path hands it, untouched, to
+ * ``self._add_slow`` / ``self._stamp_slow``.  memory.PyAck is the same fast
+ * path in pure Python; the tests run every behaviour against both.
+ *
+ * State is shared with the Python side through typed attributes: ``_chains``
+ * (dict tag -> Entry), ``_buckets`` (list of dicts, the timeout generations,
+ * an entry sits in ``_buckets[entry.gen % len(_buckets)]``), counters and the
+ * tuple of "acked" listeners.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FLAG_ADDED 1
+#define FLAG_FAILED 2
+
+/* ------------------------------------------------------------------ clock */
+
+/* The clock of time.perf_counter(), without a Python call. */
+static double
+perf_counter(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyTime_t t;
+    if (PyTime_PerfCounterRaw(&t) < 0) {
+        return 0.0;
+    }
+    return PyTime_AsSecondsDouble(t);
+#else
+    return _PyTime_AsSecondsDouble(_PyTime_GetPerfCounter());
+#endif
+}
+
+/* ------------------------------------------------------------------ Entry */
+
+/* One chain: its XOR state as raw bytes (no Python int per operation), the
+ * timeout generation it belongs to, when it was added, and its flags. Holds no
+ * Python references, so it is not tracked by the cyclic GC. */
+typedef struct {
+    PyObject_VAR_HEAD /* ob_size: the stamp length in bytes */
+    long long gen;
+    double t_added;
+    int flags;
+    unsigned char value[1];
+} EntryObject;
+
+static PyTypeObject Entry_Type;
+
+static EntryObject *
+entry_alloc(Py_ssize_t nbytes)
+{
+    EntryObject *e = PyObject_NewVar(EntryObject, &Entry_Type, nbytes);
+    if (e != NULL) {
+        memset(e->value, 0, (size_t)nbytes);
+    }
+    return e;
+}
+
+static PyObject *
+entry_get_value(EntryObject *self, void *closure)
+{
+    return PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "y#s",
+                               (const char *)self->value, Py_SIZE(self), "big");
+}
+
+static int
+entry_store_int(EntryObject *self, PyObject *value)
+{
+    if (!PyLong_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "Entry.value must be an int");
+        return -1;
+    }
+    PyObject *raw = PyObject_CallMethod(value, "to_bytes", "ns", Py_SIZE(self), "big");
+    if (raw == NULL) {
+        return -1;
+    }
+    memcpy(self->value, PyBytes_AS_STRING(raw), (size_t)Py_SIZE(self));
+    Py_DECREF(raw);
+    return 0;
+}
+
+static int
+entry_set_value(EntryObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "Entry.value cannot be deleted");
+        return -1;
+    }
+    return entry_store_int(self, value);
+}
+
+static PyObject *
+entry_get_nbytes(EntryObject *self, void *closure)
+{
+    return PyLong_FromSsize_t(Py_SIZE(self));
+}
+
+static PyObject *
+entry_get_gen(EntryObject *self, void *closure)
+{
+    return PyLong_FromLongLong(self->gen);
+}
+
+static int
+entry_set_gen(EntryObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "Entry.gen cannot be deleted");
+        return -1;
+    }
+    long long gen = PyLong_AsLongLong(value);
+    if (gen == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    self->gen = gen;
+    return 0;
+}
+
+static PyObject *
+entry_get_t_added(EntryObject *self, void *closure)
+{
+    return PyFloat_FromDouble(self->t_added);
+}
+
+static int
+entry_set_t_added(EntryObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "Entry.t_added cannot be deleted");
+        return -1;
+    }
+    double t = PyFloat_AsDouble(value);
+    if (t == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    self->t_added = t;
+    return 0;
+}
+
+static PyObject *
+entry_get_flags(EntryObject *self, void *closure)
+{
+    return PyLong_FromLong(self->flags);
+}
+
+static int
+entry_set_flags(EntryObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "Entry.flags cannot be deleted");
+        return -1;
+    }
+    long flags = PyLong_AsLong(value);
+    if (flags == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    self->flags = (int)flags;
+    return 0;
+}
+
+static PyGetSetDef entry_getset[] = {
+    {"value", (getter)entry_get_value, (setter)entry_set_value,
+     "The chain's XOR state as a non-negative int.", NULL},
+    {"nbytes", (getter)entry_get_nbytes, NULL,
+     "The stamp length of the chain (0 while only a fail has arrived).", NULL},
+    {"gen", (getter)entry_get_gen, (setter)entry_set_gen,
+     "The timeout generation (bucket) the chain sits in.", NULL},
+    {"t_added", (getter)entry_get_t_added, (setter)entry_set_t_added,
+     "time.perf_counter() of the add (0.0 before it).", NULL},
+    {"flags", (getter)entry_get_flags, (setter)entry_set_flags,
+     "1: added, 2: failed before its add.", NULL},
+    {NULL},
+};
+
+static PyObject *
+entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"value", "nbytes", "gen", "t_added", "flags", NULL};
+    PyObject *value;
+    Py_ssize_t nbytes;
+    long long gen;
+    double t_added;
+    int flags;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnLdi:Entry", kwlist, &value, &nbytes,
+                                     &gen, &t_added, &flags)) {
+        return NULL;
+    }
+    if (nbytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0");
+        return NULL;
+    }
+    EntryObject *e = entry_alloc(nbytes);
+    if (e == NULL) {
+        return NULL;
+    }
+    e->gen = gen;
+    e->t_added = t_added;
+    e->flags = flags;
+    if (entry_store_int(e, value) < 0) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    return (PyObject *)e;
+}
+
+static void
+entry_dealloc(PyObject *self)
+{
+    PyObject_Free(self);
+}
+
+static PyTypeObject Entry_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "xor_ack_dynamodb._ackcore.Entry",
+    .tp_doc = "One chain of the in-memory tracker: Entry(value, nbytes, gen, t_added, flags).",
+    .tp_basicsize = offsetof(EntryObject, value),
+    .tp_itemsize = 1,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = entry_new,
+    .tp_dealloc = entry_dealloc,
+    .tp_getset = entry_getset,
+};
+
+/* ------------------------------------------------------------------- Core */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *chains;          /* dict: tag -> Entry */
+    PyObject *buckets;         /* list of dicts */
+    PyObject *acked_listeners; /* tuple of callables */
+    long long gen;
+    Py_ssize_t high_water;     /* < 0: no limit */
+    long long added;
+    long long acked;
+    long long pending;
+    double ack_time_total;
+    double ack_time_max;
+} CoreObject;
+
+static PyObject *str_add_slow;
+static PyObject *str_stamp_slow;
+
+static PyObject *
+core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    CoreObject *self = (CoreObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->chains = PyDict_New();
+    self->buckets = Py_BuildValue("[{}{}]");
+    self->acked_listeners = PyTuple_New(0);
+    self->high_water = -1;
+    if (self->chains == NULL || self->buckets == NULL || self->acked_listeners == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+core_traverse(CoreObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->chains);
+    Py_VISIT(self->buckets);
+    Py_VISIT(self->acked_listeners);
+    return 0;
+}
+
+static int
+core_clear(CoreObject *self)
+{
+    Py_CLEAR(self->chains);
+    Py_CLEAR(self->buckets);
+    Py_CLEAR(self->acked_listeners);
+    return 0;
+}
+
+/* Core is a static type: for a Python subclass, subtype_dealloc and
+ * subtype_traverse take care of the (heap) type's own reference. */
+static void
+core_dealloc(CoreObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    core_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The dict that holds generation ``gen``'s chains, or NULL (no error set) if
+ * the buckets were replaced by something the fast path does not handle. */
+static PyObject *
+bucket_of(CoreObject *self, long long gen)
+{
+    Py_ssize_t n = PyList_GET_SIZE(self->buckets);
+    if (n < 1 || gen < 0) {
+        return NULL;
+    }
+    PyObject *bucket = PyList_GET_ITEM(self->buckets, (Py_ssize_t)(gen % n));
+    return PyDict_CheckExact(bucket) ? bucket : NULL;
+}
+
+static int
+all_zero(const unsigned char *p, Py_ssize_t n)
+{
+    uint64_t acc = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++) {
+        acc |= p[i];
+    }
+    return acc == 0;
+}
+
+/* dst ^= src; returns whether dst is non-zero afterwards. */
+static int
+xor_into(unsigned char *dst, const unsigned char *src, Py_ssize_t n)
+{
+    uint64_t acc = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t a, b;
+        memcpy(&a, dst + i, 8);
+        memcpy(&b, src + i, 8);
+        a ^= b;
+        memcpy(dst + i, &a, 8);
+        acc |= a;
+    }
+    for (; i < n; i++) {
+        dst[i] ^= src[i];
+        acc |= dst[i];
+    }
+    return acc != 0;
+}
+
+static PyObject *
+call_slow(CoreObject *self, PyObject *name, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *call_args[3] = {(PyObject *)self, NULL, NULL};
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        call_args[i + 1] = args[i];
+    }
+    return PyObject_VectorcallMethod(name, call_args, (size_t)nargs + 1, NULL);
+}
+
+static PyObject *
+take_exception(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+static void
+raise_exception(PyObject *exc)
+{
+    /* Steals the reference to exc. */
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyObject *tb = PyException_GetTraceback(exc);
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, tb);
+#endif
+}
+
+/* Call every listener with (tag,).  The chain is already forgotten and
+ * counted, so a listener's exception cannot lose it: the other listeners still
+ * run, then the exception is raised (an ExceptionGroup if several raised).
+ * A BaseException that is not an Exception (KeyboardInterrupt, ...) stops at
+ * once. */
+static int
+emit_acked(CoreObject *self, PyObject *tag)
+{
+    PyObject *listeners = self->acked_listeners;
+    Py_ssize_t n = PyTuple_GET_SIZE(listeners);
+    if (n == 0) {
+        return 0;
+    }
+    Py_INCREF(listeners);
+    PyObject *errors = NULL;
+    int status = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(listeners, i), tag);
+        if (r != NULL) {
+            Py_DECREF(r);
+            continue;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            status = -1;
+            goto done;
+        }
+        PyObject *exc = take_exception();
+        if (errors == NULL) {
+            errors = PyList_New(0);
+            if (errors == NULL) {
+                Py_XDECREF(exc);
+                status = -1;
+                goto done;
+            }
+        }
+        int rc = PyList_Append(errors, exc);
+        Py_XDECREF(exc);
+        if (rc < 0) {
+            status = -1;
+            goto done;
+        }
+    }
+    if (errors != NULL) {
+        status = -1;
+        if (PyList_GET_SIZE(errors) == 1) {
+            raise_exception(Py_NewRef(PyList_GET_ITEM(errors, 0)));
+        }
+        else {
+            PyObject *group = PyObject_CallFunction(
+                PyExc_BaseExceptionGroup, "sO", "several 'acked' listeners raised", errors);
+            if (group != NULL) {
+                raise_exception(group);
+            }
+        }
+    }
+done:
+    Py_XDECREF(errors);
+    Py_DECREF(listeners);
+    return status;
+}
+
+PyDoc_STRVAR(core_add_doc,
+"add(tag, stamp) -> bool\n\n"
+"Start the chain ``tag`` with ``stamp``; True if the add completed it.");
+
+static PyObject *
+core_add(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "add() takes 2 arguments (tag, stamp), %zd given", nargs);
+        return NULL;
+    }
+    PyObject *tag = args[0];
+    PyObject *stamp = args[1];
+    if (!PyUnicode_CheckExact(tag) || PyUnicode_GET_LENGTH(tag) == 0 || !PyBytes_Check(stamp)
+        || !PyDict_CheckExact(self->chains) || !PyList_CheckExact(self->buckets)) {
+        return call_slow(self, str_add_slow, args, nargs);
+    }
+    Py_ssize_t nbytes = PyBytes_GET_SIZE(stamp);
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(stamp);
+    if (nbytes == 0 || all_zero(data, nbytes)
+        || (self->high_water >= 0 && PyDict_GET_SIZE(self->chains) >= self->high_water)) {
+        return call_slow(self, str_add_slow, args, nargs);
+    }
+    PyObject *bucket = bucket_of(self, self->gen);
+    if (bucket == NULL) {
+        return call_slow(self, str_add_slow, args, nargs);
+    }
+    EntryObject *e = entry_alloc(nbytes);
+    if (e == NULL) {
+        return NULL;
+    }
+    memcpy(e->value, data, (size_t)nbytes);
+    e->gen = self->gen;
+    e->flags = FLAG_ADDED;
+    /* One hash-table probe for "is the tag new?" and "insert it". */
+    PyObject *held = PyDict_SetDefault(self->chains, tag, (PyObject *)e);
+    if (held == NULL) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    if (held != (PyObject *)e) {
+        /* Already started (TagExists) or stamped before its add: Python. */
+        Py_DECREF(e);
+        return call_slow(self, str_add_slow, args, nargs);
+    }
+    e->t_added = perf_counter();
+    if (PyDict_SetItem(bucket, tag, (PyObject *)e) < 0) {
+        PyObject *exc = take_exception();
+        if (PyDict_DelItem(self->chains, tag) < 0) {
+            PyErr_Clear();
+        }
+        raise_exception(exc);
+        Py_DECREF(e);
+        return NULL;
+    }
+    Py_DECREF(e);
+    self->added++;
+    self->pending++;
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(core_stamp_doc,
+"stamp(tag, stamp) -> bool\n\n"
+"XOR ``stamp`` into the chain ``tag``; True if this stamp completed it.");
+
+static PyObject *
+core_stamp(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "stamp() takes 2 arguments (tag, stamp), %zd given",
+                     nargs);
+        return NULL;
+    }
+    PyObject *tag = args[0];
+    PyObject *stamp = args[1];
+    if (!PyUnicode_CheckExact(tag) || !PyBytes_Check(stamp) || !PyDict_CheckExact(self->chains)
+        || !PyList_CheckExact(self->buckets)) {
+        return call_slow(self, str_stamp_slow, args, nargs);
+    }
+    PyObject *found = PyDict_GetItemWithError(self->chains, tag);
+    if (found == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        /* Unknown tag: a stamp that arrived before its add. */
+        return call_slow(self, str_stamp_slow, args, nargs);
+    }
+    if (Py_TYPE(found) != &Entry_Type) {
+        return call_slow(self, str_stamp_slow, args, nargs);
+    }
+    EntryObject *e = (EntryObject *)found;
+    Py_ssize_t nbytes = PyBytes_GET_SIZE(stamp);
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(stamp);
+    if (!(e->flags & FLAG_ADDED) || Py_SIZE(e) != nbytes || nbytes == 0
+        || all_zero(data, nbytes)) {
+        /* Not yet added, wrong length (BufferLengthsUnequal) or a zero stamp
+         * (ZeroBufferNoOp): Python decides, nothing has changed. */
+        return call_slow(self, str_stamp_slow, args, nargs);
+    }
+    PyObject *bucket = bucket_of(self, e->gen);
+    if (bucket == NULL) {
+        return call_slow(self, str_stamp_slow, args, nargs);
+    }
+    if (xor_into(e->value, data, nbytes)) {
+        Py_RETURN_FALSE;
+    }
+    /* Zero: every piece of work the chain started has finished. */
+    Py_INCREF(e);
+    Py_INCREF(tag);
+    int rc = PyDict_DelItem(self->chains, tag);
+    if (rc == 0 && PyDict_DelItem(bucket, tag) < 0) {
+        /* Not where its generation says: nothing to undo, the chain is gone. */
+        PyErr_Clear();
+    }
+    if (rc < 0) {
+        Py_DECREF(e);
+        Py_DECREF(tag);
+        return NULL;
+    }
+    double elapsed = perf_counter() - e->t_added;
+    self->acked++;
+    self->pending--;
+    self->ack_time_total += elapsed;
+    if (elapsed > self->ack_time_max) {
+        self->ack_time_max = elapsed;
+    }
+    Py_DECREF(e);
+    rc = emit_acked(self, tag);
+    Py_DECREF(tag);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+/* -------------------------------------------------- Core attribute access */
+
+static PyObject *
+core_get_chains(CoreObject *self, void *closure)
+{
+    return Py_NewRef(self->chains);
+}
+
+static int
+core_set_chains(CoreObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL || !PyDict_CheckExact(value)) {
+        PyErr_SetString(PyExc_TypeError, "_chains must be a dict");
+        return -1;
+    }
+    Py_SETREF(self->chains, Py_NewRef(value));
+    return 0;
+}
+
+static PyObject *
+core_get_buckets(CoreObject *self, void *closure)
+{
+    return Py_NewRef(self->buckets);
+}
+
+static int
+core_set_buckets(CoreObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL || !PyList_CheckExact(value) || PyList_GET_SIZE(value) < 1) {
+        PyErr_SetString(PyExc_TypeError, "_buckets must be a non-empty list of dicts");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+        if (!PyDict_CheckExact(PyList_GET_ITEM(value, i))) {
+            PyErr_SetString(PyExc_TypeError, "_buckets must be a non-empty list of dicts");
+            return -1;
+        }
+    }
+    Py_SETREF(self->buckets, Py_NewRef(value));
+    return 0;
+}
+
+static PyObject *
+core_get_acked_listeners(CoreObject *self, void *closure)
+{
+    return Py_NewRef(self->acked_listeners);
+}
+
+static int
+core_set_acked_listeners(CoreObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL || !PyTuple_CheckExact(value)) {
+        PyErr_SetString(PyExc_TypeError, "_acked_listeners must be a tuple");
+        return -1;
+    }
+    Py_SETREF(self->acked_listeners, Py_NewRef(value));
+    return 0;
+}
+
+static PyObject *
+core_get_high_water(CoreObject *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->high_water);
+}
+
+static int
+core_set_high_water(CoreObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "_high_water cannot be deleted");
+        return -1;
+    }
+    Py_ssize_t hw = PyLong_AsSsize_t(value);
+    if (hw == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    self->high_water = hw < 0 ? -1 : hw;
+    return 0;
+}
+
+#define LL_ACCESSORS(field)                                                      \
+    static PyObject *core_get_##field(CoreObject *self, void *closure)           \
+    {                                                                            \
+        return PyLong_FromLongLong(self->field);                                 \
+    }                                                                            \
+    static int core_set_##field(CoreObject *self, PyObject *value, void *closure) \
+    {                                                                            \
+        if (value == NULL) {                                                     \
+            PyErr_SetString(PyExc_TypeError, "_" #field " cannot be deleted");   \
+            return -1;                                                           \
+        }                                                                        \
+        long long v = PyLong_AsLongLong(value);                                  \
+        if (v == -1 && PyErr_Occurred()) {                                       \
+            return -1;                                                           \
+        }                                                                        \
+        self->field = v;                                                         \
+        return 0;                                                                \
+    }
+
+#define DOUBLE_ACCESSORS(field)                                                  \
+    static PyObject *core_get_##field(CoreObject *self, void *closure)           \
+    {                                                                            \
+        return PyFloat_FromDouble(self->field);                                  \
+    }                                                                            \
+    static int core_set_##field(CoreObject *self, PyObject *value, void *closure) \
+    {                                                                            \
+        if (value == NULL) {                                                     \
+            PyErr_SetString(PyExc_TypeError, "_" #field " cannot be deleted");   \
+            return -1;                                                           \
+        }                                                                        \
+        double v = PyFloat_AsDouble(value);                                      \
+        if (v == -1.0 && PyErr_Occurred()) {                                     \
+            return -1;                                                           \
+        }                                                                        \
+        self->field = v;                                                         \
+        return 0;                                                                \
+    }
+
+LL_ACCESSORS(gen)
+LL_ACCESSORS(added)
+LL_ACCESSORS(acked)
+LL_ACCESSORS(pending)
+DOUBLE_ACCESSORS(ack_time_total)
+DOUBLE_ACCESSORS(ack_time_max)
+
+#define GETSET(field) \
+    {"_" #field, (getter)core_get_##field, (setter)core_set_##field, NULL, NULL}
+
+static PyGetSetDef core_getset[] = {
+    GETSET(chains),
+    GETSET(buckets),
+    GETSET(acked_listeners),
+    GETSET(high_water),
+    GETSET(gen),
+    GETSET(added),
+    GETSET(acked),
+    GETSET(pending),
+    GETSET(ack_time_total),
+    GETSET(ack_time_max),
+    {NULL},
+};
+
+static PyMethodDef core_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))core_add, METH_FASTCALL, core_add_doc},
+    {"stamp", (PyCFunction)(void (*)(void))core_stamp, METH_FASTCALL, core_stamp_doc},
+    {NULL},
+};
+
+static PyTypeObject Core_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "xor_ack_dynamodb._ackcore.Core",
+    .tp_doc = "The hot path of memory.Ack (add and stamp); subclassed by memory.CAck.",
+    .tp_basicsize = sizeof(CoreObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = core_new,
+    .tp_dealloc = (destructor)core_dealloc,
+    .tp_traverse = (traverseproc)core_traverse,
+    .tp_clear = (inquiry)core_clear,
+    .tp_methods = core_methods,
+    .tp_getset = core_getset,
+};
+
+/* ----------------------------------------------------------------- module */
+
+static PyObject *
+module_now(PyObject *module, PyObject *unused)
+{
+    return PyFloat_FromDouble(perf_counter());
+}
+
+static PyMethodDef module_methods[] = {
+    {"now", module_now, METH_NOARGS, "The clock the core uses (time.perf_counter's)."},
+    {NULL},
+};
+
+static struct PyModuleDef ackcore_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "xor_ack_dynamodb._ackcore",
+    .m_doc = "C fast path of xor_ack_dynamodb.memory.Ack (optional; PyAck is the fallback).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__ackcore(void)
+{
+    if (PyType_Ready(&Entry_Type) < 0 || PyType_Ready(&Core_Type) < 0) {
+        return NULL;
+    }
+    str_add_slow = PyUnicode_InternFromString("_add_slow");
+    str_stamp_slow = PyUnicode_InternFromString("_stamp_slow");
+    if (str_add_slow == NULL || str_stamp_slow == NULL) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&ackcore_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "Entry", (PyObject *)&Entry_Type) < 0
+        || PyModule_AddObjectRef(m, "Core", (PyObject *)&Core_Type) < 0
+        || PyModule_AddIntConstant(m, "ADDED", FLAG_ADDED) < 0
+        || PyModule_AddIntConstant(m, "FAILED", FLAG_FAILED) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
