@@ -299,7 +299,7 @@ class LocalDynamoDB:
                 self._read_log,
                 "DynamoDB Local",
             )
-        except LocalDynamoDBError:
+        except BaseException:  # also Ctrl-C: stop the server before giving up
             self.stop()
             raise
         return self
@@ -479,7 +479,7 @@ def start_detached(
 
     try:
         _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what)
-    except LocalDynamoDBError:
+    except BaseException:  # also Ctrl-C: never leave a server that no state file records
         _terminate(proc)
         raise
     _DETACHED[proc.pid] = proc
