@@ -1,0 +1,575 @@
+"""The driver: rounds of a tracked word count, replay of what did not finish, exact output.
+
+Round ``k`` processes the files still pending, each under a new chain
+``run_id/path#k``:
+
+1. the driver creates every chain of the round (file stamp ``F``), before any
+   task reads a file;
+2. one Spark job: stage 1 (files -> words, bucketed by counting task) ->
+   shuffle -> stage 2 (count, stamp, write staging rows ``(file, word, n)``
+   under ``WORK/round=k`` with Spark's committed writer);
+3. when the job has ended, the driver reads every chain of the round: zero ->
+   the file is done, its staging rows of round ``k`` count; anything else
+   (failed explicitly, not zero, the job failed or ran past ``--timeout``) ->
+   the chain is closed with ``fail`` and the file goes to round ``k + 1``.
+
+After the last round the output is the sum, by word, of the staging rows of
+each file's acked round only: a replayed file is counted once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol
+
+from pyspark import InheritableThread, SparkContext, TaskContext
+from pyspark.accumulators import Accumulator
+from pyspark.broadcast import Broadcast
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from ..errors import TagNotFound
+from ..item import ChainState
+from ..sync import SyncXorAckDynamoDB
+from .buckets import identity_partition
+from .errors import PipelineError
+from .faults import FaultConfig
+from .keyed import Keyed
+from .plan import RoundPlan, TaskInfo, file_tag
+from .report import Attempt, FileResult, PhaseClock, Report, RoundResult
+from .spark import InputFile, delete_path, list_files, read_files
+from .stages import BucketRecord, count_buckets, split_files, sum_buckets
+from .tracker import CountsParam, TrackerConfig, chains_for, merge_counts, stats_delta
+
+STAGING_SCHEMA = StructType(
+    [
+        StructField("file", IntegerType(), False),
+        StructField("word", StringType(), False),
+        StructField("n", LongType(), False),
+    ]
+)
+COUNTS_SCHEMA = StructType(
+    [StructField("word", StringType(), False), StructField("count", LongType(), False)]
+)
+#: How often the driver refreshes progress while a job runs (seconds).
+POLL_INTERVAL = 0.25
+
+
+@dataclass
+class WordCountOptions:
+    """Everything a run needs besides the SparkSession."""
+
+    input: str
+    output: str
+    tracking: bool = True
+    tracker: TrackerConfig | None = None
+    partitions: int = 4
+    read_partitions: int | None = None
+    timeout: float = 300.0
+    max_attempts: int = 8
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    run_id: str | None = None
+    work_dir: str | None = None
+    keep_staging: bool = False
+    output_partitions: int = 1
+    driver_concurrency: int = 32
+
+    def __post_init__(self) -> None:
+        if self.partitions < 1:
+            raise ValueError("partitions must be >= 1")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be > 0 seconds")
+        if self.output_partitions < 1:
+            raise ValueError("output_partitions must be >= 1")
+        if self.tracking and self.tracker is None:
+            raise ValueError("tracking needs a tracker (TrackerConfig)")
+        if self.tracker is not None and self.tracker.token_window < self.partitions + 4:
+            raise ValueError(
+                f"token_window {self.tracker.token_window} is too small for {self.partitions} "
+                f"partitions: it must be >= partitions + 4 so that every write of a chain "
+                "stays recognisable"
+            )
+
+    @property
+    def staging_dir(self) -> str:
+        return self.work_dir or self.output.rstrip("/") + ".staging"
+
+
+@dataclass
+class RoundProgress:
+    """A snapshot while a round runs, for the progress display."""
+
+    round: int
+    files: int
+    tasks_done: int
+    tasks_total: int
+    task_failures: int
+    metrics: dict[str, int]
+
+
+class Observer(Protocol):
+    """Receives progress (the rich display implements it; ``None`` means silent)."""
+
+    def started(self, report: Report) -> None: ...
+    def round_started(self, round_: int, files: int) -> None: ...
+    def round_progress(self, progress: RoundProgress) -> None: ...
+    def round_ended(self, result: RoundResult, report: Report) -> None: ...
+    def finished(self, report: Report) -> None: ...
+
+
+class _Silent:
+    def started(self, report: Report) -> None:
+        pass
+
+    def round_started(self, round_: int, files: int) -> None:
+        pass
+
+    def round_progress(self, progress: RoundProgress) -> None:
+        pass
+
+    def round_ended(self, result: RoundResult, report: Report) -> None:
+        pass
+
+    def finished(self, report: Report) -> None:
+        pass
+
+
+# -- the tasks (run on executors) ---------------------------------------------------------
+
+
+def _task_info() -> TaskInfo:
+    ctx = TaskContext.get()
+    if ctx is None:  # pragma: no cover - always set inside a Spark task
+        return TaskInfo(0, 0)
+    return TaskInfo(ctx.partitionId(), ctx.attemptNumber())
+
+
+def _report(plan: RoundPlan, metrics: Accumulator[dict[str, int]], local: Counter[str]) -> None:
+    counts = dict(local)
+    if plan.tracker is not None:
+        merge_counts(counts, stats_delta(plan.tracker))
+    metrics.add(counts)
+
+
+def _stage1_task(
+    bplan: Broadcast[RoundPlan],
+    metrics: Accumulator[dict[str, int]],
+    _index: int,
+    files: Iterable[tuple[str, bytes]],
+) -> Iterator[BucketRecord]:
+    plan = bplan.value
+    chains = chains_for(plan.tracker) if plan.tracking and plan.tracker else None
+    local: Counter[str] = Counter()
+    yield from split_files(plan, _task_info(), files, chains, local)
+    _report(plan, metrics, local)
+
+
+def _stage2_task(
+    bplan: Broadcast[RoundPlan],
+    metrics: Accumulator[dict[str, int]],
+    _index: int,
+    records: Iterable[BucketRecord],
+) -> Iterator[tuple[int, str, int]]:
+    plan = bplan.value
+    if plan.tracker is None:  # pragma: no cover - guarded by the driver
+        raise PipelineError("a tracked round without a tracker")
+    local: Counter[str] = Counter()
+    yield from count_buckets(plan, _task_info(), records, chains_for(plan.tracker), local)
+    _report(plan, metrics, local)
+
+
+def _sum_task(
+    bplan: Broadcast[RoundPlan],
+    metrics: Accumulator[dict[str, int]],
+    _index: int,
+    records: Iterable[BucketRecord],
+) -> Iterator[tuple[str, int]]:
+    plan = bplan.value
+    local: Counter[str] = Counter()
+    yield from sum_buckets(plan, _task_info(), records, local)
+    _report(plan, metrics, local)
+
+
+# -- the driver -------------------------------------------------------------------------
+
+
+class WordCount:
+    """One run.  ``run()`` returns the report; see the module docstring for the rounds."""
+
+    def __init__(
+        self, spark: SparkSession, options: WordCountOptions, observer: Observer | None = None
+    ) -> None:
+        self.spark = spark
+        self.sc: SparkContext = spark.sparkContext
+        self.opts = options
+        self.observer: Observer = observer or _Silent()
+        self.run_id = options.run_id or uuid.uuid4().hex[:12]
+        self.clock = PhaseClock()
+        self.metrics: Accumulator[dict[str, int]] = self.sc.accumulator({}, CountsParam())
+        self.files: list[InputFile] = []
+        self.report = Report(
+            run_id=self.run_id,
+            input=options.input,
+            output=options.output,
+            tracking=options.tracking,
+            settings={
+                "partitions": options.partitions,
+                "timeout": options.timeout,
+                "max_attempts": options.max_attempts,
+                "crash_rate": options.faults.crash_rate,
+                "drop_rate": options.faults.drop_rate,
+                "seed": options.faults.seed,
+                "master": self.sc.master,
+                "table": options.tracker.table if options.tracker else None,
+                "endpoint_url": options.tracker.endpoint_url if options.tracker else None,
+                "token_window": options.tracker.token_window if options.tracker else None,
+            },
+        )
+        self._driver: SyncXorAckDynamoDB | None = None
+
+    # -- helpers ----------------------------------------------------------
+
+    @property
+    def chains(self) -> SyncXorAckDynamoDB:
+        if self._driver is None:
+            if self.opts.tracker is None:  # pragma: no cover - guarded in options
+                raise PipelineError("tracking needs a tracker")
+            self._driver = self.opts.tracker.chains()
+        return self._driver
+
+    def _parallel(self, fn: Callable[[str], Any], tags: Sequence[str]) -> list[Any]:
+        if not tags:
+            return []
+        workers = min(self.opts.driver_concurrency, len(tags))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(fn, tags))
+
+    def _read_partitions(self, files: int) -> int:
+        wanted = self.opts.read_partitions or max(2, self.sc.defaultParallelism * 2)
+        return max(1, min(wanted, files))
+
+    def _run_job(
+        self,
+        group: str,
+        description: str,
+        action: Callable[[], None],
+        deadline: float,
+        round_: int,
+        files: int,
+    ) -> tuple[str | None, bool]:
+        """Run ``action`` as job group ``group``; cancel it at ``deadline``.
+
+        Returns (error message or None, whether it was cancelled for the timeout).
+        """
+        box: dict[str, BaseException] = {}
+
+        def target() -> None:
+            self.sc.setJobGroup(group, description, interruptOnCancel=True)
+            try:
+                action()
+            except BaseException as exc:  # reported to the driver's thread
+                box["error"] = exc
+
+        thread = InheritableThread(target=target)
+        thread.daemon = True
+        thread.start()
+        timed_out = False
+        while thread.is_alive():
+            thread.join(POLL_INTERVAL)
+            self.observer.round_progress(self._progress(group, round_, files))
+            if not timed_out and time.monotonic() > deadline:
+                timed_out = True
+                self.sc.cancelJobGroup(group)
+        self.observer.round_progress(self._progress(group, round_, files))
+        error = box.get("error")
+        if timed_out:
+            return f"timeout: round not finished within {self.opts.timeout:g} s", True
+        if error is not None:
+            return f"spark job failed: {_first_line(error)}", False
+        return None, False
+
+    def _progress(self, group: str, round_: int, files: int) -> RoundProgress:
+        tracker = self.sc.statusTracker()
+        done = total = failures = 0
+        for job_id in tracker.getJobIdsForGroup(group):
+            job = tracker.getJobInfo(job_id)
+            if job is None:
+                continue
+            for stage_id in job.stageIds:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is None:
+                    continue
+                done += stage.numCompletedTasks
+                total += stage.numTasks
+                failures += stage.numFailedTasks
+        return RoundProgress(round_, files, done, total, failures, dict(self.metrics.value))
+
+    # -- the run ------------------------------------------------------------
+
+    def run(self) -> Report:
+        with self.clock.phase("list"):
+            self.files = list_files(self.spark, self.opts.input)
+        if not self.files:
+            raise PipelineError(f"no input files under {self.opts.input}")
+        self.report.files = [FileResult(f.path) for f in self.files]
+        self.observer.started(self.report)
+        counts = self._tracked() if self.opts.tracking else self._untracked()
+        with self.clock.phase("output"):
+            words, distinct = self._write_output(counts)
+        if self.opts.tracking and not self.opts.keep_staging:
+            with self.clock.phase("cleanup"):
+                delete_path(self.spark, self.opts.staging_dir)
+        self._totals(words, distinct)
+        self.observer.finished(self.report)
+        return self.report
+
+    def _untracked(self) -> DataFrame:
+        """The same stages without chains: one round, no staging, nothing verified."""
+        plan = RoundPlan(
+            run_id=self.run_id,
+            round=1,
+            partitions=self.opts.partitions,
+            paths=tuple(f.path for f in self.files),
+            file_ids=tuple(range(len(self.files))),
+            faults=self.opts.faults,
+        )
+        self.observer.round_started(1, len(self.files))
+        bplan = self.sc.broadcast(plan)
+        rdd = read_files(self.spark, plan.paths, self._read_partitions(len(plan.paths)))
+        counts = (
+            rdd.mapPartitionsWithIndex(partial(_stage1_task, bplan, self.metrics))
+            .partitionBy(plan.partitions, identity_partition)
+            .mapPartitionsWithIndex(partial(_sum_task, bplan, self.metrics))
+        )
+        for f in self.report.files:
+            f.status, f.attempts = "counted", 1
+            f.history.append(Attempt(1, "counted (not tracked)"))
+        result = RoundResult(1, len(plan.paths), plan.partitions)
+        self.report.rounds.append(result)
+        return self.spark.createDataFrame(counts, COUNTS_SCHEMA, verifySchema=False)
+
+    def _tracked(self) -> DataFrame:
+        pending = list(range(len(self.files)))
+        acked_in: dict[int, int] = {}  # file id -> round whose output counts
+        for round_ in range(1, self.opts.max_attempts + 1):
+            if not pending:
+                break
+            pending = self._round(round_, pending, acked_in)
+        for file_id in pending:
+            self.report.files[file_id].status = "failed"
+        return self._final_counts(acked_in)
+
+    def _round(self, round_: int, pending: list[int], acked_in: dict[int, int]) -> list[int]:
+        opts = self.opts
+        partitions = min(opts.partitions, len(pending))
+        tags = tuple(file_tag(self.run_id, self.files[i].path, round_) for i in pending)
+        plan = RoundPlan(
+            run_id=self.run_id,
+            round=round_,
+            partitions=partitions,
+            paths=tuple(self.files[i].path for i in pending),
+            file_ids=tuple(pending),
+            tags=tags,
+            tracker=opts.tracker,
+            faults=opts.faults,
+        )
+        result = RoundResult(round_, len(pending), partitions)
+        before = dict(self.metrics.value)
+        self.observer.round_started(round_, len(pending))
+        keyed = Keyed(self.run_id)
+        started = time.monotonic()
+
+        with self.clock.phase("create"):
+            self._parallel(lambda tag: self.chains.create(tag, keyed.file_stamp(tag)), tags)
+        result.seconds["create"] = time.monotonic() - started
+
+        job_start = time.monotonic()
+        with self.clock.phase("spark"):
+            staging = f"{opts.staging_dir.rstrip('/')}/round={round_}"
+            bplan = self.sc.broadcast(plan)
+
+            def action() -> None:
+                rdd = read_files(self.spark, plan.paths, self._read_partitions(len(plan.paths)))
+                rows = (
+                    rdd.mapPartitionsWithIndex(partial(_stage1_task, bplan, self.metrics))
+                    .partitionBy(partitions, identity_partition)
+                    .mapPartitionsWithIndex(partial(_stage2_task, bplan, self.metrics))
+                )
+                frame = self.spark.createDataFrame(rows, STAGING_SCHEMA, verifySchema=False)
+                frame.write.mode("overwrite").parquet(staging)
+
+            error, _ = self._run_job(
+                f"xor-ack-{self.run_id}-round-{round_}",
+                f"xor-ack wordcount round {round_} ({len(pending)} files)",
+                action,
+                started + opts.timeout,
+                round_,
+                len(pending),
+            )
+        result.seconds["spark"] = time.monotonic() - job_start
+        result.job_error = error
+
+        check_start = time.monotonic()
+        with self.clock.phase("check"):
+            outcomes = self._settle(tags, error)
+            if error is not None:
+                delete_path(self.spark, staging)
+        result.seconds["check"] = time.monotonic() - check_start
+
+        still: list[int] = []
+        for file_id, outcome in zip(pending, outcomes, strict=True):
+            entry = self.report.files[file_id]
+            entry.attempts = round_
+            entry.history.append(Attempt(round_, outcome))
+            if outcome == "acked":
+                entry.status = "acked"
+                acked_in[file_id] = round_
+                result.acked += 1
+            elif round_ >= opts.max_attempts:
+                entry.status = "failed"
+                result.failed += 1
+            else:
+                result.replayed += 1
+                still.append(file_id)
+        after = dict(self.metrics.value)
+        result.metrics = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+        self.report.rounds.append(result)
+        self.observer.round_ended(result, self.report)
+        return still
+
+    def _settle(self, tags: Sequence[str], job_error: str | None) -> list[str]:
+        """Each chain's outcome once its round's job has ended: ``acked`` or why not.
+
+        A chain is judged when the job has ended, not later: every task of the job
+        is over by then, so a chain that is not zero can only be completed by a
+        stray attempt whose output was not committed; accepting that would be a
+        false ack.  Every chain not acked is closed with ``fail`` so that late
+        stamps are refused.
+        """
+        if job_error is not None:
+            # Nothing of this round was committed: even a zero chain cannot count.
+            def close(tag: str) -> str:
+                with contextlib.suppress(TagNotFound):
+                    self.chains.fail(tag, reason=job_error)
+                return job_error
+
+            return self._parallel(close, tags)
+
+        def judge(tag: str) -> str:
+            state: ChainState | None = self.chains.get(tag)
+            if state is None:
+                return "chain missing"
+            if state.acked:
+                return "acked"
+            if state.failed:
+                return state.reason or "failed"
+            reason = "incomplete: not zero when its round ended"
+            try:
+                closed = self.chains.fail(tag, reason=reason)
+            except TagNotFound:
+                return "chain missing"
+            if closed.acked:  # completed between the read and the fail: too late to count
+                return "completed after its round ended (not counted)"
+            return reason
+
+        return self._parallel(judge, tags)
+
+    def _final_counts(self, acked_in: dict[int, int]) -> DataFrame:
+        """Sum by word the staging rows of each file's acked round."""
+        if not acked_in:
+            return self.spark.createDataFrame([], COUNTS_SCHEMA)
+        acked = self.spark.createDataFrame(
+            sorted((r, f) for f, r in acked_in.items()),
+            StructType(
+                [
+                    StructField("round", IntegerType(), False),
+                    StructField("file", IntegerType(), False),
+                ]
+            ),
+        )
+        staging = self.spark.read.parquet(self.opts.staging_dir)
+        return (
+            staging.join(F.broadcast(acked), ["round", "file"])
+            .groupBy("word")
+            .agg(F.sum("n").cast("long").alias("count"))
+        )
+
+    def _write_output(self, counts: DataFrame) -> tuple[int, int]:
+        counts = counts.persist()
+        try:
+            (
+                counts.repartition(self.opts.output_partitions)
+                .sortWithinPartitions(F.desc("count"), F.asc("word"))
+                .write.mode("overwrite")
+                .option("header", True)
+                .csv(self.opts.output)
+            )
+            row = counts.agg(
+                F.count(F.lit(1)).alias("distinct"), F.sum("count").alias("words")
+            ).first()
+        finally:
+            counts.unpersist()
+        if row is None:  # pragma: no cover - an aggregate always has one row
+            return 0, 0
+        return int(row["words"] or 0), int(row["distinct"] or 0)
+
+    def _totals(self, words: int, distinct: int) -> None:
+        metrics = dict(self.metrics.value)
+        if self._driver is not None:
+            merge_counts(metrics, {f"ddb.{k}": v for k, v in self._driver.stats.snapshot().items()})
+        requests = {
+            k[len("ddb.requests.") :]: v
+            for k, v in metrics.items()
+            if k.startswith("ddb.requests.")
+        }
+        writes = metrics.get("ddb.writes", 0)
+        records = metrics.get("records", 0)
+        self.clock.add("total", 0.0)
+        seconds = {k: round(v, 3) for k, v in self.clock.seconds.items() if k != "total"}
+        seconds["total"] = round(self.clock.total(), 3)
+        self.report.totals = {
+            "files": len(self.files),
+            "acked": self.report.acked,
+            "failed": self.report.failed,
+            "rounds": len(self.report.rounds),
+            "words": words,
+            "distinct_words": distinct,
+            "records": records,
+            "records_lost_to_faults": metrics.get("records_lost", 0),
+            "dynamodb": {
+                "requests": metrics.get("ddb.requests", 0),
+                "by_operation": requests,
+                "writes": writes,
+                "stamps": metrics.get("ddb.stamps", 0),
+                "conflicts": metrics.get("ddb.conflicts", 0),
+                "resent_writes_recognised": metrics.get("ddb.resent_writes_recognised", 0),
+                "records_per_write": round(records / writes, 2) if writes else None,
+            },
+            "seconds": seconds,
+        }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    for line in text.splitlines():
+        line = line.strip()
+        if "InjectedFault" in line or "CommitRefused" in line:
+            return line
+    return text.splitlines()[0][:300]
+
+
+def run_wordcount(
+    spark: SparkSession, options: WordCountOptions, observer: Observer | None = None
+) -> Report:
+    """Run the word count of ``options.input`` into ``options.output``; the report says how."""
+    return WordCount(spark, options, observer).run()

@@ -1,0 +1,235 @@
+"""The two stages of the word count, as plain functions over iterators.
+
+Spark calls them once per task (``mapPartitions``); tests call them directly.
+
+Stage 1, ``split_files``: file -> words.  For each file of its partition it
+counts the words, groups them by counting task (bucket), emits one record per
+non-empty bucket ``(p, (position, [(word, n), ...]))`` and stamps the file's
+chain **once**: the file stamp (this file is done) XOR one stamp per bucket
+(this work has started), with a token derived from that value.
+
+Stage 2, ``count_buckets``: counting task ``p`` receives every file's bucket
+``p``, stamps **every chain of the round** once with the stamp of what it
+received for that file (an empty bucket has a stamp too), and only then emits
+the staging rows ``(file_id, word, n)``.  Stamping every chain, not only the
+ones it saw, is what lets the tracker notice a task attempt that lost *all* of
+a file's records for its bucket.
+
+A chain is zero exactly when each bucket was stamped, by every attempt whose
+stamp landed, with precisely the records stage 1 declared (see ``keyed``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+
+from ..errors import ChainFailed, StampManyFailed, TagNotFound, XorAckError
+from ..sync import SyncXorAckDynamoDB
+from .buckets import split_into_buckets
+from .faults import TaskFaults
+from .keyed import Keyed, to_stamp, xor_into
+from .plan import RoundPlan, TaskInfo
+from .words import count_words
+
+Entries = list[tuple[str, int]]
+#: Stage 1's output: (counting task, (file position in the round, that bucket's words)).
+BucketRecord = tuple[int, tuple[int, Entries]]
+#: Stage 2's output when tracking: (file id, word, count in that file).
+StagingRow = tuple[int, str, int]
+
+#: Stage 1 stamps its files in groups of this many (one concurrent stamp_many each).
+STAMP_GROUP = 256
+
+
+class CommitRefused(XorAckError):
+    """A counting task's stamp did not land, so its output must not be committed."""
+
+
+def _stamp_all(
+    chains: SyncXorAckDynamoDB,
+    stamps: dict[str, bytes],
+    tokens: dict[str, bytes],
+    concurrency: int,
+    metrics: Counter[str],
+    stage: str,
+) -> dict[str, str]:
+    """``stamp_many``; returns the tags whose chains refused the stamp, with the error's name.
+
+    A failed chain (``ChainFailed``) or one that is complete or gone
+    (``TagNotFound``) refuses; any other error propagates, so the task fails and
+    Spark retries it.
+    """
+    if not stamps:
+        return {}
+    results: dict[str, bytes]
+    refused: dict[str, str] = {}
+    try:
+        results = dict(chains.stamp_many(stamps, tokens=tokens, concurrency=concurrency))
+    except StampManyFailed as exc:
+        results = dict(exc.results)
+        for tag, error in exc.errors.items():
+            if not isinstance(error, (ChainFailed, TagNotFound)):
+                raise error from exc
+            refused[tag] = type(error).__name__
+    metrics[f"{stage}.stamps"] += len(results)
+    metrics["chains_acked"] += sum(1 for state in results.values() if not any(state))
+    return refused
+
+
+def split_files(
+    plan: RoundPlan,
+    task: TaskInfo,
+    files: Iterable[tuple[str, bytes]],
+    chains: SyncXorAckDynamoDB | None,
+    metrics: Counter[str],
+) -> Iterator[BucketRecord]:
+    """Stage 1 over one partition of ``(path, content)`` pairs."""
+    faults = plan.faults.for_task(plan.round, 1, task.partition, task.attempt)
+    positions = plan.positions()
+    keyed = Keyed(plan.run_id)
+    concurrency = plan.tracker.concurrency if plan.tracker else 1
+    stamps: dict[str, bytes] = {}
+    tokens: dict[str, bytes] = {}
+    stamped = False
+
+    def flush() -> None:
+        nonlocal stamped
+        if chains is None or not stamps:
+            return
+        if not stamped:
+            faults.crash_now(stamped=False)
+        refused = _stamp_all(chains, stamps, tokens, concurrency, metrics, "stage1")
+        metrics["stage1.refused"] += len(refused)
+        stamps.clear()
+        tokens.clear()
+        stamped = True
+
+    for path, content in files:
+        position = positions.get(path)
+        if position is None:
+            metrics["stage1.unexpected_files"] += 1
+            continue
+        tag = plan.tags[position] if plan.tracking else ""
+        try:
+            text = bytes(content).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            metrics["files_undecodable"] += 1
+            if chains is not None:
+                reason = f"decode error: {exc.reason} at byte {exc.start}"
+                with contextlib.suppress(TagNotFound):
+                    chains.fail(tag, reason=reason)
+            continue
+        buckets = split_into_buckets(count_words(text).items(), plan.partitions)
+        if chains is not None:
+            acc = int.from_bytes(keyed.file_stamp(tag), "big")
+            for p, entries in enumerate(buckets):
+                acc = xor_into(acc, keyed.bucket_stamp(tag, p, entries))
+            value = to_stamp(acc, keyed.nbytes)
+            stamps[tag] = value
+            tokens[tag] = keyed.split_token(tag, value)
+        records: list[BucketRecord] = [
+            (p, (position, entries)) for p, entries in enumerate(buckets) if entries
+        ]
+        if faults.drop:
+            records = _lose_words(records, faults, metrics)
+        metrics["files_split"] += 1
+        metrics["records"] += sum(len(entries) for _, (_, entries) in records)
+        yield from records
+        if len(stamps) >= STAMP_GROUP:
+            flush()
+    flush()
+    if not stamped:
+        faults.crash_now(stamped=False)
+    faults.crash_now(stamped=True)
+
+
+def _lose_words(
+    records: list[BucketRecord], faults: TaskFaults, metrics: Counter[str]
+) -> list[BucketRecord]:
+    """Drop up to three (word, n) entries of one file's records, declared but never emitted."""
+    flat = [(p, position, entry) for p, (position, entries) in records for entry in entries]
+    kept, lost = faults.lose(flat)
+    if not lost:
+        return records
+    faults.drop = False  # one loss per attempt
+    metrics["records_lost"] += lost
+    regrouped: dict[tuple[int, int], Entries] = defaultdict(list)
+    for p, position, entry in kept:
+        regrouped[(p, position)].append(entry)
+    return [(p, (position, entries)) for (p, position), entries in regrouped.items()]
+
+
+def count_buckets(
+    plan: RoundPlan,
+    task: TaskInfo,
+    records: Iterable[BucketRecord],
+    chains: SyncXorAckDynamoDB,
+    metrics: Counter[str],
+) -> Iterator[StagingRow]:
+    """Stage 2 (tracked) over counting task ``task.partition``'s records."""
+    p = task.partition
+    faults = plan.faults.for_task(plan.round, 2, p, task.attempt)
+    received: dict[int, Entries] = defaultdict(list)
+    for key, (position, entries) in records:
+        if key != p:
+            metrics["stage2.misrouted"] += 1
+        received[position].extend(entries)
+    if faults.drop:
+        flat = [(position, e) for position, entries in received.items() for e in entries]
+        kept, lost = faults.lose(flat)
+        metrics["records_lost"] += lost
+        received = defaultdict(list)
+        for position, entry in kept:
+            received[position].append(entry)
+    keyed = Keyed(plan.run_id)
+    stamps: dict[str, bytes] = {}
+    tokens: dict[str, bytes] = {}
+    n = len(plan.tags)
+    # Start each task at a different chain: P tasks that stamp the same chains in the same
+    # order would all race for the same items.
+    start = (p * n) // plan.partitions if n else 0
+    for i in range(n):
+        position = (start + i) % n
+        tag = plan.tags[position]
+        value = keyed.bucket_stamp(tag, p, received.get(position, ()))
+        stamps[tag] = value
+        tokens[tag] = keyed.count_token(tag, p, value)
+    faults.crash_now(stamped=False)
+    concurrency = plan.tracker.concurrency if plan.tracker else 1
+    refused = _stamp_all(chains, stamps, tokens, concurrency, metrics, "stage2")
+    for tag, why in refused.items():
+        if why == "TagNotFound":
+            raise CommitRefused(
+                f'chain "{tag}" is complete or gone and does not hold this attempt\'s stamp '
+                f"for counting task {p}: its records differ from the ones that completed it, "
+                "so its output must not be committed"
+            )
+    metrics["stage2.refused"] += len(refused)
+    faults.crash_now(stamped=True)
+    for position, entries in received.items():
+        file_id = plan.file_ids[position]
+        for word, count in entries:
+            yield (file_id, word, count)
+    metrics["rows"] += sum(len(entries) for entries in received.values())
+
+
+def sum_buckets(
+    plan: RoundPlan,
+    task: TaskInfo,
+    records: Iterable[BucketRecord],
+    metrics: Counter[str],
+) -> Iterator[tuple[str, int]]:
+    """Stage 2 without tracking: the total count of each word of this task."""
+    faults = plan.faults.for_task(plan.round, 2, task.partition, task.attempt)
+    totals: Counter[str] = Counter()
+    flat = [entry for _, (_, entries) in records for entry in entries]
+    if faults.drop:
+        flat, lost = faults.lose(flat)
+        metrics["records_lost"] += lost
+    for word, n in flat:
+        totals[word] += n
+    faults.crash_now(stamped=False)
+    faults.crash_now(stamped=True)
+    yield from totals.items()

@@ -1,0 +1,116 @@
+"""The chains as seen from Spark tasks: a picklable config and one client per Python worker.
+
+Executors never get a client object: they get a :class:`TrackerConfig` (a few
+strings) and build a :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB` once per
+Python worker process (Spark reuses workers across tasks), cached by config.
+What each client did is reported to the driver as deltas of its
+:class:`~xor_ack_dynamodb.ClientStats` through a Spark accumulator.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.accumulators import AccumulatorParam
+
+from ..item import DEFAULT_PARTITION_KEY
+from ..retry import botocore_config
+from ..sync import SyncXorAckDynamoDB
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Where the chains live, and how tasks write them.
+
+    ``local_credentials``: sign with dummy credentials (a loopback DynamoDB Local
+    accepts any); otherwise the worker's default AWS credential chain is used.
+    ``token_window`` must cover every write a chain sees in its life (see
+    ``docs/pipeline.md``): 1 create + 1 split + one count write per stage-2
+    partition + 1 fail, plus room for a few writes of faulty attempts.
+    """
+
+    table: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    partition_key: str = DEFAULT_PARTITION_KEY
+    token_window: int = 32
+    concurrency: int = 16
+    local_credentials: bool = False
+    #: Tasks of different workers write the same chains in turn, so a cached state is
+    #: almost always stale: re-reading (a read unit) beats a conditional write that fails
+    #: (a write unit).  0 turns the client's cache off.
+    cache_size: int = 0
+
+    def client(self) -> Any:
+        """A new boto3 DynamoDB client for this config."""
+        import boto3
+
+        options: dict[str, Any] = {}
+        if self.local_credentials:
+            options = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+        session = boto3.session.Session(region_name=self.region)
+        region = self.region or session.region_name or ("us-east-1" if self.endpoint_url else None)
+        return session.client(
+            "dynamodb",
+            endpoint_url=self.endpoint_url,
+            region_name=region,
+            config=botocore_config(max_pool_connections=max(10, self.concurrency + 2)),
+            **options,
+        )
+
+    def chains(self) -> SyncXorAckDynamoDB:
+        """A new chains client for this config (the driver's; tasks use :func:`chains_for`)."""
+        return SyncXorAckDynamoDB(
+            self.client(),
+            table=self.table,
+            partition_key=self.partition_key,
+            token_window=self.token_window,
+            cache_size=self.cache_size,
+        )
+
+
+_LOCK = threading.Lock()
+_CLIENTS: dict[TrackerConfig, SyncXorAckDynamoDB] = {}
+_REPORTED: dict[TrackerConfig, dict[str, int]] = {}
+
+
+def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
+    """This worker's client for ``config`` (made on first use, then reused by every task)."""
+    with _LOCK:
+        client = _CLIENTS.get(config)
+        if client is None:
+            client = _CLIENTS[config] = config.chains()
+            _REPORTED[config] = {}
+        return client
+
+
+def stats_delta(config: TrackerConfig) -> dict[str, int]:
+    """What this worker's client did since the last call (for the metrics accumulator)."""
+    with _LOCK:
+        client = _CLIENTS.get(config)
+        if client is None:
+            return {}
+        now = client.stats.snapshot()
+        before = _REPORTED.get(config, {})
+        _REPORTED[config] = now
+    delta = {f"ddb.{k}": v - before.get(k, 0) for k, v in now.items()}
+    return {k: v for k, v in delta.items() if v}
+
+
+def merge_counts(into: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
+    for key, value in other.items():
+        into[key] = into.get(key, 0) + value
+    return into
+
+
+class CountsParam(AccumulatorParam[dict[str, int]]):
+    """A Spark accumulator of named counters (``dict[str, int]``, summed per key)."""
+
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        return {}
+
+    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:
+        return merge_counts(value1, value2)
