@@ -14,11 +14,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ._client import ClientBase
 from ._ops import (
-    DEFAULT_TOKEN_WINDOW,
-    DEFAULT_TOMBSTONE_TTL,
-    Chains,
-    ClientStats,
     Entry,
     Op,
     Outcome,
@@ -29,11 +26,11 @@ from ._ops import (
     many_entries,
 )
 from .item import DEFAULT_PARTITION_KEY, ChainState
-from .retry import DEFAULT_RETRY, RetryPolicy, botocore_config
-from .stamps import Stamp, as_stamp, xor
+from .retry import botocore_config
+from .stamps import Stamp, as_stamp
 
 
-class XorAckDynamoDB:
+class XorAckDynamoDB(ClientBase):
     """Ack chains in a DynamoDB table, async.
 
     ``client`` is an aiobotocore DynamoDB client (for example from
@@ -42,30 +39,7 @@ class XorAckDynamoDB:
     write while a write for that tag is in flight (``coalesce=False`` turns it off).
     """
 
-    xor = staticmethod(xor)
-
-    def __init__(
-        self,
-        client: Any,
-        *,
-        table: str,
-        partition_key: str = DEFAULT_PARTITION_KEY,
-        retry: RetryPolicy | None = DEFAULT_RETRY,
-        token_window: int = DEFAULT_TOKEN_WINDOW,
-        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
-        cache_size: int = 10_000,
-        coalesce: bool = True,
-    ) -> None:
-        self._client = client
-        self._core = Chains(
-            table=table,
-            partition_key=partition_key,
-            retry=retry,
-            token_window=token_window,
-            tombstone_ttl=tombstone_ttl,
-            cache_size=cache_size,
-        )
-        self._coalesce = coalesce
+    def _setup(self) -> None:
         self._queues: dict[str, list[tuple[Entry, asyncio.Future[Outcome]]]] = {}
         self._writers: set[asyncio.Task[None]] = set()
 
@@ -104,18 +78,6 @@ class XorAckDynamoDB:
                 await ack.drain()
 
     # -- plumbing ------------------------------------------------------------
-
-    @property
-    def table(self) -> str:
-        return self._core.table
-
-    @property
-    def partition_key(self) -> str:
-        return self._core.partition_key
-
-    @property
-    def stats(self) -> ClientStats:
-        return self._core.stats
 
     async def _run(self, op: Op) -> Any:
         """Drive one sans-I/O operation: send its calls, sleep its sleeps."""

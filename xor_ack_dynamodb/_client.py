@@ -1,0 +1,64 @@
+"""What the async and the sync client share besides the core: construction and accessors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._ops import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Chains, ClientStats
+from .item import DEFAULT_PARTITION_KEY
+from .retry import DEFAULT_RETRY, RetryPolicy
+from .stamps import xor
+
+
+class ClientBase:
+    """Holds the injected DynamoDB client and the sans-I/O core both clients drive.
+
+    ``retry``: the policy for lost races (``None``: raise ``StaleLocalData`` at once).
+    ``token_window``: how many recent write tokens each item keeps (re-send detection
+    and idempotency). ``tombstone_ttl``: seconds an acked or failed chain stays
+    readable. ``cache_size``: chains whose last state the client remembers (so an
+    uncontended stamp is one request). ``coalesce``: merge concurrent stamps on one
+    chain into one write.
+    """
+
+    xor = staticmethod(xor)
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        token_window: int = DEFAULT_TOKEN_WINDOW,
+        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
+        cache_size: int = 10_000,
+        coalesce: bool = True,
+    ) -> None:
+        self._client = client
+        self._core = Chains(
+            table=table,
+            partition_key=partition_key,
+            retry=retry,
+            token_window=token_window,
+            tombstone_ttl=tombstone_ttl,
+            cache_size=cache_size,
+        )
+        self._coalesce = coalesce
+        self._setup()
+
+    def _setup(self) -> None:
+        """Set up the driver's own state (its queues of stamps to merge)."""
+
+    @property
+    def table(self) -> str:
+        return self._core.table
+
+    @property
+    def partition_key(self) -> str:
+        return self._core.partition_key
+
+    @property
+    def stats(self) -> ClientStats:
+        """Requests per operation, writes, stamps applied, lost races, retries."""
+        return self._core.stats
