@@ -56,6 +56,7 @@ from enum import StrEnum
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Literal, overload
 
+from ._listeners import call_all, raise_errors
 from .errors import BufferLengthsUnequal, InvalidTag, TagExists
 from .stamps import Stamp, as_stamp
 
@@ -127,27 +128,6 @@ def _check_tag(tag: object) -> str:
     if not isinstance(tag, str) or not tag:
         raise InvalidTag(f"a tag must be a non-empty str, not {tag!r}")
     return tag
-
-
-def _call_all(
-    listeners: tuple[Callable[..., object], ...],
-    args: tuple[object, ...],
-    errors: list[Exception] | None,
-) -> list[Exception] | None:
-    """Call every listener; collect what they raise instead of stopping at the first."""
-    for listener in listeners:
-        try:
-            listener(*args)
-        except Exception as exc:
-            errors = [exc] if errors is None else [*errors, exc]
-    return errors
-
-
-def _raise_errors(errors: list[Exception] | None, event: str) -> None:
-    if errors:
-        if len(errors) == 1:
-            raise errors[0]
-        raise ExceptionGroup(f"several {event!r} listeners raised", errors)
 
 
 def _positive_int(name: str, value: object, minimum: int) -> int:
@@ -324,13 +304,13 @@ class _AckMethods:
         return False
 
     def _emit_acked(self, tag: str) -> None:
-        _raise_errors(_call_all(self._acked_listeners, (tag,), None), "acked")
+        raise_errors(call_all(self._acked_listeners, (tag,)), "acked")
 
     def _emit_failed(self, events: Iterable[tuple[str, FailReason]]) -> None:
         errors: list[Exception] | None = None
         for tag, reason in events:
-            errors = _call_all(self._failed_listeners, (tag, reason), errors)
-        _raise_errors(errors, "failed")
+            errors = call_all(self._failed_listeners, (tag, reason), errors)
+        raise_errors(errors, "failed")
 
     # -- bookkeeping shared by the slow paths ----------------------------------
 

@@ -1,0 +1,375 @@
+"""Tuple-tree helpers over every tracker: Acker shards, in-memory Ack, DynamoDB (sync, async)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+from collections.abc import Hashable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
+from xor_ack_dynamodb.acker import Acked, Acker, IdGenerator, Nacked, acker_for
+from xor_ack_dynamodb.errors import ChainFailed
+from xor_ack_dynamodb.memory import FailReason, PyAck
+from xor_ack_dynamodb.table import TableSpec
+from xor_ack_dynamodb.tuple_tree import (
+    AckerSink,
+    AckSink,
+    AsyncDynamoDBSink,
+    AsyncTupleTree,
+    DynamoDBSink,
+    Emitted,
+    TreeSink,
+    TupleRef,
+    TupleTree,
+    id_from_stamp,
+    id_stamp,
+)
+
+
+class Recording:
+    """A sink that records every message before passing it on."""
+
+    def __init__(self, inner: TreeSink) -> None:
+        self.inner = inner
+        self.calls: list[tuple[Any, ...]] = []
+
+    def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
+        self.calls.append(("init", anchor_id, value))
+        return self.inner.init(anchor_id, value, task_id=task_id, source_id=source_id)
+
+    def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
+        self.calls.append(("xor", anchor_id, value, token))
+        return self.inner.xor(anchor_id, value, token=token)
+
+    def fail(self, anchor_id: int) -> None:
+        self.calls.append(("fail", anchor_id))
+        self.inner.fail(anchor_id)
+
+
+def process_tree(
+    tree: TupleTree, rnd: random.Random, *, roots: int, max_children: int, max_depth: int
+) -> tuple[int, list[bool]]:
+    """Run a random topology to the end, processing tuples in a random order.
+
+    Each bolt acks its input and anchors its children in one call, and only
+    then are the children put where other bolts can pick them up.  Returns the
+    anchor id and, per bolt ack, whether the sink reported the tree complete.
+    """
+    started = tree.start(roots, task_id="spout-0", source_id="row-1")
+    assert not started.completed
+    queue = [(ref, 0) for ref in started.roots]
+    completions: list[bool] = []
+    while queue:
+        ref, depth = queue.pop(rnd.randrange(len(queue)))
+        n = rnd.randint(0, max_children) if depth < max_depth else 0
+        emitted = tree.ack(ref, children=n)
+        assert len(emitted.children) == n
+        assert all(child.anchor_id == started.anchor_id for child in emitted.children)
+        completions.append(emitted.completed)
+        queue.extend((child, depth + 1) for child in emitted.children)
+    return started.anchor_id, completions
+
+
+# -- ids, references -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [1, -1, 2**63 - 1, -(2**63), 0x0102030405060708])
+def test_id_stamps_are_8_byte_twos_complement(value: int) -> None:
+    stamp = id_stamp(value)
+    assert len(stamp) == 8 and id_from_stamp(stamp) == value
+    assert stamp == value.to_bytes(8, "big", signed=True)
+
+
+def test_id_stamp_errors() -> None:
+    with pytest.raises(ValueError):
+        id_stamp(2**63)
+    with pytest.raises(ValueError):
+        id_from_stamp(b"\x01")
+
+
+def test_tuple_ref_wire_format() -> None:
+    ref = TupleRef(-5, 42)
+    assert str(ref) == "-5:42"
+    assert TupleRef.parse("-5:42") == ref
+    for bad in ("5", "5:6:7", "a:1", "1:", str(2**63) + ":1"):
+        with pytest.raises(ValueError):
+            TupleRef.parse(bad)
+
+
+# -- one folded stamp per bolt ---------------------------------------------------------------
+
+
+def test_a_bolt_ack_and_its_children_travel_as_one_folded_stamp() -> None:
+    sink = Recording(AckerSink([Acker()]))
+    tree = TupleTree(sink, IdGenerator(seed=1))
+    started = tree.start()
+    (root,) = started.roots
+    assert sink.calls == [("init", started.anchor_id, root.tuple_id)]
+    emitted = tree.ack(root, children=3)
+    folded = root.tuple_id
+    for child in emitted.children:
+        folded ^= child.tuple_id
+    assert sink.calls[1:] == [("xor", started.anchor_id, folded, None)]
+    assert not emitted.completed
+    results = [tree.ack(child) for child in emitted.children]
+    assert [r.completed for r in results] == [False, False, True]
+    assert len(sink.calls) == 2 + 3  # FsShelter would send 1 + 1 + 3 + 1 + 3
+
+
+def test_spout_with_several_roots_sends_one_track() -> None:
+    acker = Acker()
+    sink = Recording(AckerSink([acker]))
+    tree = TupleTree(sink, IdGenerator(seed=2))
+    started = tree.start(3, task_id="spout-7", source_id="msg-9")
+    assert len(started.roots) == 3 and len({r.tuple_id for r in started.roots}) == 3
+    assert len(sink.calls) == 1
+    outcomes: list[Acked | Nacked] = []
+    acker.on("acked", outcomes.append)
+    for ref in started.roots:
+        tree.ack(ref)
+    assert outcomes == [Acked(started.anchor_id, "spout-7", "msg-9")]
+
+
+def test_children_are_anchored_before_they_are_processed() -> None:
+    """Depth-first, with each child processed right after its parent's ack returns."""
+    acker = Acker()
+    tree = TupleTree(AckerSink([acker]), IdGenerator(seed=3))
+    started = tree.start()
+    completions: list[bool] = []
+
+    def bolt(ref: TupleRef, depth: int) -> None:
+        emitted = tree.ack(ref, children=2 if depth < 4 else 0)
+        completions.append(emitted.completed)
+        for child in emitted.children:
+            bolt(child, depth + 1)
+
+    bolt(started.roots[0], 0)
+    assert completions == [False] * (len(completions) - 1) + [True]
+    assert len(completions) == 2**5 - 1
+
+
+def test_emit_while_working_then_ack() -> None:
+    acker = Acker()
+    tree = TupleTree(AckerSink([acker]), IdGenerator(seed=4))
+    (root,) = tree.start().roots
+    first = tree.emit(root, 2)
+    second = tree.emit(root, 1, offset=1)
+    assert tree.ack(root).completed is False
+    done = [tree.ack(child).completed for child in (*first, *second)]
+    assert done == [False, False, True]
+
+
+def test_bolt_fail_fails_the_tree_at_the_spout() -> None:
+    acker = Acker()
+    outcomes: list[Acked | Nacked] = []
+    acker.on("failed", outcomes.append)
+    tree = TupleTree(AckerSink([acker]), IdGenerator(seed=5))
+    started = tree.start(task_id="spout-1", source_id="row-3")
+    emitted = tree.ack(started.roots[0], children=2)
+    tree.ack(emitted.children[0])
+    tree.fail(emitted.children[1])
+    assert outcomes == [Nacked(started.anchor_id, "spout-1", "row-3", FailReason.FAILED)]
+
+
+def test_helper_argument_errors() -> None:
+    tree = TupleTree(AckerSink([Acker()]))
+    (root,) = tree.start().roots
+    with pytest.raises(ValueError):
+        tree.start(0)
+    with pytest.raises(ValueError):
+        tree.ack(root, children=-1)
+    with pytest.raises(ValueError):
+        tree.emit(root, 0)
+    with pytest.raises(ValueError):
+        tree.emit(root, 1, offset=-1)
+    with pytest.raises(ValueError):
+        TupleTree(AckerSink([Acker()]), lambda: 0).start()
+    with pytest.raises(ValueError):
+        AckerSink([])
+
+
+# -- random topologies over the in-process trackers ---------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_topologies_over_sharded_ackers(seed: int) -> None:
+    rnd = random.Random(seed)
+    ackers = [Acker() for _ in range(3)]
+    acked: list[Acked] = []
+    for acker in ackers:
+        acker.on("acked", acked.append)
+    tree = TupleTree(AckerSink(ackers), IdGenerator(seed=seed))
+    for _ in range(5):
+        anchor_id, completions = process_tree(
+            tree, rnd, roots=rnd.randint(1, 3), max_children=3, max_depth=4
+        )
+        assert completions == [False] * (len(completions) - 1) + [True]
+        assert acked[-1].anchor_id == anchor_id
+        assert acker_for(ackers, anchor_id).stats.acked >= 1
+    assert sum(len(a) for a in ackers) == 0 and len(acked) == 5
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_topologies_over_the_in_memory_ack(Ack: type[PyAck], seed: int) -> None:
+    rnd = random.Random(seed)
+    ack = Ack(timeout=60)
+    acked: list[str] = []
+    ack.on("acked", acked.append)
+    sink = AckSink(ack, prefix="job-1/")
+    tree = TupleTree(sink, IdGenerator(seed=seed))
+    anchor_id, completions = process_tree(tree, rnd, roots=2, max_children=3, max_depth=4)
+    assert completions == [False] * (len(completions) - 1) + [True]
+    assert acked == [f"job-1/{anchor_id}"]
+    assert len(ack) == 0 and ack.stats.unclaimed == 0
+
+
+def test_in_memory_ack_tree_times_out(Ack: type[PyAck]) -> None:
+    ack = Ack(buckets=2)
+    failed: list[tuple[str, str]] = []
+    ack.on("failed", lambda tag, reason: failed.append((tag, reason)))
+    tree = TupleTree(AckSink(ack), IdGenerator(seed=6))
+    started = tree.start()
+    tree.ack(started.roots[0], children=1)  # the child is lost
+    ack.tick()
+    ack.tick()
+    assert failed == [(str(started.anchor_id), "timeout")]
+
+
+def test_deterministic_children_repeat_for_the_same_input() -> None:
+    sink = Recording(AckerSink([Acker()]))
+    tree = TupleTree(sink, IdGenerator(seed=7), deterministic=True)
+    (root,) = tree.start().roots
+    first = tree._plan.children(root, 3, b"a", root.tuple_id)
+    again = tree._plan.children(root, 3, b"a", root.tuple_id)
+    other_call = tree._plan.children(root, 3, b"e\x00\x00\x00\x00", 0)
+    assert first == again
+    assert not {c.tuple_id for c in first[0]} & {c.tuple_id for c in other_call[0]}
+    emitted = tree.ack(root, children=3)
+    assert emitted.children == first[0]
+    assert sink.calls[-1][3] == b"a" + root.tuple_id.to_bytes(8, "big", signed=True)
+
+
+# -- over DynamoDB: the tree's state shared by processes ----------------------------------------
+
+
+def test_random_topologies_over_dynamodb(backend: tuple[str, TableSpec]) -> None:
+    endpoint, spec = backend
+    rnd = random.Random(11)
+    with SyncXorAckDynamoDB.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1"
+    ) as client:
+        sink = Recording(DynamoDBSink(client, prefix="job-7/", ttl=600))
+        tree = TupleTree(sink, IdGenerator(seed=11))
+        for _ in range(2):
+            anchor_id, completions = process_tree(tree, rnd, roots=2, max_children=3, max_depth=3)
+            assert completions == [False] * (len(completions) - 1) + [True]
+            state = client.get(f"job-7/{anchor_id}")
+            assert state is not None and state.acked
+            assert len(state.stamp) == 8
+        # One write per message: a bolt's ack and all its children were one stamp.
+        assert client.stats.stamps == sum(1 for call in sink.calls if call[0] == "xor")
+
+
+def test_failed_tree_over_dynamodb_stops_its_bolts(backend: tuple[str, TableSpec]) -> None:
+    endpoint, spec = backend
+    with SyncXorAckDynamoDB.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1"
+    ) as client:
+        tree = TupleTree(DynamoDBSink(client), IdGenerator(seed=12))
+        started = tree.start()
+        emitted = tree.ack(started.roots[0], children=2)
+        tree.fail(emitted.children[0])
+        with pytest.raises(ChainFailed):
+            tree.ack(emitted.children[1])
+        with pytest.raises(ChainFailed):
+            client.wait(str(started.anchor_id), timeout=5)
+
+
+def test_deterministic_ack_resent_is_applied_once_over_dynamodb(
+    backend: tuple[str, TableSpec],
+) -> None:
+    """A bolt that processes the same input twice (a Lambda retry) does no harm."""
+    endpoint, spec = backend
+    with SyncXorAckDynamoDB.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1"
+    ) as client:
+        tree = TupleTree(DynamoDBSink(client), IdGenerator(seed=13), deterministic=True)
+        started = tree.start()
+        tag = str(started.anchor_id)
+        first = tree.ack(started.roots[0], children=2)
+        state = client.get(tag)
+        retry = tree.ack(started.roots[0], children=2)  # same input again
+        assert retry.children == first.children
+        after = client.get(tag)
+        assert state is not None and after is not None and after.stamp == state.stamp
+        assert [tree.ack(child).completed for child in first.children] == [False, True]
+
+
+async def test_async_helpers_over_dynamodb(backend: tuple[str, TableSpec]) -> None:
+    endpoint, spec = backend
+    rnd = random.Random(14)
+    async with XorAckDynamoDB.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1"
+    ) as client:
+        tree = AsyncTupleTree(AsyncDynamoDBSink(client, prefix="a/"), IdGenerator(seed=14))
+        started = await tree.start(2)
+        queue = list(started.roots)
+        completions: list[bool] = []
+        while queue:
+            ref = queue.pop(rnd.randrange(len(queue)))
+            emitted: Emitted = await tree.ack(ref, children=2 if rnd.random() < 0.4 else 0)
+            completions.append(emitted.completed)
+            queue.extend(emitted.children)
+        assert completions == [False] * (len(completions) - 1) + [True]
+        extra_tree = await tree.start()
+        children = await tree.emit(extra_tree.roots[0], 1)
+        await tree.fail(children[0])
+        with pytest.raises(ChainFailed):
+            await client.wait(f"a/{extra_tree.anchor_id}", timeout=5)
+
+
+def _bolt_process(endpoint: str, table: str, ref: str, children: int) -> list[str]:
+    """One bolt invocation in another process (as a worker or a Lambda would run it)."""
+    with SyncXorAckDynamoDB.connect(
+        table=table, endpoint_url=endpoint, region_name="us-east-1"
+    ) as client:
+        tree = TupleTree(DynamoDBSink(client, prefix="mp/"), deterministic=True)
+        emitted = tree.ack(TupleRef.parse(ref), children=children)
+        return [str(child) for child in emitted.children]
+
+
+@pytest.mark.ddblocal
+def test_tuple_tree_across_processes_over_dynamodb(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """Bolts in two processes stamp one tree at once.
+
+    DynamoDB Local only: moto's server does not make a conditional write atomic
+    under concurrent requests (two racing writes on one item can both pass),
+    which loses stamps there -- see tests/core/test_races.py.
+    """
+    endpoint, spec = ddb_local_endpoint, ddb_table
+    with SyncXorAckDynamoDB.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1"
+    ) as client:
+        spout = TupleTree(DynamoDBSink(client, prefix="mp/"), IdGenerator(seed=15))
+        started = spout.start(2)
+        tag = f"mp/{started.anchor_id}"
+        frontier = [(str(ref), 0) for ref in started.roots]
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+            while frontier:
+                futures = [
+                    (pool.submit(_bolt_process, endpoint, spec.name, ref, fanout), depth)
+                    for ref, depth in frontier
+                    for fanout in [2 if depth < 2 else 0]
+                ]
+                frontier = [
+                    (child, depth + 1) for future, depth in futures for child in future.result()
+                ]
+        state = client.wait(tag, timeout=30)
+        assert state.acked

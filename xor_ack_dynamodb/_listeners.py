@@ -1,0 +1,34 @@
+"""Event listeners of the in-memory trackers (``Ack``, ``Acker``): call all, then raise.
+
+A tracker forgets a finished chain *before* it calls the listeners, so a
+listener that raises cannot lose it.  The other listeners still run; then the
+exception reaches whoever caused the event (one exception as itself, several
+as an ``ExceptionGroup``).  A ``BaseException`` that is not an ``Exception``
+(``KeyboardInterrupt``, ``SystemExit``) is not caught and stops at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def call_all(
+    listeners: tuple[Callable[..., object], ...],
+    args: tuple[object, ...],
+    errors: list[Exception] | None = None,
+) -> list[Exception] | None:
+    """Call every listener with ``args``; return what they raised, added to ``errors``."""
+    for listener in listeners:
+        try:
+            listener(*args)
+        except Exception as exc:
+            errors = [exc] if errors is None else [*errors, exc]
+    return errors
+
+
+def raise_errors(errors: list[Exception] | None, event: str) -> None:
+    """Raise what :func:`call_all` collected, if anything."""
+    if errors:
+        if len(errors) == 1:
+            raise errors[0]
+        raise ExceptionGroup(f"several {event!r} listeners raised", errors)
