@@ -359,6 +359,7 @@ class WordCount:
         return self.spark.createDataFrame(counts, COUNTS_SCHEMA, verifySchema=False)
 
     def _tracked(self) -> DataFrame:
+        _ = self.chains  # made once here, before any thread of the driver uses it
         pending = list(range(len(self.files)))
         acked_in: dict[int, int] = {}  # file id -> round whose output counts
         for round_ in range(1, self.opts.max_attempts + 1):

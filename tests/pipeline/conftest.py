@@ -1,0 +1,84 @@
+"""One SparkSession per test session (local[2], retries on), and helpers to check counts."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.table import TableSpec
+
+pyspark = pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from xor_ack_dynamodb.pipeline.spark import build_session, master_with_retries
+
+    # local[2] with up to 8 attempts per task: local mode retries nothing otherwise, and
+    # the fault-injection tests rely on Spark retrying crashed attempts.
+    session = build_session(
+        master_with_retries("local[2]"), shuffle_partitions=4, log_level="FATAL"
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def tracker(ddb_local_endpoint: str, ddb_table: TableSpec) -> Any:
+    from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
+
+    return TrackerConfig(
+        table=ddb_table.name,
+        endpoint_url=ddb_local_endpoint,
+        region="us-east-1",
+        partition_key=ddb_table.partition_key,
+        local_credentials=True,
+    )
+
+
+def expected_counts(root: Path, *, skip_undecodable: bool = True) -> Counter[str]:
+    """The independent count: every file, line by line, as the issue defines words."""
+    counts: Counter[str] = Counter()
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.name.startswith(("_", ".")):
+            continue
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            if skip_undecodable:
+                continue
+            raise
+        for line in text.splitlines():
+            counts.update(re.findall(r"\w+", line.lower()))
+    return counts
+
+
+def file_counts(path: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for line in path.read_bytes().decode("utf-8").splitlines():
+        counts.update(re.findall(r"\w+", line.lower()))
+    return counts
+
+
+def read_output(output: Path) -> dict[str, int]:
+    """The CSV the pipeline wrote (header word,count), as a dict; duplicates are an error."""
+    got: dict[str, int] = {}
+    parts = sorted(output.glob("part-*.csv"))
+    assert parts, f"no CSV part files under {output}"
+    for part in parts:
+        with part.open(encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                continue
+            assert header == ["word", "count"]
+            for word, count in reader:
+                assert word not in got, f"{word!r} appears twice"
+                got[word] = int(count)
+    return got

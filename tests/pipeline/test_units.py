@@ -1,0 +1,156 @@
+"""The pure parts: words, keyed stamps, buckets, faults, corpus, path escaping."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from xor_ack_dynamodb.pipeline.buckets import bucket_of, split_into_buckets
+from xor_ack_dynamodb.pipeline.corpus import UNICODE_WORDS, generate
+from xor_ack_dynamodb.pipeline.faults import MAX_DROPPED, FaultConfig, InjectedFault
+from xor_ack_dynamodb.pipeline.keyed import Keyed, canonical
+from xor_ack_dynamodb.pipeline.plan import RoundPlan, file_tag
+from xor_ack_dynamodb.pipeline.words import count_lines, count_words
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
+def test_whole_text_counts_equal_line_by_line_counts(text: str) -> None:
+    assert count_words(text) == count_lines(text.splitlines())
+
+
+def test_words_are_lowercased_unicode_word_runs() -> None:
+    text = "Café, CAFÉ! naïve--Straße\nΟΔΟΣ x_1 42\n"  # noqa: RUF001
+    assert count_words(text) == Counter(
+        {"café": 2, "naïve": 1, "straße": 1, "οδος": 1, "x_1": 1, "42": 1}
+    )
+
+
+def test_keyed_stamps_are_deterministic_and_distinct() -> None:
+    a, b = Keyed("run-1"), Keyed("run-1")
+    tag = "run-1/file:/x#1"
+    assert a.file_stamp(tag) == b.file_stamp(tag)
+    assert len(a.file_stamp(tag)) == 16 and any(a.file_stamp(tag))
+    entries = [("b", 2), ("a", 1)]
+    assert a.bucket_stamp(tag, 3, entries) == b.bucket_stamp(tag, 3, list(reversed(entries)))
+    values = {
+        a.file_stamp(tag),
+        Keyed("run-2").file_stamp(tag),
+        a.file_stamp(tag.replace("#1", "#2")),
+        a.bucket_stamp(tag, 3, entries),
+        a.bucket_stamp(tag, 2, entries),
+        a.bucket_stamp(tag, 3, [("a", 1), ("b", 3)]),
+        a.bucket_stamp(tag, 3, [("a", 1)]),
+        a.bucket_stamp(tag, 3, [("a", 1), ("a", 1), ("b", 2)]),
+        a.bucket_stamp(tag, 3, []),
+        a.split_token(tag, b"\x01" * 16),
+        a.count_token(tag, 3, b"\x01" * 16),
+    }
+    assert len(values) == 11
+
+
+def test_fields_cannot_be_confused_by_concatenation() -> None:
+    k = Keyed("r")
+    assert k.hash("ab", "c") != k.hash("a", "bc")
+    assert k.hash(1) != k.hash("1")
+    assert canonical([("a", 1), ("b", 1)]) != canonical([("a", 11)])
+
+
+def test_buckets_are_stable_and_complete() -> None:
+    words = [("alpha", 1), ("beta", 2), ("gamma", 3), ("café", 4)]
+    buckets = split_into_buckets(words, 4)
+    assert len(buckets) == 4
+    assert sorted(e for b in buckets for e in b) == sorted(words)
+    for p, bucket in enumerate(buckets):
+        assert all(bucket_of(w, 4) == p for w, _ in bucket)
+    # CRC-32 of the UTF-8 bytes: the same in every process, whatever PYTHONHASHSEED is.
+    assert bucket_of("café", 7) == zlib.crc32("café".encode()) % 7
+
+
+def test_faults_are_reproducible_per_attempt() -> None:
+    config = FaultConfig.rate(0.5, seed=7)
+    draws = [config.for_task(1, 2, p, a) for p in range(20) for a in range(3)]
+    again = [config.for_task(1, 2, p, a) for p in range(20) for a in range(3)]
+    assert [(d.crash, d.crash_after_stamp, d.drop) for d in draws] == [
+        (d.crash, d.crash_after_stamp, d.drop) for d in again
+    ]
+    assert any(d.crash for d in draws) and any(not d.crash for d in draws)
+    assert any(d.drop for d in draws) and any(not d.drop for d in draws)
+
+
+def test_crash_happens_once_at_its_point() -> None:
+    faults = FaultConfig(crash_rate=1.0).for_task(1, 1, 0, 0)
+    before, after = not faults.crash_after_stamp, faults.crash_after_stamp
+    if before:
+        with pytest.raises(InjectedFault):
+            faults.crash_now(stamped=False)
+    else:
+        faults.crash_now(stamped=False)
+        assert after
+        with pytest.raises(InjectedFault):
+            faults.crash_now(stamped=True)
+
+
+def test_max_attempt_limits_faults_to_first_attempts() -> None:
+    config = FaultConfig(crash_rate=1.0, drop_rate=1.0, max_attempt=1)
+    assert config.for_task(1, 1, 0, 0).crash and config.for_task(1, 1, 0, 0).drop
+    later = config.for_task(1, 1, 0, 1)
+    assert not later.crash and not later.drop
+
+
+def test_lose_drops_one_to_three_records() -> None:
+    faults = FaultConfig(drop_rate=1.0, seed=3).for_task(1, 2, 0, 0)
+    records = list(range(50))
+    kept, lost = faults.lose(records)
+    assert 1 <= lost <= MAX_DROPPED and len(kept) == 50 - lost
+    assert set(kept) < set(records)
+    assert FaultConfig().for_task(1, 2, 0, 0).lose(records) == (records, 0)
+
+
+def test_fault_rates_are_validated() -> None:
+    with pytest.raises(ValueError):
+        FaultConfig(crash_rate=1.5)
+
+
+def test_corpus_is_deterministic(tmp_path: Path) -> None:
+    a = generate(tmp_path / "a", files=7, lines=6, seed=5, invalid=1)
+    b = generate(tmp_path / "b", files=7, lines=6, seed=5)
+    c = generate(tmp_path / "c", files=7, lines=6, seed=6)
+    files_a = sorted(p.relative_to(a.root) for p in a.root.rglob("*.txt"))
+    assert len(files_a) == 8
+    for rel in (p.relative_to(b.root) for p in b.root.rglob("*.txt")):
+        assert (a.root / rel).read_bytes() == (b.root / rel).read_bytes()
+    assert (a.root / "part-00/doc-00000.txt").read_bytes() != (
+        c.root / "part-00/doc-00000.txt"
+    ).read_bytes()
+    broken = next((a.root / "broken").iterdir())
+    with pytest.raises(UnicodeDecodeError):
+        broken.read_bytes().decode("utf-8")
+    words = sum(len(re.findall(r"\w+", p.read_text("utf-8"))) for p in b.root.rglob("*.txt"))
+    assert words == b.words
+
+
+def test_corpus_has_non_ascii_words(tmp_path: Path) -> None:
+    info = generate(tmp_path, files=20, lines=40, seed=0)
+    text = " ".join(p.read_text("utf-8").lower() for p in info.root.rglob("*.txt"))
+    assert sum(1 for w in UNICODE_WORDS if w.lower() in text) >= 6
+
+
+def test_tags_name_the_attempt_and_stay_short() -> None:
+    assert file_tag("r", "file:/a b.txt", 2) == "r/file:/a b.txt#2"
+    long = file_tag("r", "s3a://b/" + "x" * 3000, 1)
+    assert long.startswith("r/sha256:") and long.endswith("#1") and len(long) < 100
+
+
+def test_round_plan_validates() -> None:
+    with pytest.raises(ValueError):
+        RoundPlan("r", 1, 0, ("a",), (0,))
+    with pytest.raises(ValueError):
+        RoundPlan("r", 1, 2, ("a",), (0,), tags=("t",))  # tracked without a tracker
+    plan = RoundPlan("r", 1, 2, ("a", "b"), (4, 9))
+    assert plan.positions() == {"a": 0, "b": 1} and not plan.tracking
