@@ -67,6 +67,7 @@ def build_session(
             "spark.driver.host": "127.0.0.1",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
+            "spark.python.daemon.module": "xor_ack_dynamodb.pipeline.daemon",
         }.items():
             builder = builder.config(key, value)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))

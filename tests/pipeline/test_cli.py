@@ -1,0 +1,93 @@
+"""``xor-ack wordcount`` / ``wordcount-sample`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("pyspark")
+
+from xor_ack_dynamodb.pipeline import cli as pipeline_cli
+from xor_ack_dynamodb.table import TableSpec
+
+from .conftest import expected_counts, read_output
+
+
+def test_sample_writes_a_corpus(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        pipeline_cli.main, ["wordcount-sample", str(tmp_path / "c"), "--files", "3", "--seed", "4"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "3 files" in result.output
+    assert len(list((tmp_path / "c").rglob("*.txt"))) == 3
+
+
+@pytest.mark.ddblocal
+def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        pipeline_cli.main,
+        [
+            "wordcount",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "o"),
+            "--endpoint-url",
+            ddb_local_endpoint,
+            "--table",
+            "no-such-table",
+        ],
+    )
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "no-such-table" in lines[0] and "table create" in lines[0]
+
+
+@pytest.fixture
+def shared_spark(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Let the command use the test session (and not stop it)."""
+    from xor_ack_dynamodb.pipeline import spark as spark_module
+
+    monkeypatch.setattr(spark_module, "build_session", lambda *a, **k: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark
+
+
+@pytest.mark.spark
+@pytest.mark.ddblocal
+def test_wordcount_against_a_given_table(
+    shared_spark: Any, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    corpus = tmp_path / "corpus"
+    runner.invoke(
+        pipeline_cli.main, ["wordcount-sample", str(corpus), "--files", "6", "--lines", "5"]
+    )
+    result = runner.invoke(
+        pipeline_cli.main,
+        [
+            "wordcount",
+            str(corpus),
+            "--output",
+            str(tmp_path / "counts"),
+            "--report",
+            str(tmp_path / "report.json"),
+            "--endpoint-url",
+            ddb_local_endpoint,
+            "--table",
+            ddb_table.name,
+            "--fail-rate",
+            "0.2",
+            "--seed",
+            "7",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [f["status"] for f in report["files"]] == ["acked"] * 6
+    assert report["totals"]["dynamodb"]["requests"] > 0
+    assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
