@@ -45,7 +45,7 @@ infra: $(VENV)/.installed
 	CFN_LINT=$(VENV)/bin/cfn-lint .ci/validate-infra
 
 unit: $(VENV)/.installed dynamodb-local
-	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m pytest -q
+	SPARK_LOCAL_IP=127.0.0.1 XOR_ACK_REQUIRE_EXTENSION=1 $(PY) -m pytest -q
 
 test: lint typecheck infra unit
 

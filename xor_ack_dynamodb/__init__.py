@@ -10,22 +10,20 @@ Trackers over one idea (see the README):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._ops import ClientStats
 from .dynamodb import XorAckDynamoDB
 from .item import ChainState
+from .memory import Ack, AckStats, FailReason
 from .retry import RetryPolicy
 from .stamps import Stamp, new_stamp, xor
 from .sync import SyncXorAckDynamoDB
 
-if TYPE_CHECKING:
-    from .memory import Ack
-
 __all__ = [
     "Ack",
+    "AckStats",
     "ChainState",
     "ClientStats",
+    "FailReason",
     "RetryPolicy",
     "Stamp",
     "SyncXorAckDynamoDB",
@@ -36,12 +34,3 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-
-def __getattr__(name: str) -> Any:
-    # ``Ack`` lives in ``memory``; imported on first use so that importing the
-    # package never fails while that module is absent or being worked on.
-    if name == "Ack":
-        from .memory import Ack
-
-        return Ack
-    raise AttributeError(f"module 'xor_ack_dynamodb' has no attribute {name!r}")
