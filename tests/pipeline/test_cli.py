@@ -91,3 +91,24 @@ def test_wordcount_against_a_given_table(
     assert [f["status"] for f in report["files"]] == ["acked"] * 6
     assert report["totals"]["dynamodb"]["requests"] > 0
     assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
+
+
+@pytest.mark.ddblocal
+def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path: Path) -> None:
+    from xor_ack_dynamodb.cli import cli as root
+
+    result = CliRunner().invoke(
+        root,
+        [
+            "--endpoint-url",
+            ddb_local_endpoint,
+            "--table",
+            "absent-table",
+            "wordcount",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert result.exit_code == 1
+    assert "absent-table" in result.output and result.output.startswith("error: ")

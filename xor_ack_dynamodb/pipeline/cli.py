@@ -45,9 +45,15 @@ def _tracker(
     from .errors import TableMissing
     from .tracker import TrackerConfig
 
-    parent = ctx.find_object(object)  # the root group's settings, when run as `xor-ack ...`
+    # Run as `xor-ack [--endpoint-url URL] [--table T] wordcount ...`: the root group's
+    # options count too (its --table only when it was given, not its default).
+    parent = ctx.parent.obj if ctx.parent is not None else None
     endpoint_url = endpoint_url or getattr(parent, "endpoint_url", None) or _env_endpoint()
     region = region or getattr(parent, "region", None)
+    if table is None and ctx.parent is not None and parent is not None:
+        source = ctx.parent.get_parameter_source("table")
+        if source is not None and source != click.core.ParameterSource.DEFAULT:
+            table = getattr(parent, "table", None)
     if endpoint_url is None and table is None:
         with LocalDynamoDB(backend=backend) as db:  # type: ignore[arg-type]
             config = TrackerConfig(

@@ -13,8 +13,8 @@ import boto3  # noqa: F401
 import botocore.session  # noqa: F401
 from pyspark.daemon import manager
 
-import xor_ack_dynamodb.pipeline.job  # noqa: F401
-import xor_ack_dynamodb.pipeline.stages  # noqa: F401
+import xor_ack_dynamodb.pipeline.job
+import xor_ack_dynamodb.pipeline.stages
 import xor_ack_dynamodb.pipeline.tracker  # noqa: F401
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -244,7 +244,9 @@ class WordCount:
         if self._driver is None:
             if self.opts.tracker is None:  # pragma: no cover - guarded in options
                 raise PipelineError("tracking needs a tracker")
-            self._driver = self.opts.tracker.chains()
+            # The driver's threads share one client: give it as many connections.
+            config = replace(self.opts.tracker, concurrency=self.opts.driver_concurrency)
+            self._driver = config.chains()
         return self._driver
 
     def _parallel(self, fn: Callable[[str], Any], tags: Sequence[str]) -> list[Any]:
@@ -360,6 +362,8 @@ class WordCount:
 
     def _tracked(self) -> DataFrame:
         _ = self.chains  # made once here, before any thread of the driver uses it
+        # Rows a former run left in the work dir must not mix with this run's.
+        delete_path(self.spark, self.opts.staging_dir)
         pending = list(range(len(self.files)))
         acked_in: dict[int, int] = {}  # file id -> round whose output counts
         for round_ in range(1, self.opts.max_attempts + 1):
