@@ -33,7 +33,7 @@ from xor_ack_dynamodb.table import TableSpec, create_table
 
 
 def one_run(
-    spark: Any, corpus: Path, out: Path, tracker: TrackerConfig | None, partitions: int
+    spark: Any, corpus: Path, out: Path, tracker: TrackerConfig | None, partitions: int | None
 ) -> dict[str, Any]:
     options = WordCountOptions(
         input=str(corpus),
@@ -57,6 +57,7 @@ def one_run(
         "records": report.totals["records"],
         "records_per_write": ddb["records_per_write"],
         "seconds": report.totals["seconds"],
+        "partitions": report.settings["partitions"],
     }
 
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", type=int, default=170)
     parser.add_argument("--words-per-line", type=int, default=12)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--partitions", type=int, default=None, help="default: cores")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
         )
         print(f"corpus: {info.files} files, {info.words:,} words", file=sys.stderr)
-        spark = build_session(args.master, shuffle_partitions=max(2, args.partitions))
+        spark = build_session(args.master, shuffle_partitions=max(2, args.partitions or 2))
         runs: list[dict[str, Any]] = []
         try:
             with LocalDynamoDB(backend="dynamodb-local") as db:
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     base = statistics.median(r["wall"] for r in plain)
     print(
         f"\n{info.files} files, {info.words:,} words ({args.lines} lines of ~"
-        f"{args.words_per_line} words per file), {args.partitions} counting tasks, "
+        f"{args.words_per_line} words per file), {runs[0]['partitions']} counting tasks, "
         f"{args.master}, {args.reps} repetitions, Python {platform.python_version()}\n"
     )
     print(

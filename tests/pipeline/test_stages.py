@@ -17,6 +17,7 @@ from xor_ack_dynamodb.pipeline.plan import RoundPlan, TaskInfo, file_tag
 from xor_ack_dynamodb.pipeline.stages import (
     BucketRecord,
     CommitRefused,
+    StagingRow,
     count_buckets,
     split_files,
 )
@@ -65,7 +66,7 @@ def route(records: Iterable[BucketRecord]) -> dict[int, list[BucketRecord]]:
 
 def stage2(
     plan: RoundPlan, chains: SyncXorAckDynamoDB, p: int, records: list[BucketRecord]
-) -> list[tuple[int, str, int]]:
+) -> list[StagingRow]:
     return list(count_buckets(plan, TaskInfo(p, 0), records, chains, Counter()))
 
 
@@ -90,9 +91,10 @@ def test_clean_pass_acks_every_chain_and_emits_every_count(
     routed = route(stage1(plan, chains))
     rows = [row for p in range(P) for row in stage2(plan, chains, p, routed[p])]
     assert all(s is not None and s.acked for s in states(chains, plan))
-    got = Counter()
-    for _, word, n in rows:
-        got[word] += n
+    got: Counter[str] = Counter()
+    for _, words, counts in rows:
+        for word, n in zip(words, counts, strict=True):
+            got[word] += n
     assert got == Counter(
         {
             "the": 3,

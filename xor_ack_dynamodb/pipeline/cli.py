@@ -146,9 +146,8 @@ def _master(master: str | None, faults_on: bool) -> str | None:
 @click.option(
     "--partitions",
     type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Counting tasks (stage-2 partitions).",
+    default=None,
+    help="Counting tasks (stage-2 partitions) [default: Spark's default parallelism, 2 to 8].",
 )
 @click.option(
     "--fail-rate",
@@ -182,7 +181,7 @@ def wordcount(
     partition_key: str,
     timeout: float,
     max_attempts: int,
-    partitions: int,
+    partitions: int | None,
     fail_rate: float,
     seed: int,
     no_tracking: bool,
@@ -203,7 +202,7 @@ def wordcount(
 
     faults = FaultConfig.rate(fail_rate, seed)
     spark_master = _master(master, faults.enabled)
-    token_window = max(32, partitions + 8)
+    token_window = max(32, (partitions or 8) + 8)
     try:
         with _maybe_tracker(
             ctx,
@@ -230,7 +229,7 @@ def wordcount(
             )
             spark = build_session(
                 spark_master,
-                shuffle_partitions=max(partitions, 2),
+                shuffle_partitions=max(partitions or 2, 2),
                 log_level="FATAL" if faults.enabled else "ERROR",
             )
             try:

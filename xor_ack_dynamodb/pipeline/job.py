@@ -6,7 +6,7 @@ Round ``k`` processes the files still pending, each under a new chain
 1. the driver creates every chain of the round (file stamp ``F``), before any
    task reads a file;
 2. one Spark job: stage 1 (files -> words, bucketed by counting task) ->
-   shuffle -> stage 2 (count, stamp, write staging rows ``(file, word, n)``
+   shuffle -> stage 2 (count, stamp, write staging rows ``(file, words, counts)``
    under ``WORK/round=k`` with Spark's committed writer);
 3. when the job has ended, the driver reads every chain of the round: zero ->
    the file is done, its staging rows of round ``k`` count; anything else
@@ -34,7 +34,14 @@ from pyspark.accumulators import Accumulator
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from ..errors import TagNotFound
 from ..item import ChainState
@@ -46,14 +53,14 @@ from .keyed import Keyed
 from .plan import RoundPlan, TaskInfo, file_tag
 from .report import Attempt, FileResult, PhaseClock, Report, RoundResult
 from .spark import InputFile, delete_path, list_files, read_files
-from .stages import BucketRecord, count_buckets, split_files, sum_buckets
+from .stages import BucketRecord, StagingRow, count_buckets, split_files, sum_buckets
 from .tracker import CountsParam, TrackerConfig, chains_for, merge_counts, stats_delta
 
 STAGING_SCHEMA = StructType(
     [
         StructField("file", IntegerType(), False),
-        StructField("word", StringType(), False),
-        StructField("n", LongType(), False),
+        StructField("words", ArrayType(StringType(), False), False),
+        StructField("counts", ArrayType(LongType(), False), False),
     ]
 )
 COUNTS_SCHEMA = StructType(
@@ -71,7 +78,8 @@ class WordCountOptions:
     output: str
     tracking: bool = True
     tracker: TrackerConfig | None = None
-    partitions: int = 4
+    #: Counting tasks; None: the Spark default parallelism (cores), between 2 and 8.
+    partitions: int | None = None
     read_partitions: int | None = None
     timeout: float = 300.0
     max_attempts: int = 8
@@ -83,7 +91,7 @@ class WordCountOptions:
     driver_concurrency: int = 32
 
     def __post_init__(self) -> None:
-        if self.partitions < 1:
+        if self.partitions is not None and self.partitions < 1:
             raise ValueError("partitions must be >= 1")
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
@@ -93,16 +101,22 @@ class WordCountOptions:
             raise ValueError("output_partitions must be >= 1")
         if self.tracking and self.tracker is None:
             raise ValueError("tracking needs a tracker (TrackerConfig)")
-        if self.tracker is not None and self.tracker.token_window < self.partitions + 4:
-            raise ValueError(
-                f"token_window {self.tracker.token_window} is too small for {self.partitions} "
-                f"partitions: it must be >= partitions + 4 so that every write of a chain "
-                "stays recognisable"
-            )
+        if self.partitions is not None:
+            check_token_window(self.tracker, self.partitions)
 
     @property
     def staging_dir(self) -> str:
         return self.work_dir or self.output.rstrip("/") + ".staging"
+
+
+def check_token_window(tracker: TrackerConfig | None, partitions: int) -> None:
+    """Every write of a chain's life must stay in its recent-token list (exact idempotency)."""
+    if tracker is not None and tracker.token_window < partitions + 4:
+        raise ValueError(
+            f"token_window {tracker.token_window} is too small for {partitions} "
+            "partitions: it must be >= partitions + 4 so that every write of a chain "
+            "stays recognisable"
+        )
 
 
 @dataclass
@@ -179,7 +193,7 @@ def _stage2_task(
     metrics: Accumulator[dict[str, int]],
     _index: int,
     records: Iterable[BucketRecord],
-) -> Iterator[tuple[int, str, int]]:
+) -> Iterator[StagingRow]:
     plan = bplan.value
     if plan.tracker is None:  # pragma: no cover - guarded by the driver
         raise PipelineError("a tracked round without a tracker")
@@ -214,6 +228,8 @@ class WordCount:
         self.opts = options
         self.observer: Observer = observer or _Silent()
         self.run_id = options.run_id or uuid.uuid4().hex[:12]
+        self.partitions = options.partitions or min(8, max(2, self.sc.defaultParallelism))
+        check_token_window(options.tracker, self.partitions)
         self.clock = PhaseClock()
         self.metrics: Accumulator[dict[str, int]] = self.sc.accumulator({}, CountsParam())
         self.files: list[InputFile] = []
@@ -223,7 +239,7 @@ class WordCount:
             output=options.output,
             tracking=options.tracking,
             settings={
-                "partitions": options.partitions,
+                "partitions": self.partitions,
                 "timeout": options.timeout,
                 "max_attempts": options.max_attempts,
                 "crash_rate": options.faults.crash_rate,
@@ -340,7 +356,7 @@ class WordCount:
         plan = RoundPlan(
             run_id=self.run_id,
             round=1,
-            partitions=self.opts.partitions,
+            partitions=self.partitions,
             paths=tuple(f.path for f in self.files),
             file_ids=tuple(range(len(self.files))),
             faults=self.opts.faults,
@@ -376,7 +392,7 @@ class WordCount:
 
     def _round(self, round_: int, pending: list[int], acked_in: dict[int, int]) -> list[int]:
         opts = self.opts
-        partitions = min(opts.partitions, len(pending))
+        partitions = min(self.partitions, len(pending))
         tags = tuple(file_tag(self.run_id, self.files[i].path, round_) for i in pending)
         plan = RoundPlan(
             run_id=self.run_id,
@@ -503,10 +519,12 @@ class WordCount:
             ),
         )
         staging = self.spark.read.parquet(self.opts.staging_dir)
+        pairs = F.explode(F.arrays_zip(F.col("words"), F.col("counts"))).alias("pair")
         return (
             staging.join(F.broadcast(acked), ["round", "file"])
-            .groupBy("word")
-            .agg(F.sum("n").cast("long").alias("count"))
+            .select(pairs)
+            .groupBy(F.col("pair.words").alias("word"))
+            .agg(F.sum("pair.counts").cast("long").alias("count"))
         )
 
     def _write_output(self, counts: DataFrame) -> tuple[int, int]:

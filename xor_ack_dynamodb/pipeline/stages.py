@@ -10,10 +10,12 @@ chain **once**: the file stamp (this file is done) XOR one stamp per bucket
 
 Stage 2, ``count_buckets``: counting task ``p`` receives every file's bucket
 ``p``, stamps **every chain of the round** once with the stamp of what it
-received for that file (an empty bucket has a stamp too), and only then emits
-the staging rows ``(file_id, word, n)``.  Stamping every chain, not only the
-ones it saw, is what lets the tracker notice a task attempt that lost *all* of
-a file's records for its bucket.
+received for that file (an empty bucket has a stamp too), and emits the
+staging rows ``(file_id, words, counts)``, one per file it received, while
+those stamps are written; it ends (and Spark commits its rows) only once every
+stamp landed.
+Stamping every chain, not only the ones it saw, is what lets the tracker
+notice a task attempt that lost *all* of a file's records for its bucket.
 
 A chain is zero exactly when each bucket was stamped, by every attempt whose
 stamp landed, with precisely the records stage 1 declared (see ``keyed``).
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import ChainFailed, StampManyFailed, TagNotFound, XorAckError
 from ..sync import SyncXorAckDynamoDB
@@ -36,8 +39,9 @@ from .words import count_words
 Entries = list[tuple[str, int]]
 #: Stage 1's output: (counting task, (file position in the round, that bucket's words)).
 BucketRecord = tuple[int, tuple[int, Entries]]
-#: Stage 2's output when tracking: (file id, word, count in that file).
-StagingRow = tuple[int, str, int]
+#: Stage 2's output when tracking, one row per bucket: (file id, words, their counts).
+#: One row per bucket instead of one per word keeps the Python -> JVM hand-over small.
+StagingRow = tuple[int, list[str], list[int]]
 
 #: Stage 1 stamps its files in groups of this many (one concurrent stamp_many each).
 STAMP_GROUP = 256
@@ -78,6 +82,50 @@ def _stamp_all(
     return refused
 
 
+class _Stamper:
+    """Stamps in a background thread while the task goes on with its records.
+
+    Rows and records are only committed when the task ends, and the task ends
+    after :meth:`finish`, which re-raises any error of a stamp: stamping while
+    records flow is as safe as stamping first, and hides the requests' latency.
+    """
+
+    def __init__(self, chains: SyncXorAckDynamoDB, concurrency: int, stage: str) -> None:
+        self._chains = chains
+        self._concurrency = concurrency
+        self._stage = stage
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"xor-ack-{stage}")
+        self._pending: list[Future[dict[str, str]]] = []
+        #: Touched only by the one background thread until ``finish`` returns.
+        self.metrics: Counter[str] = Counter()
+        self.submitted = False
+
+    def submit(self, stamps: dict[str, bytes], tokens: dict[str, bytes]) -> None:
+        self.submitted = True
+        self._pending.append(
+            self._pool.submit(
+                _stamp_all,
+                self._chains,
+                dict(stamps),
+                dict(tokens),
+                self._concurrency,
+                self.metrics,
+                self._stage,
+            )
+        )
+
+    def finish(self) -> dict[str, str]:
+        """Wait for every stamp; the refused tags (raises the first error)."""
+        refused: dict[str, str] = {}
+        for future in self._pending:
+            refused.update(future.result())
+        self._pending.clear()
+        return refused
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def split_files(
     plan: RoundPlan,
     task: TaskInfo,
@@ -92,57 +140,62 @@ def split_files(
     concurrency = plan.tracker.concurrency if plan.tracker else 1
     stamps: dict[str, bytes] = {}
     tokens: dict[str, bytes] = {}
-    stamped = False
+    stamper = _Stamper(chains, concurrency, "stage1") if chains is not None else None
 
     def flush() -> None:
-        nonlocal stamped
-        if chains is None or not stamps:
+        if stamper is None or not stamps:
             return
-        if not stamped:
+        if not stamper.submitted:
             faults.crash_now(stamped=False)
-        refused = _stamp_all(chains, stamps, tokens, concurrency, metrics, "stage1")
-        metrics["stage1.refused"] += len(refused)
+        stamper.submit(stamps, tokens)
         stamps.clear()
         tokens.clear()
-        stamped = True
 
-    for path, content in files:
-        position = positions.get(path)
-        if position is None:
-            metrics["stage1.unexpected_files"] += 1
-            continue
-        tag = plan.tags[position] if plan.tracking else ""
-        try:
-            text = bytes(content).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            metrics["files_undecodable"] += 1
+    try:
+        for path, content in files:
+            position = positions.get(path)
+            if position is None:
+                metrics["stage1.unexpected_files"] += 1
+                continue
+            tag = plan.tags[position] if plan.tracking else ""
+            try:
+                text = bytes(content).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                metrics["files_undecodable"] += 1
+                if chains is not None:
+                    reason = f"decode error: {exc.reason} at byte {exc.start}"
+                    with contextlib.suppress(TagNotFound):
+                        chains.fail(tag, reason=reason)
+                continue
+            buckets = split_into_buckets(count_words(text).items(), plan.partitions)
             if chains is not None:
-                reason = f"decode error: {exc.reason} at byte {exc.start}"
-                with contextlib.suppress(TagNotFound):
-                    chains.fail(tag, reason=reason)
-            continue
-        buckets = split_into_buckets(count_words(text).items(), plan.partitions)
-        if chains is not None:
-            acc = int.from_bytes(keyed.file_stamp(tag), "big")
-            for p, entries in enumerate(buckets):
-                acc = xor_into(acc, keyed.bucket_stamp(tag, p, entries))
-            value = to_stamp(acc, keyed.nbytes)
-            stamps[tag] = value
-            tokens[tag] = keyed.split_token(tag, value)
-        records: list[BucketRecord] = [
-            (p, (position, entries)) for p, entries in enumerate(buckets) if entries
-        ]
-        if faults.drop:
-            records = _lose_words(records, faults, metrics)
-        metrics["files_split"] += 1
-        metrics["records"] += sum(len(entries) for _, (_, entries) in records)
-        yield from records
-        if len(stamps) >= STAMP_GROUP:
-            flush()
-    flush()
-    if not stamped:
-        faults.crash_now(stamped=False)
-    faults.crash_now(stamped=True)
+                acc = int.from_bytes(keyed.file_stamp(tag), "big")
+                for p, entries in enumerate(buckets):
+                    acc = xor_into(acc, keyed.bucket_stamp(tag, p, entries))
+                value = to_stamp(acc, keyed.nbytes)
+                stamps[tag] = value
+                tokens[tag] = keyed.split_token(tag, value)
+            records: list[BucketRecord] = [
+                (p, (position, entries)) for p, entries in enumerate(buckets) if entries
+            ]
+            if faults.drop:
+                records = _lose_words(records, faults, metrics)
+            metrics["files_split"] += 1
+            metrics["records"] += sum(len(entries) for _, (_, entries) in records)
+            yield from records
+            if len(stamps) >= STAMP_GROUP:
+                flush()
+        flush()
+        if stamper is None or not stamper.submitted:
+            faults.crash_now(stamped=False)
+        if stamper is not None:
+            refused = stamper.finish()
+            metrics.update(stamper.metrics)
+            metrics["stage1.refused"] += len(refused)
+        faults.crash_now(stamped=True)
+    finally:
+        if stamper is not None:
+            stamper.close()
 
 
 def _lose_words(
@@ -198,7 +251,16 @@ def count_buckets(
         tokens[tag] = keyed.count_token(tag, p, value)
     faults.crash_now(stamped=False)
     concurrency = plan.tracker.concurrency if plan.tracker else 1
-    refused = _stamp_all(chains, stamps, tokens, concurrency, metrics, "stage2")
+    stamper = _Stamper(chains, concurrency, "stage2")
+    try:
+        stamper.submit(stamps, tokens)
+        for position, entries in received.items():
+            if entries:
+                yield (plan.file_ids[position], [w for w, _ in entries], [c for _, c in entries])
+        refused = stamper.finish()
+    finally:
+        stamper.close()
+    metrics.update(stamper.metrics)
     for tag, why in refused.items():
         if why == "TagNotFound":
             raise CommitRefused(
@@ -208,10 +270,6 @@ def count_buckets(
             )
     metrics["stage2.refused"] += len(refused)
     faults.crash_now(stamped=True)
-    for position, entries in received.items():
-        file_id = plan.file_ids[position]
-        for word, count in entries:
-            yield (file_id, word, count)
     metrics["rows"] += sum(len(entries) for entries in received.values())
 
 
