@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -15,6 +16,7 @@ from xor_ack_dynamodb.pipeline.faults import FaultConfig
 from xor_ack_dynamodb.pipeline.keyed import Keyed
 from xor_ack_dynamodb.pipeline.plan import RoundPlan, TaskInfo, file_tag
 from xor_ack_dynamodb.pipeline.stages import (
+    TASK_TOTALS,
     BucketRecord,
     CommitRefused,
     StagingRow,
@@ -91,10 +93,18 @@ def test_clean_pass_acks_every_chain_and_emits_every_count(
     routed = route(stage1(plan, chains))
     rows = [row for p in range(P) for row in stage2(plan, chains, p, routed[p])]
     assert all(s is not None and s.acked for s in states(chains, plan))
-    got: Counter[str] = Counter()
-    for _, words, counts in rows:
-        for word, n in zip(words, counts, strict=True):
-            got[word] += n
+    totals: Counter[str] = Counter()
+    per_file: Counter[str] = Counter()
+    for file_id, words, counts, blob in rows:
+        if file_id == TASK_TOTALS:
+            assert words is not None and counts is not None
+            totals.update(dict(zip(words, counts, strict=True)))
+        else:
+            assert blob is not None
+            for word, n in pickle.loads(blob):
+                per_file[word] += n
+    assert totals == per_file
+    got = totals
     assert got == Counter(
         {
             "the": 3,

@@ -133,3 +133,30 @@ def test_a_round_past_its_timeout_is_cancelled_and_replayed(
     assert all(f.status == "failed" and f.attempts == 2 for f in report.files)
     assert all(a.outcome.startswith("timeout") for f in report.files for a in f.history)
     assert read_output(tmp_path / "counts") == {}
+
+
+def _sleep(_: int) -> None:
+    import time
+
+    time.sleep(60)
+
+
+def test_a_job_past_the_deadline_is_cancelled(spark: Any, tmp_path: Path) -> None:
+    import time
+
+    from xor_ack_dynamodb.pipeline.job import WordCount
+
+    job = WordCount(
+        spark, WordCountOptions(input=str(tmp_path), output=str(tmp_path / "o"), tracking=False)
+    )
+    start = time.monotonic()
+    error, timed_out = job._run_job(
+        "xor-ack-test-cancel",
+        "sleeps past its deadline",
+        lambda: spark.sparkContext.parallelize(range(2), 2).foreach(_sleep),
+        time.monotonic() + 1.0,
+        1,
+        0,
+    )
+    assert timed_out and error is not None and error.startswith("timeout")
+    assert time.monotonic() - start < 45

@@ -20,6 +20,7 @@ each file's acked round only: a replayed file is counted once.
 from __future__ import annotations
 
 import contextlib
+import pickle
 import time
 import uuid
 from collections import Counter
@@ -36,6 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     IntegerType,
     LongType,
     StringType,
@@ -53,18 +55,29 @@ from .keyed import Keyed
 from .plan import RoundPlan, TaskInfo, file_tag
 from .report import Attempt, FileResult, PhaseClock, Report, RoundResult
 from .spark import InputFile, delete_path, list_files, read_files
-from .stages import BucketRecord, StagingRow, count_buckets, split_files, sum_buckets
+from .stages import (
+    TASK_TOTALS,
+    BucketRecord,
+    StagingRow,
+    count_buckets,
+    split_files,
+    sum_buckets,
+)
 from .tracker import CountsParam, TrackerConfig, chains_for, merge_counts, stats_delta
 
 STAGING_SCHEMA = StructType(
     [
         StructField("file", IntegerType(), False),
-        StructField("words", ArrayType(StringType(), False), False),
-        StructField("counts", ArrayType(LongType(), False), False),
+        StructField("words", ArrayType(StringType(), False), True),
+        StructField("counts", ArrayType(LongType(), False), True),
+        StructField("blob", BinaryType(), True),
     ]
 )
 COUNTS_SCHEMA = StructType(
     [StructField("word", StringType(), False), StructField("count", LongType(), False)]
+)
+ENTRY_SCHEMA = StructType(
+    [StructField("word", StringType(), False), StructField("n", LongType(), False)]
 )
 #: How often the driver refreshes progress while a job runs (seconds).
 POLL_INTERVAL = 0.25
@@ -214,6 +227,11 @@ def _sum_task(
     _report(plan, metrics, local)
 
 
+def _unpickle_entries(row: Any) -> list[tuple[str, int]]:
+    entries: list[tuple[str, int]] = pickle.loads(row["blob"])
+    return entries
+
+
 # -- the driver -------------------------------------------------------------------------
 
 
@@ -289,6 +307,8 @@ class WordCount:
 
         Returns (error message or None, whether it was cancelled for the timeout).
         """
+        if time.monotonic() > deadline:  # creating the chains used the whole budget
+            return f"timeout: round not finished within {self.opts.timeout:g} s", True
         box: dict[str, BaseException] = {}
 
         def target() -> None:
@@ -506,26 +526,46 @@ class WordCount:
         return self._parallel(judge, tags)
 
     def _final_counts(self, acked_in: dict[int, int]) -> DataFrame:
-        """Sum by word the staging rows of each file's acked round."""
+        """Sum by word the staging rows of each file's acked round.
+
+        A round whose files were all acked contributes its counting tasks' totals
+        rows; a round with files that were not is summed from the per-file rows of
+        its acked files only.
+        """
         if not acked_in:
             return self.spark.createDataFrame([], COUNTS_SCHEMA)
-        acked = self.spark.createDataFrame(
-            sorted((r, f) for f, r in acked_in.items()),
-            StructType(
-                [
-                    StructField("round", IntegerType(), False),
-                    StructField("file", IntegerType(), False),
-                ]
-            ),
-        )
+        complete = [
+            r.round for r in self.report.rounds if r.job_error is None and r.acked == r.files
+        ]
+        partial = sorted({r for r in acked_in.values()} - set(complete))
         staging = self.spark.read.parquet(self.opts.staging_dir)
-        pairs = F.explode(F.arrays_zip(F.col("words"), F.col("counts"))).alias("pair")
-        return (
-            staging.join(F.broadcast(acked), ["round", "file"])
-            .select(pairs)
-            .groupBy(F.col("pair.words").alias("word"))
-            .agg(F.sum("pair.counts").cast("long").alias("count"))
-        )
+        parts: list[DataFrame] = []
+        if complete:
+            pairs = F.explode(F.arrays_zip(F.col("words"), F.col("counts"))).alias("pair")
+            parts.append(
+                staging.where((F.col("file") == TASK_TOTALS) & F.col("round").isin(complete))
+                .select(pairs)
+                .select(F.col("pair.words").alias("word"), F.col("pair.counts").alias("n"))
+            )
+        if partial:
+            acked = self.spark.createDataFrame(
+                sorted((r, f) for f, r in acked_in.items() if r in partial),
+                StructType(
+                    [
+                        StructField("round", IntegerType(), False),
+                        StructField("file", IntegerType(), False),
+                    ]
+                ),
+            )
+            blobs = (
+                staging.where(F.col("round").isin(partial) & (F.col("file") >= 0))
+                .join(F.broadcast(acked), ["round", "file"])
+                .select("blob")
+            )
+            entries = blobs.rdd.flatMap(_unpickle_entries)
+            parts.append(self.spark.createDataFrame(entries, ENTRY_SCHEMA, verifySchema=False))
+        rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        return rows.groupBy("word").agg(F.sum("n").cast("long").alias("count"))
 
     def _write_output(self, counts: DataFrame) -> tuple[int, int]:
         counts = counts.persist()

@@ -11,9 +11,8 @@ chain **once**: the file stamp (this file is done) XOR one stamp per bucket
 Stage 2, ``count_buckets``: counting task ``p`` receives every file's bucket
 ``p``, stamps **every chain of the round** once with the stamp of what it
 received for that file (an empty bucket has a stamp too), and emits the
-staging rows ``(file_id, words, counts)``, one per file it received, while
-those stamps are written; it ends (and Spark commits its rows) only once every
-stamp landed.
+staging rows (see ``StagingRow``) while those stamps are written; it ends
+(and Spark commits its rows) only once every stamp landed.
 Stamping every chain, not only the ones it saw, is what lets the tracker
 notice a task attempt that lost *all* of a file's records for its bucket.
 
@@ -24,6 +23,7 @@ stamp landed, with precisely the records stage 1 declared (see ``keyed``).
 from __future__ import annotations
 
 import contextlib
+import pickle
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,9 +39,13 @@ from .words import count_words
 Entries = list[tuple[str, int]]
 #: Stage 1's output: (counting task, (file position in the round, that bucket's words)).
 BucketRecord = tuple[int, tuple[int, Entries]]
-#: Stage 2's output when tracking, one row per bucket: (file id, words, their counts).
-#: One row per bucket instead of one per word keeps the Python -> JVM hand-over small.
-StagingRow = tuple[int, list[str], list[int]]
+#: Stage 2's output when tracking: ``(file id, None, None, pickled [(word, n), ...])`` for
+#: each file it received, and one ``(TASK_TOTALS, words, counts, None)`` row of the task's
+#: totals over all of them.  A round whose files were all acked is summed from the totals
+#: rows alone; the per-file rows are read only for a round where some file was not acked.
+#: Pickled lists, not one row per word: the Python -> JVM hand-over stays small.
+StagingRow = tuple[int, list[str] | None, list[int] | None, bytes | None]
+TASK_TOTALS = -1
 
 #: Stage 1 stamps its files in groups of this many (one concurrent stamp_many each).
 STAMP_GROUP = 256
@@ -254,9 +258,15 @@ def count_buckets(
     stamper = _Stamper(chains, concurrency, "stage2")
     try:
         stamper.submit(stamps, tokens)
+        totals: dict[str, int] = {}
         for position, entries in received.items():
             if entries:
-                yield (plan.file_ids[position], [w for w, _ in entries], [c for _, c in entries])
+                blob = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
+                yield (plan.file_ids[position], None, None, blob)
+                for word, count in entries:
+                    totals[word] = totals.get(word, 0) + count
+        if totals:
+            yield (TASK_TOTALS, list(totals), list(totals.values()), None)
         refused = stamper.finish()
     finally:
         stamper.close()
