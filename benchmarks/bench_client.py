@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import functools
 import io
@@ -42,7 +43,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +54,7 @@ import boto3
 from seed_baseline import SeedXorAck
 
 from xor_ack_dynamodb import RetryPolicy, Stamp, XorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb._ops import Call, Chains, Entry
 from xor_ack_dynamodb.local import NPM_PACKAGE, NPM_VERSION, LocalDynamoDB
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec, create_table
@@ -242,6 +244,12 @@ class Result:
             and self.chains_acked_once == self.chains
             and self.chains_closed == self.chains
         )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Back from ``as_dict`` (the derived figures are recomputed)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -791,12 +799,17 @@ def markdown(
         "|---|---:|---:|---:|---|---|",
     ]
     out += [f"| {r.metric} | {r.seed} | {r.ours} | {r.ratio} | {r.goal} | {r.met} |" for r in rows]
-    out += ["", "## Scenario sizes", ""]
+    out += ["", "## Scenario sizes, and what ours' own counters saw", ""]
     for key, per in res.items():
-        r = per["seed"]
+        r, o = per["seed"], per["ours"]
+        stats = o.own_stats
         out.append(
-            f"- `{key}`: {r.writers} writer task(s), {r.chains} chain(s), {r.stamps} measured "
-            "stamps per implementation"
+            f"- `{key}`: {r.writers} writer task(s); seed {r.chains} chain(s), {r.stamps} "
+            f"measured stamps; ours {o.chains} chain(s), {o.stamps} stamps, and its "
+            f"`stats`: {stats.get('writes', 0)} writes, "
+            f"{stats.get('requests', 0)} requests, {stats.get('stamps', 0)} stamps applied, "
+            f"{stats.get('conflicts', 0)} conflicts; the seed lost "
+            f"{r.own_stats.get('conflicts', 0)} races"
         )
     out += [
         "",
@@ -880,12 +893,13 @@ def plot(scaling: dict[str, dict[int, dict[str, Result]]], path: Path) -> None:
                 ax = axes[row][col]
                 ys = [getattr(per_w[w][impl], attr) for w in ws]
                 ax.plot(ws, ys, color=color, marker=marker, linestyle=line, label=label)
+                below = impl == "seed" and not (row == 1 and kind == "one chain")
                 for x, y in zip(ws, ys, strict=True):
                     ax.annotate(
                         fmt(y),
                         (x, y),
                         textcoords="offset points",
-                        xytext=(0, 6),
+                        xytext=(0, -13 if below else 6),
                         ha="center",
                         fontsize=7,
                         color=color,
@@ -893,6 +907,7 @@ def plot(scaling: dict[str, dict[int, dict[str, Result]]], path: Path) -> None:
                 ax.set_xscale("log", base=2)
                 if kind == "one chain":
                     ax.set_yscale("log")
+                    ax.margins(y=0.12)
                 else:
                     ax.set_ylim(
                         bottom=0,
@@ -916,6 +931,185 @@ def plot(scaling: dict[str, dict[int, dict[str, Result]]], path: Path) -> None:
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+# --- what one request costs, by shape (--request-costs) ---------------------------------------
+
+#: Request shapes compared by ``--request-costs``.
+SHAPES = (
+    "seed: GetItem, consistent read",
+    "seed: PutItem, condition #stamp = :old",
+    "ours: UpdateItem as the core builds it (update + condition expressions)",
+    "ours: the same with token_window=8 instead of 32",
+    "alternative: the same write as legacy AttributeUpdates + Expected",
+    "alternative: the same write as a conditional PutItem of the whole item",
+)
+
+
+def _legacy(params: dict[str, Any]) -> dict[str, Any]:
+    """The core's stamp UpdateItem with the same effect and condition, in legacy parameters."""
+    names: dict[str, str] = params["ExpressionAttributeNames"]
+    values: dict[str, Any] = params["ExpressionAttributeValues"]
+    clauses = params["UpdateExpression"].removeprefix("SET ").split(", ")
+    updates = {}
+    for clause in clauses:
+        name, value = clause.split(" = ")
+        updates[names[name]] = {"Value": values[value], "Action": "PUT"}
+    return {
+        "TableName": params["TableName"],
+        "Key": params["Key"],
+        "AttributeUpdates": updates,
+        "Expected": {
+            names["#v"]: {"Value": values[":old"], "ComparisonOperator": "EQ"},
+            names["#c"]: {"Value": values[":c"], "ComparisonOperator": "EQ"},
+        },
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def _whole_item(params: dict[str, Any], created_at: float) -> dict[str, Any]:
+    """The same write as a PutItem of the whole item (attributes it does not carry are lost)."""
+    values: dict[str, Any] = params["ExpressionAttributeValues"]
+    item = {
+        **params["Key"],
+        **{k: u["Value"] for k, u in _legacy(params)["AttributeUpdates"].items()},
+        "chain_id": values[":c"],
+        "created_at": {"N": str(created_at)},
+    }
+    return {
+        "TableName": params["TableName"],
+        "Item": item,
+        "ConditionExpression": "#v = :old AND #c = :c",
+        "ExpressionAttributeNames": {"#v": "version", "#c": "chain_id"},
+        "ExpressionAttributeValues": {":old": values[":old"], ":c": values[":c"]},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+async def request_costs(
+    endpoint: str, out: Path, rounds: int = 7, lanes: int = 8, per: int = 40
+) -> str:
+    """DynamoDB Local and client CPU per request for each shape, ``lanes`` keys in parallel.
+
+    The "ours" shapes send the request the core's ``stamp_batch`` builds (read from its
+    sans-I/O generator) and feed the response back, so versions and tokens advance as
+    in the client; the alternatives rewrite that same request.  Shapes run in
+    interleaved rounds; the first round only warms DynamoDB Local up.
+    """
+    table = f"bench-costs-{int(time.time())}"
+    make_tables(endpoint, [table])
+    global SERVER
+    SERVER = ServerCpu()
+    session = aioboto3.Session()
+    config = botocore_config(max_pool_connections=POOL)
+    samples: dict[str, list[tuple[float, float, float]]] = {s: [] for s in SHAPES}
+    async with session.client(
+        "dynamodb", endpoint_url=endpoint, region_name=REGION, config=config, **CREDENTIALS
+    ) as client:
+        ack = XorAckDynamoDB(client, table=table)
+        core = Chains(table=table)
+        small = Chains(table=table, token_window=8)
+        last: dict[str, Stamp] = {}
+
+        async def one(shape: str, tag: str) -> None:
+            if shape == SHAPES[0]:
+                await client.get_item(
+                    TableName=table, Key={"tagID": {"S": tag}}, ConsistentRead=True
+                )
+                return
+            if shape == SHAPES[1]:
+                value = new_stamp(STAMP_BYTES)
+                await client.put_item(
+                    TableName=table,
+                    Item={"tagID": {"S": tag}, "stamp": {"B": bytes(value)}},
+                    ConditionExpression="#stamp = :old",
+                    ExpressionAttributeNames={"#stamp": "stamp"},
+                    ExpressionAttributeValues={":old": {"B": bytes(last[tag])}},
+                )
+                last[tag] = value
+                return
+            chains = small if shape == SHAPES[3] else core
+            op = chains.stamp_batch(tag, [Entry(new_stamp(STAMP_BYTES))])
+            call = next(op)
+            state = chains.cached(tag)
+            if not isinstance(call, Call) or state is None:
+                raise RuntimeError("the core did not start with a write: is the cache empty?")
+            if shape in SHAPES[2:4]:
+                response = await client.update_item(**call.params)
+            elif shape == SHAPES[4]:
+                response = await client.update_item(**_legacy(call.params))
+            else:
+                response = await client.put_item(**_whole_item(call.params, state.created_at))
+            with contextlib.suppress(StopIteration):
+                op.send(response)
+
+        async def lane(shape: str, tag: str) -> None:
+            for _ in range(per):
+                await one(shape, tag)
+
+        for r in range(rounds):
+            print(f"  round {r + 1}/{rounds}", flush=True)
+            for shape in SHAPES if r % 2 == 0 else tuple(reversed(SHAPES)):
+                tags = [f"cost-{r}-{SHAPES.index(shape)}-{i}" for i in range(lanes)]
+                for tag in tags:
+                    last[tag] = new_stamp(STAMP_BYTES)
+                    await ack.create(tag, last[tag])
+                    state = await ack.get(tag)
+                    core.remember(state, tag)
+                    small.remember(state, tag)
+                server0, cpu0, wall0 = SERVER.seconds(), time.process_time(), time.perf_counter()
+                await asyncio.gather(*(lane(shape, tag) for tag in tags))
+                wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+                server1 = SERVER.seconds()
+                if server0 is None or server1 is None:
+                    raise RuntimeError("DynamoDB Local's CPU time is not readable from /proc")
+                n = lanes * per
+                if r:
+                    samples[shape].append(((server1 - server0) / n, cpu / n, n / wall))
+
+    def med(shape: str, i: int) -> float:
+        return statistics.median(s[i] for s in samples[shape])
+
+    rows = {
+        shape: {
+            "server_us": round(1e6 * med(shape, 0)),
+            "client_us": round(1e6 * med(shape, 1)),
+            "requests_per_s": round(med(shape, 2)),
+        }
+        for shape in SHAPES
+    }
+    lines = [
+        "# What one request costs, by shape",
+        "",
+        f"`python benchmarks/bench_client.py --request-costs` on "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: {lanes} keys written in "
+        f"parallel, {per} requests each, medians of {rounds - 1} interleaved rounds (a first "
+        "warm-up round is dropped). CPU is per request: the DynamoDB Local JVM's (from "
+        "/proc) and this client process's (the alternatives' client figure includes "
+        f"rewriting the core's request). Each key takes {per} writes, so the token list is "
+        "full (32 tokens, or 8) for most of them.",
+        "",
+        "| request | DynamoDB Local CPU µs | client CPU µs | requests/s |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {shape} | {r['server_us']} | {r['client_us']} | {r['requests_per_s']} |"
+        for shape, r in rows.items()
+    ]
+    get, put, ours = (rows[s] for s in SHAPES[:3])
+    lines += [
+        "",
+        f"A seed stamp (GetItem + PutItem) costs DynamoDB Local "
+        f"{get['server_us'] + put['server_us']} µs and the client "
+        f"{get['client_us'] + put['client_us']} µs; ours (one UpdateItem) "
+        f"{ours['server_us']} µs and {ours['client_us']} µs.",
+    ]
+    text = "\n".join(lines) + "\n"
+    (out / "request_costs.md").write_text(text)
+    (out / "request_costs.json").write_text(
+        json.dumps({"lanes": lanes, "per": per, "rounds": rounds, "shapes": rows}, indent=2) + "\n"
+    )
+    return text
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -1078,8 +1272,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="smaller run (about a minute)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument(
+        "--replot", action="store_true", help="redraw scaling.png from --out's client.json only"
+    )
+    parser.add_argument(
+        "--request-costs",
+        action="store_true",
+        help="only measure what each request shape costs DynamoDB Local and the client",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out
+    if args.replot:
+        saved = json.loads((out / "client.json").read_text())["scaling"]
+        plot(
+            {
+                kind: {
+                    int(w): {n: Result.from_dict(r) for n, r in per.items()}
+                    for w, per in ws.items()
+                }
+                for kind, ws in saved.items()
+            },
+            out / "scaling.png",
+        )
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
         os.environ.pop(name, None)
@@ -1097,6 +1312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     meta["loadavg_before"] = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
+    if args.request_costs:
+        with LocalDynamoDB(backend="dynamodb-local") as server:
+            print(asyncio.run(request_costs(server.endpoint_url, out)))
+        return 0
     with LocalDynamoDB(backend="dynamodb-local") as server:
         sizes = QUICK if args.quick else FULL
         asyncio.run(bench(server.endpoint_url, sizes, out, meta, started))
