@@ -14,7 +14,7 @@ botocore re-sends a request whose response was lost (connection reset, 5xx).
 If the first send had landed, the re-send's condition fails, and a naive client
 would re-read the item and XOR the stamp in a second time.  Here every write
 carries a random write token (and the caller's idempotency tokens, if any)
-that is kept in the item's ``tokens`` list (the last ``token_window`` tokens),
+that is kept in the item's ``tokens`` (the last ``token_window`` tokens),
 and a failed condition returns the current item
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``, with a consistent read as the
 fallback where a server ignores it).  If the item holds the write's token, the
@@ -26,6 +26,7 @@ may have been sent twice does the client refuse to guess (``AmbiguousWrite``).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import secrets
@@ -127,13 +128,19 @@ def check_tag(tag: object) -> str:
 
 
 def check_token(token: object) -> bytes | None:
+    """Validate an idempotency token and return its 8-byte digest, as the item keeps it.
+
+    Items keep fixed-size digests (BLAKE2b, 64 bits) so the recent tokens are one
+    small binary attribute; two different tokens of one chain collide with a chance
+    of about window**2 / 2**65.
+    """
     if token is None:
         return None
     if isinstance(token, str):
         token = token.encode()
     if not isinstance(token, (bytes, bytearray)) or not 1 <= len(token) <= MAX_TOKEN_BYTES:
         raise InvalidToken(f"a token must be 1 to {MAX_TOKEN_BYTES} bytes, not {token!r}")
-    return bytes(token)
+    return hashlib.blake2b(bytes(token), digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
 
 
 def many_entries(
@@ -388,7 +395,7 @@ class Chains:
                 ":s": {"B": bytes(value)},
                 ":c": {"B": chain_id},
                 ":v": {"N": "1"},
-                ":t": {"L": [{"B": token}]},
+                ":t": {"B": token},
                 ":now": {"N": str(now)},
             }
             update = "SET #s = :s, #c = :c, #v = :v, #t = :t, #ca = :now, #u = :now"
@@ -526,7 +533,7 @@ class Chains:
                 ":v": {"N": str(state.version + 1)},
                 ":old": {"N": str(state.version)},
                 ":c": {"B": state.chain_id},
-                ":t": {"L": [{"B": t} for t in tokens]},
+                ":t": {"B": b"".join(tokens)},
                 ":now": {"N": str(now)},
             }
             update = "SET #s = :s, #v = :v, #t = :t, #u = :now"
@@ -633,14 +640,10 @@ class Chains:
         if not isinstance(reason, str) or not reason:
             raise ValueError("reason must be a non-empty string")
         now = self._now()
-        token = secrets.token_bytes(WRITE_TOKEN_BYTES)
         params = {
             "TableName": self.table,
             "Key": self._key(tag),
-            "UpdateExpression": (
-                "SET #f = :now, #r = :r, #e = :exp, #u = :now, #v = #v + :one, "
-                "#t = list_append(#t, :tok)"
-            ),
+            "UpdateExpression": "SET #f = :now, #r = :r, #e = :exp, #u = :now, #v = #v + :one",
             "ConditionExpression": (
                 "attribute_exists(#pk) AND attribute_not_exists(#a) AND attribute_not_exists(#f)"
                 " AND (attribute_not_exists(#e) OR #e > :now)"
@@ -652,7 +655,6 @@ class Chains:
                 "#e": I.EXPIRES_AT,
                 "#u": I.UPDATED_AT,
                 "#v": I.VERSION,
-                "#t": I.TOKENS,
                 "#a": I.ACKED_AT,
             },
             "ExpressionAttributeValues": {
@@ -660,7 +662,6 @@ class Chains:
                 ":r": {"S": reason},
                 ":one": {"N": "1"},
                 ":exp": self._expiry(now, self.tombstone_ttl),
-                ":tok": {"L": [{"B": token}]},
             },
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

@@ -7,8 +7,9 @@ One item per tag::
     chain_id         B     random per create: a re-created tag is another chain
     version          N     1 on create, +1 per write; stamps are conditioned on
                            (chain_id, version), so a stale cache can never write
-    tokens           L[B]  write tokens of the most recent writes, newest last, at most
-                           the client's token window; proves whether a re-sent write landed
+    tokens           B     8-byte tokens of the most recent writes, concatenated, newest
+                           last, at most the client's token window: proves whether a re-sent
+                           write landed, and makes a stamp with an idempotency token land once
     created_at       N     epoch seconds of create
     updated_at       N     epoch seconds of the last write
     acked_at         N     epoch seconds of the write that made the state zero (tombstones only)
@@ -85,6 +86,10 @@ def _num(attr: dict[str, Any] | None) -> float | None:
     return int(value) if value.is_integer() else value
 
 
+def _split_tokens(blob: bytes, size: int = 8) -> tuple[bytes, ...]:
+    return tuple(blob[i : i + size] for i in range(0, len(blob), size))
+
+
 def decode(item: dict[str, Any], partition_key: str) -> ChainState:
     """Decode a low-level DynamoDB item (``{"stamp": {"B": ...}, ...}``)."""
     return ChainState(
@@ -92,7 +97,7 @@ def decode(item: dict[str, Any], partition_key: str) -> ChainState:
         stamp=Stamp(item[STAMP]["B"]),
         chain_id=bytes(item[CHAIN_ID]["B"]) if CHAIN_ID in item else b"",
         version=int(item[VERSION]["N"]),
-        tokens=tuple(bytes(t["B"]) for t in item.get(TOKENS, {}).get("L", [])),
+        tokens=_split_tokens(bytes(item[TOKENS]["B"])) if TOKENS in item else (),
         created_at=_num(item.get(CREATED_AT)) or 0.0,
         updated_at=_num(item.get(UPDATED_AT)) or 0.0,
         acked_at=_num(item.get(ACKED_AT)),
