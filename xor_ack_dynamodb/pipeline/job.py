@@ -538,7 +538,9 @@ class WordCount:
             r.round for r in self.report.rounds if r.job_error is None and r.acked == r.files
         ]
         partial = sorted({r for r in acked_in.values()} - set(complete))
-        staging = self.spark.read.parquet(self.opts.staging_dir)
+        # The schema is known: giving it spares Spark a job that reads every file's footer.
+        schema = StructType([*STAGING_SCHEMA.fields, StructField("round", IntegerType(), False)])
+        staging = self.spark.read.schema(schema).parquet(self.opts.staging_dir)
         parts: list[DataFrame] = []
         if complete:
             pairs = F.explode(F.arrays_zip(F.col("words"), F.col("counts"))).alias("pair")
