@@ -107,12 +107,21 @@ def test_lost_records_are_never_acked(
 def test_a_file_that_keeps_failing_ends_failed(spark: Any, tracker: Any, tmp_path: Path) -> None:
     root = tmp_path / "in"
     generate(root, files=5, lines=5, seed=2, invalid=1)
+    # Names Hadoop would read as globs or lists, an empty file, and a hidden one (skipped).
+    (root / "odd").mkdir()
+    (root / "odd" / "we,ird {b} [c]*?.txt").write_text("Odd name, odd NAME\n", "utf-8")
+    (root / "odd" / "empty.txt").write_bytes(b"")
+    (root / "odd" / "_hidden.txt").write_text("never counted\n", "utf-8")
     report = run(spark, tracker, root, tmp_path, max_attempts=2)
+    assert len(report.files) == 8
+    assert not any("_hidden" in f.path for f in report.files)
     bad = [f for f in report.files if "broken" in f.path]
     assert len(bad) == 1 and bad[0].status == "failed" and bad[0].attempts == 2
     assert all("decode error" in a.outcome for a in bad[0].history)
     assert all(f.status == "acked" for f in report.files if f is not bad[0])
-    assert read_output(tmp_path / "counts") == dict(expected_counts(root))
+    counts = read_output(tmp_path / "counts")
+    assert counts == dict(expected_counts(root))
+    assert counts["odd"] == 2 and counts["name"] == 2 and "never" not in counts
     assert report.totals["failed"] == 1
 
 
