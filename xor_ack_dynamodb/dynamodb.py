@@ -103,16 +103,30 @@ class XorAckDynamoDB(ClientBase):
             await asyncio.gather(*list(self._writers), return_exceptions=True)
 
     async def _submit(self, tag: str, entry: Entry) -> Outcome:
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
+
+        The first caller writes in its own task (no hop through another task when
+        there is no contention); stamps that arrive meanwhile queue up, and a writer
+        task sends them, merged, once this write is done.
+        """
         queue = self._queues.get(tag)
         if queue is not None:
-            queue.append((entry, future))  # rides on the next write for this tag
-        else:
-            self._queues[tag] = [(entry, future)]
-            writer = asyncio.create_task(self._write_queue(tag))
-            self._writers.add(writer)
-            writer.add_done_callback(self._writers.discard)
-        return await future
+            future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+            queue.append((entry, future))
+            return await future
+        self._queues[tag] = queue = []
+        try:
+            (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
+        except (ClientError, BotoCoreError) as exc:
+            outcome = exc
+        finally:
+            if queue:
+                writer = asyncio.create_task(self._write_queue(tag))
+                self._writers.add(writer)
+                writer.add_done_callback(self._writers.discard)
+            else:
+                del self._queues[tag]
+        return outcome  # type: ignore[no-any-return]
 
     async def _write_queue(self, tag: str) -> None:
         """Write a tag's queued stamps, one merged write at a time, until none are left."""
