@@ -32,7 +32,6 @@ dynamodb-local: $(VENV)/.installed
 demo: $(VENV)/.installed dynamodb-local
 	$(VENV)/bin/xor-ack wordcount-sample $(OUT)/corpus --files 60 --seed 7
 	$(VENV)/bin/xor-ack wordcount $(OUT)/corpus --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7
-	@echo "counts: $(OUT)/counts   report: $(OUT)/report.json"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
