@@ -143,6 +143,20 @@ def check_token(token: object) -> bytes | None:
     return hashlib.blake2b(bytes(token), digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
 
 
+def one_entry(tag: object, stamp: object, token: object) -> Entry:
+    """Validate one ``stamp()`` call before anything is sent."""
+    entry = Entry(as_stamp(stamp), check_token(token))
+    check_tag(tag)
+    return entry
+
+
+def unwrap(outcome: Outcome) -> Stamp:
+    """A caller's outcome: its new state, or its error raised."""
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
 def many_entries(
     stamps: Mapping[str, bytes], tokens: Mapping[str, bytes | str] | None
 ) -> dict[str, Entry]:
@@ -151,10 +165,7 @@ def many_entries(
     unknown = set(tokens) - set(stamps)
     if unknown:
         raise InvalidToken(f"tokens given for tags that have no stamp: {sorted(unknown)!r}")
-    return {
-        check_tag(tag): Entry(as_stamp(value), check_token(tokens.get(tag)))
-        for tag, value in stamps.items()
-    }
+    return {tag: one_entry(tag, value, tokens.get(tag)) for tag, value in stamps.items()}
 
 
 def collect_many(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
@@ -619,16 +630,6 @@ class Chains:
             yield Sleep(self.retry.delay(attempt, self.rng))
             pending, state = batch + later, current
         return [o if o is not None else TagNotFound(tag) for o in outcomes]
-
-    def stamp(
-        self, tag: str, stamp: bytes, token: bytes | str | None = None
-    ) -> Generator[Effect, Any, Stamp]:
-        """One caller's stamp (the uncoalesced path): its new state, or its typed error."""
-        entry = Entry(as_stamp(stamp), check_token(token))
-        (outcome,) = yield from self.stamp_batch(check_tag(tag), [entry])
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
 
     def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
         """Close a live chain as failed, so waiters learn it and late stamps are refused.

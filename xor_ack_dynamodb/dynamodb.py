@@ -20,14 +20,14 @@ from ._ops import (
     Op,
     Outcome,
     Sleep,
-    check_tag,
-    check_token,
     collect_many,
     many_entries,
+    one_entry,
+    unwrap,
 )
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .retry import botocore_config
-from .stamps import Stamp, as_stamp
+from .stamps import Stamp
 
 
 class XorAckDynamoDB(ClientBase):
@@ -166,15 +166,12 @@ class XorAckDynamoDB(ClientBase):
         ``token`` (1-16 bytes) makes the call idempotent: a stamp whose token the
         chain already holds is not applied again and the current state is returned.
         """
-        entry = Entry(as_stamp(stamp), check_token(token))
-        check_tag(tag)
+        entry = one_entry(tag, stamp, token)
         if self._coalesce:
             outcome = await self._submit(tag, entry)
         else:
             (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
+        return unwrap(outcome)
 
     async def stamp_many(
         self,

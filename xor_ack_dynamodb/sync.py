@@ -23,14 +23,14 @@ from ._ops import (
     Op,
     Outcome,
     Sleep,
-    check_tag,
-    check_token,
     collect_many,
     many_entries,
+    one_entry,
+    unwrap,
 )
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .retry import botocore_config
-from .stamps import Stamp, as_stamp
+from .stamps import Stamp
 
 
 class SyncXorAckDynamoDB(ClientBase):
@@ -138,15 +138,12 @@ class SyncXorAckDynamoDB(ClientBase):
 
     def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
         """XOR ``stamp`` into the chain; see ``XorAckDynamoDB.stamp``."""
-        entry = Entry(as_stamp(stamp), check_token(token))
-        check_tag(tag)
+        entry = one_entry(tag, stamp, token)
         if self._coalesce:
             outcome = self._submit(tag, entry)
         else:
             (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
+        return unwrap(outcome)
 
     def stamp_many(
         self,
