@@ -33,15 +33,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from .acker import Acked, Acker, IdGenerator, acker_for, check_id
+from .dynamodb import XorAckDynamoDB
 from .stamps import Stamp
+from .sync import SyncXorAckDynamoDB
 
 if TYPE_CHECKING:
-    from .dynamodb import XorAckDynamoDB
     from .memory import PyAck
-    from .sync import SyncXorAckDynamoDB
+
+ClientT = TypeVar("ClientT")
 
 __all__ = [
     "AckSink",
@@ -184,23 +186,25 @@ class AckSink:
         self.ack.fail(self.tag(anchor_id))
 
 
-class DynamoDBSink:
-    """A DynamoDB table through :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB`.
+class _TableSink(Generic[ClientT]):
+    """What both DynamoDB sinks hold: the client, the tag prefix and the chains' TTL."""
 
-    ``ttl``: seconds after which a tree that has not completed expires (the
-    chain's TTL; a waiter then learns it timed out).  A stamp on a tree that
-    failed raises ``ChainFailed``: stop processing its tuples.
-    """
-
-    def __init__(
-        self, client: SyncXorAckDynamoDB, prefix: str = "", *, ttl: float | None = None
-    ) -> None:
+    def __init__(self, client: ClientT, prefix: str = "", *, ttl: float | None = None) -> None:
         self.client = client
         self.prefix = prefix
         self.ttl = ttl
 
     def tag(self, anchor_id: int) -> str:
         return f"{self.prefix}{anchor_id}"
+
+
+class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
+    """A DynamoDB table through :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB`.
+
+    ``ttl``: seconds after which a tree that has not completed expires (the
+    chain's TTL; a waiter then learns it timed out).  A stamp on a tree that
+    failed raises ``ChainFailed``: stop processing its tuples.
+    """
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
         return self.client.create(self.tag(anchor_id), id_stamp(value), ttl=self.ttl).acked
@@ -212,18 +216,8 @@ class DynamoDBSink:
         self.client.fail(self.tag(anchor_id))
 
 
-class AsyncDynamoDBSink:
+class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
     """A DynamoDB table through the async :class:`~xor_ack_dynamodb.XorAckDynamoDB`."""
-
-    def __init__(
-        self, client: XorAckDynamoDB, prefix: str = "", *, ttl: float | None = None
-    ) -> None:
-        self.client = client
-        self.prefix = prefix
-        self.ttl = ttl
-
-    def tag(self, anchor_id: int) -> str:
-        return f"{self.prefix}{anchor_id}"
 
     async def init(
         self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable
