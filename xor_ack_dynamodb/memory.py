@@ -130,6 +130,13 @@ def _check_tag(tag: object) -> str:
     return tag
 
 
+def _checked(tag: object, stamp: object) -> tuple[str, int, int]:
+    """Validate a call's tag and stamp: (tag, the stamp as an int, its length in bytes)."""
+    tag = _check_tag(tag)  # the tag first, as before: a bad tag wins over a bad stamp
+    checked = as_stamp(stamp)
+    return tag, _from_bytes(checked, "big"), len(checked)
+
+
 def _positive_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
@@ -361,10 +368,7 @@ class _AckMethods:
         self._emit_acked(tag)
 
     def _add_slow(self, tag: object, stamp: object) -> bool:
-        tag = _check_tag(tag)
-        checked = as_stamp(stamp)
-        value = _from_bytes(checked, "big")
-        nbytes = len(checked)
+        tag, value, nbytes = _checked(tag, stamp)
         entry = self._chains.get(tag)
         if entry is None:
             self._added += 1
@@ -396,10 +400,7 @@ class _AckMethods:
         return False
 
     def _stamp_slow(self, tag: object, stamp: object) -> bool:
-        tag = _check_tag(tag)
-        checked = as_stamp(stamp)
-        value = _from_bytes(checked, "big")
-        nbytes = len(checked)
+        tag, value, nbytes = _checked(tag, stamp)
         entry = self._chains.get(tag)
         if entry is None:
             # Before its add (or after its chain finished): keep it, unclaimed.
