@@ -44,18 +44,33 @@ from .errors import (
     BufferLengthsUnequal,
     ChainFailed,
     ChainTimeout,
+    CreateManyFailed,
     InvalidTag,
     InvalidToken,
     StaleLocalData,
     StampManyFailed,
     TagExists,
     TagNotFound,
+    TransactionItemRejected,
 )
 from .item import ChainState
 from .retry import DEFAULT_RETRY, RetryPolicy
 from .stamps import Stamp, as_stamp
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+TRANSACTION_CANCELED = "TransactionCanceledException"
+#: Cancellation reasons of one item that mean "try again", not "this item cannot be written".
+RETRYABLE_CANCELLATIONS = frozenset(
+    {
+        "TransactionConflict",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+    }
+)
+MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItems
+MAX_BATCH_GET = 100  # DynamoDB's limit of keys per BatchGetItem
+MAX_UNPROCESSED_ROUNDS = 8
 MAX_TAG_BYTES = 2048  # DynamoDB's limit for a partition key value
 MAX_TOKEN_BYTES = 16
 WRITE_TOKEN_BYTES = 8
@@ -80,6 +95,8 @@ class Sleep:
 
 Effect: TypeAlias = Call | Sleep
 Op: TypeAlias = Generator[Effect, Any, Any]
+#: After a cancelled transaction: fresh states, items that met another writer, rejected items.
+CancelReport: TypeAlias = tuple[dict[str, ChainState | None], set[str], dict[str, Exception]]
 #: What each stamp of a batch came to: its new state, or the error that kept it out.
 Outcome: TypeAlias = Stamp | Exception
 
@@ -168,8 +185,19 @@ def many_entries(
     return {tag: one_entry(tag, value, tokens.get(tag)) for tag, value in stamps.items()}
 
 
-def collect_many(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
-    """The ``stamp_many`` result, or ``StampManyFailed`` if any stamp did not land."""
+def create_entries(stamps: Mapping[str, bytes], ttl: float | None) -> dict[str, Stamp]:
+    """Validate every input of ``create_many`` before anything is sent."""
+    if ttl is not None and not ttl > 0:
+        raise ValueError("ttl must be > 0 seconds")
+    return {check_tag(tag): as_stamp(value) for tag, value in stamps.items()}
+
+
+def collect_many(
+    entries: Mapping[str, Any],
+    outcomes: Sequence[Outcome],
+    failed: type[StampManyFailed] | type[CreateManyFailed] = StampManyFailed,
+) -> dict[str, Stamp]:
+    """The result of a ``*_many`` call, or ``failed`` (results and errors) if any tag failed."""
     results: dict[str, Stamp] = {}
     errors: dict[str, BaseException] = {}
     for tag, outcome in zip(entries, outcomes, strict=True):
@@ -178,8 +206,14 @@ def collect_many(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> d
         else:
             results[tag] = outcome
     if errors:
-        raise StampManyFailed(dict(results), errors)
+        raise failed(dict(results), errors)
     return results
+
+
+def chunked(items: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
+    """``items`` in consecutive pieces of at most ``size`` (one transaction or batch each)."""
+    keys = list(items)
+    return [{key: items[key] for key in keys[i : i + size]} for i in range(0, len(keys), size)]
 
 
 def _error_code(exc: BaseException) -> str:
@@ -310,6 +344,110 @@ class Chains:
         self.remember(state, tag)
         return state
 
+    def _create_params(
+        self, tag: str, value: Stamp, ttl: float | None, now: float, token: bytes, chain_id: bytes
+    ) -> dict[str, Any]:
+        """The conditional write that starts a chain (a free tag, or a closed or expired one)."""
+        names = {
+            "#pk": self.partition_key,
+            "#s": I.STAMP,
+            "#c": I.CHAIN_ID,
+            "#v": I.VERSION,
+            "#t": I.TOKENS,
+            "#ca": I.CREATED_AT,
+            "#u": I.UPDATED_AT,
+            "#a": I.ACKED_AT,
+            "#f": I.FAILED_AT,
+            "#r": I.REASON,
+            "#e": I.EXPIRES_AT,
+        }
+        values: dict[str, Any] = {
+            ":s": {"B": bytes(value)},
+            ":c": {"B": chain_id},
+            ":v": {"N": "1"},
+            ":t": {"B": token},
+            ":now": {"N": str(now)},
+        }
+        update = "SET #s = :s, #c = :c, #v = :v, #t = :t, #ca = :now, #u = :now"
+        if ttl is not None:
+            update += ", #e = :exp"
+            values[":exp"] = self._expiry(now, ttl)
+            update += " REMOVE #a, #f, #r"
+        else:
+            update += " REMOVE #a, #f, #r, #e"
+        return {
+            "TableName": self.table,
+            "Key": self._key(tag),
+            "UpdateExpression": update,
+            "ConditionExpression": (
+                "attribute_not_exists(#pk) OR attribute_exists(#a) OR attribute_exists(#f)"
+                " OR #e <= :now"
+            ),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    @staticmethod
+    def _created_expiry(params: dict[str, Any]) -> float | None:
+        exp = params["ExpressionAttributeValues"].get(":exp")
+        return None if exp is None else float(exp["N"])
+
+    def _created_state(
+        self, tag: str, value: Stamp, params: dict[str, Any], now: float, token: bytes
+    ) -> ChainState:
+        chain_id = params["ExpressionAttributeValues"][":c"]["B"]
+        expires_at = self._created_expiry(params)
+        return ChainState(tag, value, chain_id, 1, (token,), now, now, expires_at=expires_at)
+
+    def _stamp_params(
+        self, tag: str, state: ChainState, new_state: Stamp, tokens: tuple[bytes, ...], now: float
+    ) -> tuple[dict[str, Any], ChainState]:
+        """The conditional write of one stamp (or merged stamps), and the state it leads to."""
+        names = {
+            "#s": I.STAMP,
+            "#v": I.VERSION,
+            "#t": I.TOKENS,
+            "#u": I.UPDATED_AT,
+            "#c": I.CHAIN_ID,
+        }
+        values: dict[str, Any] = {
+            ":s": {"B": bytes(new_state)},
+            ":v": {"N": str(state.version + 1)},
+            ":old": {"N": str(state.version)},
+            ":c": {"B": state.chain_id},
+            ":t": {"B": b"".join(tokens)},
+            ":now": {"N": str(now)},
+        }
+        update = "SET #s = :s, #v = :v, #t = :t, #u = :now"
+        acked_at = expires_at = None
+        if new_state.acked:
+            names.update({"#a": I.ACKED_AT, "#e": I.EXPIRES_AT})
+            values[":exp"] = self._expiry(now, self.tombstone_ttl)
+            update += ", #a = :now, #e = :exp"
+            acked_at, expires_at = now, float(values[":exp"]["N"])
+        params = {
+            "TableName": self.table,
+            "Key": self._key(tag),
+            "UpdateExpression": update,
+            "ConditionExpression": "#v = :old AND #c = :c",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        after = ChainState(
+            tag,
+            new_state,
+            state.chain_id,
+            state.version + 1,
+            tokens,
+            state.created_at,
+            now,
+            acked_at=acked_at,
+            expires_at=expires_at,
+        )
+        return params, after
+
     def _after_failed_condition(
         self, tag: str, exc: ClientError
     ) -> Generator[Effect, Any, ChainState | None]:
@@ -389,45 +527,7 @@ class Chains:
             now = self._now()
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
-            names = {
-                "#pk": self.partition_key,
-                "#s": I.STAMP,
-                "#c": I.CHAIN_ID,
-                "#v": I.VERSION,
-                "#t": I.TOKENS,
-                "#ca": I.CREATED_AT,
-                "#u": I.UPDATED_AT,
-                "#a": I.ACKED_AT,
-                "#f": I.FAILED_AT,
-                "#r": I.REASON,
-                "#e": I.EXPIRES_AT,
-            }
-            values: dict[str, Any] = {
-                ":s": {"B": bytes(value)},
-                ":c": {"B": chain_id},
-                ":v": {"N": "1"},
-                ":t": {"B": token},
-                ":now": {"N": str(now)},
-            }
-            update = "SET #s = :s, #c = :c, #v = :v, #t = :t, #ca = :now, #u = :now"
-            if ttl is not None:
-                update += ", #e = :exp"
-                values[":exp"] = self._expiry(now, ttl)
-                update += " REMOVE #a, #f, #r"
-            else:
-                update += " REMOVE #a, #f, #r, #e"
-            params = {
-                "TableName": self.table,
-                "Key": self._key(tag),
-                "UpdateExpression": update,
-                "ConditionExpression": (
-                    "attribute_not_exists(#pk) OR attribute_exists(#a) OR attribute_exists(#f)"
-                    " OR #e <= :now"
-                ),
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            params = self._create_params(tag, value, ttl, now, token, chain_id)
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
@@ -450,19 +550,7 @@ class Chains:
                 if attempt >= 3:
                     raise TagExists(tag) from exc
                 continue
-            self.remember(
-                ChainState(
-                    tag,
-                    value,
-                    chain_id,
-                    1,
-                    (token,),
-                    now,
-                    now,
-                    expires_at=None if ttl is None else float(values[":exp"]["N"]),
-                ),
-                tag,
-            )
+            self.remember(self._created_state(tag, value, params, now, token), tag)
             return value
 
     def stamp_batch(
@@ -532,37 +620,7 @@ class Chains:
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
             attempt += 1
             now = self._now()
-            names = {
-                "#s": I.STAMP,
-                "#v": I.VERSION,
-                "#t": I.TOKENS,
-                "#u": I.UPDATED_AT,
-                "#c": I.CHAIN_ID,
-            }
-            values: dict[str, Any] = {
-                ":s": {"B": bytes(new_state)},
-                ":v": {"N": str(state.version + 1)},
-                ":old": {"N": str(state.version)},
-                ":c": {"B": state.chain_id},
-                ":t": {"B": b"".join(tokens)},
-                ":now": {"N": str(now)},
-            }
-            update = "SET #s = :s, #v = :v, #t = :t, #u = :now"
-            acked_at = expires_at = None
-            if new_state.acked:
-                names.update({"#a": I.ACKED_AT, "#e": I.EXPIRES_AT})
-                values[":exp"] = self._expiry(now, self.tombstone_ttl)
-                update += ", #a = :now, #e = :exp"
-                acked_at, expires_at = now, float(values[":exp"]["N"])
-            params = {
-                "TableName": self.table,
-                "Key": self._key(tag),
-                "UpdateExpression": update,
-                "ConditionExpression": "#v = :old AND #c = :c",
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            params, planned = self._stamp_params(tag, state, new_state, tokens, now)
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             landed = True
@@ -606,17 +664,7 @@ class Chains:
                 for i in excluded:
                     outcomes[i] = TagNotFound(tag)  # the batch's own earlier stamps completed it
                 if current is None or current.version <= state.version:
-                    current = ChainState(
-                        tag,
-                        new_state,
-                        state.chain_id,
-                        state.version + 1,
-                        tokens,
-                        state.created_at,
-                        now,
-                        acked_at=acked_at,
-                        expires_at=expires_at,
-                    )
+                    current = planned
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
@@ -630,6 +678,315 @@ class Chains:
             yield Sleep(self.retry.delay(attempt, self.rng))
             pending, state = batch + later, current
         return [o if o is not None else TagNotFound(tag) for o in outcomes]
+
+    # -- many chains per request ----------------------------------------------
+
+    def get_many(self, tags: Sequence[str]) -> Generator[Effect, Any, dict[str, ChainState | None]]:
+        """Strongly consistent states of many chains, 100 per BatchGetItem request.
+
+        Keys DynamoDB leaves unprocessed (throttling) are asked again with backoff;
+        after ``MAX_UNPROCESSED_ROUNDS`` they are read one by one.
+        """
+        for tag in tags:
+            check_tag(tag)
+        unique = list(dict.fromkeys(tags))
+        found: dict[str, ChainState | None] = {}
+        for start in range(0, len(unique), MAX_BATCH_GET):
+            keys = [self._key(tag) for tag in unique[start : start + MAX_BATCH_GET]]
+            rounds = 0
+            while keys and rounds < MAX_UNPROCESSED_ROUNDS:
+                if rounds:
+                    yield Sleep(DEFAULT_RETRY.delay(rounds, self.rng))
+                rounds += 1
+                self.stats.requests["BatchGetItem"] += 1
+                response = yield Call(
+                    "batch_get_item",
+                    {"RequestItems": {self.table: {"Keys": keys, "ConsistentRead": True}}},
+                )
+                now = self.clock()
+                for raw in response.get("Responses", {}).get(self.table, []):
+                    found[raw[self.partition_key]["S"]] = self._decode(raw, now)
+                unprocessed = response.get("UnprocessedKeys", {}).get(self.table, {})
+                keys = list(unprocessed.get("Keys", []))
+            for key in keys:
+                tag = key[self.partition_key]["S"]
+                found[tag] = yield from self._read(tag)
+        result = {tag: found.get(tag) for tag in unique}
+        for tag, state in result.items():
+            self.remember(state, tag)
+        return result
+
+    def _transact(
+        self, params: Sequence[dict[str, Any]]
+    ) -> Generator[Effect, Any, tuple[BaseException | None, list[dict[str, Any]]]]:
+        """Send Update actions as one transaction: (error or None, cancellation reasons)."""
+        self.stats.requests["TransactWriteItems"] += 1
+        self.stats.writes += len(params)
+        try:
+            yield Call("transact_write_items", {"TransactItems": [{"Update": p} for p in params]})
+        except (ClientError, BotoCoreError) as exc:
+            reasons: list[dict[str, Any]] = []
+            if isinstance(exc, ClientError) and _error_code(exc) == TRANSACTION_CANCELED:
+                reasons = list(exc.response.get("CancellationReasons") or [])
+            if len(reasons) != len(params):
+                reasons = []
+            return exc, reasons
+        return None, []
+
+    def _after_cancel(
+        self, tags: Sequence[str], reasons: Sequence[dict[str, Any]]
+    ) -> Generator[Effect, Any, CancelReport]:
+        """What a cancelled transaction tells of each item: its state now, or an error.
+
+        Returns (fresh states of the items whose condition failed, the items that
+        met another writer, errors of items that cannot be written at all).  Items
+        the server gave no ``Item`` for are read (BatchGetItem).
+        """
+        fresh: dict[str, ChainState | None] = {}
+        to_read: list[str] = []
+        errors: dict[str, Exception] = {}
+        contended: set[str] = set()
+        if not reasons:
+            to_read = list(tags)
+            contended = set(tags)
+        for tag, reason in zip(tags, reasons, strict=False):
+            code = reason.get("Code") or "None"
+            if code == "ConditionalCheckFailed":
+                contended.add(tag)
+                raw = reason.get("Item")
+                if raw:
+                    fresh[tag] = self._decode(raw)
+                    self.remember(fresh[tag], tag)
+                else:
+                    to_read.append(tag)
+            elif code in RETRYABLE_CANCELLATIONS:
+                contended.add(tag)
+            elif code != "None":
+                errors[tag] = TransactionItemRejected(tag, code, str(reason.get("Message", "")))
+        if to_read:
+            fresh.update((yield from self.get_many(to_read)))
+        return fresh, contended, errors
+
+    def stamp_transact(
+        self, entries: Mapping[str, Entry]
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """One stamp on each of up to 100 chains, written as one transaction per attempt.
+
+        The same decisions as :meth:`stamp_batch`, per chain: states come from the
+        cache or one BatchGetItem, each chain's write is conditioned on the version
+        it was planned on, a stamp whose token a chain holds is not applied again.
+        A cancelled transaction applied nothing: the items whose condition failed
+        come back with their current state (``ALL_OLD``), chains that refuse the
+        stamp (failed, complete, gone) leave the batch, and the rest is sent again
+        after a backoff.  Once a single chain is left, it goes on as
+        :meth:`stamp_batch` (a plain write costs half the write units).
+        """
+        if len(entries) > MAX_TRANSACTION_ITEMS:
+            raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
+        outcomes: dict[str, Outcome] = {}
+        states: dict[str, ChainState | None] = {}
+        unknown: list[str] = []
+        now_wall = self.clock()
+        for tag in entries:
+            state = self.cached(tag)
+            if state is None or state.expired(now_wall):
+                unknown.append(tag)
+            else:
+                states[tag] = state
+        if unknown:
+            states.update((yield from self.get_many(unknown)))
+        pending = list(entries)
+        attempt = 0
+        started = self.monotonic()
+        while pending:
+            writes: list[tuple[str, bytes, dict[str, Any], ChainState]] = []
+            for tag in pending:
+                entry, state = entries[tag], states.get(tag)
+                if state is not None and entry.token is not None and entry.token in state.tokens:
+                    outcomes[tag] = state.stamp  # landed before: apply nothing
+                elif state is None or state.acked:
+                    outcomes[tag] = TagNotFound(tag)
+                elif state.failed:
+                    outcomes[tag] = ChainFailed(tag, state.reason or "failed")
+                elif len(entry.stamp) != len(state.stamp):
+                    outcomes[tag] = BufferLengthsUnequal()
+                else:
+                    token = entry.token or secrets.token_bytes(WRITE_TOKEN_BYTES)
+                    tokens = (*state.tokens, token)[-self.token_window :]
+                    _, new_state, _ = plan_batch(state.stamp, [entry])
+                    params, planned = self._stamp_params(tag, state, new_state, tokens, self._now())
+                    writes.append((tag, token, params, planned))
+            if len(writes) <= 1:
+                for tag, _, _, _ in writes:
+                    (outcomes[tag],) = yield from self.stamp_batch(tag, [entries[tag]])
+                break
+            attempt += 1
+            tags = [tag for tag, _, _, _ in writes]
+            error, reasons = yield from self._transact([params for _, _, params, _ in writes])
+            if error is None:
+                for tag, _, _, planned in writes:
+                    outcomes[tag] = planned.stamp
+                    self.remember(planned, tag)
+                self.stats.stamps += len(writes)
+                break
+            maybe_twice = isinstance(error, BotoCoreError) or (
+                isinstance(error, ClientError) and _maybe_sent_twice(error)
+            )
+            if _error_code(error) != TRANSACTION_CANCELED:
+                # Not a cancellation: a transport or server error. Nothing landed if
+                # the request went out once and got an error back; otherwise read.
+                if isinstance(error, ClientError) and not maybe_twice:
+                    for tag in tags:
+                        outcomes[tag] = error
+                    break
+                try:
+                    current = yield from self.get_many(tags)
+                except (ClientError, BotoCoreError) as read_error:
+                    for tag in tags:
+                        outcomes[tag] = read_error
+                    break
+                self._judge_resent(writes, states, current, outcomes, error, True)
+                for tag in tags:
+                    outcomes.setdefault(tag, error)  # type: ignore[arg-type]
+                break
+            assert isinstance(error, ClientError)
+            fresh, contended, rejected = yield from self._after_cancel(tags, reasons)
+            for tag, item_error in rejected.items():
+                outcomes[tag] = item_error
+                item_error.__cause__ = error
+            if maybe_twice:
+                # An earlier send of this very transaction may have landed (all of it).
+                current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
+                self._judge_resent(writes, states, current, outcomes, error, True)
+            states.update(fresh)
+            pending = [tag for tag in tags if tag not in outcomes]
+            if not pending:
+                break
+            if contended.intersection(pending) or not rejected:
+                self.stats.conflicts += 1
+                if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
+                    for tag in pending:
+                        outcomes[tag] = StaleLocalData(tag, attempt)
+                    break
+                self.stats.retries += 1
+                yield Sleep(self.retry.delay(attempt, self.rng))
+        return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
+
+    def _judge_resent(
+        self,
+        writes: Sequence[tuple[str, bytes, dict[str, Any], ChainState]],
+        before: Mapping[str, ChainState | None],
+        current: Mapping[str, ChainState | None],
+        outcomes: dict[str, Outcome],
+        error: BaseException,
+        maybe_twice: bool,
+    ) -> None:
+        """After a transaction that may have landed: the outcome of each write proven either way.
+
+        Writes proven landed get their planned state; writes proven not landed are
+        left out of ``outcomes`` (the caller retries or reports them); a write that
+        cannot be told gets ``AmbiguousWrite``.
+        """
+        for tag, token, _, planned in writes:
+            if tag in outcomes:
+                continue
+            try:
+                landed = self._landed(before.get(tag), current.get(tag), [token], tag, maybe_twice)
+            except AmbiguousWrite as ambiguous:
+                ambiguous.__cause__ = error
+                outcomes[tag] = ambiguous
+                continue
+            if landed:
+                self.stats.resent_writes_recognised += 1
+                self.stats.stamps += 1
+                outcomes[tag] = planned.stamp
+
+    def create_transact(
+        self, stamps: Mapping[str, bytes], ttl: float | None = None
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """Start up to 100 chains with one transaction per attempt (see :meth:`create`).
+
+        Each chain's outcome is its stamp, ``TagExists`` (a live chain holds the
+        tag), or the error that kept it out.  A cancelled transaction wrote
+        nothing: the chains that exist leave it and the rest is sent again.
+        """
+        if len(stamps) > MAX_TRANSACTION_ITEMS:
+            raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
+        if ttl is not None and not ttl > 0:
+            raise ValueError("ttl must be > 0 seconds")
+        values = {check_tag(tag): as_stamp(value) for tag, value in stamps.items()}
+        outcomes: dict[str, Outcome] = {}
+        pending = list(values)
+        attempt = 0
+        started = self.monotonic()
+        while pending:
+            if len(pending) == 1:
+                (tag,) = pending
+                try:
+                    outcomes[tag] = yield from self.create(tag, values[tag], ttl)
+                except (TagExists, ClientError, BotoCoreError) as exc:
+                    outcomes[tag] = exc
+                break
+            attempt += 1
+            now = self._now()
+            writes = []
+            for tag in pending:
+                token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+                params = self._create_params(
+                    tag, values[tag], ttl, now, token, secrets.token_bytes(8)
+                )
+                writes.append((tag, token, params))
+            error, reasons = yield from self._transact([params for _, _, params in writes])
+            if error is None:
+                for tag, token, params in writes:
+                    self.remember(self._created_state(tag, values[tag], params, now, token), tag)
+                    outcomes[tag] = values[tag]
+                break
+            tags = [tag for tag, _, _ in writes]
+            cancelled = _error_code(error) == TRANSACTION_CANCELED
+            if not cancelled and isinstance(error, ClientError) and not _maybe_sent_twice(error):
+                for tag in tags:
+                    outcomes[tag] = error
+                break
+            contended: set[str] = set(tags)
+            if cancelled:
+                assert isinstance(error, ClientError)
+                current, contended, rejected = yield from self._after_cancel(tags, reasons)
+                for tag, item_error in rejected.items():
+                    item_error.__cause__ = error
+                    outcomes[tag] = item_error
+            else:
+                try:
+                    current = yield from self.get_many(tags)
+                except (ClientError, BotoCoreError) as read_error:
+                    for tag in tags:
+                        outcomes[tag] = read_error
+                    break
+            for tag, token, _ in writes:
+                state = current.get(tag)
+                if tag in outcomes or state is None:
+                    continue
+                if token in state.tokens:
+                    self.stats.resent_writes_recognised += 1
+                    outcomes[tag] = values[tag]  # our own create, sent twice
+                elif state.live:
+                    exists = TagExists(tag)
+                    exists.__cause__ = error
+                    outcomes[tag] = exists
+            if not cancelled:
+                for tag in tags:
+                    outcomes.setdefault(tag, error)  # type: ignore[arg-type]
+                break
+            pending = [tag for tag in tags if tag not in outcomes]
+            if contended.intersection(pending):
+                self.stats.conflicts += 1
+                if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
+                    for tag in pending:
+                        outcomes[tag] = StaleLocalData(tag, attempt)
+                    break
+                self.stats.retries += 1
+                yield Sleep(self.retry.delay(attempt, self.rng))
+        return {tag: outcomes[tag] for tag in values}
 
     def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
         """Close a live chain as failed, so waiters learn it and late stamps are refused.

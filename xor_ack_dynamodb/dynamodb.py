@@ -8,7 +8,7 @@ one chain into one write (coalescing).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,15 +16,19 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ._client import ClientBase
 from ._ops import (
+    MAX_TRANSACTION_ITEMS,
     Entry,
     Op,
     Outcome,
     Sleep,
+    chunked,
     collect_many,
+    create_entries,
     many_entries,
     one_entry,
     unwrap,
 )
+from .errors import CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .retry import botocore_config
 from .stamps import Stamp
@@ -173,22 +177,76 @@ class XorAckDynamoDB(ClientBase):
             (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
         return unwrap(outcome)
 
+    async def _chunks(
+        self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
+    ) -> list[Outcome]:
+        """Run ``op`` over ``items`` in transactions of up to 100, ``concurrency`` at a time."""
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(piece: dict[str, Any]) -> dict[str, Outcome]:
+            async with gate:
+                try:
+                    outcomes: dict[str, Outcome] = await self._run(op(piece))
+                except (ClientError, BotoCoreError) as exc:
+                    outcomes = dict.fromkeys(piece, exc)
+                return outcomes
+
+        merged: dict[str, Outcome] = {}
+        for outcomes in await asyncio.gather(
+            *(one(piece) for piece in chunked(items, MAX_TRANSACTION_ITEMS))
+        ):
+            merged.update(outcomes)
+        return [merged[tag] for tag in items]
+
+    async def create_many(
+        self, stamps: Mapping[str, bytes], *, ttl: float | None = None, concurrency: int = 4
+    ) -> dict[str, Stamp]:
+        """Start many chains (``{tag: stamp}``), up to 100 per transaction.
+
+        Every input is validated before anything is sent.  A chain whose tag a
+        live chain holds is not created (``TagExists``), and neither are the
+        others of its transaction on that attempt: they are sent again without it.
+        Raises ``CreateManyFailed`` (created stamps and errors) if any was not
+        created.  A transaction costs twice the write units of plain writes.
+        """
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        values = create_entries(stamps, ttl)
+        outcomes = await self._chunks(
+            lambda piece: self._core.create_transact(piece, ttl), values, concurrency
+        )
+        return collect_many(values, outcomes, CreateManyFailed)
+
+    async def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
+        """The states of many chains (strongly consistent), 100 per BatchGetItem request."""
+        result: dict[str, ChainState | None] = await self._run(self._core.get_many(list(tags)))
+        return result
+
     async def stamp_many(
         self,
         stamps: Mapping[str, bytes],
         *,
         tokens: Mapping[str, bytes | str] | None = None,
         concurrency: int = 16,
+        transact: bool = False,
     ) -> dict[str, Stamp]:
-        """Stamp many chains at once, at most ``concurrency`` writes in flight.
+        """Stamp many chains at once, at most ``concurrency`` requests in flight.
 
         Every input is validated before anything is sent.  Raises
         ``StampManyFailed`` (with the states that landed and the errors of the
         rest) if any stamp did not land.
+
+        ``transact=True`` writes up to 100 chains per request (TransactWriteItems,
+        each chain conditioned on its own version; states read 100 per
+        BatchGetItem): far fewer requests and less CPU on both ends, at twice the
+        write units per chain on AWS.  The guarantees are the same.
         """
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         entries = many_entries(stamps, tokens)
+        if transact:
+            outcomes = await self._chunks(self._core.stamp_transact, entries, concurrency)
+            return collect_many(entries, outcomes)
         gate = asyncio.Semaphore(concurrency)
 
         async def one(tag: str, entry: Entry) -> Outcome:

@@ -138,3 +138,35 @@ class StampManyFailed(XorAckError):
         )
         self.results = results
         self.errors = errors
+
+
+class CreateManyFailed(XorAckError):
+    """Some chains of a ``create_many`` call were not created; the rest were.
+
+    ``.results`` maps each tag created to its stamp, ``.errors`` each tag that
+    was not to its error (``TagExists`` for a live chain under the tag).
+    """
+
+    def __init__(self, results: dict[str, bytes], errors: dict[str, BaseException]) -> None:
+        first = next(iter(errors.items()))
+        super().__init__(
+            f"{len(errors)} of {len(errors) + len(results)} chains were not created "
+            f'(first: "{first[0]}": {first[1]})'
+        )
+        self.results = results
+        self.errors = errors
+
+
+class TransactionItemRejected(_TagError):
+    """DynamoDB refused one chain's write inside a transaction for a reason other than a race.
+
+    ``.reason`` is DynamoDB's cancellation code (``ValidationError``,
+    ``ItemCollectionSizeLimitExceeded``, ...); nothing of the transaction was written.
+    """
+
+    def __init__(self, tag: str, reason: str, message: str = "") -> None:
+        detail = f": {message}" if message else ""
+        super().__init__(
+            tag, f'DynamoDB rejected the write of chain "{tag}" in a transaction ({reason}{detail})'
+        )
+        self.reason = reason
