@@ -59,6 +59,7 @@ from .stamps import Stamp, as_stamp
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED = "TransactionCanceledException"
+TRANSACTION_CONFLICT = "TransactionConflictException"
 #: Cancellation reasons of one item that mean "try again", not "this item cannot be written".
 RETRYABLE_CANCELLATIONS = frozenset(
     {
@@ -638,6 +639,11 @@ class Chains:
                         )
                     except AmbiguousWrite as ambiguous:
                         failure = ambiguous
+                elif _error_code(exc) == TRANSACTION_CONFLICT and not _maybe_sent_twice(exc):
+                    # A transaction held the item (another client's ``stamp_many``
+                    # with transact=True): refused before anything was written, a race.
+                    current = yield from self._read(tag)
+                    landed = False
                 else:
                     # Not a lost race: an error of DynamoDB or of the transport. The
                     # stamps did not land if that is proven, and the caller gets the

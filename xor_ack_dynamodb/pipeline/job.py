@@ -431,7 +431,11 @@ class WordCount:
         started = time.monotonic()
 
         with self.clock.phase("create"):
-            self._parallel(lambda tag: self.chains.create(tag, keyed.file_stamp(tag)), tags)
+            stamps = {tag: keyed.file_stamp(tag) for tag in tags}
+            if opts.tracker is not None and opts.tracker.transactions:
+                self.chains.create_many(stamps, concurrency=self.opts.driver_concurrency)
+            else:
+                self._parallel(lambda tag: self.chains.create(tag, stamps[tag]), tags)
         result.seconds["create"] = time.monotonic() - started
 
         job_start = time.monotonic()
@@ -506,14 +510,17 @@ class WordCount:
 
             return self._parallel(close, tags)
 
-        def judge(tag: str) -> str:
-            state: ChainState | None = self.chains.get(tag)
+        states: dict[str, ChainState | None] = self.chains.get_many(tags)
+        judged: dict[str, str] = {}
+        for tag, state in states.items():
             if state is None:
-                return "chain missing"
-            if state.acked:
-                return "acked"
-            if state.failed:
-                return state.reason or "failed"
+                judged[tag] = "chain missing"
+            elif state.acked:
+                judged[tag] = "acked"
+            elif state.failed:
+                judged[tag] = state.reason or "failed"
+
+        def close_incomplete(tag: str) -> str:
             reason = "incomplete: not zero when its round ended"
             try:
                 closed = self.chains.fail(tag, reason=reason)
@@ -523,7 +530,9 @@ class WordCount:
                 return "completed after its round ended (not counted)"
             return reason
 
-        return self._parallel(judge, tags)
+        rest = [tag for tag in tags if tag not in judged]
+        judged.update(zip(rest, self._parallel(close_incomplete, rest), strict=True))
+        return [judged[tag] for tag in tags]
 
     def _final_counts(self, acked_in: dict[int, int]) -> DataFrame:
         """Sum by word the staging rows of each file's acked round.
@@ -566,6 +575,10 @@ class WordCount:
             )
             entries = blobs.rdd.flatMap(_unpickle_entries)
             parts.append(self.spark.createDataFrame(entries, ENTRY_SCHEMA, verifySchema=False))
+        if len(complete) == 1 and not partial:
+            # One round's totals: each word went to one counting task (its bucket), so
+            # every word has exactly one totals row and nothing is left to sum.
+            return parts[0].select("word", F.col("n").alias("count"))
         rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         return rows.groupBy("word").agg(F.sum("n").cast("long").alias("count"))
 

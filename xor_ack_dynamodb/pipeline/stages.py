@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,6 +61,7 @@ def _stamp_all(
     stamps: dict[str, bytes],
     tokens: dict[str, bytes],
     concurrency: int,
+    transact: bool,
     metrics: Counter[str],
     stage: str,
 ) -> dict[str, str]:
@@ -74,7 +76,9 @@ def _stamp_all(
     results: dict[str, bytes]
     refused: dict[str, str] = {}
     try:
-        results = dict(chains.stamp_many(stamps, tokens=tokens, concurrency=concurrency))
+        results = dict(
+            chains.stamp_many(stamps, tokens=tokens, concurrency=concurrency, transact=transact)
+        )
     except StampManyFailed as exc:
         results = dict(exc.results)
         for tag, error in exc.errors.items():
@@ -94,9 +98,12 @@ class _Stamper:
     records flow is as safe as stamping first, and hides the requests' latency.
     """
 
-    def __init__(self, chains: SyncXorAckDynamoDB, concurrency: int, stage: str) -> None:
+    def __init__(
+        self, chains: SyncXorAckDynamoDB, concurrency: int, transact: bool, stage: str
+    ) -> None:
         self._chains = chains
         self._concurrency = concurrency
+        self._transact = transact
         self._stage = stage
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"xor-ack-{stage}")
         self._pending: list[Future[dict[str, str]]] = []
@@ -113,21 +120,38 @@ class _Stamper:
                 dict(stamps),
                 dict(tokens),
                 self._concurrency,
+                self._transact,
                 self.metrics,
                 self._stage,
             )
         )
 
     def finish(self) -> dict[str, str]:
-        """Wait for every stamp; the refused tags (raises the first error)."""
+        """Wait for every stamp; the refused tags (raises the first error).
+
+        How long the task waited here, after its own work was done, is counted
+        in ``<stage>.stamp_wait_ms``: the latency tracking added to the task.
+        """
+        started = time.perf_counter()
         refused: dict[str, str] = {}
-        for future in self._pending:
-            refused.update(future.result())
-        self._pending.clear()
+        try:
+            for future in self._pending:
+                refused.update(future.result())
+        finally:
+            self._pending.clear()
+            waited = int((time.perf_counter() - started) * 1000)
+            self.metrics[f"{self._stage}.stamp_wait_ms"] += waited
         return refused
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stamper(plan: RoundPlan, chains: SyncXorAckDynamoDB, stage: str) -> _Stamper:
+    tracker = plan.tracker
+    if tracker is None:
+        return _Stamper(chains, 1, False, stage)
+    return _Stamper(chains, tracker.write_concurrency, tracker.transactions, stage)
 
 
 def split_files(
@@ -141,10 +165,9 @@ def split_files(
     faults = plan.faults.for_task(plan.round, 1, task.partition, task.attempt)
     positions = plan.positions()
     keyed = Keyed(plan.run_id)
-    concurrency = plan.tracker.concurrency if plan.tracker else 1
     stamps: dict[str, bytes] = {}
     tokens: dict[str, bytes] = {}
-    stamper = _Stamper(chains, concurrency, "stage1") if chains is not None else None
+    stamper = _stamper(plan, chains, "stage1") if chains is not None else None
 
     def flush() -> None:
         if stamper is None or not stamps:
@@ -254,8 +277,7 @@ def count_buckets(
         stamps[tag] = value
         tokens[tag] = keyed.count_token(tag, p, value)
     faults.crash_now(stamped=False)
-    concurrency = plan.tracker.concurrency if plan.tracker else 1
-    stamper = _Stamper(chains, concurrency, "stage2")
+    stamper = _stamper(plan, chains, "stage2")
     try:
         stamper.submit(stamps, tokens)
         totals: dict[str, int] = {}
