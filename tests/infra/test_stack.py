@@ -23,6 +23,9 @@ from xor_ack_dynamodb.table import TableSpec, delete_table, describe_table
 from .cfn import TEMPLATE
 from .test_template import KMS_KEY, POLICY_ACTIONS
 
+#: The action IAM checks for each operation a transaction carries.
+TRANSACTION_ACTIONS = {"TransactWriteItems": "UpdateItem"}
+
 REGION = "us-east-1"
 
 
@@ -126,10 +129,16 @@ def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
     ack.delete("file-4")
     with pytest.raises(TagNotFound):
         ack.delete("file-4")
+    many = {f"many-{i}": new_stamp() for i in range(3)}
+    ack.create_many(many)
+    assert all(state is not None for state in ack.get_many(many).values())
+    assert all(s.acked for s in ack.stamp_many(many, transact=True, concurrency=1).values())
 
-    # every call went to the stack's table, and each is allowed by the policy's statement
-    assert {table for _, table in sent} == {stack.table}
-    used = {f"dynamodb:{op}" for op, _ in sent}
+    # every call went to the stack's table, and each is allowed by the policy's statement;
+    # IAM authorises a TransactWriteItems by the actions inside it (Update: UpdateItem)
+    assert {table for _, table in sent if table} == {stack.table}
+    assert ("TransactWriteItems", "") in sent and ("BatchGetItem", "") in sent
+    used = {f"dynamodb:{TRANSACTION_ACTIONS.get(op, op)}" for op, _ in sent}
     (statement,) = stack.policy()["Statement"]
     assert statement["Effect"] == "Allow"
     assert statement["Resource"] == stack.outputs["TableArn"]

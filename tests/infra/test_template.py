@@ -16,6 +16,7 @@ from .cfn import TEMPLATE, Resolver, load_template
 #: What the clients send (see test_stack for the recorded proof) plus DescribeTable.
 POLICY_ACTIONS = {
     "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
     "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
     "dynamodb:DescribeTable",
