@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,11 @@ def acked_counts(report: Report) -> Counter[str]:
     return counts
 
 
+@pytest.mark.parametrize("transactions", [True, False], ids=["transactions", "single-writes"])
 def test_clean_run_counts_exactly_and_acks_every_file(
-    spark: Any, tracker: Any, corpus: Path, tmp_path: Path
+    spark: Any, tracker: Any, corpus: Path, tmp_path: Path, transactions: bool
 ) -> None:
-    report = run(spark, tracker, corpus, tmp_path)
+    report = run(spark, replace(tracker, transactions=transactions), corpus, tmp_path)
     assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
     assert [f.status for f in report.files] == ["acked"] * 24
     assert all(f.attempts == 1 for f in report.files)
@@ -60,6 +62,14 @@ def test_clean_run_counts_exactly_and_acks_every_file(
     assert p == 2  # local[2]: the default is Spark's default parallelism
     assert 24 * (2 + p) <= ddb["writes"] <= 24 * (2 + p) * 2
     assert ddb["records_per_write"] > 1
+    if transactions:
+        # Chains go 100 per request: fewer requests than files, none of them one-chain.
+        assert ddb["requests"] < 24
+        assert ddb["by_operation"]["TransactWriteItems"] >= 1 + p
+        assert "GetItem" not in ddb["by_operation"]
+    else:
+        assert ddb["requests"] >= 24 * (2 + p)
+        assert ddb["by_operation"]["UpdateItem"] == ddb["writes"]
     assert not (tmp_path / "counts.staging").exists()
     parsed = json.loads(report.to_json())
     assert {"path", "status", "attempts"} <= set(parsed["files"][0])
