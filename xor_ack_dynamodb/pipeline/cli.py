@@ -7,6 +7,7 @@ PySpark is imported only when ``wordcount`` runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -162,6 +163,12 @@ def _master(master: str | None, faults_on: bool) -> str | None:
 @click.option("--keep-staging", is_flag=True, help="Keep the staging rows after the run.")
 @click.option("--output-partitions", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
+    "--single-writes",
+    is_flag=True,
+    help="One request per chain instead of 100 chains per transaction "
+    "(transactions cost twice the write units on AWS).",
+)
+@click.option(
     "--local-backend",
     type=click.Choice(["auto", "dynamodb-local", "moto"]),
     default="auto",
@@ -188,6 +195,7 @@ def wordcount(
     work_dir: str | None,
     keep_staging: bool,
     output_partitions: int,
+    single_writes: bool,
     local_backend: str,
 ) -> None:
     """Count the words of every file under INPUT with PySpark, each file tracked by an XOR chain.
@@ -214,6 +222,8 @@ def wordcount(
             token_window,
             local_backend,
         ) as tracker:
+            if tracker is not None and single_writes:
+                tracker = dataclasses.replace(tracker, transactions=False)
             options = WordCountOptions(
                 input=input_path,
                 output=output,
