@@ -49,8 +49,11 @@ BucketRecord = tuple[int, tuple[int, Entries]]
 StagingRow = tuple[int, list[str] | None, list[int] | None, bytes | None]
 TASK_TOTALS = -1
 
-#: Stage 1 stamps its files in groups of this many (one concurrent stamp_many each).
+#: Stage 1 stamps its files in groups of this many (one concurrent stamp_many each) ...
 STAMP_GROUP = 256
+#: ... or of this many with transactions: smaller groups go out while the task reads its
+#: next files, so that only the last group's round trips are left when it ends.
+TRANSACT_GROUP = 32
 
 
 class CommitRefused(XorAckError):
@@ -169,6 +172,7 @@ def split_files(
     stamps: dict[str, bytes] = {}
     tokens: dict[str, bytes] = {}
     stamper = _stamper(plan, chains, "stage1") if chains is not None else None
+    group = TRANSACT_GROUP if plan.tracker and plan.tracker.transactions else STAMP_GROUP
 
     def flush() -> None:
         if stamper is None or not stamps:
@@ -211,7 +215,7 @@ def split_files(
             metrics["files_split"] += 1
             metrics["records"] += sum(len(entries) for _, (_, entries) in records)
             yield from records
-            if len(stamps) >= STAMP_GROUP:
+            if len(stamps) >= group:
                 flush()
         flush()
         if stamper is None or not stamper.submitted:
