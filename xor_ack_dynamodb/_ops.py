@@ -485,8 +485,13 @@ class Chains:
         tag: str,
         maybe_twice: bool,
     ) -> bool:
-        """Did a write that carried ``tokens`` land, given the item ``now``?
+        """Did a write land, given the item ``now``?  ``tokens``: the write's proof.
 
+        The proof is the write's own random token when it has one, else every caller
+        token it carried (a write adds all of its tokens at once).  A write whose
+        only send failed its condition did not land, whatever tokens the item holds:
+        a caller token found there was applied by someone else (a re-run task), which
+        the caller of this method reports as already applied, not as this write.
         True or False only when it is proven; raises AmbiguousWrite otherwise.
         """
         if now is None:
@@ -494,10 +499,10 @@ class Chains:
                 # Gone since: deleted, or expired. Our write cannot be checked any more.
                 raise AmbiguousWrite(tag, self.token_window)
             return False
-        if tokens[-1] in now.tokens:
-            return True
         if not maybe_twice:
             return False
+        if all(token in now.tokens for token in tokens):
+            return True
         if before is not None and now.chain_id == before.chain_id:
             if now.version == before.version:
                 return False  # nothing at all landed since our read
@@ -555,7 +560,7 @@ class Chains:
             return value
 
     def stamp_batch(
-        self, tag: str, entries: Sequence[Entry]
+        self, tag: str, entries: Sequence[Entry], known: ChainState | None = None
     ) -> Generator[Effect, Any, list[Outcome]]:
         """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
 
@@ -568,7 +573,7 @@ class Chains:
         outcomes: list[Outcome | None] = [None] * len(entries)
         pending = list(range(len(entries)))
         started = self.monotonic()
-        state = self.cached(tag)
+        state = known or self.cached(tag)  # ``known``: a state the caller just read
         if state is not None and state.expired(self.clock()):
             self.forget(tag)
             state = None
@@ -618,6 +623,9 @@ class Chains:
             write_tokens = list(caller_tokens)
             if len(caller_tokens) < len(included):
                 write_tokens.append(secrets.token_bytes(WRITE_TOKEN_BYTES))
+                proof = write_tokens[-1:]  # a token no other write carries
+            else:
+                proof = write_tokens  # caller tokens only: all of them must be there
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
             attempt += 1
             now = self._now()
@@ -634,9 +642,7 @@ class Chains:
                     assert isinstance(exc, ClientError)
                     current = yield from self._after_failed_condition(tag, exc)
                     try:
-                        landed = self._landed(
-                            state, current, write_tokens, tag, _maybe_sent_twice(exc)
-                        )
+                        landed = self._landed(state, current, proof, tag, _maybe_sent_twice(exc))
                     except AmbiguousWrite as ambiguous:
                         failure = ambiguous
                 elif _error_code(exc) == TRANSACTION_CONFLICT and not _maybe_sent_twice(exc):
@@ -650,7 +656,7 @@ class Chains:
                     # error (and may retry them); if it is not, AmbiguousWrite.
                     try:
                         current = yield from self._settle(tag, exc)
-                        landed = self._landed(state, current, write_tokens, tag, True)
+                        landed = self._landed(state, current, proof, tag, True)
                     except AmbiguousWrite as ambiguous:
                         failure = ambiguous
                     except (ClientError, BotoCoreError) as read_error:
@@ -824,7 +830,9 @@ class Chains:
                     writes.append((tag, token, params, planned))
             if len(writes) <= 1:
                 for tag, _, _, _ in writes:
-                    (outcomes[tag],) = yield from self.stamp_batch(tag, [entries[tag]])
+                    (outcomes[tag],) = yield from self.stamp_batch(
+                        tag, [entries[tag]], states.get(tag)
+                    )
                 break
             attempt += 1
             tags = [tag for tag, _, _, _ in writes]

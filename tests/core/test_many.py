@@ -881,18 +881,7 @@ async def test_plain_write_refused_by_a_transaction_holding_the_item_is_a_lost_r
 # -- a token another client applied (a re-run task) ---------------------------------
 
 
-#: The plain write path takes a caller's token in the item as proof that *its own* write
-#: landed (``Chains._landed`` via ``stamp_batch``); see the two tests below.
-TOKEN_AS_WRITE_PROOF = pytest.mark.xfail(
-    strict=True,
-    reason="library bug: stamp_batch/_landed treat a caller token found in the item as "
-    "proof that this write landed; remove this mark once fixed",
-)
-
-
-@pytest.mark.parametrize(
-    "transact", [pytest.param(False, marks=TOKEN_AS_WRITE_PROOF), True], ids=["plain", "transact"]
-)
+@pytest.mark.parametrize("transact", [False, True], ids=["plain", "transact"])
 async def test_stale_client_sending_a_stamp_whose_token_landed_gets_the_current_state(
     kind: str, local: tuple[str, TableSpec], local_other: Any, transact: bool
 ) -> None:
@@ -900,10 +889,10 @@ async def test_stale_client_sending_a_stamp_whose_token_landed_gets_the_current_
     client, after a further stamp landed.  The stamp is not applied again and, as with any
     token the chain holds, the caller gets the chain's current state.
 
-    Fails with ``transact=False`` on 7da41e3: the plain write's condition fails on the
-    newer version, the item holds the token, and ``_landed`` takes that as proof that
-    *this* write landed: it returns the state planned on the stale cache (``x ^ y``, not
-    ``y``) and counts a stamp and a recognised re-send that never happened.
+    The plain write's condition fails on the newer version and the item holds the token:
+    that is not proof that *this* write landed (it did not), so the caller must not get
+    the state planned on the stale cache (``x ^ y``, not ``y``) nor count a stamp or a
+    recognised re-send that never happened.
     """
     endpoint, spec = local
     tags = ["d0", "d1"]
@@ -923,7 +912,6 @@ async def test_stale_client_sending_a_stamp_whose_token_landed_gets_the_current_
         assert state is not None and state.stamp == y[t] and state.version == 3
 
 
-@TOKEN_AS_WRITE_PROOF
 async def test_merged_write_is_not_taken_as_landed_from_another_clients_token(
     local: tuple[str, TableSpec],
 ) -> None:
@@ -932,11 +920,10 @@ async def test_merged_write_is_not_taken_as_landed_from_another_clients_token(
     fails; the item holds that token but not the other: the other stamp did not land and
     must be sent again (it then completes the chain).
 
-    Fails on 7da41e3 with a false ack: a write that carries only caller tokens has no
-    token of its own, and ``_landed`` checks only its last token, so both stamps are
-    reported applied (the second as acked, planned on the state before the other
-    client's write) while the table still holds s2, and never completes.  (Async client:
-    its merging of concurrent calls is deterministic under one event loop.)
+    Guards a false ack: a write that carries only caller tokens has no token of its own,
+    and taking the one token another client applied as proof would report both stamps
+    applied (the second as acked) while the table still holds s2 and never completes.
+    (Async client: its merging of concurrent calls is deterministic under one event loop.)
     """
     endpoint, spec = local
     s0, s1, s2 = (new_stamp() for _ in range(3))
