@@ -196,7 +196,7 @@ def create_entries(stamps: Mapping[str, bytes], ttl: float | None) -> dict[str, 
 def collect_many(
     entries: Mapping[str, Any],
     outcomes: Sequence[Outcome],
-    failed: type[StampManyFailed] | type[CreateManyFailed] = StampManyFailed,
+    failed: type[StampManyFailed | CreateManyFailed] = StampManyFailed,
 ) -> dict[str, Stamp]:
     """The result of a ``*_many`` call, or ``failed`` (results and errors) if any tag failed."""
     results: dict[str, Stamp] = {}
@@ -238,6 +238,29 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
         return error
     copy.__cause__ = cause
     return copy
+
+
+#: The expression placeholder of each attribute; a request names the ones it uses.
+_ATTRIBUTES = {
+    "#s": I.STAMP,
+    "#c": I.CHAIN_ID,
+    "#v": I.VERSION,
+    "#t": I.TOKENS,
+    "#ca": I.CREATED_AT,
+    "#u": I.UPDATED_AT,
+    "#a": I.ACKED_AT,
+    "#f": I.FAILED_AT,
+    "#r": I.REASON,
+    "#e": I.EXPIRES_AT,
+}
+
+
+def _names(*placeholders: str, key: str | None = None) -> dict[str, str]:
+    """``ExpressionAttributeNames`` for ``placeholders`` (and ``#pk``: the key attribute)."""
+    names = {p: _ATTRIBUTES[p] for p in placeholders}
+    if key is not None:
+        names["#pk"] = key
+    return names
 
 
 def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:
@@ -349,19 +372,7 @@ class Chains:
         self, tag: str, value: Stamp, ttl: float | None, now: float, token: bytes, chain_id: bytes
     ) -> dict[str, Any]:
         """The conditional write that starts a chain (a free tag, or a closed or expired one)."""
-        names = {
-            "#pk": self.partition_key,
-            "#s": I.STAMP,
-            "#c": I.CHAIN_ID,
-            "#v": I.VERSION,
-            "#t": I.TOKENS,
-            "#ca": I.CREATED_AT,
-            "#u": I.UPDATED_AT,
-            "#a": I.ACKED_AT,
-            "#f": I.FAILED_AT,
-            "#r": I.REASON,
-            "#e": I.EXPIRES_AT,
-        }
+        names = _names(*_ATTRIBUTES, key=self.partition_key)
         values: dict[str, Any] = {
             ":s": {"B": bytes(value)},
             ":c": {"B": chain_id},
@@ -405,13 +416,7 @@ class Chains:
         self, tag: str, state: ChainState, new_state: Stamp, tokens: tuple[bytes, ...], now: float
     ) -> tuple[dict[str, Any], ChainState]:
         """The conditional write of one stamp (or merged stamps), and the state it leads to."""
-        names = {
-            "#s": I.STAMP,
-            "#v": I.VERSION,
-            "#t": I.TOKENS,
-            "#u": I.UPDATED_AT,
-            "#c": I.CHAIN_ID,
-        }
+        names = _names("#s", "#v", "#t", "#u", "#c")
         values: dict[str, Any] = {
             ":s": {"B": bytes(new_state)},
             ":v": {"N": str(state.version + 1)},
@@ -423,7 +428,7 @@ class Chains:
         update = "SET #s = :s, #v = :v, #t = :t, #u = :now"
         acked_at = expires_at = None
         if new_state.acked:
-            names.update({"#a": I.ACKED_AT, "#e": I.EXPIRES_AT})
+            names.update(_names("#a", "#e"))
             values[":exp"] = self._expiry(now, self.tombstone_ttl)
             update += ", #a = :now, #e = :exp"
             acked_at, expires_at = now, float(values[":exp"]["N"])
@@ -1020,15 +1025,9 @@ class Chains:
                 "attribute_exists(#pk) AND attribute_not_exists(#a) AND attribute_not_exists(#f)"
                 " AND (attribute_not_exists(#e) OR #e > :now)"
             ),
-            "ExpressionAttributeNames": {
-                "#pk": self.partition_key,
-                "#f": I.FAILED_AT,
-                "#r": I.REASON,
-                "#e": I.EXPIRES_AT,
-                "#u": I.UPDATED_AT,
-                "#v": I.VERSION,
-                "#a": I.ACKED_AT,
-            },
+            "ExpressionAttributeNames": _names(
+                "#f", "#r", "#e", "#u", "#v", "#a", key=self.partition_key
+            ),
             "ExpressionAttributeValues": {
                 ":now": {"N": str(now)},
                 ":r": {"S": reason},
@@ -1064,7 +1063,7 @@ class Chains:
             "ConditionExpression": (
                 "attribute_exists(#pk) AND (attribute_not_exists(#e) OR #e > :now)"
             ),
-            "ExpressionAttributeNames": {"#pk": self.partition_key, "#e": I.EXPIRES_AT},
+            "ExpressionAttributeNames": _names("#e", key=self.partition_key),
             "ExpressionAttributeValues": {":now": {"N": str(self._now())}},
         }
         self.stats.requests["DeleteItem"] += 1

@@ -123,38 +123,40 @@ class InvalidToken(XorAckError):
     """An idempotency token is not 1 to 16 bytes."""
 
 
-class StampManyFailed(XorAckError):
+class _ManyFailed(XorAckError):
+    """Some tags of a ``*_many`` call failed; ``.results`` and ``.errors`` say which."""
+
+    #: What did not happen to the tags in ``.errors`` ("stamps did not land", ...).
+    what = "did not succeed"
+
+    def __init__(self, results: dict[str, bytes], errors: dict[str, BaseException]) -> None:
+        first = next(iter(errors.items()))
+        super().__init__(
+            f"{len(errors)} of {len(errors) + len(results)} {self.what} "
+            f'(first: "{first[0]}": {first[1]})'
+        )
+        self.results = results
+        self.errors = errors
+
+
+class StampManyFailed(_ManyFailed):
     """Some stamps of a ``stamp_many`` call did not land; the rest did.
 
     ``.results`` maps each tag that landed to its new state, ``.errors`` each tag
     that did not to its error; retry only the tags in ``.errors``.
     """
 
-    def __init__(self, results: dict[str, bytes], errors: dict[str, BaseException]) -> None:
-        first = next(iter(errors.items()))
-        super().__init__(
-            f"{len(errors)} of {len(errors) + len(results)} stamps did not land "
-            f'(first: "{first[0]}": {first[1]})'
-        )
-        self.results = results
-        self.errors = errors
+    what = "stamps did not land"
 
 
-class CreateManyFailed(XorAckError):
+class CreateManyFailed(_ManyFailed):
     """Some chains of a ``create_many`` call were not created; the rest were.
 
     ``.results`` maps each tag created to its stamp, ``.errors`` each tag that
     was not to its error (``TagExists`` for a live chain under the tag).
     """
 
-    def __init__(self, results: dict[str, bytes], errors: dict[str, BaseException]) -> None:
-        first = next(iter(errors.items()))
-        super().__init__(
-            f"{len(errors)} of {len(errors) + len(results)} chains were not created "
-            f'(first: "{first[0]}": {first[1]})'
-        )
-        self.results = results
-        self.errors = errors
+    what = "chains were not created"
 
 
 class TransactionItemRejected(_TagError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import boto3
@@ -29,18 +28,6 @@ from xor_ack_dynamodb.table import TableSpec
 from .facade import open_client
 
 H = bytes.fromhex
-
-
-@pytest.fixture(params=["async", "sync"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def ack(kind: str, backend: tuple[str, TableSpec]) -> AsyncIterator[Any]:
-    endpoint, spec = backend
-    async with open_client(kind, endpoint, spec.name) as client:
-        yield client
 
 
 @pytest.fixture

@@ -22,11 +22,6 @@ from .lossy_proxy import LossyProxy, drop_first
 pytestmark = pytest.mark.ddblocal
 
 
-@pytest.fixture(params=["async", "sync"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 async def test_lost_stamp_response_is_not_applied_twice(
     kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:

@@ -51,18 +51,6 @@ from .lossy_proxy import LossyProxy, drop_first
 PATIENT = RetryPolicy(max_attempts=500, base_delay=0.002, max_delay=0.05, max_elapsed=60)
 
 
-@pytest.fixture(params=["async", "sync"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def ack(kind: str, backend: tuple[str, TableSpec]) -> AsyncIterator[Any]:
-    endpoint, spec = backend
-    async with open_client(kind, endpoint, spec.name) as client:
-        yield client
-
-
 @pytest.fixture
 async def other(backend: tuple[str, TableSpec]) -> AsyncIterator[Any]:
     """A second client on the same table, with its own cache (the world changing behind us)."""
