@@ -881,15 +881,28 @@ class Chains:
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
-            if contended.intersection(pending) or not rejected:
-                self.stats.conflicts += 1
-                if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
-                    for tag in pending:
-                        outcomes[tag] = StaleLocalData(tag, attempt)
-                    break
-                self.stats.retries += 1
-                yield Sleep(self.retry.delay(attempt, self.rng))
+            if (contended.intersection(pending) or not rejected) and not (
+                yield from self._back_off(attempt, started, pending, outcomes)
+            ):
+                break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
+
+    def _back_off(
+        self, attempt: int, started: float, pending: Sequence[str], outcomes: dict[str, Outcome]
+    ) -> Generator[Effect, Any, bool]:
+        """After a lost race in a transaction: sleep and go on (True), or give up (False).
+
+        Giving up (the retry policy is spent) leaves ``StaleLocalData`` for every
+        chain still pending.
+        """
+        self.stats.conflicts += 1
+        if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
+            for tag in pending:
+                outcomes[tag] = StaleLocalData(tag, attempt)
+            return False
+        self.stats.retries += 1
+        yield Sleep(self.retry.delay(attempt, self.rng))
+        return True
 
     def _judge_resent(
         self,
@@ -997,14 +1010,10 @@ class Chains:
                     outcomes.setdefault(tag, error)  # type: ignore[arg-type]
                 break
             pending = [tag for tag in tags if tag not in outcomes]
-            if contended.intersection(pending):
-                self.stats.conflicts += 1
-                if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
-                    for tag in pending:
-                        outcomes[tag] = StaleLocalData(tag, attempt)
-                    break
-                self.stats.retries += 1
-                yield Sleep(self.retry.delay(attempt, self.rng))
+            if contended.intersection(pending) and not (
+                yield from self._back_off(attempt, started, pending, outcomes)
+            ):
+                break
         return {tag: outcomes[tag] for tag in values}
 
     def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
