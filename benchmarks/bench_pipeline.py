@@ -8,8 +8,10 @@ DynamoDB requests and writes, records tracked per write, overhead (of the
 medians, and of the minimums: the fastest run is the one least disturbed by
 other load on the machine).
 
-    python benchmarks/bench_pipeline.py --files 200 --lines 170 --reps 3
-    python benchmarks/bench_pipeline.py --files 40 --lines 8400 --reps 3
+    python benchmarks/bench_pipeline.py --files 200 --lines 170 --reps 5
+    python benchmarks/bench_pipeline.py --files 40 --lines 8400 --reps 5
+    python benchmarks/bench_pipeline.py --files 40 --lines 42000 --reps 5
+    python benchmarks/bench_pipeline.py --files 80 --lines 42000 --reps 3
 
 ``--json FILE`` also writes every run's numbers.
 """
