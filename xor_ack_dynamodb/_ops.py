@@ -228,6 +228,14 @@ def _maybe_sent_twice(exc: ClientError) -> bool:
     return int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
 
 
+def _proven_not_landed(exc: BaseException) -> bool:
+    """An error from DynamoDB to the first and only send: the write did not land.
+
+    A transport error, or any error after botocore re-sent the request, leaves it open.
+    """
+    return isinstance(exc, ClientError) and not _maybe_sent_twice(exc)
+
+
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
     """One error per caller (tracebacks of a shared instance would pile up across tasks)."""
     if isinstance(error, AmbiguousWrite):
@@ -478,9 +486,17 @@ class Chains:
         so it is raised as it is.  A transport error, or any error after botocore
         re-sent the request, leaves it open: a consistent read settles it.
         """
-        if isinstance(exc, ClientError) and not _maybe_sent_twice(exc):
+        if _proven_not_landed(exc):
             raise exc
         return (yield from self._read(tag))
+
+    def _settle_many(
+        self, tags: Sequence[str], exc: BaseException
+    ) -> Generator[Effect, Any, dict[str, ChainState | None]]:
+        """:meth:`_settle` for a transaction that failed without a cancellation."""
+        if _proven_not_landed(exc):
+            raise exc
+        return (yield from self.get_many(tags))
 
     def _landed(
         self,
@@ -735,30 +751,29 @@ class Chains:
 
     def _transact(
         self, params: Sequence[dict[str, Any]]
-    ) -> Generator[Effect, Any, tuple[BaseException | None, list[dict[str, Any]]]]:
-        """Send Update actions as one transaction: (error or None, cancellation reasons)."""
+    ) -> Generator[Effect, Any, ClientError | BotoCoreError | None]:
+        """Send Update actions as one transaction: the error, or None when it went through."""
         self.stats.requests["TransactWriteItems"] += 1
         self.stats.writes += len(params)
         try:
             yield Call("transact_write_items", {"TransactItems": [{"Update": p} for p in params]})
         except (ClientError, BotoCoreError) as exc:
-            reasons: list[dict[str, Any]] = []
-            if isinstance(exc, ClientError) and _error_code(exc) == TRANSACTION_CANCELED:
-                reasons = list(exc.response.get("CancellationReasons") or [])
-            if len(reasons) != len(params):
-                reasons = []
-            return exc, reasons
-        return None, []
+            return exc
+        return None
 
     def _after_cancel(
-        self, tags: Sequence[str], reasons: Sequence[dict[str, Any]]
+        self, tags: Sequence[str], cancelled: ClientError
     ) -> Generator[Effect, Any, CancelReport]:
         """What a cancelled transaction tells of each item: its state now, or an error.
 
         Returns (fresh states of the items whose condition failed, the items that
-        met another writer, errors of items that cannot be written at all).  Items
-        the server gave no ``Item`` for are read (BatchGetItem).
+        met another writer, errors of items that cannot be written at all, caused
+        by ``cancelled``).  Items the server gave no ``Item`` for are read
+        (BatchGetItem), all of them when it gave no reasons that fit the items.
         """
+        reasons = list(cancelled.response.get("CancellationReasons") or [])
+        if len(reasons) != len(tags):
+            reasons = []
         fresh: dict[str, ChainState | None] = {}
         to_read: list[str] = []
         errors: dict[str, Exception] = {}
@@ -780,6 +795,7 @@ class Chains:
                 contended.add(tag)
             elif code != "None":
                 errors[tag] = TransactionItemRejected(tag, code, str(reason.get("Message", "")))
+                errors[tag].__cause__ = cancelled
         if to_read:
             fresh.update((yield from self.get_many(to_read)))
         return fresh, contended, errors
@@ -841,39 +857,28 @@ class Chains:
                 break
             attempt += 1
             tags = [tag for tag, _, _, _ in writes]
-            error, reasons = yield from self._transact([params for _, _, params, _ in writes])
+            error = yield from self._transact([params for _, _, params, _ in writes])
             if error is None:
                 for tag, _, _, planned in writes:
                     outcomes[tag] = planned.stamp
                     self.remember(planned, tag)
                 self.stats.stamps += len(writes)
                 break
-            maybe_twice = isinstance(error, BotoCoreError) or (
-                isinstance(error, ClientError) and _maybe_sent_twice(error)
-            )
             if _error_code(error) != TRANSACTION_CANCELED:
-                # Not a cancellation: a transport or server error. Nothing landed if
-                # the request went out once and got an error back; otherwise read.
-                if isinstance(error, ClientError) and not maybe_twice:
-                    for tag in tags:
-                        outcomes[tag] = error
-                    break
+                # Not a cancellation: a transport or server error, settled as one write's.
                 try:
-                    current = yield from self.get_many(tags)
-                except (ClientError, BotoCoreError) as read_error:
-                    for tag in tags:
-                        outcomes[tag] = read_error
+                    current = yield from self._settle_many(tags, error)
+                except (ClientError, BotoCoreError) as failure:
+                    outcomes.update(dict.fromkeys(tags, failure))
                     break
                 self._judge_resent(writes, states, current, outcomes, error, True)
                 for tag in tags:
-                    outcomes.setdefault(tag, error)  # type: ignore[arg-type]
+                    outcomes.setdefault(tag, error)
                 break
             assert isinstance(error, ClientError)
-            fresh, contended, rejected = yield from self._after_cancel(tags, reasons)
-            for tag, item_error in rejected.items():
-                outcomes[tag] = item_error
-                item_error.__cause__ = error
-            if maybe_twice:
+            fresh, contended, rejected = yield from self._after_cancel(tags, error)
+            outcomes.update(rejected)
+            if _maybe_sent_twice(error):
                 # An earlier send of this very transaction may have landed (all of it).
                 current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
                 self._judge_resent(writes, states, current, outcomes, error, True)
@@ -968,7 +973,7 @@ class Chains:
                     tag, values[tag], ttl, now, token, secrets.token_bytes(8)
                 )
                 writes.append((tag, token, params))
-            error, reasons = yield from self._transact([params for _, _, params in writes])
+            error = yield from self._transact([params for _, _, params in writes])
             if error is None:
                 for tag, token, params in writes:
                     self.remember(self._created_state(tag, values[tag], params, now, token), tag)
@@ -976,23 +981,16 @@ class Chains:
                 break
             tags = [tag for tag, _, _ in writes]
             cancelled = _error_code(error) == TRANSACTION_CANCELED
-            if not cancelled and isinstance(error, ClientError) and not _maybe_sent_twice(error):
-                for tag in tags:
-                    outcomes[tag] = error
-                break
             contended: set[str] = set(tags)
             if cancelled:
                 assert isinstance(error, ClientError)
-                current, contended, rejected = yield from self._after_cancel(tags, reasons)
-                for tag, item_error in rejected.items():
-                    item_error.__cause__ = error
-                    outcomes[tag] = item_error
+                current, contended, rejected = yield from self._after_cancel(tags, error)
+                outcomes.update(rejected)
             else:
                 try:
-                    current = yield from self.get_many(tags)
-                except (ClientError, BotoCoreError) as read_error:
-                    for tag in tags:
-                        outcomes[tag] = read_error
+                    current = yield from self._settle_many(tags, error)
+                except (ClientError, BotoCoreError) as failure:
+                    outcomes.update(dict.fromkeys(tags, failure))
                     break
             for tag, token, _ in writes:
                 state = current.get(tag)
@@ -1007,7 +1005,7 @@ class Chains:
                     outcomes[tag] = exists
             if not cancelled:
                 for tag in tags:
-                    outcomes.setdefault(tag, error)  # type: ignore[arg-type]
+                    outcomes.setdefault(tag, error)
                 break
             pending = [tag for tag in tags if tag not in outcomes]
             if contended.intersection(pending) and not (
