@@ -144,14 +144,25 @@ class SeedImpl:
 
 class OursImpl:
     def __init__(
-        self, client: Any, table: str, counter: RequestCounter, *, coalesce: bool = True
+        self,
+        client: Any,
+        table: str,
+        counter: RequestCounter,
+        *,
+        coalesce: bool = True,
+        batch_writes: bool = False,
     ) -> None:
         self.name = "ours" if coalesce else "ours (coalescing off)"
+        if batch_writes:
+            self.name += " (batch_writes)"
         self.counter = counter
         self._client = client
         self._table = table
         self._coalesce = coalesce
-        self.ack = XorAckDynamoDB(client, table=table, retry=RACE_RETRY, coalesce=coalesce)
+        self._batch_writes = batch_writes
+        self.ack = XorAckDynamoDB(
+            client, table=table, retry=RACE_RETRY, coalesce=coalesce, batch_writes=batch_writes
+        )
 
     async def create(self, tag: str, stamp: Stamp) -> Stamp:
         return await self.ack.create(tag, stamp)
@@ -169,7 +180,13 @@ class OursImpl:
 
     def cold(self) -> Impl:
         """Another client object on the same connection: its state cache is empty."""
-        return OursImpl(self._client, self._table, self.counter, coalesce=self._coalesce)
+        return OursImpl(
+            self._client,
+            self._table,
+            self.counter,
+            coalesce=self._coalesce,
+            batch_writes=self._batch_writes,
+        )
 
 
 # --- workloads --------------------------------------------------------------------------------
@@ -738,6 +755,29 @@ def headline_rows(res: dict[str, dict[str, Result]]) -> list[Row]:
                 "uncontended, 1 task, ours with coalesce=False: stamps/s", seq["seed"], off
             )
         )
+    batch = par.get("ours (batch_writes)")
+    if batch is not None:
+        label = "uncontended, 8 tasks, ours with batch_writes=True"
+        rows.append(throughput_row(f"{label}: stamps/s", par["seed"], batch))
+        rows.append(
+            ratio_row(
+                f"{label}: requests/stamp", par["seed"].requests_per_stamp, batch.requests_per_stamp
+            )
+        )
+        rows.append(
+            ratio_row(
+                f"{label}: client CPU per stamp (µs)",
+                par["seed"].cpu_us_per_stamp,
+                batch.cpu_us_per_stamp,
+            )
+        )
+        rows.append(
+            ratio_row(
+                f"{label}: DynamoDB Local CPU per stamp (µs)",
+                par["seed"].server_cpu_us_per_stamp,
+                batch.server_cpu_us_per_stamp,
+            )
+        )
     rows.append(
         ratio_row(
             "uncontended, cold cache (chain made by another client): requests/stamp",
@@ -1210,6 +1250,7 @@ async def bench(
         seed = SeedImpl(seed_client, tables["seed"], seed_counter)
         ours = OursImpl(ours_client, tables["ours"], ours_counter)
         ours_off = OursImpl(ours_client, tables["ours"], ours_counter, coalesce=False)
+        ours_batch = OursImpl(ours_client, tables["ours"], ours_counter, batch_writes=True)
         both: list[Impl] = [seed, ours]
         k = sizes.children
 
@@ -1224,7 +1265,9 @@ async def bench(
             rounds=sizes.rounds,
         )
         res["uncontended-8"] = await side_by_side(
-            both, Case("uncontended-8", sizes.parallel_chains, k, 8), rounds=sizes.rounds
+            [*both, ours_batch],
+            Case("uncontended-8", sizes.parallel_chains, k, 8),
+            rounds=sizes.rounds,
         )
         res["cold-cache"] = await side_by_side(
             both,

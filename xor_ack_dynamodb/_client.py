@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._batches import DEFAULT_WRITE_SLOTS, Batcher
 from ._ops import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Chains, ClientStats
 from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
@@ -18,7 +19,12 @@ class ClientBase:
     and idempotency). ``tombstone_ttl``: seconds an acked or failed chain stays
     readable. ``cache_size``: chains whose last state the client remembers (so an
     uncontended stamp is one request). ``coalesce``: merge concurrent stamps on one
-    chain into one write.
+    chain into one write. ``batch_writes``: send concurrent stamp writes of different
+    chains together, up to 25 per PartiQL ``BatchExecuteStatement``, while earlier
+    ones are in flight (see ``_batches``; needs ``dynamodb:PartiQLUpdate``, and a
+    server that checks statement conditions: DynamoDB or DynamoDB Local, not moto).
+    ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
+    once before the next ones wait (at most one request's time) to go together.
     """
 
     xor = staticmethod(xor)
@@ -34,6 +40,8 @@ class ClientBase:
         tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
         cache_size: int = 10_000,
         coalesce: bool = True,
+        batch_writes: bool = False,
+        write_slots: int = DEFAULT_WRITE_SLOTS,
     ) -> None:
         self._client = client
         self._core = Chains(
@@ -45,6 +53,7 @@ class ClientBase:
             cache_size=cache_size,
         )
         self._coalesce = coalesce
+        self._batcher = Batcher(self._core.stats, write_slots) if batch_writes else None
         self._setup()
 
     def _setup(self) -> None:
@@ -57,6 +66,11 @@ class ClientBase:
     @property
     def partition_key(self) -> str:
         return self._core.partition_key
+
+    @property
+    def batching(self) -> bool:
+        """Are stamp writes being batched (``batch_writes``, and not stopped by a refusal)?"""
+        return self._batcher is not None and self._batcher.enabled
 
     @property
     def stats(self) -> ClientStats:

@@ -81,10 +81,15 @@ DEFAULT_TOMBSTONE_TTL = 86_400.0
 
 @dataclass(frozen=True)
 class Call:
-    """Send ``op`` (a low-level DynamoDB client method name) with ``params``."""
+    """Send ``op`` (a low-level DynamoDB client method name) with ``params``.
+
+    ``batch``: a stamp write, which a client with ``batch_writes`` may send in a
+    PartiQL batch with other chains' writes (``_batches``); its outcome is the same.
+    """
 
     op: str
     params: dict[str, Any]
+    batch: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class ClientStats:
     conflicts: int = 0
     retries: int = 0
     resent_writes_recognised: int = 0
+    batched_writes: int = 0  # writes sent as statements of a BatchExecuteStatement
 
     @property
     def total_requests(self) -> int:
@@ -125,6 +131,7 @@ class ClientStats:
             "conflicts": self.conflicts,
             "retries": self.retries,
             "resent_writes_recognised": self.resent_writes_recognised,
+            "batched_writes": self.batched_writes,
             **{f"requests.{op}": n for op, n in sorted(self.requests.items())},
         }
 
@@ -656,7 +663,7 @@ class Chains:
             landed = True
             current: ChainState | None = None
             try:
-                yield Call("update_item", params)
+                yield Call("update_item", params, batch=True)
             except (ClientError, BotoCoreError) as exc:
                 failure: Exception | None = None
                 if _error_code(exc) == CONDITION_FAILED:

@@ -8,12 +8,13 @@ one chain into one write (coalescing).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ._batches import Write, item_key
 from ._client import ClientBase
 from ._ops import (
     MAX_TRANSACTION_ITEMS,
@@ -93,13 +94,53 @@ class XorAckDynamoDB(ClientBase):
                     effect = op.send(None)
                     continue
                 try:
-                    response = await getattr(self._client, effect.op)(**effect.params)
+                    if effect.batch and self._batcher is not None:
+                        response = await self._write(effect.params)
+                    else:
+                        response = await getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
                     effect = op.throw(exc)
                 else:
                     effect = op.send(response)
         except StopIteration as stop:
             return stop.value
+
+    async def _write(self, params: dict[str, Any]) -> Any:
+        """A stamp write, sent alone at once or, while the slots are taken, in a batch."""
+        assert self._batcher is not None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        write = self._batcher.prepare(params, future)
+        if write is None:
+            return await self._client.update_item(**params)
+        for writes in self._batcher.plan.offer(item_key(params), write):
+            if len(writes) == 1 and writes[0] is write:
+                await self._flush(writes)  # a free slot: this task sends its own write
+            else:
+                self._spawn(self._flush(writes))
+        return await future
+
+    async def _flush(self, writes: list[Write]) -> None:
+        """Send writes (one, or a batch), hand each its result, and start what waited."""
+        assert self._batcher is not None
+        results: list[Any] = [asyncio.CancelledError()] * len(writes)
+        try:
+            results = await self._run(self._batcher.send(writes))
+        except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
+            results = [exc] * len(writes)
+        finally:  # (or a cancellation) still reaches every waiter, and nothing stays queued
+            for ready in self._batcher.plan.finished():
+                self._spawn(self._flush(ready))
+            for write, result in zip(writes, results, strict=True):
+                if not write.waiter.done():
+                    if isinstance(result, BaseException):
+                        write.waiter.set_exception(result)
+                    else:
+                        write.waiter.set_result(result)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._writers.add(task)
+        task.add_done_callback(self._writers.discard)
 
     async def drain(self) -> None:
         """Wait until every coalesced write in flight has finished."""
@@ -125,9 +166,7 @@ class XorAckDynamoDB(ClientBase):
             outcome = exc
         finally:
             if queue:
-                writer = asyncio.create_task(self._write_queue(tag))
-                self._writers.add(writer)
-                writer.add_done_callback(self._writers.discard)
+                self._spawn(self._write_queue(tag))
             else:
                 del self._queues[tag]
         return outcome  # type: ignore[no-any-return]

@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from queue import SimpleQueue
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ._batches import Write, item_key
 from ._client import ClientBase
 from ._ops import (
     MAX_TRANSACTION_ITEMS,
@@ -87,7 +89,10 @@ class SyncXorAckDynamoDB(ClientBase):
                         effect = op.send(None)
                     continue
                 try:
-                    response = getattr(self._client, effect.op)(**effect.params)
+                    if effect.batch and self._batcher is not None:
+                        response = self._write(effect.params)
+                    else:
+                        response = getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
                     with self._core_lock:
                         effect = op.throw(exc)
@@ -96,6 +101,48 @@ class SyncXorAckDynamoDB(ClientBase):
                         effect = op.send(response)
         except StopIteration as stop:
             return stop.value
+
+    def _write(self, params: dict[str, Any]) -> Any:
+        """A stamp write, sent alone at once or, while the slots are taken, in a batch.
+
+        Whoever makes a batch ready hands it to the thread of the batch's first
+        write (its inbox gets ``lead``), which sends it; every thread then waits
+        for its own write's result (``done``).
+        """
+        assert self._batcher is not None
+        inbox: SimpleQueue[tuple[str, Any]] = SimpleQueue()
+        write = self._batcher.prepare(params, inbox)
+        if write is None:
+            return self._client.update_item(**params)
+        with self._queue_lock:
+            ready = self._batcher.plan.offer(item_key(params), write)
+        for writes in ready:
+            writes[0].waiter.put(("lead", writes))
+        while True:
+            kind, value = inbox.get()
+            if kind == "lead":
+                self._flush(value)
+                continue
+            if isinstance(value, BaseException):
+                raise value
+            return value
+
+    def _flush(self, writes: list[Write]) -> None:
+        """Send writes (one, or a batch), hand each its result, and pass on what waited."""
+        assert self._batcher is not None
+        results: list[Any] = [RuntimeError("the thread sending this batch was interrupted")]
+        results *= len(writes)
+        try:
+            results = self._run(self._batcher.send(writes))
+        except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
+            results = [exc] * len(writes)
+        finally:  # (or an interruption) still reaches every waiter, and nothing stays queued
+            with self._queue_lock:
+                ready = self._batcher.plan.finished()
+            for batch in ready:
+                batch[0].waiter.put(("lead", batch))
+            for write, result in zip(writes, results, strict=True):
+                write.waiter.put(("done", result))
 
     def _submit(self, tag: str, entry: Entry) -> Outcome:
         future: Future[Outcome] = Future()

@@ -18,17 +18,16 @@ import contextlib
 import random
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator
+from typing import Any
 
-import aioboto3
 import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
     ChainFailed,
@@ -42,10 +41,17 @@ from xor_ack_dynamodb.errors import (
     TransactionItemRejected,
     ZeroBufferNoOp,
 )
-from xor_ack_dynamodb.retry import RetryPolicy, botocore_config
+from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.table import TableSpec
 
-from .facade import SyncFacade, open_client
+from .facade import open_client
+from .hooks import (
+    Trigger,
+    assert_applied_once,
+    client_error,
+    hooked_client,
+    raising,
+)
 from .lossy_proxy import LossyProxy, drop_first
 
 PATIENT = RetryPolicy(max_attempts=500, base_delay=0.002, max_delay=0.05, max_elapsed=60)
@@ -105,24 +111,6 @@ def expire(raw: Any, table: str, tag: str) -> None:
     )
 
 
-def assert_applied_once(
-    root: bytes, stamps: Mapping[Any, bytes], seen: Mapping[Any, bytes]
-) -> None:
-    """The callers' reported states are the running XOR of their stamps in one order.
-
-    ``stamps[c]`` is what caller ``c`` stamped on the chain and ``seen[c]`` the state
-    it was told; there must be an order of the callers in which each stamp applies
-    exactly once to the state its predecessor saw, and only the last one is acked.
-    """
-    state, left = bytes(root), dict(stamps)
-    while left:
-        nxt = [c for c, s in left.items() if seen[c] == xor(state, s)]
-        assert len(nxt) == 1, f"no caller continues from {state.hex()}: {seen!r}"
-        state = bytes(seen[nxt[0]])
-        del left[nxt[0]]
-        assert Stamp(state).acked == (not left), "acked before the last stamp, or not at it"
-
-
 # -- get_many ------------------------------------------------------------------
 
 
@@ -169,74 +157,6 @@ async def test_get_many_over_100_tags_with_missing_duplicates_and_closed_chains(
         await ack.get_many(["fine", ""])
 
 
-Before: TypeAlias = Callable[[dict[str, Any]], None]
-After: TypeAlias = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
-
-
-class _Hooked:
-    """Wraps a DynamoDB client: ``before[op](params)`` runs (and may raise) before the
-    request is sent, ``after[op](params, response)`` sees (and may replace or raise
-    instead of) the response.  Everything else passes through."""
-
-    def __init__(self, inner: Any, before: dict[str, Before], after: dict[str, After]) -> None:
-        self._inner = inner
-        self._before = before
-        self._after = after
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._inner, name)
-        before, after = self._before.get(name), self._after.get(name)
-        if before is None and after is None:
-            return method
-        return self._wrap(method, before, after)
-
-    def _wrap(self, method: Any, before: Before | None, after: After | None) -> Any:
-        def call(**params: Any) -> Any:
-            if before is not None:
-                before(params)
-            response = method(**params)
-            return after(params, response) if after is not None else response
-
-        return call
-
-
-class _AsyncHooked(_Hooked):
-    def _wrap(self, method: Any, before: Before | None, after: After | None) -> Any:
-        async def call(**params: Any) -> Any:
-            if before is not None:
-                before(params)
-            response = await method(**params)
-            return after(params, response) if after is not None else response
-
-        return call
-
-
-@contextlib.asynccontextmanager
-async def hooked_client(
-    kind: str,
-    endpoint: str,
-    table: str,
-    before: dict[str, Before] | None = None,
-    after: dict[str, After] | None = None,
-    **options: Any,
-) -> AsyncIterator[Any]:
-    """A client of ``kind`` whose DynamoDB requests go through the hooks."""
-    hooks = before or {}, after or {}
-    if kind == "async":
-        async with aioboto3.Session().client(
-            "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=botocore_config()
-        ) as client:
-            yield XorAckDynamoDB(_AsyncHooked(client, *hooks), table=table, **options)
-    else:
-        client = boto3.client(
-            "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=botocore_config()
-        )
-        try:
-            yield SyncFacade(SyncXorAckDynamoDB(_Hooked(client, *hooks), table=table, **options))
-        finally:
-            client.close()
-
-
 class Withholding:
     """An ``after`` hook for BatchGetItem: each ``stubborn`` key comes back unprocessed the
     first ``times`` times it is asked for, as DynamoDB does under throttling."""
@@ -264,47 +184,10 @@ class Withholding:
         return response
 
 
-def client_error(op: str, code: str, **extra: Any) -> ClientError:
-    """A DynamoDB error as botocore raises it, for a request sent once."""
-    response: Any = {
-        "Error": {"Code": code, "Message": f"injected {code}"},
-        "ResponseMetadata": {"HTTPStatusCode": 400, "RetryAttempts": 0},
-        **extra,
-    }
-    return ClientError(response, op)
-
-
 def cancelled(reasons: list[dict[str, Any]]) -> ClientError:
     return client_error(
         "TransactWriteItems", "TransactionCanceledException", CancellationReasons=reasons
     )
-
-
-class Trigger:
-    """A hook that runs ``effect(params)`` on its next ``times`` calls (``arm`` sets it again).
-
-    Used as ``before`` (the request is not sent if ``effect`` raises) or as ``after``
-    (the request landed; raising loses its response)."""
-
-    def __init__(self, effect: Callable[[dict[str, Any]], None], times: int = 1) -> None:
-        self.effect = effect
-        self.left = times
-
-    def arm(self, times: int = 1) -> None:
-        self.left = times
-
-    def __call__(self, params: dict[str, Any], *response: dict[str, Any]) -> Any:
-        if self.left > 0:
-            self.left -= 1
-            self.effect(params)
-        return response[0] if response else None
-
-
-def raising(exc: Exception) -> Callable[[dict[str, Any]], None]:
-    def effect(params: dict[str, Any]) -> None:
-        raise exc
-
-    return effect
 
 
 @pytest.mark.parametrize("times", [2, 1000])

@@ -9,8 +9,13 @@ test_compose / test_cli against DynamoDB Local.
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -23,8 +28,8 @@ from xor_ack_dynamodb.table import TableSpec, delete_table, describe_table
 from .cfn import TEMPLATE
 from .test_template import KMS_KEY, POLICY_ACTIONS
 
-#: The action IAM checks for each operation a transaction carries.
-TRANSACTION_ACTIONS = {"TransactWriteItems": "UpdateItem"}
+#: The action IAM checks for the operations inside a transaction or a PartiQL batch.
+INNER_ACTIONS = {"TransactWriteItems": "UpdateItem", "BatchExecuteStatement": "PartiQLUpdate"}
 
 REGION = "us-east-1"
 
@@ -133,12 +138,15 @@ def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
     ack.create_many(many)
     assert all(state is not None for state in ack.get_many(many).values())
     assert all(s.acked for s in ack.stamp_many(many, transact=True, concurrency=1).values())
+    assert batch_stamps(ddb, stack.outputs["TableName"], stack.outputs["PartitionKeyName"])
 
     # every call went to the stack's table, and each is allowed by the policy's statement;
-    # IAM authorises a TransactWriteItems by the actions inside it (Update: UpdateItem)
+    # IAM authorises a TransactWriteItems by the actions inside it (Update: UpdateItem), and
+    # a BatchExecuteStatement of UPDATE statements as PartiQLUpdate
     assert {table for _, table in sent if table} == {stack.table}
-    assert ("TransactWriteItems", "") in sent and ("BatchGetItem", "") in sent
-    used = {f"dynamodb:{TRANSACTION_ACTIONS.get(op, op)}" for op, _ in sent}
+    assert {("TransactWriteItems", ""), ("BatchGetItem", "")} <= set(sent)
+    assert ("BatchExecuteStatement", "") in sent
+    used = {f"dynamodb:{INNER_ACTIONS.get(op, op)}" for op, _ in sent}
     (statement,) = stack.policy()["Statement"]
     assert statement["Effect"] == "Allow"
     assert statement["Resource"] == stack.outputs["TableArn"]
@@ -147,6 +155,45 @@ def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
     # and the policy allows nothing else than that plus DescribeTable (for `table describe`)
     assert allowed == POLICY_ACTIONS
     assert allowed - used == {"dynamodb:DescribeTable"}
+
+
+def batch_stamps(ddb: Any, table: str, partition_key: str) -> bool:
+    """Stamp chains from 4 threads with ``batch_writes``: the first write is held a moment
+    (a hook before it is sent), so the other three wait and go as one PartiQL batch.
+
+    moto cannot run these statements (it does not parse repeated SET clauses, nor check a
+    batched statement's condition), so a hook answers the batch as DynamoDB answers one
+    under throttling, every statement ``ThrottlingError``, and the client sends each write
+    alone: the batch is sent (and recorded) and every stamp lands.
+    """
+    ack = SyncXorAckDynamoDB(
+        ddb, table=table, partition_key=partition_key, batch_writes=True, write_slots=1
+    )
+    stamps = {f"batch-{i}": new_stamp() for i in range(4)}
+    ack.create_many(stamps)
+    held = threading.Event()
+
+    def hold_first(**_: Any) -> None:
+        if not held.is_set():
+            held.set()
+            time.sleep(0.3)
+
+    def throttled(params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        count = len(json.loads(params["body"])["Statements"])
+        error = {"Error": {"Code": "ThrottlingError", "Message": "slow down"}}
+        answer = {"Responses": [error] * count, "ResponseMetadata": {"RetryAttempts": 0}}
+        return SimpleNamespace(status_code=200), answer
+
+    hooks = {"UpdateItem": hold_first, "BatchExecuteStatement": throttled}
+    for op, hook in hooks.items():
+        ddb.meta.events.register(f"before-call.dynamodb.{op}", hook)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            done = list(pool.map(lambda tag: ack.stamp(tag, stamps[tag]), stamps))
+    finally:
+        for op, hook in hooks.items():
+            ddb.meta.events.unregister(f"before-call.dynamodb.{op}", hook)
+    return all(s.acked for s in done) and ack.stats.requests["BatchExecuteStatement"] == 1
 
 
 def test_stack_keeps_the_table_when_deleted(moto_endpoint: str) -> None:

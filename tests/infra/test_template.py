@@ -18,6 +18,7 @@ POLICY_ACTIONS = {
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:UpdateItem",
+    "dynamodb:PartiQLUpdate",
     "dynamodb:DeleteItem",
     "dynamodb:DescribeTable",
 }

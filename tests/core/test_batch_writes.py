@@ -1,0 +1,475 @@
+"""``batch_writes``: stamp writes of different chains sent together as PartiQL batches.
+
+The translation, the reading of a batch's answer and the plan of what goes out
+when are pure and tested here directly (the plan by property).  What the server
+decides runs on DynamoDB Local only: moto answers a batched UPDATE whose WHERE
+condition fails as applied, without applying it (why batching is opt-in), so a
+lost race could not be told there.  Faults are injected around the real
+DynamoDB Local client (``hooks``): statements refused, throttled, or answered
+with an error after they landed; the whole batch refused or its answer lost.
+Every behaviour runs on the async client and its sync twin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, ConnectionClosedError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xor_ack_dynamodb import Stamp, new_stamp, xor
+from xor_ack_dynamodb._batches import (
+    MAX_BATCH_STATEMENTS,
+    Applied,
+    BatchPlan,
+    Refused,
+    SendAlone,
+    read_batch,
+    to_statement,
+)
+from xor_ack_dynamodb._ops import Chains
+from xor_ack_dynamodb.item import ChainState
+from xor_ack_dynamodb.retry import RetryPolicy
+from xor_ack_dynamodb.table import TableSpec
+
+from .facade import open_client
+from .hooks import Trigger, assert_applied_once, client_error, hooked_client, raising
+
+PATIENT = RetryPolicy(max_attempts=500, base_delay=0.002, max_delay=0.05, max_elapsed=60)
+BATCHING: dict[str, Any] = {"batch_writes": True, "write_slots": 1}
+
+
+# -- the translation -------------------------------------------------------------
+
+
+def _state(version: int = 3) -> ChainState:
+    return ChainState("file-1", new_stamp(), b"c" * 16, version, (b"t" * 8,), 1.0, 2.0)
+
+
+@pytest.mark.parametrize("acked", [False, True])
+def test_a_stamp_write_becomes_the_same_conditional_update_statement(acked: bool) -> None:
+    core = Chains(table="my.table-1")
+    state = _state()
+    new_state = Stamp(bytes(16)) if acked else new_stamp()
+    params, _ = core._stamp_params("file-1", state, new_state, (b"t" * 8, b"u" * 8), 10.0)
+    statement = to_statement(params)
+    assert statement is not None
+    names = params["ExpressionAttributeNames"]
+    values = params["ExpressionAttributeValues"]
+    sets = [f'SET "{names[n]}" = ?' for n in ("#s", "#v", "#t", "#u")]
+    set_values = [values[v] for v in (":s", ":v", ":t", ":now")]
+    if acked:
+        sets += ['SET "acked_at" = ?', 'SET "expires_at" = ?']
+        set_values += [values[":now"], values[":exp"]]
+    assert statement["Statement"] == (
+        f'UPDATE "my.table-1" {" ".join(sets)} '
+        f'WHERE "tagID" = ? AND "{names["#v"]}" = ? AND "{names["#c"]}" = ?'
+    )
+    assert statement["Parameters"] == [
+        *set_values,
+        {"S": "file-1"},
+        {"N": str(state.version)},
+        {"B": state.chain_id},
+    ]
+    assert statement["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+
+
+def test_writes_of_another_shape_stay_update_items() -> None:
+    core = Chains(table="chains")
+    create = core._create_params("f", new_stamp(), None, 1.0, b"t" * 8, b"c" * 16)
+    assert to_statement(create) is None  # REMOVE and attribute_not_exists
+    params, _ = core._stamp_params("f", _state(), new_stamp(), (b"t" * 8,), 1.0)
+    arithmetic = {**params, "UpdateExpression": "SET #v = #v + :v"}
+    assert to_statement(arithmetic) is None
+    quoted = {**params, "ExpressionAttributeNames": {**params["ExpressionAttributeNames"]}}
+    quoted["ExpressionAttributeNames"]["#s"] = 'st"amp'
+    assert to_statement(quoted) is None
+    unknown = {**params, "ConditionExpression": "#v = :missing"}
+    assert to_statement(unknown) is None
+
+
+names_ = st.from_regex(r"[a-z_][a-z0-9_.\-]{0,12}", fullmatch=True)
+
+
+@given(
+    sets=st.lists(names_, min_size=1, max_size=6, unique=True),
+    conds=st.lists(names_, min_size=1, max_size=3, unique=True),
+    key=names_,
+)
+def test_every_value_lands_on_its_own_placeholder(
+    sets: list[str], conds: list[str], key: str
+) -> None:
+    params = {
+        "TableName": "chains",
+        "Key": {key: {"S": "k"}},
+        "UpdateExpression": "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))),
+        "ConditionExpression": " AND ".join(f"#c{i} = :c{i}" for i in range(len(conds))),
+        "ExpressionAttributeNames": {
+            **{f"#s{i}": n for i, n in enumerate(sets)},
+            **{f"#c{i}": n for i, n in enumerate(conds)},
+        },
+        "ExpressionAttributeValues": {
+            **{f":s{i}": {"N": str(i)} for i in range(len(sets))},
+            **{f":c{i}": {"N": str(100 + i)} for i in range(len(conds))},
+        },
+    }
+    statement = to_statement(params)
+    assert statement is not None
+    text, values = statement["Statement"], statement["Parameters"]
+    assert text.count("?") == len(values) == len(sets) + 1 + len(conds)
+    head, _, where = text.partition(" WHERE ")
+    assert [part.split('"')[1] for part in head.split(" SET ")[1:]] == sets
+    assert [part.split('"')[1] for part in where.split(" AND ")] == [key, *conds]
+    assert values == [
+        *({"N": str(i)} for i in range(len(sets))),
+        {"S": "k"},
+        *({"N": str(100 + i)} for i in range(len(conds))),
+    ]
+
+
+# -- reading a batch's answer ----------------------------------------------------
+
+
+def test_each_statement_answer_becomes_its_update_items_outcome() -> None:
+    item = {"tagID": {"S": "b"}, "version": {"N": "7"}}
+    response = {
+        "Responses": [
+            {"TableName": "t"},
+            {"Error": {"Code": "ConditionalCheckFailed", "Message": "no", "Item": item}},
+            {"Error": {"Code": "TransactionConflict", "Message": "held"}},
+            {"Error": {"Code": "ThrottlingError", "Message": "slow down"}},
+            {"Error": {"Code": "InternalServerError", "Message": "oops"}},
+            {"Error": {"Code": "SomethingNew", "Message": "?"}},
+        ],
+        "ResponseMetadata": {"RetryAttempts": 0},
+    }
+    ok, lost, held, throttled, internal, unknown = read_batch(response, 6)
+    assert isinstance(ok, Applied)
+    assert isinstance(lost, Refused) and isinstance(held, Refused)
+    assert lost.error.response["Error"]["Code"] == "ConditionalCheckFailedException"
+    assert lost.error.response["Item"] == item  # ALL_OLD: the core needs no read
+    assert lost.error.response["ResponseMetadata"]["RetryAttempts"] == 0
+    assert held.error.response["Error"]["Code"] == "TransactionConflictException"
+    assert throttled == SendAlone(sent_before=False, cause="ThrottlingError")
+    assert internal == SendAlone(sent_before=True, cause="InternalServerError")
+    assert unknown == SendAlone(sent_before=True, cause="SomethingNew")
+
+
+def test_a_batch_botocore_sent_twice_marks_every_re_sent_statement() -> None:
+    response = {
+        "Responses": [{"Error": {"Code": "ProvisionedThroughputExceeded", "Message": "x"}}],
+        "ResponseMetadata": {"RetryAttempts": 2},
+    }
+    assert read_batch(response, 1) == [
+        SendAlone(sent_before=True, cause="ProvisionedThroughputExceeded")
+    ]
+    assert all(isinstance(v, SendAlone) and v.sent_before for v in read_batch({}, 3))
+
+
+# -- the plan ----------------------------------------------------------------------
+
+
+def test_the_plan_sends_alone_while_slots_are_free_then_together() -> None:
+    plan: BatchPlan[str] = BatchPlan(slots=2, size=3)
+    assert plan.offer("a", "a1") == [["a1"]]
+    assert plan.offer("b", "b1") == [["b1"]]
+    assert plan.offer("c", "c1") == []
+    assert plan.offer("a", "a2") == []  # waits
+    assert plan.offer("a", "a3") == []  # one item per batch: a3 does not fill it
+    assert plan.offer("d", "d1") == [["c1", "a2", "d1"]]  # three distinct items: full, goes now
+    assert plan.in_flight == 3  # a full batch does not wait for a slot
+    assert plan.finished() == []  # two in flight: still no free slot
+    assert plan.finished() == [["a3"]]
+    assert plan.in_flight == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    slots=st.integers(1, 4),
+    steps=st.lists(st.one_of(st.integers(0, 7), st.none()), max_size=120),
+)
+def test_the_plan_sends_every_write_once_in_batches_of_distinct_items(
+    slots: int, steps: list[int | None]
+) -> None:
+    """Random offers (of item ``k``) and answers (None): nothing lost, nothing sent twice."""
+    plan: BatchPlan[int] = BatchPlan(slots=slots)
+    sent: list[list[int]] = []
+    outstanding = 0
+    for n, step in enumerate(steps):
+        if step is None:
+            if outstanding:
+                outstanding -= 1
+                ready = plan.finished()
+            else:
+                continue
+        else:
+            ready = plan.offer(step, n * 8 + step)
+        for batch in ready:
+            assert 1 <= len(batch) <= MAX_BATCH_STATEMENTS
+            assert len({w % 8 for w in batch}) == len(batch)  # distinct items
+        sent += ready
+        outstanding += len(ready)
+        assert plan.in_flight == outstanding
+        assert not plan.waiting or plan.in_flight >= slots  # none waits while a slot is free
+    while outstanding:
+        outstanding -= 1
+        ready = plan.finished()
+        sent += ready
+        outstanding += len(ready)
+    offered = [n * 8 + s for n, s in enumerate(steps) if s is not None]
+    assert sorted(w for batch in sent for w in batch) == offered
+    assert plan.waiting == [] and plan.in_flight == 0
+
+
+def test_plan_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="slots"):
+        BatchPlan(slots=0)
+    with pytest.raises(ValueError, match="size"):
+        BatchPlan(size=MAX_BATCH_STATEMENTS + 1)
+
+
+# -- against DynamoDB Local ------------------------------------------------------------
+
+
+@pytest.fixture
+def local(ddb_local_endpoint: str, ddb_table: TableSpec) -> tuple[str, TableSpec]:
+    return ddb_local_endpoint, ddb_table
+
+
+@pytest.fixture
+async def batching(kind: str, local: tuple[str, TableSpec]) -> AsyncIterator[Any]:
+    async with open_client(kind, local[0], local[1].name, retry=PATIENT, **BATCHING) as client:
+        yield client
+
+
+async def make_chains(client: Any, prefix: str, n: int, k: int) -> dict[str, list[Stamp]]:
+    """``n`` chains of ``k`` children each, created and parent-stamped."""
+    chains: dict[str, list[Stamp]] = {}
+    for i in range(n):
+        root, children = new_stamp(), [new_stamp() for _ in range(k)]
+        await client.create(f"{prefix}{i}", root)
+        await client.stamp(f"{prefix}{i}", xor(root, *children))
+        chains[f"{prefix}{i}"] = children
+    return chains
+
+
+async def stamp_all(client: Any, chains: dict[str, list[Stamp]]) -> dict[str, list[Stamp]]:
+    """Every child of every chain, all at once; per chain, the states reported.
+
+    Dealt round-robin over the chains (the sync client's calls run on a few worker
+    threads in this order, so neighbouring calls are on different chains).
+    """
+    width = max(len(kids) for kids in chains.values())
+    pairs = [(t, kids[i]) for i in range(width) for t, kids in chains.items() if i < len(kids)]
+    tags = [t for t, _ in pairs]
+    kids = [c for _, c in pairs]
+    states = await asyncio.gather(*(client.stamp(t, c) for t, c in zip(tags, kids, strict=True)))
+    seen: dict[str, list[Stamp]] = {t: [] for t in chains}
+    for tag, state in zip(tags, states, strict=True):
+        seen[tag].append(state)
+    return seen
+
+
+async def test_concurrent_stamps_on_many_chains_go_in_batches_and_complete_exactly(
+    batching: Any,
+) -> None:
+    chains = await make_chains(batching, "many-", 40, 3)
+    before = batching.stats.snapshot()
+    seen = await stamp_all(batching, chains)
+    after = batching.stats.snapshot()
+    for tag, states in seen.items():
+        assert sum(s.acked for s in states) == 1, tag
+        parent = xor(*chains[tag])  # what the chain held after its parent stamp (root cancels)
+        assert_applied_once(parent, dict(enumerate(chains[tag])), dict(enumerate(states)))
+    got = await batching.get_many(list(chains))
+    assert all(s is not None and s.acked for s in got.values())
+    assert after["batched_writes"] > before["batched_writes"]
+    assert after["requests.BatchExecuteStatement"] > 0
+    # fewer requests than writes: that is the point
+    assert after["requests"] - before["requests"] < after["writes"] - before["writes"]
+    assert batching.batching
+
+
+async def test_two_batching_clients_race_on_the_same_chains_and_lose_nothing(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        a, b = [
+            await stack.enter_async_context(
+                open_client(k, local[0], local[1].name, retry=PATIENT, coalesce=False, **BATCHING)
+            )
+            for k in (kind, "async")
+        ]
+        chains = await make_chains(a, "race-", 12, 6)
+        half = {t: kids[::2] for t, kids in chains.items()}
+        rest = {t: kids[1::2] for t, kids in chains.items()}
+        seen_a, seen_b = await asyncio.gather(stamp_all(a, half), stamp_all(b, rest))
+        conflicts = a.stats.conflicts + b.stats.conflicts
+    for tag, kids in chains.items():
+        stamps = {("a", i): s for i, s in enumerate(half[tag])}
+        stamps |= {("b", i): s for i, s in enumerate(rest[tag])}
+        seen = {("a", i): s for i, s in enumerate(seen_a[tag])}
+        seen |= {("b", i): s for i, s in enumerate(seen_b[tag])}
+        assert_applied_once(xor(*kids), stamps, seen)
+    assert conflicts > 0  # the batches really raced: refused statements came back ALL_OLD
+
+
+async def test_tokens_keep_batched_stamps_idempotent(batching: Any) -> None:
+    chains = await make_chains(batching, "tok-", 10, 2)
+    calls = [(t, c, f"{t}/{i}") for t, kids in chains.items() for i, c in enumerate(kids)]
+    first = await asyncio.gather(*(batching.stamp(t, c, token=k) for t, c, k in calls))
+    again = await asyncio.gather(*(batching.stamp(t, c, token=k) for t, c, k in calls))
+    assert sum(s.acked for s in first) == len(chains)
+    # the retried calls find their tokens and change nothing
+    finals = {t: s for (t, _, _), s in zip(calls, again, strict=True)}
+    assert all(s.acked for s in finals.values())
+    assert batching.stats.stamps == 2 * len(chains) + len(chains)  # parents + children, once
+
+
+# -- faults ------------------------------------------------------------------------------
+
+
+class StatementFault:
+    """Hooks for BatchExecuteStatement: the ``index``-th statement of the next batch is
+    answered with ``code``; ``landed`` says whether it was applied first (an error after
+    the write) or held back from the server (refused before it was written)."""
+
+    def __init__(self, code: str, *, landed: bool, index: int = 0) -> None:
+        self.code, self.landed, self.index = code, landed, index
+        self.armed = True
+        self.held: dict[str, Any] | None = None
+        self.hit: dict[str, Any] | None = None
+
+    def before(self, params: dict[str, Any]) -> None:
+        if self.armed and not self.landed:
+            self.held = params["Statements"].pop(self.index)
+
+    def after(self, params: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+        if not self.armed:
+            return response
+        self.armed = False
+        error = {"Error": {"Code": self.code, "Message": f"injected {self.code}"}}
+        answers = response["Responses"]
+        if self.landed:
+            self.hit = params["Statements"][self.index]
+            answers[self.index] = error
+        else:
+            self.hit = self.held
+            params["Statements"].insert(self.index, self.held)
+            answers.insert(self.index, error)
+        return response
+
+
+@contextlib.asynccontextmanager
+async def faulty(kind: str, local: tuple[str, TableSpec], **hooks: Any) -> AsyncIterator[Any]:
+    async with hooked_client(
+        kind, local[0], local[1].name, retry=PATIENT, **BATCHING, **hooks
+    ) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    ("code", "landed", "stops"),
+    [
+        ("ThrottlingError", False, False),
+        ("ProvisionedThroughputExceeded", False, False),
+        ("AccessDenied", False, True),
+        ("InternalServerError", True, False),  # applied, then answered with an error
+        ("InternalServerError", False, False),  # not applied
+    ],
+)
+async def test_a_statement_that_cannot_be_told_applied_is_sent_again_alone(
+    kind: str, local: tuple[str, TableSpec], code: str, landed: bool, stops: bool
+) -> None:
+    fault = StatementFault(code, landed=landed)
+    async with faulty(
+        kind,
+        local,
+        before={"batch_execute_statement": fault.before},
+        after={"batch_execute_statement": fault.after},
+    ) as client:
+        chains = await make_chains(client, "fault-", 12, 2)
+        seen = await stamp_all(client, chains)
+        assert fault.hit is not None, "no batch was sent"
+        for tag, states in seen.items():
+            assert_applied_once(
+                xor(*chains[tag]), dict(enumerate(chains[tag])), dict(enumerate(states))
+            )
+        got = await client.get_many(list(chains))
+        assert all(s is not None and s.acked for s in got.values())
+        assert client.batching is not stops
+        if landed:  # its UpdateItem alone failed its condition; its token proved it landed
+            assert client.stats.resent_writes_recognised >= 1
+
+
+@pytest.mark.parametrize("code", ["AccessDeniedException", "ValidationException"])
+async def test_a_batch_refused_whole_is_sent_write_by_write_and_batching_stops(
+    kind: str, local: tuple[str, TableSpec], code: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    refuse = Trigger(raising(client_error("BatchExecuteStatement", code)))
+    async with faulty(kind, local, before={"batch_execute_statement": refuse}) as client:
+        chains = await make_chains(client, "refused-", 10, 2)
+        with caplog.at_level(logging.WARNING, logger="xor_ack_dynamodb._batches"):
+            seen = await stamp_all(client, chains)
+        assert refuse.left == 0, "no batch was sent"
+        assert all(sum(s.acked for s in states) == 1 for states in seen.values())
+        assert not client.batching
+        assert "PartiQLUpdate" in caplog.text and code in caplog.text
+        writes = client.stats.snapshot()
+        more = await make_chains(client, "after-", 6, 2)
+        await stamp_all(client, more)
+        assert client.stats.snapshot()["batched_writes"] == writes["batched_writes"]
+
+
+async def test_a_batch_whose_answer_is_lost_after_it_landed_is_settled_by_reads(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    lose = Trigger(raising(ConnectionClosedError(endpoint_url=local[0])))
+    async with faulty(kind, local, after={"batch_execute_statement": lose}) as client:
+        chains = await make_chains(client, "lost-", 10, 2)
+        seen = await stamp_all(client, chains)
+        assert lose.left == 0, "no batch was sent"
+        for tag, states in seen.items():
+            assert_applied_once(
+                xor(*chains[tag]), dict(enumerate(chains[tag])), dict(enumerate(states))
+            )
+        assert client.stats.resent_writes_recognised >= 2  # every write of that batch
+        assert client.batching  # a transport error says nothing against batching
+
+
+async def test_a_statement_with_a_lost_race_gets_the_item_without_a_read(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """Another writer moves a chain between our read and our batch: ALL_OLD, no GetItem."""
+    raw = boto3.client("dynamodb", endpoint_url=local[0], region_name="us-east-1")
+    async with open_client(kind, local[0], local[1].name, retry=PATIENT, **BATCHING) as client:
+        chains = await make_chains(client, "stale-", 8, 2)
+        intruder_tag = "stale-3"
+        intruder = new_stamp()
+        async with open_client("sync", local[0], local[1].name) as other:
+            await other.stamp(intruder_tag, intruder)  # our cache is now one version behind
+        reads = client.stats.requests["GetItem"]
+        seen = await stamp_all(client, chains)
+        assert client.stats.requests["GetItem"] == reads
+        assert client.stats.conflicts >= 1
+        kids = chains[intruder_tag]
+        assert not any(s.acked for s in seen[intruder_tag])  # the intruder's stamp is in
+        item = raw.get_item(
+            TableName=local[1].name, Key={"tagID": {"S": intruder_tag}}, ConsistentRead=True
+        )["Item"]
+        assert bytes(item["stamp"]["B"]) == bytes(xor(*kids, intruder, *kids))
+
+
+def test_batching_a_client_error_shape_is_a_botocore_client_error() -> None:
+    (refused,) = read_batch(
+        {"Responses": [{"Error": {"Code": "ConditionalCheckFailed", "Message": "x"}}]}, 1
+    )
+    assert isinstance(refused, Refused) and isinstance(refused.error, ClientError)
+    assert refused.error.operation_name == "UpdateItem"
