@@ -324,8 +324,11 @@ class Batcher:
             )
 
     def send(self, writes: list[Write]) -> Generator[Effect, Any, list[Result]]:
-        if len(writes) == 1:
-            return [(yield from self._alone(writes[0].params, sent_before=False))]
+        if len(writes) == 1 or not self.enabled:  # alone, or waited in the plan when it stopped
+            results: list[Result] = []
+            for write in writes:
+                results.append((yield from self._alone(write.params, sent_before=False)))
+            return results
         self.stats.requests["BatchExecuteStatement"] += 1
         self.stats.requests["UpdateItem"] -= len(writes)
         self.stats.batched_writes += len(writes)
@@ -338,7 +341,7 @@ class Batcher:
                 return [exc] * len(writes)  # re-sent by botocore: the core reads and judges
             if batch_unsupported(exc):
                 self._stop(_code(exc))
-            results: list[Result] = []
+            results = []
             for write in writes:
                 self.stats.requests["UpdateItem"] += 1
                 results.append((yield from self._alone(write.params, sent_before=False)))

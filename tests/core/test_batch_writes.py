@@ -28,13 +28,14 @@ from xor_ack_dynamodb import Stamp, new_stamp, xor
 from xor_ack_dynamodb._batches import (
     MAX_BATCH_STATEMENTS,
     Applied,
+    Batcher,
     BatchPlan,
     Refused,
     SendAlone,
     read_batch,
     to_statement,
 )
-from xor_ack_dynamodb._ops import Chains
+from xor_ack_dynamodb._ops import Chains, ClientStats
 from xor_ack_dynamodb.item import ChainState
 from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.table import TableSpec
@@ -233,6 +234,36 @@ def test_plan_settings_are_checked() -> None:
         BatchPlan(slots=0)
     with pytest.raises(ValueError, match="size"):
         BatchPlan(size=MAX_BATCH_STATEMENTS + 1)
+
+
+def drive(op: Any, answers: dict[str, Any]) -> tuple[list[str], Any]:
+    """Run a sans-I/O operation by hand: ``answers[op]`` is each call's response."""
+    calls: list[str] = []
+    try:
+        effect = next(op)
+        while True:
+            calls.append(effect.op)
+            effect = op.send(answers[effect.op])
+    except StopIteration as stop:
+        return calls, stop.value
+
+
+def test_writes_waiting_when_batching_stopped_go_one_by_one() -> None:
+    stats = ClientStats()
+    batcher = Batcher(stats)
+    core = Chains(table="chains")
+    writes = []
+    for tag in ("a", "b", "c"):
+        params, _ = core._stamp_params(tag, _state(), new_stamp(), (b"t" * 8,), 1.0)
+        write = batcher.prepare(params, None)
+        assert write is not None
+        writes.append(write)
+    batcher.enabled = False  # a refusal stopped batching while these waited in the plan
+    calls, results = drive(batcher.send(writes), {"update_item": {"ok": 1}})
+    assert calls == ["update_item"] * 3
+    assert results == [{"ok": 1}] * 3
+    assert stats.requests["BatchExecuteStatement"] == 0 and stats.batched_writes == 0
+    assert batcher.prepare(writes[0].params, None) is None  # new writes skip the plan
 
 
 # -- against DynamoDB Local ------------------------------------------------------------
