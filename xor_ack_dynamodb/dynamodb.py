@@ -1,8 +1,9 @@
 """The async client: ack chains in DynamoDB over aioboto3 / aiobotocore.
 
 All decisions are made by the sans-I/O core in ``_ops``; this module sends the
-requests it builds, sleeps when it says so, and merges concurrent stamps on
-one chain into one write (coalescing).
+requests it builds, sleeps when it says so, merges concurrent stamps on one
+chain into one write (coalescing) and, with ``batch_writes``, sends concurrent
+writes of different chains together (the plan and the batches are ``_batches``').
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 It drives the same sans-I/O operations as the async client (``_ops``); only
 the sending and the sleeping differ.  It is thread-safe: concurrent ``stamp``
-calls on one tag from several threads are merged into one write, as in the
+calls on one tag from several threads are merged into one write, and with
+``batch_writes`` concurrent writes of different chains go together, as in the
 async client.
 """
 
