@@ -82,6 +82,19 @@ def _quote(identifier: str) -> str | None:
     return f'"{identifier}"'
 
 
+def _resolve(
+    pairs: list[tuple[str, str]], names: dict[str, str], values: dict[str, Any]
+) -> list[tuple[str, Any]] | None:
+    """``(#name, :value)`` placeholders as (quoted attribute, value); None if one cannot be."""
+    resolved: list[tuple[str, Any]] = []
+    for name, value in pairs:
+        quoted = _quote(names.get(name, ""))
+        if quoted is None or value not in values:
+            return None
+        resolved.append((quoted, values[value]))
+    return resolved
+
+
 def to_statement(params: dict[str, Any]) -> dict[str, Any] | None:
     """The PartiQL statement of a conditional ``UpdateItem``, or None if it has no such form.
 
@@ -95,37 +108,20 @@ def to_statement(params: dict[str, Any]) -> dict[str, Any] | None:
         return None
     names: dict[str, str] = params.get("ExpressionAttributeNames", {})
     values: dict[str, Any] = params.get("ExpressionAttributeValues", {})
+    key: dict[str, Any] = params["Key"]
     table = _quote(params.get("TableName", ""))
-    if table is None:
+    sets = _resolve(_ASSIGN.findall(update.group(1)), names, values)
+    where = _resolve([(k, k) for k in key], {k: k for k in key}, key)
+    conditions = _resolve(_ASSIGN.findall(condition), names, values)
+    if table is None or sets is None or where is None or conditions is None:
         return None
-    sets: list[str] = []
-    where: list[str] = []
-    parameters: list[Any] = []
-    for name, value in _ASSIGN.findall(update.group(1)):
-        if name not in names or value not in values:
-            return None
-        quoted = _quote(names[name])
-        if quoted is None:
-            return None
-        sets.append(f"SET {quoted} = ?")
-        parameters.append(values[value])
-    for key_name, key_value in params["Key"].items():
-        quoted = _quote(key_name)
-        if quoted is None:
-            return None
-        where.append(f"{quoted} = ?")
-        parameters.append(key_value)
-    for name, value in _ASSIGN.findall(condition):
-        if name not in names or value not in values:
-            return None
-        quoted = _quote(names[name])
-        if quoted is None:
-            return None
-        where.append(f"{quoted} = ?")
-        parameters.append(values[value])
+    where += conditions
     statement: dict[str, Any] = {
-        "Statement": f"UPDATE {table} {' '.join(sets)} WHERE {' AND '.join(where)}",
-        "Parameters": parameters,
+        "Statement": f"UPDATE {table} "
+        + " ".join(f"SET {attribute} = ?" for attribute, _ in sets)
+        + " WHERE "
+        + " AND ".join(f"{attribute} = ?" for attribute, _ in where),
+        "Parameters": [value for _, value in sets + where],
     }
     if "ReturnValuesOnConditionCheckFailure" in params:
         statement["ReturnValuesOnConditionCheckFailure"] = params[
