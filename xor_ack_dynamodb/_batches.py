@@ -64,8 +64,6 @@ _SEND_ALONE = {
     "AccessDenied",
     "ValidationError",
 }
-#: A statement error that leaves open whether it landed: sent alone, marked as sent before.
-_MAYBE_LANDED = {"InternalServerError"}
 #: Errors of the whole batch that say this endpoint or principal cannot run batches at all.
 _UNSUPPORTED = {
     "AccessDeniedException",
@@ -189,7 +187,7 @@ def read_batch(response: dict[str, Any], count: int) -> list[Verdict]:
         elif code in _SEND_ALONE:
             sent_before = int(meta.get("RetryAttempts", 0) or 0) > 0
             verdicts.append(SendAlone(sent_before=sent_before, cause=code))
-        else:  # InternalServerError, or a code this client does not know
+        else:  # InternalServerError or a code this client does not know: it may have landed
             verdicts.append(SendAlone(sent_before=True, cause=code or "unknown error"))
     return verdicts
 
