@@ -43,6 +43,8 @@ class ClientBase:
         batch_writes: bool = False,
         write_slots: int = DEFAULT_WRITE_SLOTS,
     ) -> None:
+        if write_slots < 1:
+            raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
         self._client = client
         self._core = Chains(
             table=table,

@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xor_ack_dynamodb import Stamp, new_stamp, xor
+from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb._batches import (
     MAX_BATCH_STATEMENTS,
     Applied,
@@ -227,6 +227,11 @@ def test_the_plan_sends_every_write_once_in_batches_of_distinct_items(
     offered = [n * 8 + s for n, s in enumerate(steps) if s is not None]
     assert sorted(w for batch in sent for w in batch) == offered
     assert plan.waiting == [] and plan.in_flight == 0
+
+
+def test_a_client_refuses_write_slots_below_one() -> None:
+    with pytest.raises(ValueError, match="write_slots must be >= 1"):
+        SyncXorAckDynamoDB(object(), table="chains", batch_writes=True, write_slots=0)
 
 
 def test_plan_settings_are_checked() -> None:
