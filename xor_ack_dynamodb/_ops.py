@@ -709,13 +709,10 @@ class Chains:
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
             # Lost a race: ``current`` is the fresh state; back off and try again.
-            self.stats.conflicts += 1
-            if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
+            if not (yield from self._back_off(attempt, started)):
                 for i in batch + later:
                     outcomes[i] = StaleLocalData(tag, attempt)
                 break
-            self.stats.retries += 1
-            yield Sleep(self.retry.delay(attempt, self.rng))
             pending, state = batch + later, current
         return [o if o is not None else TagNotFound(tag) for o in outcomes]
 
@@ -878,7 +875,7 @@ class Chains:
                 except (ClientError, BotoCoreError) as failure:
                     outcomes.update(dict.fromkeys(tags, failure))
                     break
-                self._judge_resent(writes, states, current, outcomes, error, True)
+                self._judge_resent(writes, states, current, outcomes, error)
                 for tag in tags:
                     outcomes.setdefault(tag, error)
                 break
@@ -888,29 +885,26 @@ class Chains:
             if _maybe_sent_twice(error):
                 # An earlier send of this very transaction may have landed (all of it).
                 current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
-                self._judge_resent(writes, states, current, outcomes, error, True)
+                self._judge_resent(writes, states, current, outcomes, error)
             states.update(fresh)
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
             if (contended.intersection(pending) or not rejected) and not (
-                yield from self._back_off(attempt, started, pending, outcomes)
+                yield from self._back_off(attempt, started)
             ):
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
                 break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
 
-    def _back_off(
-        self, attempt: int, started: float, pending: Sequence[str], outcomes: dict[str, Outcome]
-    ) -> Generator[Effect, Any, bool]:
-        """After a lost race in a transaction: sleep and go on (True), or give up (False).
+    def _back_off(self, attempt: int, started: float) -> Generator[Effect, Any, bool]:
+        """After ``attempt`` writes lost their race: sleep and go on (True), or give up (False).
 
-        Giving up (the retry policy is spent) leaves ``StaleLocalData`` for every
-        chain still pending.
+        Counts the lost race, and the retry if there is one.  Giving up (the retry
+        policy is spent, or there is none) is the caller's ``StaleLocalData``.
         """
         self.stats.conflicts += 1
         if self.retry is None or not self.retry.allows(attempt, self.monotonic() - started):
-            for tag in pending:
-                outcomes[tag] = StaleLocalData(tag, attempt)
             return False
         self.stats.retries += 1
         yield Sleep(self.retry.delay(attempt, self.rng))
@@ -923,7 +917,6 @@ class Chains:
         current: Mapping[str, ChainState | None],
         outcomes: dict[str, Outcome],
         error: BaseException,
-        maybe_twice: bool,
     ) -> None:
         """After a transaction that may have landed: the outcome of each write proven either way.
 
@@ -935,7 +928,7 @@ class Chains:
             if tag in outcomes:
                 continue
             try:
-                landed = self._landed(before.get(tag), current.get(tag), [token], tag, maybe_twice)
+                landed = self._landed(before.get(tag), current.get(tag), [token], tag, True)
             except AmbiguousWrite as ambiguous:
                 ambiguous.__cause__ = error
                 outcomes[tag] = ambiguous
@@ -956,9 +949,7 @@ class Chains:
         """
         if len(stamps) > MAX_TRANSACTION_ITEMS:
             raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
-        if ttl is not None and not ttl > 0:
-            raise ValueError("ttl must be > 0 seconds")
-        values = {check_tag(tag): as_stamp(value) for tag, value in stamps.items()}
+        values = create_entries(stamps, ttl)
         outcomes: dict[str, Outcome] = {}
         pending = list(values)
         attempt = 0
@@ -1016,8 +1007,9 @@ class Chains:
                 break
             pending = [tag for tag in tags if tag not in outcomes]
             if contended.intersection(pending) and not (
-                yield from self._back_off(attempt, started, pending, outcomes)
+                yield from self._back_off(attempt, started)
             ):
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
                 break
         return {tag: outcomes[tag] for tag in values}
 
