@@ -210,12 +210,14 @@ class XorAckDynamoDB(ClientBase):
         ``token`` (1-16 bytes) makes the call idempotent: a stamp whose token the
         chain already holds is not applied again and the current state is returned.
         """
-        entry = one_entry(tag, stamp, token)
+        return unwrap(await self._stamp_entry(tag, one_entry(tag, stamp, token)))
+
+    async def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
+        """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
-            outcome = await self._submit(tag, entry)
-        else:
-            (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
-        return unwrap(outcome)
+            return await self._submit(tag, entry)
+        (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
+        return outcome  # type: ignore[no-any-return]
 
     async def _chunks(
         self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
@@ -291,10 +293,7 @@ class XorAckDynamoDB(ClientBase):
 
         async def one(tag: str, entry: Entry) -> Outcome:
             async with gate:
-                if self._coalesce:
-                    return await self._submit(tag, entry)
-                (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
-                return outcome  # type: ignore[no-any-return]
+                return await self._stamp_entry(tag, entry)
 
         outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
         return collect_many(entries, outcomes)

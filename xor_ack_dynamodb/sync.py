@@ -190,12 +190,14 @@ class SyncXorAckDynamoDB(ClientBase):
 
     def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
         """XOR ``stamp`` into the chain; see ``XorAckDynamoDB.stamp``."""
-        entry = one_entry(tag, stamp, token)
+        return unwrap(self._stamp_entry(tag, one_entry(tag, stamp, token)))
+
+    def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
+        """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
-            outcome = self._submit(tag, entry)
-        else:
-            (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
-        return unwrap(outcome)
+            return self._submit(tag, entry)
+        (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
+        return outcome  # type: ignore[no-any-return]
 
     def _chunks(
         self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
@@ -257,18 +259,11 @@ class SyncXorAckDynamoDB(ClientBase):
             outcomes = self._chunks(self._core.stamp_transact, entries, concurrency)
             return collect_many(entries, outcomes)
 
-        def one(item: tuple[str, Entry]) -> Outcome:
-            tag, entry = item
-            if self._coalesce:
-                return self._submit(tag, entry)
-            (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
-            return outcome  # type: ignore[no-any-return]
-
         if concurrency == 1 or len(entries) <= 1:
-            outcomes = [one(item) for item in entries.items()]
+            outcomes = [self._stamp_entry(tag, entry) for tag, entry in entries.items()]
         else:
             with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as pool:
-                outcomes = list(pool.map(one, entries.items()))
+                outcomes = list(pool.map(self._stamp_entry, entries, entries.values()))
         return collect_many(entries, outcomes)
 
     def fail(self, tag: str, reason: str = "failed") -> ChainState:
