@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .._ops import MAX_TRANSACTION_ITEMS
+from .._ops import MAX_TRANSACTION_ITEMS, chunked
 from ..errors import ChainFailed, StampManyFailed, TagNotFound, XorAckError
 from ..sync import SyncXorAckDynamoDB
 from .buckets import split_into_buckets
@@ -288,10 +288,8 @@ def count_buckets(
         # other: task p writes slice k while task p + 1 writes slice k + 1, so the tasks
         # never hold the same chains at the same time, even when a round has few files.
         size = max(1, min(MAX_TRANSACTION_ITEMS, -(-n // plan.partitions)))
-        order = list(stamps)
-        for i in range(0, n, size):
-            piece = order[i : i + size]
-            stamper.submit({t: stamps[t] for t in piece}, {t: tokens[t] for t in piece})
+        for piece in chunked(stamps, size):
+            stamper.submit(piece, {t: tokens[t] for t in piece})
         totals: dict[str, int] = {}
         for position, entries in received.items():
             if entries:
