@@ -275,11 +275,6 @@ def test_writes_waiting_when_batching_stopped_go_one_by_one() -> None:
 
 
 @pytest.fixture
-def local(ddb_local_endpoint: str, ddb_table: TableSpec) -> tuple[str, TableSpec]:
-    return ddb_local_endpoint, ddb_table
-
-
-@pytest.fixture
 async def batching(kind: str, local: tuple[str, TableSpec]) -> AsyncIterator[Any]:
     async with open_client(kind, local[0], local[1].name, retry=PATIENT, **BATCHING) as client:
         yield client

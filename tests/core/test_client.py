@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import boto3
 import pytest
 
 from xor_ack_dynamodb import Stamp, new_stamp, xor
@@ -28,11 +27,6 @@ from xor_ack_dynamodb.table import TableSpec
 from .facade import open_client
 
 H = bytes.fromhex
-
-
-@pytest.fixture
-def raw(backend: tuple[str, TableSpec]) -> Any:
-    return boto3.client("dynamodb", endpoint_url=backend[0], region_name="us-east-1")
 
 
 async def test_seed_walkthrough_value_by_value(ack: Any) -> None:

@@ -66,17 +66,6 @@ async def other(backend: tuple[str, TableSpec]) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-def raw(backend: tuple[str, TableSpec]) -> Any:
-    return boto3.client("dynamodb", endpoint_url=backend[0], region_name="us-east-1")
-
-
-@pytest.fixture
-def local(ddb_local_endpoint: str, ddb_table: TableSpec) -> tuple[str, TableSpec]:
-    """DynamoDB Local only: the tests with hundreds of chains."""
-    return ddb_local_endpoint, ddb_table
-
-
-@pytest.fixture
 async def local_ack(kind: str, local: tuple[str, TableSpec]) -> AsyncIterator[Any]:
     async with open_client(kind, local[0], local[1].name) as client:
         yield client
