@@ -9,6 +9,8 @@
   and every ``python some/script.py`` must name a file of the repository.  A block
   made only of ``xor-ack`` commands (the word count aside) also runs for real, under
   bash -e, with ``xor-ack local start|status|stop`` answered by the tests' server.
+  Other commands (aws, docker, pip, spark-submit) are not checked: they need an
+  account, an engine or a cluster that the tests do not have.
 
 Test ids name the file and the line of the block's opening fence.
 """
