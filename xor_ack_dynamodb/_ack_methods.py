@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar, Literal, overload
 
-from ._generations import Generations
+from ._generations import Generations, GenerationsConfig
 from ._listeners import call_all, raise_errors, registers_acked
 from ._ticker import Ticker
 from .errors import BufferLengthsUnequal, InvalidTag, TagExists
@@ -112,7 +112,7 @@ PYTHON_SLOTS = (
 )
 
 
-class _AckMethods:
+class _AckMethods(GenerationsConfig):
     """Everything of :class:`Ack` except the hot path (``add`` / ``stamp``).
 
     Shared by both cores: :class:`PyAck` (pure Python) and ``CAck`` (C).  The
@@ -189,14 +189,6 @@ class _AckMethods:
     def tick_interval(self) -> float | None:
         """How often ``tick()`` must run for :attr:`timeout` to hold."""
         return self._tick_interval
-
-    @property
-    def buckets(self) -> int:
-        return len(self._generations.buckets)
-
-    @property
-    def high_water(self) -> int | None:
-        return self._generations.high_water
 
     @property
     def stats(self) -> AckStats:
@@ -338,14 +330,8 @@ class _AckMethods:
         tag, value, nbytes = _checked(tag, stamp)
         generations = self._generations
         entry = self._chains.get(tag)
-        if entry is None:
-            # Before its add (or after its chain finished): keep it, unclaimed.
-            if generations.full():
-                self._dropped += 1
-                return False
-            generations.insert(tag, self._new_entry(value, nbytes, 0.0, 0))
-            self._unclaimed += 1
-            return False
+        if entry is None:  # before its add (or after its chain finished)
+            return self._keep_unclaimed(tag, value, nbytes, 0)
         if entry.nbytes == 0:
             # Only a fail came before: now the length is known.
             generations.replace(tag, self._new_entry(value, nbytes, 0.0, entry.flags))
@@ -357,6 +343,15 @@ class _AckMethods:
             self._complete(tag, entry)
             return True
         entry.value = value
+        return False
+
+    def _keep_unclaimed(self, tag: str, value: int, nbytes: int, flags: int) -> bool:
+        """Keep a stamp or fail that came before its add, unless the tracker is full; False."""
+        if self._generations.full():
+            self._dropped += 1
+        else:
+            self._generations.insert(tag, self._new_entry(value, nbytes, 0.0, flags))
+            self._unclaimed += 1
         return False
 
     def _finish_failed(self, tag: str, entry: EntryLike) -> None:
@@ -377,12 +372,7 @@ class _AckMethods:
         tag = check_tag(tag)
         entry = self._chains.get(tag)
         if entry is None:
-            if self._generations.full():
-                self._dropped += 1
-                return False
-            self._generations.insert(tag, self._new_entry(0, 0, 0.0, FAILED))
-            self._unclaimed += 1
-            return False
+            return self._keep_unclaimed(tag, 0, 0, FAILED)
         if entry.flags & ADDED:
             self._finish_failed(tag, entry)
             return True

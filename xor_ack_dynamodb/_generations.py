@@ -30,9 +30,9 @@ changes it).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Entry", "Generations", "check_buckets", "check_high_water"]
+__all__ = ["Entry", "Generations", "GenerationsConfig", "check_buckets", "check_high_water"]
 
 
 class Entry(Protocol):
@@ -129,3 +129,21 @@ class Generations(Generic[K, E]):
             if entries.get(key) is entry:
                 del entries[key]
         return expired
+
+
+class GenerationsConfig:
+    """What a tracker shows of its engine (``self._generations``): ``buckets``, ``high_water``."""
+
+    __slots__ = ()
+
+    _generations: Generations[Any, Any]
+
+    @property
+    def buckets(self) -> int:
+        """The number of timeout generations."""
+        return len(self._generations.buckets)
+
+    @property
+    def high_water(self) -> int | None:
+        """The most entries held at once (None: no limit)."""
+        return self._generations.high_water

@@ -60,7 +60,7 @@ from ._acker_messages import (
     ResetTimeout,
     Track,
 )
-from ._generations import Generations
+from ._generations import Generations, GenerationsConfig
 from ._listeners import call_all, raise_errors, registers_acked
 from .errors import TagExists, ZeroBufferNoOp
 from .memory import FailReason
@@ -149,7 +149,7 @@ AckedListener = Callable[[Acked], object]
 NackedListener = Callable[[Nacked], object]
 
 
-class Acker:
+class Acker(GenerationsConfig):
     """One acker task: tuple trees by anchor id, with timeouts and a high-water mark.
 
     Feed it messages with :meth:`handle` (or the verb methods); it reports each
@@ -184,14 +184,6 @@ class Acker:
         return listener
 
     # -- inspection -------------------------------------------------------------------
-
-    @property
-    def buckets(self) -> int:
-        return len(self._generations.buckets)
-
-    @property
-    def high_water(self) -> int | None:
-        return self._generations.high_water
 
     @property
     def stats(self) -> AckerStats:
