@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar, Literal, overload
 
-from ._generations import Generations, GenerationsConfig
+from ._generations import Generations, GenerationsConfig, check_buckets
 from ._listeners import call_all, raise_errors, registers_acked
 from ._ticker import Ticker
 from .errors import BufferLengthsUnequal, InvalidTag, TagExists
@@ -162,10 +162,10 @@ class _AckMethods(GenerationsConfig):
         ``high_water``: the most entries held at once; an ``add`` beyond it fails
         the new chain at once with ``"overflow"``.
         """
-        generations: Generations[str, EntryLike] = Generations(buckets, high_water)
+        nbuckets = check_buckets(buckets)  # checked in the order of the arguments, as before
         self._timeout = None if timeout is None else _positive_seconds("timeout", timeout)
-        nbuckets = len(generations.buckets)
         self._tick_interval = None if self._timeout is None else self._timeout / (nbuckets - 1)
+        generations: Generations[str, EntryLike] = Generations(nbuckets, high_water)
         self._generations = generations
         self._chains = generations.entries
         self._buckets = generations.buckets
