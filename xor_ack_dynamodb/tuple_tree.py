@@ -239,8 +239,7 @@ class TupleTree(_Driver[TreeSink]):
     def _send(self, step: Step[R]) -> R:
         request = step.request
         if isinstance(request, Init):
-            init = self.sink.init
-            completed = init(
+            completed = self.sink.init(
                 request.anchor_id,
                 request.value,
                 task_id=request.task_id,
@@ -286,8 +285,7 @@ class AsyncTupleTree(_Driver[AsyncTreeSink]):
     async def _send(self, step: Step[R]) -> R:
         request = step.request
         if isinstance(request, Init):
-            init = self.sink.init
-            completed = await init(
+            completed = await self.sink.init(
                 request.anchor_id,
                 request.value,
                 task_id=request.task_id,
