@@ -5,6 +5,9 @@ listener that raises cannot lose it.  The other listeners still run; then the
 exception reaches whoever caused the event (one exception as itself, several
 as an ``ExceptionGroup``).  A ``BaseException`` that is not an ``Exception``
 (``KeyboardInterrupt``, ``SystemExit``) is not caught and stops at once.
+
+Registration is checked here too (:func:`registers_acked`), so that both
+trackers refuse the same mistakes with the same errors.
 """
 
 from __future__ import annotations
@@ -32,3 +35,15 @@ def raise_errors(errors: list[Exception] | None, event: str) -> None:
         if len(errors) == 1:
             raise errors[0]
         raise ExceptionGroup(f"several {event!r} listeners raised", errors)
+
+
+def registers_acked(event: object, listener: object) -> bool:
+    """Check an ``on(event, listener)`` call: True for ``"acked"``, False for ``"failed"``.
+
+    ``TypeError`` if ``listener`` is not callable, ``ValueError`` for another event.
+    """
+    if not callable(listener):
+        raise TypeError(f"listener must be callable, not {listener!r}")
+    if event not in ("acked", "failed"):
+        raise ValueError(f'event must be "acked" or "failed", not {event!r}')
+    return event == "acked"

@@ -28,9 +28,10 @@ What Storm does and FsShelter does not, kept here:
   arrives; a zero value then wins over a fail that came first;
 - :meth:`Acker.reset_timeout` keeps a slow but living tree from expiring.
 
-Timeouts are FsShelter's rotating buckets (see :mod:`xor_ack_dynamodb.memory`):
-with ``buckets`` generations and a tick every T seconds, a tree lives between
-``(buckets - 1) * T`` and ``buckets * T``.  ``high_water`` bounds the trees held:
+Timeouts are FsShelter's rotating buckets, the same engine as the in-memory
+``Ack``'s (:mod:`xor_ack_dynamodb._generations`): with ``buckets`` generations
+and a tick every T seconds, a tree lives between ``(buckets - 1) * T`` and
+``buckets * T``.  ``high_water`` bounds the trees held:
 a Track beyond it is nacked at once with ``"overflow"``.
 
 Trees are sharded over N ackers by :func:`acker_index` (``abs(anchor_id % N)``,
@@ -44,10 +45,23 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
-from typing import Literal, TypeAlias, TypeVar, overload
+from typing import Literal, TypeVar, overload
 
-from ._listeners import call_all, raise_errors
+from ._acker_messages import (
+    Acked,
+    AckerMsg,
+    AckerStats,
+    Anchor,
+    Fail,
+    Nacked,
+    Ok,
+    Outcome,
+    Pending,
+    ResetTimeout,
+    Track,
+)
+from ._generations import Generations, GenerationsConfig
+from ._listeners import call_all, raise_errors, registers_acked
 from .errors import TagExists, ZeroBufferNoOp
 from .memory import FailReason
 
@@ -118,120 +132,12 @@ def acker_for(ackers: Sequence[T], anchor_id: int) -> T:
     return ackers[acker_index(anchor_id, len(ackers))]
 
 
-# -- messages ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Track:
-    """Start tree ``anchor_id`` for ``source_id`` emitted by spout task ``task_id``.
-
-    ``value`` is the XOR of the tree's root tuple ids when the spout folds their
-    anchoring into the Track (Storm); 0 when it sends one Anchor per root (FsShelter).
-    """
-
-    task_id: Hashable
-    source_id: Hashable
-    anchor_id: int
-    value: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Anchor:
-    """Tuple ``tuple_id`` was created in tree ``anchor_id``."""
-
-    anchor_id: int
-    tuple_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Ok:
-    """Tuple ``tuple_id`` of tree ``anchor_id`` was processed.
-
-    ``tuple_id`` may be a folded value: ``input_id ^ child_1 ^ ... ^ child_n`` acks
-    the input and anchors its children in one message.
-    """
-
-    anchor_id: int
-    tuple_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Fail:
-    """Tuple ``tuple_id`` of tree ``anchor_id`` failed: the tree fails."""
-
-    anchor_id: int
-    tuple_id: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ResetTimeout:
-    """Tree ``anchor_id`` is slow but alive: restart its timeout."""
-
-    anchor_id: int
-
-
-AckerMsg: TypeAlias = Track | Anchor | Ok | Fail | ResetTimeout
-
-
-# -- outcomes (what the acker sends back to the spout) ------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Acked:
-    """Every tuple of the tree was processed: ack ``source_id`` at spout ``task_id``."""
-
-    anchor_id: int
-    task_id: Hashable
-    source_id: Hashable
-
-
-@dataclass(frozen=True, slots=True)
-class Nacked:
-    """The tree failed (``reason``): nack ``source_id`` at spout ``task_id`` (replay it)."""
-
-    anchor_id: int
-    task_id: Hashable
-    source_id: Hashable
-    reason: FailReason
-
-
-Outcome: TypeAlias = Acked | Nacked
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A snapshot of a tree the acker holds (the seed's ``Pending`` state)."""
-
-    anchor_id: int
-    task_id: Hashable
-    source_id: Hashable
-    value: int
-    tracked: bool  #: False while only messages that overtook the Track have arrived
-    failed: bool  #: a Fail arrived before the Track
-
-
-@dataclass(frozen=True, slots=True)
-class AckerStats:
-    """Counters of one :class:`Acker`; ``tracked == acked + failed + expired +
-    overflowed + pending``."""
-
-    tracked: int
-    acked: int
-    failed: int
-    expired: int
-    overflowed: int
-    pending: int
-    untracked: int  #: trees whose messages overtook their Track
-    orphaned: int  #: untracked trees that expired without a Track
-    dropped: int  #: messages for unknown trees not kept because the acker was full
-
-
 class _Tree:
     __slots__ = ("failed", "gen", "source_id", "task_id", "tracked", "value", "xored")
 
-    def __init__(self, gen: int) -> None:
+    def __init__(self) -> None:
         self.value = 0
-        self.gen = gen
+        self.gen = 0  # set by Generations.insert
         self.tracked = False
         self.failed = False
         self.xored = False
@@ -243,7 +149,7 @@ AckedListener = Callable[[Acked], object]
 NackedListener = Callable[[Nacked], object]
 
 
-class Acker:
+class Acker(GenerationsConfig):
     """One acker task: tuple trees by anchor id, with timeouts and a high-water mark.
 
     Feed it messages with :meth:`handle` (or the verb methods); it reports each
@@ -254,16 +160,8 @@ class Acker:
     """
 
     def __init__(self, *, buckets: int = 3, high_water: int | None = None) -> None:
-        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 2:
-            raise ValueError(f"buckets must be an int >= 2, not {buckets!r}")
-        if high_water is not None and (
-            isinstance(high_water, bool) or not isinstance(high_water, int) or high_water < 1
-        ):
-            raise ValueError(f"high_water must be an int >= 1 or None, not {high_water!r}")
-        self._high_water = high_water
-        self._trees: dict[int, _Tree] = {}
-        self._buckets: list[dict[int, _Tree]] = [{} for _ in range(buckets)]
-        self._gen = 0
+        self._generations: Generations[int, _Tree] = Generations(buckets, high_water)
+        self._trees = self._generations.entries
         self._acked_listeners: tuple[AckedListener, ...] = ()
         self._nacked_listeners: tuple[NackedListener, ...] = ()
         self._tracked = self._acked = self._failed = self._expired = self._overflowed = 0
@@ -279,25 +177,13 @@ class Acker:
         self, event: str, listener: AckedListener | NackedListener
     ) -> AckedListener | NackedListener:
         """``fn(Acked)`` when a tree completes, ``fn(Nacked)`` when it fails."""
-        if not callable(listener):
-            raise TypeError(f"listener must be callable, not {listener!r}")
-        if event == "acked":
+        if registers_acked(event, listener):
             self._acked_listeners = (*self._acked_listeners, listener)  # type: ignore[arg-type]
-        elif event == "failed":
-            self._nacked_listeners = (*self._nacked_listeners, listener)  # type: ignore[arg-type]
         else:
-            raise ValueError(f'event must be "acked" or "failed", not {event!r}')
+            self._nacked_listeners = (*self._nacked_listeners, listener)  # type: ignore[arg-type]
         return listener
 
     # -- inspection -------------------------------------------------------------------
-
-    @property
-    def buckets(self) -> int:
-        return len(self._buckets)
-
-    @property
-    def high_water(self) -> int | None:
-        return self._high_water
 
     @property
     def stats(self) -> AckerStats:
@@ -358,7 +244,7 @@ class Acker:
         tree = self._trees.get(anchor_id)
         if tree is None:
             self._tracked += 1
-            if self._full():
+            if self._generations.full():
                 self._overflowed += 1
                 return self._nack(anchor_id, task_id, source_id, FailReason.OVERFLOW)
             tree = self._insert(anchor_id)
@@ -406,26 +292,12 @@ class Acker:
 
     def reset_timeout(self, anchor_id: int) -> bool:
         """Restart the timeout of tree ``anchor_id``; False if the acker does not hold it."""
-        tree = self._trees.get(check_id(anchor_id, "anchor_id"))
-        if tree is None:
-            return False
-        if tree.gen != self._gen:
-            buckets = self._buckets
-            del buckets[tree.gen % len(buckets)][anchor_id]
-            tree.gen = self._gen
-            buckets[tree.gen % len(buckets)][anchor_id] = tree
-        return True
+        return self._generations.renew(check_id(anchor_id, "anchor_id"))
 
     def tick(self) -> list[Nacked]:
         """Expire the oldest generation of trees (the seed's Tick); returns the nacks sent."""
-        self._gen += 1
-        buckets = self._buckets
-        bucket = buckets[self._gen % len(buckets)]
-        expired = list(bucket.items())
-        bucket.clear()
         nacks: list[Nacked] = []
-        for anchor_id, tree in expired:
-            del self._trees[anchor_id]
+        for anchor_id, tree in self._generations.tick():
             if tree.tracked:
                 nacks.append(Nacked(anchor_id, tree.task_id, tree.source_id, FailReason.TIMEOUT))
             else:
@@ -440,24 +312,14 @@ class Acker:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _full(self) -> bool:
-        return self._high_water is not None and len(self._trees) >= self._high_water
-
     def _insert(self, anchor_id: int) -> _Tree:
-        tree = _Tree(self._gen)
-        self._trees[anchor_id] = tree
-        buckets = self._buckets
-        buckets[self._gen % len(buckets)][anchor_id] = tree
+        tree = _Tree()
+        self._generations.insert(anchor_id, tree)
         return tree
-
-    def _forget(self, anchor_id: int, tree: _Tree) -> None:
-        del self._trees[anchor_id]
-        buckets = self._buckets
-        del buckets[tree.gen % len(buckets)][anchor_id]
 
     def _untracked_tree(self, anchor_id: int) -> _Tree | None:
         """A new entry for a message that overtook its Track, or None when full."""
-        if self._full():
+        if self._generations.full():
             self._dropped += 1
             return None
         self._untracked += 1
@@ -481,14 +343,14 @@ class Acker:
         return None
 
     def _complete(self, anchor_id: int, tree: _Tree) -> Acked:
-        self._forget(anchor_id, tree)
+        self._generations.remove(anchor_id, tree)
         self._acked += 1
         acked = Acked(anchor_id, tree.task_id, tree.source_id)
         raise_errors(call_all(self._acked_listeners, (acked,)), "acked")
         return acked
 
     def _fail_tree(self, anchor_id: int, tree: _Tree) -> Nacked:
-        self._forget(anchor_id, tree)
+        self._generations.remove(anchor_id, tree)
         self._failed += 1
         return self._nack(anchor_id, tree.task_id, tree.source_id, FailReason.FAILED)
 
