@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar, Literal, overload
 
+from ._ack_report import AckedListener, AckStats, FailedListener, FailReason
 from ._generations import Generations, GenerationsConfig, check_buckets
 from ._listeners import call_all, raise_errors, registers_acked
 from ._ticker import Ticker
@@ -33,43 +32,6 @@ FAILED = 2
 
 _from_bytes = int.from_bytes
 perf_counter = time.perf_counter
-
-
-class FailReason(StrEnum):
-    """Why a chain failed; a ``str``, so ``reason == "timeout"`` works."""
-
-    FAILED = "failed"  #: ``fail(tag)`` was called
-    TIMEOUT = "timeout"  #: not complete within its timeout
-    OVERFLOW = "overflow"  #: added while the tracker held ``high_water`` chains
-
-
-AckedListener = Callable[[str], object]
-FailedListener = Callable[[str, FailReason], object]
-
-
-@dataclass(frozen=True, slots=True)
-class AckStats:
-    """Counters of one :class:`Ack` (a snapshot).
-
-    ``added == acked + failed + expired + overflowed + pending`` always holds.
-    """
-
-    added: int  #: ``add`` calls that started a chain (overflowed ones included)
-    acked: int  #: chains whose state reached zero
-    failed: int  #: chains failed by ``fail(tag)``
-    expired: int  #: chains failed by their timeout
-    overflowed: int  #: chains failed at once by the high-water mark
-    pending: int  #: chains added and not finished
-    unclaimed: int  #: entries whose stamps or fail arrived before their add
-    orphaned: int  #: unclaimed entries that timed out without an add
-    dropped: int  #: early stamps / fails not kept because the tracker was full
-    ack_time_total: float  #: seconds from add to ack, summed over acked chains
-    ack_time_max: float  #: the longest time from add to ack, in seconds
-
-    @property
-    def ack_time_mean(self) -> float | None:
-        """Mean seconds from add to ack, None before the first ack."""
-        return self.ack_time_total / self.acked if self.acked else None
 
 
 def check_tag(tag: object) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from ._ack_methods import FailReason
+from ._ack_report import FailReason
 
 __all__ = [
     "Acked",

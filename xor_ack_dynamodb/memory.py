@@ -51,14 +51,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, ClassVar
 
-from ._ack_methods import (
-    ADDED,
-    PYTHON_SLOTS,
-    AckStats,
-    FailReason,
-    _AckMethods,
-)
+from ._ack_methods import ADDED, PYTHON_SLOTS, _AckMethods
 from ._ack_methods import perf_counter as _perf_counter
+from ._ack_report import AckStats, FailReason
 from ._listeners import call_all, raise_errors
 from ._ticker import Ticker
 
