@@ -52,6 +52,7 @@ from .errors import (
     InvalidTag,
     InvalidToken,
     InvalidTTL,
+    InvalidWait,
     StaleLocalData,
     StampManyFailed,
     TagExists,
@@ -214,6 +215,20 @@ def check_ttl(ttl: object) -> float | None:
             f"ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not {ttl!r}"
         )
     return float(ttl)
+
+
+def check_wait(timeout: object, poll_interval: object) -> None:
+    """Validate ``wait()``'s durations: a timeout >= 0 (inf allowed), a finite interval > 0."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise InvalidWait(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+    if (
+        isinstance(poll_interval, bool)
+        or not isinstance(poll_interval, (int, float))
+        or not 0 < poll_interval < math.inf
+    ):
+        raise InvalidWait(
+            f"poll_interval must be a finite number of seconds above 0, not {poll_interval!r}"
+        )
 
 
 def check_reason(reason: object) -> str:
@@ -1292,6 +1307,7 @@ class Chains:
     ) -> Generator[Effect, Any, ChainState]:
         """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
         check_tag(tag)
+        check_wait(timeout, poll_interval)
         deadline = self.monotonic() + timeout
         while True:
             state = yield from self._read(tag)

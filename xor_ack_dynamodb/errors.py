@@ -139,6 +139,14 @@ class ChainFailed(_TagError):
         self.reason = reason
 
 
+class InvalidWait(XorAckError, ValueError):
+    """``wait()`` was given a ``timeout`` that is not a number >= 0 (``inf``: no limit)
+    or a ``poll_interval`` that is not a finite number above 0.
+
+    A NaN timeout would otherwise poll forever.  Also a ``ValueError``.
+    """
+
+
 class InvalidReason(XorAckError, ValueError):
     """``fail()`` was given a reason that is not a non-empty ``str``.
 

@@ -36,6 +36,7 @@ from xor_ack_dynamodb.errors import (
     InvalidTag,
     InvalidToken,
     InvalidTTL,
+    InvalidWait,
     LessThanTwoBuffers,
     StampManyFailed,
     TagExists,
@@ -237,6 +238,14 @@ CASES: list[Case] = [
     Case("ttl over 100 years", lambda a: a.create("new", S, ttl=1e300), InvalidTTL),
     Case("create_many ttl inf", lambda a: a.create_many({"new": S}, ttl=math.inf), InvalidTTL),
     Case("create_many ttl nan", lambda a: a.create_many({"new": S}, ttl=math.nan), InvalidTTL),
+    # -- wait()'s durations
+    Case("wait timeout nan", lambda a: a.wait("good", timeout=math.nan), InvalidWait),
+    Case("wait timeout negative", lambda a: a.wait("good", timeout=-1), InvalidWait),
+    Case(
+        "wait poll_interval 0",
+        lambda a: a.wait("good", timeout=1, poll_interval=0),
+        InvalidWait,
+    ),
     # -- fail()'s reason
     Case("reason empty", lambda a: a.fail("good", reason=""), InvalidReason),
     Case("reason not encodable", lambda a: a.fail("good", reason=SURROGATE), InvalidReason),
