@@ -79,6 +79,7 @@ MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItem
 #: DynamoDB's limit of the aggregate size of a transaction's items (4 MiB); a
 #: transaction over it is refused whole (``ValidationException``), every time.
 MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+MAX_ITEM_BYTES = 400 * 1024  # DynamoDB's limit of one item
 #: What a chain's item holds besides its tag, stamp and token list, at most:
 #: attribute names, chain id, version and timestamps (an estimate on the safe side).
 ITEM_OVERHEAD_BYTES = 512
@@ -277,10 +278,24 @@ def many_entries(stamps: Mapping[str, bytes], tokens: object) -> dict[str, Entry
     return {tag: one_entry(tag, value, tokens.get(tag)) for tag, value in stamps.items()}
 
 
-def create_entries(stamps: Mapping[str, bytes], ttl: object) -> dict[str, Stamp]:
+def create_entries(
+    stamps: Mapping[str, bytes], ttl: object, token_window: int = DEFAULT_TOKEN_WINDOW
+) -> dict[str, Stamp]:
     """Validate every input of ``create_many`` before anything is sent."""
     check_ttl(ttl)
-    return {check_tag(tag): as_stamp(value) for tag, value in _check_mapping(stamps).items()}
+    values = {check_tag(tag): as_stamp(value) for tag, value in _check_mapping(stamps).items()}
+    for tag, value in values.items():
+        check_fits(tag, value, token_window)
+    return values
+
+
+def check_fits(tag: str, stamp: Stamp, token_window: int) -> None:
+    """Refuse a stamp whose chain could not be one DynamoDB item (400 KB, with its tokens)."""
+    if transaction_bytes(tag, stamp, token_window) > MAX_ITEM_BYTES:
+        raise InvalidStamp(
+            f"a stamp of {len(stamp)} bytes under a tag of {len(tag.encode())} bytes does not"
+            f" fit one DynamoDB item ({MAX_ITEM_BYTES} bytes with its tokens); use shorter stamps"
+        )
 
 
 def check_tags(tags: object) -> list[str]:
@@ -697,6 +712,7 @@ class Chains:
         check_tag(tag)
         value = as_stamp(stamp)
         ttl = check_ttl(ttl)
+        check_fits(tag, value, self.token_window)
         attempt = 0
         while True:
             attempt += 1
@@ -1122,7 +1138,7 @@ class Chains:
         """
         if len(stamps) > MAX_TRANSACTION_ITEMS:
             raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
-        values = create_entries(stamps, ttl)
+        values = create_entries(stamps, ttl, self.token_window)
         ttl = check_ttl(ttl)
         outcomes: dict[str, Outcome] = {}
         pending = list(values)

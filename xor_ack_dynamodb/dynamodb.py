@@ -259,7 +259,7 @@ class XorAckDynamoDB(ClientBase):
         """
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl)
+        values = create_entries(stamps, ttl, self._core.token_window)
         outcomes = await self._chunks(
             lambda piece: self._core.create_transact(piece, ttl), values, concurrency
         )

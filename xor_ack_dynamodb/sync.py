@@ -234,7 +234,7 @@ class SyncXorAckDynamoDB(ClientBase):
         """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl)
+        values = create_entries(stamps, ttl, self._core.token_window)
         outcomes = self._chunks(
             lambda piece: self._core.create_transact(piece, ttl), values, concurrency
         )

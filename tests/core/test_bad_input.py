@@ -54,6 +54,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
 GOOD = Stamp(bytes(range(1, 17)))  # the live chain "good" holds this 16-byte stamp
 S = Stamp(bytes(range(101, 117)))  # a valid 16-byte stamp to send
 SURROGATE = "\ud800"  # a str that UTF-8 cannot encode
+BIG = Stamp(b"\x01" * 410_000)  # no DynamoDB item holds it (400 KB)
 
 
 def released() -> memoryview:
@@ -189,6 +190,12 @@ CASES: list[Case] = [
     Case("stamp a str", lambda a: a.stamp("good", "not bytes"), InvalidStamp),
     Case("stamp a released memoryview", lambda a: a.stamp("good", released()), InvalidStamp),
     Case("stamp of another length", lambda a: a.stamp("good", S[:8]), BufferLengthsUnequal),
+    Case("create stamp over one item", lambda a: a.create("new", BIG), InvalidStamp),
+    Case(
+        "create_many stamp over one item",
+        lambda a: a.create_many({"new": S, "new2": BIG}),
+        InvalidStamp,
+    ),
     Case("stamps not a mapping", lambda a: a.stamp_many([("good", S)]), InvalidStamp),
     Case("create_many not a mapping", lambda a: a.create_many(None), InvalidStamp),
     Case("create_many stamp a str", lambda a: a.create_many({"new": "text"}), InvalidStamp),
