@@ -32,7 +32,7 @@ import random
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -44,9 +44,15 @@ from .errors import (
     BufferLengthsUnequal,
     ChainFailed,
     ChainTimeout,
+    CorruptItem,
     CreateManyFailed,
+    GetManyFailed,
+    InvalidReason,
+    InvalidStamp,
     InvalidTag,
     InvalidToken,
+    InvalidTTL,
+    InvalidWait,
     StaleLocalData,
     StampManyFailed,
     TagExists,
@@ -70,13 +76,26 @@ RETRYABLE_CANCELLATIONS = frozenset(
     }
 )
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItems
+#: DynamoDB's limit of the aggregate size of a transaction's items (4 MiB); a
+#: transaction over it is refused whole (``ValidationException``), every time.
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+MAX_ITEM_BYTES = 400 * 1024  # DynamoDB's limit of one item
+#: What a chain's item holds besides its tag, stamp and token list, at most:
+#: attribute names, chain id, version and timestamps (an estimate on the safe side).
+ITEM_OVERHEAD_BYTES = 512
 MAX_BATCH_GET = 100  # DynamoDB's limit of keys per BatchGetItem
 MAX_UNPROCESSED_ROUNDS = 8
 MAX_TAG_BYTES = 2048  # DynamoDB's limit for a partition key value
 MAX_TOKEN_BYTES = 16
+MAX_TTL = 100 * 365 * 86_400.0  # 100 years: far beyond any chain, and a valid DynamoDB number
 WRITE_TOKEN_BYTES = 8
 DEFAULT_TOKEN_WINDOW = 32
 DEFAULT_TOMBSTONE_TTL = 86_400.0
+
+
+#: Errors of one chain that a client hands to the callers of that chain's write (its
+#: entries of a ``*_many`` call, its merged stamps) as their outcome, not to everyone.
+ENTRY_ERRORS = (ClientError, BotoCoreError, CorruptItem)
 
 
 @dataclass(frozen=True)
@@ -145,10 +164,17 @@ class Entry:
 
 
 def check_tag(tag: object) -> str:
+    """Validate a tag: a non-empty ``str`` of at most 2,048 bytes of (strict) UTF-8."""
     if not isinstance(tag, str) or not tag:
         raise InvalidTag(f"a tag must be a non-empty str, not {tag!r}")
-    if len(tag.encode("utf-8", "surrogatepass")) > MAX_TAG_BYTES:
-        raise InvalidTag(f"a tag must be at most {MAX_TAG_BYTES} bytes of UTF-8")
+    try:
+        size = len(tag.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidTag(
+            f"a tag must be encodable as UTF-8 (no lone surrogates), not {tag!r}"
+        ) from exc
+    if size > MAX_TAG_BYTES:
+        raise InvalidTag(f"a tag must be at most {MAX_TAG_BYTES} bytes of UTF-8, not {size}")
     return tag
 
 
@@ -162,10 +188,61 @@ def check_token(token: object) -> bytes | None:
     if token is None:
         return None
     if isinstance(token, str):
-        token = token.encode()
+        try:
+            token = token.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidToken(
+                f"a str token must be encodable as UTF-8 (no lone surrogates), not {token!r}"
+            ) from exc
     if not isinstance(token, (bytes, bytearray)) or not 1 <= len(token) <= MAX_TOKEN_BYTES:
-        raise InvalidToken(f"a token must be 1 to {MAX_TOKEN_BYTES} bytes, not {token!r}")
+        raise InvalidToken(
+            f"a token must be 1 to {MAX_TOKEN_BYTES} bytes (or a str of as many UTF-8 bytes),"
+            f" not {token!r}"
+        )
     return hashlib.blake2b(bytes(token), digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
+
+
+def check_ttl(ttl: object) -> float | None:
+    """Validate a chain's ``ttl``: None, or a finite number of seconds in (0, MAX_TTL]."""
+    if ttl is None:
+        return None
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, (int, float))
+        or not math.isfinite(ttl)
+        or not 0 < ttl <= MAX_TTL
+    ):
+        raise InvalidTTL(
+            f"ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not {ttl!r}"
+        )
+    return float(ttl)
+
+
+def check_wait(timeout: object, poll_interval: object) -> None:
+    """Validate ``wait()``'s durations: a timeout >= 0 (inf allowed), a finite interval > 0."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise InvalidWait(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+    if (
+        isinstance(poll_interval, bool)
+        or not isinstance(poll_interval, (int, float))
+        or not 0 < poll_interval < math.inf
+    ):
+        raise InvalidWait(
+            f"poll_interval must be a finite number of seconds above 0, not {poll_interval!r}"
+        )
+
+
+def check_reason(reason: object) -> str:
+    """Validate ``fail()``'s reason: a non-empty ``str`` that UTF-8 can encode."""
+    if not isinstance(reason, str) or not reason:
+        raise InvalidReason(f"reason must be a non-empty str, not {reason!r}")
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidReason(
+            f"reason must be encodable as UTF-8 (no lone surrogates), not {reason!r}"
+        ) from exc
+    return reason
 
 
 def one_entry(tag: object, stamp: object, token: object) -> Entry:
@@ -182,22 +259,50 @@ def unwrap(outcome: Outcome) -> Stamp:
     return outcome
 
 
-def many_entries(
-    stamps: Mapping[str, bytes], tokens: Mapping[str, bytes | str] | None
-) -> dict[str, Entry]:
+def _check_mapping(stamps: object) -> Mapping[Any, Any]:
+    if not isinstance(stamps, Mapping):
+        raise InvalidStamp(f"stamps must be a mapping {{tag: stamp}}, not {type(stamps).__name__}")
+    return stamps
+
+
+def many_entries(stamps: Mapping[str, bytes], tokens: object) -> dict[str, Entry]:
     """Validate every input of ``stamp_many`` before anything is sent."""
-    tokens = tokens or {}
+    stamps = _check_mapping(stamps)
+    if tokens is None:
+        tokens = {}
+    if not isinstance(tokens, Mapping):
+        raise InvalidToken(f"tokens must be a mapping {{tag: token}}, not {type(tokens).__name__}")
     unknown = set(tokens) - set(stamps)
     if unknown:
         raise InvalidToken(f"tokens given for tags that have no stamp: {sorted(unknown)!r}")
     return {tag: one_entry(tag, value, tokens.get(tag)) for tag, value in stamps.items()}
 
 
-def create_entries(stamps: Mapping[str, bytes], ttl: float | None) -> dict[str, Stamp]:
+def create_entries(
+    stamps: Mapping[str, bytes], ttl: object, token_window: int = DEFAULT_TOKEN_WINDOW
+) -> dict[str, Stamp]:
     """Validate every input of ``create_many`` before anything is sent."""
-    if ttl is not None and not ttl > 0:
-        raise ValueError("ttl must be > 0 seconds")
-    return {check_tag(tag): as_stamp(value) for tag, value in stamps.items()}
+    check_ttl(ttl)
+    values = {check_tag(tag): as_stamp(value) for tag, value in _check_mapping(stamps).items()}
+    for tag, value in values.items():
+        check_fits(tag, value, token_window)
+    return values
+
+
+def check_fits(tag: str, stamp: Stamp, token_window: int) -> None:
+    """Refuse a stamp whose chain could not be one DynamoDB item (400 KB, with its tokens)."""
+    if transaction_bytes(tag, stamp, token_window) > MAX_ITEM_BYTES:
+        raise InvalidStamp(
+            f"a stamp of {len(stamp)} bytes under a tag of {len(tag.encode())} bytes does not"
+            f" fit one DynamoDB item ({MAX_ITEM_BYTES} bytes with its tokens); use shorter stamps"
+        )
+
+
+def check_tags(tags: object) -> list[str]:
+    """Validate the tags of ``get_many``: an iterable of tags (a lone str is refused)."""
+    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+        raise InvalidTag(f"tags must be an iterable of str, not {type(tags).__name__}")
+    return [check_tag(tag) for tag in tags]
 
 
 def collect_many(
@@ -218,10 +323,42 @@ def collect_many(
     return results
 
 
-def chunked(items: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
-    """``items`` in consecutive pieces of at most ``size`` (one transaction or batch each)."""
-    keys = list(items)
-    return [{key: items[key] for key in keys[i : i + size]} for i in range(0, len(keys), size)]
+def chunked(
+    items: Mapping[str, Any],
+    size: int,
+    weigh: Callable[[str, Any], int] | None = None,
+    budget: int = 0,
+) -> list[dict[str, Any]]:
+    """``items`` in consecutive pieces of at most ``size`` (one transaction or batch each).
+
+    With ``weigh``, a piece also closes before its weights would sum to more than
+    ``budget`` (an item heavier than ``budget`` goes alone).
+    """
+    pieces: list[dict[str, Any]] = []
+    piece: dict[str, Any] = {}
+    load = 0
+    for key, value in items.items():
+        weight = weigh(key, value) if weigh is not None else 0
+        if piece and (len(piece) >= size or (weigh is not None and load + weight > budget)):
+            pieces.append(piece)
+            piece, load = {}, 0
+        piece[key] = value
+        load += weight
+    if piece:
+        pieces.append(piece)
+    return pieces
+
+
+def transaction_bytes(tag: str, value: Stamp | Entry, token_window: int) -> int:
+    """An upper estimate of what one chain's write adds to a transaction's 4 MiB.
+
+    The tag counts twice (the key, and the item it names), then the stamp, the
+    token list and the rest of the item.  On the safe side: a piece closed early
+    costs one more request, a piece over the limit is refused every time.
+    """
+    stamp = value.stamp if isinstance(value, Entry) else value
+    tag_bytes = len(tag.encode("utf-8"))
+    return 2 * tag_bytes + len(stamp) + WRITE_TOKEN_BYTES * token_window + ITEM_OVERHEAD_BYTES
 
 
 def _error_code(exc: BaseException) -> str:
@@ -368,18 +505,36 @@ class Chains:
     def _expiry(self, now: float, ttl: float) -> dict[str, str]:
         return {"N": str(math.ceil(now + ttl))}
 
-    def _decode(self, raw: dict[str, Any] | None, now: float | None = None) -> ChainState | None:
+    def _decode(
+        self, raw: dict[str, Any] | None, now: float | None = None, tag: str | None = None
+    ) -> ChainState | None:
+        """The live or closed chain ``raw`` holds; None if absent or expired.
+
+        Raises ``CorruptItem`` for an item this client cannot read (``I.decode``).
+        """
         if not raw:
             return None
-        state = I.decode(raw, self.partition_key)
+        state = I.decode(raw, self.partition_key, tag)
         return None if state.expired(now if now is not None else self.clock()) else state
+
+    def transactions(self, items: Mapping[str, Stamp | Entry]) -> list[dict[str, Any]]:
+        """``items`` (stamps or entries by tag) in pieces that fit one transaction each.
+
+        At most 100 chains and, by :func:`transaction_bytes`, 4 MiB per piece.
+        """
+        return chunked(
+            items,
+            MAX_TRANSACTION_ITEMS,
+            lambda tag, value: transaction_bytes(tag, value, self.token_window),
+            MAX_TRANSACTION_BYTES,
+        )
 
     def _read(self, tag: str) -> Generator[Effect, Any, ChainState | None]:
         self.stats.requests["GetItem"] += 1
         response = yield Call(
             "get_item", {"TableName": self.table, "Key": self._key(tag), "ConsistentRead": True}
         )
-        state = self._decode(response.get("Item"))
+        state = self._decode(response.get("Item"), tag=tag)
         self.remember(state, tag)
         return state
 
@@ -479,7 +634,7 @@ class Chains:
         """
         raw = exc.response.get("Item")
         if raw:
-            state = self._decode(raw)
+            state = self._decode(raw, tag=tag)
             self.remember(state, tag)
             return state
         return (yield from self._read(tag))
@@ -499,11 +654,14 @@ class Chains:
 
     def _settle_many(
         self, tags: Sequence[str], exc: BaseException
-    ) -> Generator[Effect, Any, dict[str, ChainState | None]]:
-        """:meth:`_settle` for a transaction that failed without a cancellation."""
+    ) -> Generator[Effect, Any, tuple[dict[str, ChainState | None], dict[str, CorruptItem]]]:
+        """:meth:`_settle` for a transaction that failed without a cancellation.
+
+        Returns the states, and the items that cannot be read (``CorruptItem``) apart.
+        """
         if _proven_not_landed(exc):
             raise exc
-        return (yield from self.get_many(tags))
+        return (yield from self._read_many(tags))
 
     def _landed(
         self,
@@ -553,8 +711,8 @@ class Chains:
         """Start a chain: a conditional write that only a free tag lets through."""
         check_tag(tag)
         value = as_stamp(stamp)
-        if ttl is not None and not ttl > 0:
-            raise ValueError("ttl must be > 0 seconds")
+        ttl = check_ttl(ttl)
+        check_fits(tag, value, self.token_window)
         attempt = 0
         while True:
             attempt += 1
@@ -718,16 +876,26 @@ class Chains:
 
     # -- many chains per request ----------------------------------------------
 
-    def get_many(self, tags: Sequence[str]) -> Generator[Effect, Any, dict[str, ChainState | None]]:
+    def get_many(self, tags: Iterable[str]) -> Generator[Effect, Any, dict[str, ChainState | None]]:
         """Strongly consistent states of many chains, 100 per BatchGetItem request.
 
         Keys DynamoDB leaves unprocessed (throttling) are asked again with backoff;
-        after ``MAX_UNPROCESSED_ROUNDS`` they are read one by one.
+        after ``MAX_UNPROCESSED_ROUNDS`` they are read one by one.  Raises
+        ``GetManyFailed`` (the readable states, and a ``CorruptItem`` per item that
+        cannot be read) if any item is not a chain this client can read.
         """
-        for tag in tags:
-            check_tag(tag)
+        states, corrupt = yield from self._read_many(check_tags(tags))
+        if corrupt:
+            raise GetManyFailed(states, corrupt)
+        return states
+
+    def _read_many(
+        self, tags: Sequence[str]
+    ) -> Generator[Effect, Any, tuple[dict[str, ChainState | None], dict[str, CorruptItem]]]:
+        """:meth:`get_many`'s reads: the states, and the items that cannot be read apart."""
         unique = list(dict.fromkeys(tags))
         found: dict[str, ChainState | None] = {}
+        corrupt: dict[str, CorruptItem] = {}
         for start in range(0, len(unique), MAX_BATCH_GET):
             keys = [self._key(tag) for tag in unique[start : start + MAX_BATCH_GET]]
             rounds = 0
@@ -742,16 +910,25 @@ class Chains:
                 )
                 now = self.clock()
                 for raw in response.get("Responses", {}).get(self.table, []):
-                    found[raw[self.partition_key]["S"]] = self._decode(raw, now)
+                    tag = raw[self.partition_key]["S"]  # the key asked for: always a string
+                    try:
+                        found[tag] = self._decode(raw, now, tag)
+                    except CorruptItem as exc:
+                        corrupt[tag] = exc
                 unprocessed = response.get("UnprocessedKeys", {}).get(self.table, {})
                 keys = list(unprocessed.get("Keys", []))
             for key in keys:
                 tag = key[self.partition_key]["S"]
-                found[tag] = yield from self._read(tag)
-        result = {tag: found.get(tag) for tag in unique}
+                try:
+                    found[tag] = yield from self._read(tag)
+                except CorruptItem as exc:
+                    corrupt[tag] = exc
+        result = {tag: found.get(tag) for tag in unique if tag not in corrupt}
         for tag, state in result.items():
             self.remember(state, tag)
-        return result
+        for tag in corrupt:
+            self.forget(tag)
+        return result, corrupt
 
     def _transact(
         self, params: Sequence[dict[str, Any]]
@@ -791,7 +968,11 @@ class Chains:
                 contended.add(tag)
                 raw = reason.get("Item")
                 if raw:
-                    fresh[tag] = self._decode(raw)
+                    try:
+                        fresh[tag] = self._decode(raw, tag=tag)
+                    except CorruptItem as damaged:
+                        errors[tag] = damaged
+                        continue
                     self.remember(fresh[tag], tag)
                 else:
                     to_read.append(tag)
@@ -801,7 +982,9 @@ class Chains:
                 errors[tag] = TransactionItemRejected(tag, code, str(reason.get("Message", "")))
                 errors[tag].__cause__ = cancelled
         if to_read:
-            fresh.update((yield from self.get_many(to_read)))
+            states, corrupt = yield from self._read_many(to_read)
+            fresh.update(states)
+            errors.update(corrupt)
         return fresh, contended, errors
 
     def stamp_transact(
@@ -831,8 +1014,10 @@ class Chains:
             else:
                 states[tag] = state
         if unknown:
-            states.update((yield from self.get_many(unknown)))
-        pending = list(entries)
+            found, corrupt = yield from self._read_many(unknown)
+            states.update(found)
+            outcomes.update(corrupt)  # an item this client cannot read: nothing is written
+        pending = [tag for tag in entries if tag not in outcomes]
         attempt = 0
         started = self.monotonic()
         while pending:
@@ -855,9 +1040,12 @@ class Chains:
                     writes.append((tag, token, params, planned))
             if len(writes) <= 1:
                 for tag, _, _, _ in writes:
-                    (outcomes[tag],) = yield from self.stamp_batch(
-                        tag, [entries[tag]], states.get(tag)
-                    )
+                    try:
+                        (outcomes[tag],) = yield from self.stamp_batch(
+                            tag, [entries[tag]], states.get(tag)
+                        )
+                    except CorruptItem as damaged:
+                        outcomes[tag] = damaged
                 break
             attempt += 1
             tags = [tag for tag, _, _, _ in writes]
@@ -871,10 +1059,11 @@ class Chains:
             if _error_code(error) != TRANSACTION_CANCELED:
                 # Not a cancellation: a transport or server error, settled as one write's.
                 try:
-                    current = yield from self._settle_many(tags, error)
+                    current, corrupt = yield from self._settle_many(tags, error)
                 except (ClientError, BotoCoreError) as failure:
                     outcomes.update(dict.fromkeys(tags, failure))
                     break
+                outcomes.update(corrupt)
                 self._judge_resent(writes, states, current, outcomes, error)
                 for tag in tags:
                     outcomes.setdefault(tag, error)
@@ -949,7 +1138,8 @@ class Chains:
         """
         if len(stamps) > MAX_TRANSACTION_ITEMS:
             raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
-        values = create_entries(stamps, ttl)
+        values = create_entries(stamps, ttl, self.token_window)
+        ttl = check_ttl(ttl)
         outcomes: dict[str, Outcome] = {}
         pending = list(values)
         attempt = 0
@@ -959,7 +1149,7 @@ class Chains:
                 (tag,) = pending
                 try:
                     outcomes[tag] = yield from self.create(tag, values[tag], ttl)
-                except (TagExists, ClientError, BotoCoreError) as exc:
+                except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
                     outcomes[tag] = exc
                 break
             attempt += 1
@@ -986,10 +1176,11 @@ class Chains:
                 outcomes.update(rejected)
             else:
                 try:
-                    current = yield from self._settle_many(tags, error)
+                    current, corrupt = yield from self._settle_many(tags, error)
                 except (ClientError, BotoCoreError) as failure:
                     outcomes.update(dict.fromkeys(tags, failure))
                     break
+                outcomes.update(corrupt)
             for tag, token, _ in writes:
                 state = current.get(tag)
                 if tag in outcomes or state is None:
@@ -1018,46 +1209,84 @@ class Chains:
 
         A chain that is already acked stays acked (its zero state wins over a late
         fail, as in Storm) and one already failed stays as it is: both are returned.
+        An item this client cannot read raises ``CorruptItem`` and is not written.
         """
         check_tag(tag)
-        if not isinstance(reason, str) or not reason:
-            raise ValueError("reason must be a non-empty string")
+        check_reason(reason)
+        # Read and validate first: a condition can check the attributes' types (and
+        # does, below, so an item damaged after the read is refused by DynamoDB
+        # itself, atomically), but not every rule of a readable item (a token list
+        # whose length is a multiple of 8, a whole-number version).  The read costs
+        # one request on a path that is rare, and spares the write on a closed chain.
+        state = yield from self._read(tag)
+        attempt = 0
+        while True:
+            if state is None:
+                raise TagNotFound(tag)
+            if not state.live:
+                self.forget(tag)
+                return state
+            if attempt >= 3:
+                # Its condition failed each time, yet the item reads as live: give up.
+                raise StaleLocalData(tag, attempt)
+            attempt += 1
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            try:
+                response = yield Call("update_item", self._fail_params(tag, reason))
+            except ClientError as exc:
+                if _error_code(exc) != CONDITION_FAILED:
+                    raise
+                # Closed, gone or expired since the read, or damaged (CorruptItem).
+                state = yield from self._after_failed_condition(tag, exc)
+                continue
+            self.forget(tag)
+            return I.decode(response["Attributes"], self.partition_key, tag)
+
+    #: The types fail()'s write requires of the attributes it keeps: (placeholder,
+    #: type, required).  What ``item.decode`` checks of types, as a condition.
+    _FAIL_TYPES = (
+        ("#s", "B", True),
+        ("#v", "N", True),
+        ("#c", "B", False),
+        ("#t", "B", False),
+        ("#ca", "N", False),
+        ("#u", "N", False),
+        ("#r", "S", False),
+    )
+
+    def _fail_params(self, tag: str, reason: str) -> dict[str, Any]:
+        """The write that closes a live chain as failed, refused by a closed or damaged item."""
         now = self._now()
-        params = {
+        types = [
+            f"attribute_type({p}, :type{kind})"
+            if required
+            else f"(attribute_not_exists({p}) OR attribute_type({p}, :type{kind}))"
+            for p, kind, required in self._FAIL_TYPES
+        ]
+        return {
             "TableName": self.table,
             "Key": self._key(tag),
             "UpdateExpression": "SET #f = :now, #r = :r, #e = :exp, #u = :now, #v = #v + :one",
             "ConditionExpression": (
                 "attribute_exists(#pk) AND attribute_not_exists(#a) AND attribute_not_exists(#f)"
-                " AND (attribute_not_exists(#e) OR #e > :now)"
+                " AND (attribute_not_exists(#e) OR #e > :now) AND size(#s) > :zero AND "
+                + " AND ".join(types)
             ),
             "ExpressionAttributeNames": _names(
-                "#f", "#r", "#e", "#u", "#v", "#a", key=self.partition_key
+                "#s", "#c", "#t", "#ca", "#f", "#r", "#e", "#u", "#v", "#a", key=self.partition_key
             ),
             "ExpressionAttributeValues": {
                 ":now": {"N": str(now)},
                 ":r": {"S": reason},
                 ":one": {"N": "1"},
+                ":zero": {"N": "0"},
                 ":exp": self._expiry(now, self.tombstone_ttl),
+                **{f":type{kind}": {"S": kind} for kind in ("B", "N", "S")},
             },
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        self.stats.requests["UpdateItem"] += 1
-        self.stats.writes += 1
-        try:
-            response = yield Call("update_item", params)
-        except ClientError as exc:
-            if _error_code(exc) != CONDITION_FAILED:
-                raise
-            current = yield from self._after_failed_condition(tag, exc)
-            if current is None:
-                raise TagNotFound(tag) from exc
-            self.forget(tag)
-            return current
-        self.forget(tag)
-        state = I.decode(response["Attributes"], self.partition_key)
-        return state
 
     def delete(self, tag: str) -> Generator[Effect, Any, None]:
         """Remove the chain's item (live or tombstone); TagNotFound when there is none."""
@@ -1066,11 +1295,17 @@ class Chains:
         params = {
             "TableName": self.table,
             "Key": self._key(tag),
+            # An expires_at that is not a number (a damaged item) does not hide the item:
+            # delete() is how a CorruptItem is removed.
             "ConditionExpression": (
-                "attribute_exists(#pk) AND (attribute_not_exists(#e) OR #e > :now)"
+                "attribute_exists(#pk) AND (attribute_not_exists(#e)"
+                " OR NOT attribute_type(#e, :typeN) OR #e > :now)"
             ),
             "ExpressionAttributeNames": _names("#e", key=self.partition_key),
-            "ExpressionAttributeValues": {":now": {"N": str(self._now())}},
+            "ExpressionAttributeValues": {
+                ":now": {"N": str(self._now())},
+                ":typeN": {"S": "N"},
+            },
         }
         self.stats.requests["DeleteItem"] += 1
         self.stats.writes += 1
@@ -1088,6 +1323,7 @@ class Chains:
     ) -> Generator[Effect, Any, ChainState]:
         """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
         check_tag(tag)
+        check_wait(timeout, poll_interval)
         deadline = self.monotonic() + timeout
         while True:
             state = yield from self._read(tag)

@@ -18,19 +18,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase
 from ._ops import (
-    MAX_TRANSACTION_ITEMS,
+    ENTRY_ERRORS,
     Entry,
     Op,
     Outcome,
     Sleep,
-    chunked,
     collect_many,
     create_entries,
     many_entries,
     one_entry,
     unwrap,
 )
-from .errors import CreateManyFailed
+from .errors import CorruptItem, CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .retry import botocore_config
 from .stamps import Stamp
@@ -163,7 +162,7 @@ class XorAckDynamoDB(ClientBase):
         self._queues[tag] = queue = []
         try:
             (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
-        except (ClientError, BotoCoreError) as exc:
+        except ENTRY_ERRORS as exc:
             outcome = exc
         finally:
             if queue:
@@ -183,7 +182,7 @@ class XorAckDynamoDB(ClientBase):
                     outcomes = await self._run(
                         self._core.stamp_batch(tag, [entry for entry, _ in batch])
                     )
-                except (ClientError, BotoCoreError) as exc:
+                except ENTRY_ERRORS as exc:
                     outcomes = [exc] * len(batch)
                 for (_, future), outcome in zip(batch, outcomes, strict=True):
                     if not future.done():
@@ -216,13 +215,20 @@ class XorAckDynamoDB(ClientBase):
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
             return await self._submit(tag, entry)
-        (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
+        try:
+            (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
+        except CorruptItem as exc:
+            return exc  # this entry's own error, as a merged write gives it
         return outcome  # type: ignore[no-any-return]
 
     async def _chunks(
         self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
     ) -> list[Outcome]:
-        """Run ``op`` over ``items`` in transactions of up to 100, ``concurrency`` at a time."""
+        """Run ``op`` over ``items``, one transaction per piece, ``concurrency`` at a time.
+
+        Pieces of up to 100 chains and 4 MiB (``Chains.transactions``): a transaction
+        over DynamoDB's limits would be refused whole, every time.
+        """
         gate = asyncio.Semaphore(concurrency)
 
         async def one(piece: dict[str, Any]) -> dict[str, Outcome]:
@@ -235,7 +241,7 @@ class XorAckDynamoDB(ClientBase):
 
         merged: dict[str, Outcome] = {}
         for outcomes in await asyncio.gather(
-            *(one(piece) for piece in chunked(items, MAX_TRANSACTION_ITEMS))
+            *(one(piece) for piece in self._core.transactions(items))
         ):
             merged.update(outcomes)
         return [merged[tag] for tag in items]
@@ -253,15 +259,20 @@ class XorAckDynamoDB(ClientBase):
         """
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl)
+        values = create_entries(stamps, ttl, self._core.token_window)
         outcomes = await self._chunks(
             lambda piece: self._core.create_transact(piece, ttl), values, concurrency
         )
         return collect_many(values, outcomes, CreateManyFailed)
 
     async def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
-        """The states of many chains (strongly consistent), 100 per BatchGetItem request."""
-        result: dict[str, ChainState | None] = await self._run(self._core.get_many(list(tags)))
+        """The states of many chains (strongly consistent), 100 per BatchGetItem request.
+
+        ``None`` for a tag without a chain.  Raises ``GetManyFailed`` (``.results``:
+        the readable states, ``.errors``: a ``CorruptItem`` per item this client
+        cannot read) if any item is not a readable chain.
+        """
+        result: dict[str, ChainState | None] = await self._run(self._core.get_many(tags))
         return result
 
     async def stamp_many(

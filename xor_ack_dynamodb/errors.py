@@ -10,6 +10,15 @@ the botocore ``ClientError``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from .item import ChainState  # noqa: F401  (named in a string: a runtime import is circular)
+
+#: What a ``*_many`` call gives per tag that succeeded.
+R = TypeVar("R")
+
 
 class XorAckError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -45,7 +54,18 @@ class InvalidStamp(XorAckError):
 
 
 class InvalidTag(XorAckError):
-    """A tag is not a non-empty string that DynamoDB can store as a key."""
+    """A tag is not a non-empty string that DynamoDB can store as a key.
+
+    A tag must be a ``str`` of 1 to 2,048 bytes once encoded as UTF-8 (a lone
+    surrogate such as ``"\\ud800"`` cannot be encoded, so it is refused too).
+    """
+
+
+class InvalidTTL(XorAckError, ValueError):
+    """A ``ttl`` is not a finite number of seconds above zero (and at most 100 years).
+
+    Also a ``ValueError``, which is what earlier versions raised for a ``ttl`` <= 0.
+    """
 
 
 class _TagError(XorAckError):
@@ -119,27 +139,62 @@ class ChainFailed(_TagError):
         self.reason = reason
 
 
+class InvalidWait(XorAckError, ValueError):
+    """``wait()`` was given a ``timeout`` that is not a number >= 0 (``inf``: no limit)
+    or a ``poll_interval`` that is not a finite number above 0.
+
+    A NaN timeout would otherwise poll forever.  Also a ``ValueError``.
+    """
+
+
+class InvalidReason(XorAckError, ValueError):
+    """``fail()`` was given a reason that is not a non-empty ``str``.
+
+    Also a ``ValueError``, which is what earlier versions raised.
+    """
+
+
 class InvalidToken(XorAckError):
-    """An idempotency token is not 1 to 16 bytes."""
+    """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
 
 
-class _ManyFailed(XorAckError):
+class CorruptItem(_TagError):
+    """The chain's item was not written by this client or was damaged since.
+
+    An attribute is missing, of the wrong DynamoDB type, or of an impossible
+    value (``.attribute`` names it, ``.problem`` says what is wrong).  Every
+    operation raises it before writing anything; ``delete(tag)`` removes such an
+    item, after which the tag can be created again.
+    """
+
+    def __init__(self, tag: str, attribute: str, problem: str) -> None:
+        super().__init__(
+            tag,
+            f'"{tag}": the stored item is not a chain this client can read: attribute '
+            f'"{attribute}" {problem}; nothing was written. Repair the item, or delete it '
+            "(delete(tag)) and create the chain again",
+        )
+        self.attribute = attribute
+        self.problem = problem
+
+
+class _ManyFailed(XorAckError, Generic[R]):
     """Some tags of a ``*_many`` call failed; ``.results`` and ``.errors`` say which."""
 
     #: What did not happen to the tags in ``.errors`` ("stamps did not land", ...).
     what = "did not succeed"
 
-    def __init__(self, results: dict[str, bytes], errors: dict[str, BaseException]) -> None:
+    def __init__(self, results: Mapping[str, R], errors: Mapping[str, BaseException]) -> None:
         first = next(iter(errors.items()))
         super().__init__(
             f"{len(errors)} of {len(errors) + len(results)} {self.what} "
             f'(first: "{first[0]}": {first[1]})'
         )
-        self.results = results
-        self.errors = errors
+        self.results: dict[str, R] = dict(results)
+        self.errors: dict[str, BaseException] = dict(errors)
 
 
-class StampManyFailed(_ManyFailed):
+class StampManyFailed(_ManyFailed[bytes]):
     """Some stamps of a ``stamp_many`` call did not land; the rest did.
 
     ``.results`` maps each tag that landed to its new state, ``.errors`` each tag
@@ -149,14 +204,26 @@ class StampManyFailed(_ManyFailed):
     what = "stamps did not land"
 
 
-class CreateManyFailed(_ManyFailed):
+class CreateManyFailed(_ManyFailed[bytes]):
     """Some chains of a ``create_many`` call were not created; the rest were.
 
     ``.results`` maps each tag created to its stamp, ``.errors`` each tag that
-    was not to its error (``TagExists`` for a live chain under the tag).
+    was not to its error (``TagExists`` for a live chain under the tag,
+    ``CorruptItem`` for an item this client cannot read).
     """
 
     what = "chains were not created"
+
+
+class GetManyFailed(_ManyFailed["ChainState | None"]):
+    """Some items of a ``get_many`` call could not be read as chains; the rest were.
+
+    ``.results`` maps every readable tag to its state (``None``: no chain), as
+    ``get_many`` would have returned it; ``.errors`` maps each other tag to its
+    ``CorruptItem``.  ``get_many`` returns normally when every item is readable.
+    """
+
+    what = "items could not be read"
 
 
 class TransactionItemRejected(_TagError):

@@ -19,14 +19,20 @@ One item per tag::
                            chains created with a ttl; an item past it counts as absent
 
 Other attributes a user adds survive every write: all writes are UpdateItem.
+An item whose attributes above are missing (``stamp``, ``version``), of another
+type, or impossible (an empty stamp, a fractional version, tokens of a length
+that is not a multiple of 8) is refused with ``CorruptItem`` by every operation.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .errors import CorruptItem
 from .stamps import Stamp
 
 DEFAULT_PARTITION_KEY = "tagID"
@@ -79,29 +85,82 @@ class ChainState:
         )
 
 
-def _num(attr: dict[str, Any] | None) -> float | None:
+def _value(item: dict[str, Any], name: str, kind: str, tag: str, required: bool) -> Any:
+    """The ``kind`` value ("S", "N" or "B") of attribute ``name``; CorruptItem if it is not one."""
+    attr = item.get(name)
     if attr is None:
+        if required:
+            raise CorruptItem(tag, name, "is missing")
         return None
-    value = float(attr["N"])
+    if not isinstance(attr, dict) or len(attr) != 1 or kind not in attr:
+        found = "/".join(attr) if isinstance(attr, dict) else type(attr).__name__
+        raise CorruptItem(tag, name, f"is of type {found}, not {kind}")
+    value = attr[kind]
+    expected: tuple[type, ...] = (bytes, bytearray) if kind == "B" else (str,)
+    if not isinstance(value, expected):
+        raise CorruptItem(tag, name, f"holds a {type(value).__name__}, not {kind} data")
+    return value
+
+
+def _number(item: dict[str, Any], name: str, tag: str) -> float | None:
+    """An optional number attribute (epoch seconds), as an int where it is whole."""
+    text = _value(item, name, "N", tag, required=False)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise CorruptItem(tag, name, f"is not a finite number ({text!r})")
     return int(value) if value.is_integer() else value
 
 
-def _split_tokens(blob: bytes, size: int = 8) -> tuple[bytes, ...]:
+def _version(item: dict[str, Any], tag: str) -> int:
+    text = _value(item, VERSION, "N", tag, required=True)
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        number = Decimal("NaN")
+    if not number.is_finite() or number != number.to_integral_value() or number < 0:
+        raise CorruptItem(tag, VERSION, f"is not a whole number >= 0 ({text!r})")
+    return int(number)
+
+
+def _tokens(item: dict[str, Any], tag: str, size: int = 8) -> tuple[bytes, ...]:
+    blob = bytes(_value(item, TOKENS, "B", tag, required=False) or b"")
+    if len(blob) % size:
+        raise CorruptItem(tag, TOKENS, f"is {len(blob)} bytes, not a multiple of {size}")
     return tuple(blob[i : i + size] for i in range(0, len(blob), size))
 
 
-def decode(item: dict[str, Any], partition_key: str) -> ChainState:
-    """Decode a low-level DynamoDB item (``{"stamp": {"B": ...}, ...}``)."""
+def decode(item: dict[str, Any], partition_key: str, tag: str | None = None) -> ChainState:
+    """Decode a low-level DynamoDB item (``{"stamp": {"B": ...}, ...}``).
+
+    Raises :class:`CorruptItem` (naming the attribute and what is wrong) for an
+    item this client did not write or that was damaged: an attribute missing, of
+    the wrong type, or of an impossible value.  ``tag``: the tag the item was
+    asked for, named in the error when the item's own key is unreadable.
+    """
+    key = item.get(partition_key)
+    if isinstance(key, dict) and isinstance(key.get("S"), str):
+        tag = key["S"]
+    name = "?" if tag is None else tag
+    tag = _value(item, partition_key, "S", name, required=True)
+    assert isinstance(tag, str)
+    stamp = Stamp(bytes(_value(item, STAMP, "B", tag, required=True)))
+    if not stamp:
+        raise CorruptItem(tag, STAMP, "is empty")
     return ChainState(
-        tag=item[partition_key]["S"],
-        stamp=Stamp(item[STAMP]["B"]),
-        chain_id=bytes(item[CHAIN_ID]["B"]) if CHAIN_ID in item else b"",
-        version=int(item[VERSION]["N"]),
-        tokens=_split_tokens(bytes(item[TOKENS]["B"])) if TOKENS in item else (),
-        created_at=_num(item.get(CREATED_AT)) or 0.0,
-        updated_at=_num(item.get(UPDATED_AT)) or 0.0,
-        acked_at=_num(item.get(ACKED_AT)),
-        failed_at=_num(item.get(FAILED_AT)),
-        reason=item[REASON]["S"] if REASON in item else None,
-        expires_at=_num(item.get(EXPIRES_AT)),
+        tag=tag,
+        stamp=stamp,
+        chain_id=bytes(_value(item, CHAIN_ID, "B", tag, required=False) or b""),
+        version=_version(item, tag),
+        tokens=_tokens(item, tag),
+        created_at=_number(item, CREATED_AT, tag) or 0.0,
+        updated_at=_number(item, UPDATED_AT, tag) or 0.0,
+        acked_at=_number(item, ACKED_AT, tag),
+        failed_at=_number(item, FAILED_AT, tag),
+        reason=_value(item, REASON, "S", tag, required=False),
+        expires_at=_number(item, EXPIRES_AT, tag),
     )

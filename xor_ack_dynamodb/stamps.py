@@ -42,20 +42,28 @@ class Stamp(bytes):
         return cls(bytes(nbytes))
 
 
+def _as_bytes(value: object) -> bytes:
+    """The bytes of a bytes-like stamp: all of a memoryview's bytes, whatever its item size."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        try:
+            return bytes(value)  # a memoryview's ``nbytes``, not its ``len()`` of items
+        except ValueError as exc:  # a released memoryview
+            raise InvalidStamp(f"a stamp cannot be read: {exc}") from exc
+    raise InvalidStamp(
+        f"a stamp must be bytes, bytearray or memoryview, not {type(value).__name__}"
+    )
+
+
 def as_stamp(value: object, *, allow_zero: bool = False) -> Stamp:
     """Validate ``value`` as a stamp and return it as a :class:`Stamp` (a copy).
 
     Raises :class:`InvalidStamp` for anything that is not bytes-like or is empty,
-    and :class:`ZeroBufferNoOp` for an all-zero stamp unless ``allow_zero``.
+    and :class:`ZeroBufferNoOp` for an all-zero stamp unless ``allow_zero``.  A
+    memoryview counts by its bytes (``nbytes``), whatever its format.
     """
-    if isinstance(value, Stamp):
-        stamp = value
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        stamp = Stamp(bytes(value))
-    else:
-        raise InvalidStamp(
-            f"a stamp must be bytes, bytearray or memoryview, not {type(value).__name__}"
-        )
+    stamp = value if isinstance(value, Stamp) else Stamp(_as_bytes(value))
     if not stamp:
         raise InvalidStamp("a stamp must not be empty")
     if not allow_zero and stamp.acked:
@@ -66,23 +74,21 @@ def as_stamp(value: object, *, allow_zero: bool = False) -> Stamp:
 def xor(*stamps: bytes) -> Stamp:
     """XOR two or more equal-length stamps; the inputs are never modified.
 
-    Raises :class:`LessThanTwoBuffers` for fewer than two inputs and
+    Raises :class:`LessThanTwoBuffers` for fewer than two inputs,
+    :class:`InvalidStamp` for an input that is not bytes-like, and
     :class:`BufferLengthsUnequal` when any length differs from the first.
+    Lengths are byte lengths: a memoryview of 2-byte items counts twice its ``len()``.
     """
     if len(stamps) < 2:
         raise LessThanTwoBuffers()
-    for s in stamps:
-        if not isinstance(s, (bytes, bytearray, memoryview)):
-            raise InvalidStamp(
-                f"a stamp must be bytes, bytearray or memoryview, not {type(s).__name__}"
-            )
-    size = len(stamps[0])
-    if any(len(s) != size for s in stamps):
+    data = [_as_bytes(s) for s in stamps]
+    size = len(data[0])
+    if any(len(d) != size for d in data):
         raise BufferLengthsUnequal()
     # One big-int XOR per input is far faster than a per-byte loop.
     acc = 0
-    for s in stamps:
-        acc ^= int.from_bytes(s, "big")
+    for d in data:
+        acc ^= int.from_bytes(d, "big")
     return Stamp(acc.to_bytes(size, "big"))
 
 

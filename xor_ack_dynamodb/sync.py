@@ -22,19 +22,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase
 from ._ops import (
-    MAX_TRANSACTION_ITEMS,
+    ENTRY_ERRORS,
     Entry,
     Op,
     Outcome,
     Sleep,
-    chunked,
     collect_many,
     create_entries,
     many_entries,
     one_entry,
     unwrap,
 )
-from .errors import CreateManyFailed
+from .errors import CorruptItem, CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .retry import botocore_config
 from .stamps import Stamp
@@ -168,7 +167,7 @@ class SyncXorAckDynamoDB(ClientBase):
                     return
             try:
                 outcomes = self._run(self._core.stamp_batch(tag, [entry for entry, _ in batch]))
-            except (ClientError, BotoCoreError) as exc:
+            except ENTRY_ERRORS as exc:
                 outcomes = [exc] * len(batch)
             except BaseException as exc:
                 for _, future in batch:
@@ -196,14 +195,21 @@ class SyncXorAckDynamoDB(ClientBase):
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
             return self._submit(tag, entry)
-        (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
+        try:
+            (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
+        except CorruptItem as exc:
+            return exc  # this entry's own error, as a merged write gives it
         return outcome  # type: ignore[no-any-return]
 
     def _chunks(
         self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
     ) -> list[Outcome]:
-        """Run ``op`` over ``items`` in transactions of up to 100, ``concurrency`` at a time."""
-        pieces = chunked(items, MAX_TRANSACTION_ITEMS)
+        """Run ``op`` over ``items``, one transaction per piece, ``concurrency`` at a time.
+
+        Pieces of up to 100 chains and 4 MiB (``Chains.transactions``): a transaction
+        over DynamoDB's limits would be refused whole, every time.
+        """
+        pieces = self._core.transactions(items)
 
         def one(piece: dict[str, Any]) -> dict[str, Outcome]:
             try:
@@ -228,15 +234,20 @@ class SyncXorAckDynamoDB(ClientBase):
         """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl)
+        values = create_entries(stamps, ttl, self._core.token_window)
         outcomes = self._chunks(
             lambda piece: self._core.create_transact(piece, ttl), values, concurrency
         )
         return collect_many(values, outcomes, CreateManyFailed)
 
     def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
-        """The states of many chains (strongly consistent), 100 per request."""
-        result: dict[str, ChainState | None] = self._run(self._core.get_many(list(tags)))
+        """The states of many chains (strongly consistent), 100 per BatchGetItem request.
+
+        ``None`` for a tag without a chain.  Raises ``GetManyFailed`` (``.results``:
+        the readable states, ``.errors``: a ``CorruptItem`` per item this client
+        cannot read) if any item is not a readable chain.
+        """
+        result: dict[str, ChainState | None] = self._run(self._core.get_many(tags))
         return result
 
     def stamp_many(
