@@ -62,7 +62,7 @@ class SyncXorAckDynamoDB(ClientBase):
         config: Any = None,
         **options: Any,
     ) -> Iterator[SyncXorAckDynamoDB]:
-        """Open a client that owns its boto3 client (closed on exit); see ``connect`` of the async one."""
+        """Open a client that owns its boto3 client (closed on exit); see the async ``connect``."""
         from ._aws import sync_client
 
         client = sync_client(

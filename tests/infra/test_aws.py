@@ -136,7 +136,9 @@ def test_only_an_explicit_endpoint_is_passed_to_botocore(env: pytest.MonkeyPatch
     """botocore resolves the environment's endpoints itself: passing them too would double it."""
     env.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9002")
     assert "endpoint_url" not in _aws.client_options()
-    assert _aws.client_options(endpoint="http://127.0.0.1:1")["endpoint_url"] == "http://127.0.0.1:1"
+    assert (
+        _aws.client_options(endpoint="http://127.0.0.1:1")["endpoint_url"] == "http://127.0.0.1:1"
+    )
 
 
 def test_loopback_without_credentials_signs_with_dummy_ones(env: pytest.MonkeyPatch) -> None:
