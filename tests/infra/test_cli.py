@@ -401,3 +401,13 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
     )
     monkeypatch.setenv("XOR_ACK_DEBUG", "1")
     assert isinstance(run("local", "status").exception, RuntimeError)
+
+
+def test_every_verb_shows_an_example_and_the_option_rule() -> None:
+    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain")]
+    assert len(verbs) == 11
+    for path in verbs:
+        text = run(*path, "--help").output
+        example = rf"^  Example:\n    .*xor-ack {path[0]} {path[1]}"
+        assert re.search(example, text, re.MULTILINE), text
+        assert "given in both places, the one after the command wins" in text, text
