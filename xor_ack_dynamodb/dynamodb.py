@@ -31,7 +31,6 @@ from ._ops import (
 )
 from .errors import CorruptItem, CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
-from .retry import botocore_config
 from .stamps import Stamp
 
 
@@ -64,17 +63,14 @@ class XorAckDynamoDB(ClientBase):
         """Open a client that owns its aioboto3 session and connection pool.
 
         Credentials, region and endpoint come from the standard AWS environment
-        (``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB``, profiles, ...) unless given.
+        (``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB``, profiles, ...) unless given;
+        the order is in ``xor_ack_dynamodb._aws`` (``RegionMissing`` when there is no region).
         ``options`` are the constructor's (``retry``, ``token_window``, ...).
         """
-        import aioboto3
+        from ._aws import async_client
 
-        session = session or aioboto3.Session()
-        async with session.client(
-            "dynamodb",
-            endpoint_url=endpoint_url,
-            region_name=region_name,
-            config=config or botocore_config(),
+        async with async_client(
+            endpoint=endpoint_url, region_name=region_name, session=session, config=config
         ) as client:
             ack = cls(client, table=table, partition_key=partition_key, **options)
             try:

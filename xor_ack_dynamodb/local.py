@@ -137,6 +137,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def _port_for(host: str, port: int) -> int:
+    """``port`` once checked to be free on ``host`` (``LocalDynamoDBError`` if taken); 0: any."""
+    if not port:
+        return free_port(host)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # as a server binds: a port in TIME_WAIT is free, one something listens on is not
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise LocalDynamoDBError(
+                f"port {port} on {host} is already in use ({exc.strerror}): stop what listens "
+                "there, pick another --port, or leave --port out for a free one"
+            ) from exc
+    return port
+
+
 def _answers(endpoint_url: str) -> bool:
     """True once the server answers HTTP at all (DynamoDB Local says 400 to a bare GET)."""
     try:
@@ -212,9 +229,10 @@ def _wait_until_answering(
     """Return once ``endpoint_url`` answers; raise (with the log's tail) if the process dies."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
+        answering = _answers(endpoint_url)
+        if proc.poll() is not None:  # after the answer: it may have come from another server
             raise LocalDynamoDBError(f"{what} exited at start: {read_log()[-800:]}")
-        if _answers(endpoint_url):
+        if answering:
             return
         time.sleep(0.1)
     raise LocalDynamoDBError(f"{what} did not answer within {timeout:g} s: {read_log()[-800:]}")
@@ -281,7 +299,7 @@ class LocalDynamoDB:
         return self._start_moto()
 
     def _start_dynamodb_local(self, jar: Path) -> LocalDynamoDB:
-        port = self.port or free_port(self.host)
+        port = _port_for(self.host, self.port)
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = dynamodb_local_command(jar, port=port, host=self.host, data_dir=self.data_dir)
@@ -318,7 +336,7 @@ class LocalDynamoDB:
                 "neither DynamoDB Local nor moto[server] is available: "
                 "install Java 17+ and npm, or `pip install 'moto[server]'`"
             ) from exc
-        server = ThreadedMotoServer(ip_address=self.host, port=self.port or free_port(self.host))
+        server = ThreadedMotoServer(ip_address=self.host, port=_port_for(self.host, self.port))
         server.start()
         host, port = server.get_host_and_port()
         self._moto = server
@@ -383,8 +401,12 @@ def state_file(directory: Path | None = None) -> Path:
     return (directory or run_dir()) / "local-dynamodb.json"
 
 
-def _is_our_server(pid: int) -> bool:
-    """True while ``pid`` is alive and is a server this module started."""
+def _running(pid: int) -> bool:
+    """True while any thread of process ``pid`` runs (not yet exited, or a zombie).
+
+    Not /proc/<pid>/cmdline: it reads empty as soon as the main thread has exited, while
+    the JVM's other threads still run its shutdown and hold the listening socket.
+    """
     with contextlib.suppress(ChildProcessError):
         # reap it if it is our own child that has exited (a zombie still "exists")
         done, _ = os.waitpid(pid, os.WNOHANG)
@@ -396,14 +418,34 @@ def _is_our_server(pid: int) -> bool:
         return False
     except PermissionError:
         return False  # another user's process reusing the pid
-    proc_cmdline = Path(f"/proc/{pid}/cmdline")
-    if Path("/proc/self/cmdline").exists():
+    if not Path("/proc/self/task").is_dir():
+        return True  # no /proc (macOS): the pid exists
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        threads = list(tasks.iterdir())
+    except OSError:
+        return False
+    for thread in threads:
         try:
-            cmdline = proc_cmdline.read_bytes()
-        except OSError:
-            return False
-        return any(marker in cmdline for marker in _MARKERS)
-    return True  # no /proc (macOS): trust the pid
+            state = (thread / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread has just gone
+        if state not in ("Z", "X"):
+            return True
+    return False
+
+
+def _is_our_server(pid: int) -> bool:
+    """True while ``pid`` runs and is a server this module started."""
+    if not _running(pid):
+        return False
+    if not Path("/proc/self/cmdline").exists():
+        return True  # no /proc (macOS): trust the pid
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(marker in cmdline for marker in _MARKERS)
 
 
 def server_status(directory: Path | None = None) -> ServerState | None:
@@ -442,10 +484,10 @@ def start_detached(
             f"a local DynamoDB is already running at {running.endpoint_url} (pid {running.pid}); "
             "stop it first with `xor-ack local stop`"
         )
+    port = _port_for(host, port)
     kind, jar, problem = _resolve(backend)
     folder = directory or run_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    port = port or free_port(host)
     data = data_dir.resolve() if data_dir is not None else None
     if kind == "dynamodb-local" and jar is not None:
         if data is not None:
@@ -506,9 +548,9 @@ def stop_detached(directory: Path | None = None, *, timeout: float = 10.0) -> Se
         with contextlib.suppress(ProcessLookupError):
             os.kill(state.pid, sig)
         deadline = time.monotonic() + wait
-        while _is_our_server(state.pid) and time.monotonic() < deadline:
+        while _running(state.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not _is_our_server(state.pid):
+        if not _running(state.pid):
             break
     else:
         raise LocalDynamoDBError(f"local DynamoDB (pid {state.pid}) did not stop")

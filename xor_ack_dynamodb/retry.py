@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from ._aws import botocore_config  # re-exported: it lived here first
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -49,20 +51,4 @@ class RetryPolicy:
 
 DEFAULT_RETRY = RetryPolicy()
 
-
-def botocore_config(**overrides: object) -> object:
-    """The ``botocore.config.Config`` the clients use when given none.
-
-    Throttling, 5xx and connection errors are retried by botocore's ``standard``
-    retry mode (10 attempts), unless ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say
-    otherwise; a re-sent write is recognised by its token (see ``_ops``).
-    """
-    import os
-
-    from botocore.config import Config
-
-    options: dict[str, object] = {"connect_timeout": 5, "read_timeout": 30}
-    if not os.environ.get("AWS_RETRY_MODE") and not os.environ.get("AWS_MAX_ATTEMPTS"):
-        options["retries"] = {"mode": "standard", "max_attempts": 10}
-    options.update(overrides)
-    return Config(**options)
+__all__ = ["DEFAULT_RETRY", "RetryPolicy", "botocore_config"]

@@ -35,7 +35,6 @@ from ._ops import (
 )
 from .errors import CorruptItem, CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
-from .retry import botocore_config
 from .stamps import Stamp
 
 
@@ -62,15 +61,11 @@ class SyncXorAckDynamoDB(ClientBase):
         config: Any = None,
         **options: Any,
     ) -> Iterator[SyncXorAckDynamoDB]:
-        """Open a client that owns its boto3 client (closed on exit)."""
-        import boto3
+        """Open a client that owns its boto3 client (closed on exit); see the async ``connect``."""
+        from ._aws import sync_client
 
-        session = session or boto3.session.Session()
-        client = session.client(
-            "dynamodb",
-            endpoint_url=endpoint_url,
-            region_name=region_name,
-            config=config or botocore_config(),
+        client = sync_client(
+            endpoint=endpoint_url, region_name=region_name, session=session, config=config
         )
         try:
             yield cls(client, table=table, partition_key=partition_key, **options)

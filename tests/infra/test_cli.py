@@ -191,18 +191,12 @@ def test_chain_by_hand(backend: tuple[str, TableSpec]) -> None:
 
 def test_user_mistakes_are_one_line(moto_table: TableSpec, moto_endpoint: str) -> None:
     base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
-    assert_user_error(run(*base, "chain", "create", "t", "xyz"), "stamp 'xyz' is not hexadecimal")
     assert_user_error(run(*base, "chain", "create", "t", "00" * 8), "ZeroBufferNoOp")
-    assert_user_error(run(*base, "chain", "stamp", "t", ""), "stamp is empty")
     assert_user_error(run(*base, "chain", "stamp", "t", "ab", "--token", "x" * 17), "InvalidToken")
-    assert_user_error(run(*base, "chain", "create", ""), "InvalidTag")
+    assert_user_error(run(*base, "chain", "create", "x" * 2049), "InvalidTag")
     assert_user_error(
         run("--endpoint-url", moto_endpoint, "--table", "no-such-table", "chain", "get", "x"),
         "ResourceNotFoundException",
-    )
-    assert_user_error(
-        run("--endpoint-url", moto_endpoint, "--table", "a", "table", "create"),
-        "InvalidTableSpec: table name 'a' is not valid",
     )
 
 
@@ -216,7 +210,9 @@ def test_unreachable_endpoint_is_one_line() -> None:
 
 
 def test_explain_botocore_setup_errors() -> None:
-    assert explain(NoRegionError()) == "no AWS region: pass --region or set AWS_REGION"
+    assert explain(NoRegionError()) == (
+        "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"
+    )
     assert explain(ValueError("a bug")) is None
 
 
@@ -263,3 +259,155 @@ def test_console_script_entry_point() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("xor-ack, version ")
+
+
+def assert_usage_error(result: Result, starts: str) -> None:
+    """Exit 2, one `error: ...` line on stderr naming the value, no traceback."""
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {starts}"), lines[0]
+    assert isinstance(result.exception, SystemExit), result.exception
+
+
+def test_group_options_work_after_the_verb_and_win(moto_endpoint: str) -> None:
+    name, other = _table(), _table()
+    made = run("table", "create", "--endpoint-url", moto_endpoint, "--table", name)
+    assert made.exit_code == 0, made.output
+    assert made.output.startswith(f"table {name} created")
+    after = ("--endpoint-url", moto_endpoint, "--table", name)
+    assert run("chain", "create", "job", "ab" * 8, *after).exit_code == 0
+    got = run("--table", other, "chain", "get", "job", "--json", *after)  # after the verb wins
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.output)["stamp"] == "ab" * 8
+    before = run("--endpoint-url", moto_endpoint, "--table", name, "chain", "get", "job", "--json")
+    assert before.output == got.output
+    mixed = run("--endpoint-url", moto_endpoint, "chain", "get", "job", "--table", name, "--json")
+    assert mixed.output == got.output
+    wrong_key = run("table", "describe", *after, "--partition-key", "fileID")
+    assert "warning: the partition key is tagID, not fileID" in wrong_key.stderr
+    assert_user_error(  # the root's --table is overridden, not the other way round
+        run(
+            "--table",
+            name,
+            "chain",
+            "get",
+            "job",
+            "--endpoint-url",
+            moto_endpoint,
+            "--table",
+            other,
+        ),
+        "ResourceNotFoundException",
+    )
+    assert "the one after the command wins" in run("chain", "get", "--help").output
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (("table", "create", "--table", ""), "Invalid value for '--table': table name ''"),
+        (("--table", "", "table", "create"), "Invalid value for '--table': table name ''"),
+        (("table", "create", "--table", "a"), "Invalid value for '--table': table name 'a'"),
+        (("chain", "get", "x", "--partition-key", ""), "Invalid value for '--partition-key'"),
+        (("chain", "get", "x", "--region", ""), "Invalid value for '--region': ''"),
+        (("--region", "us east", "chain", "get", "x"), "Invalid value for '--region'"),
+        (("chain", "get", "x", "--endpoint-url", ""), "Invalid value for '--endpoint-url': ''"),
+        (("chain", "get", "x", "--endpoint-url", "localhost:8000"), "Invalid value for '--endpo"),
+        (("chain", "get", "x", "--endpoint-url", "http://h:port"), "Invalid value for '--endpo"),
+        (("chain", "create", ""), "Invalid value for 'TAG': a tag cannot be empty"),
+        (("chain", "create", "t", "xyz"), "Invalid value for '[STAMP]': 'xyz' is not hexadecimal"),
+        (("chain", "stamp", "t", ""), "Invalid value for 'STAMP': a stamp cannot be empty"),
+        (("chain", "stamp", "t", "0x"), "Invalid value for 'STAMP': a stamp cannot be empty"),
+        (("table", "create", "--read-capacity", "0"), "Invalid value for '--read-capacity'"),
+        (("local", "start", "--port", "70000"), "Invalid value for '--port'"),
+        (("chain", "nope"), "No such command 'nope'"),
+        (("chain", "get"), "Missing argument 'TAG'"),
+    ],
+)
+def test_empty_or_invalid_values_are_one_line_usage_errors(
+    moto_endpoint: str, args: tuple[str, ...], starts: str
+) -> None:
+    client = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    tables = client.list_tables()["TableNames"]
+    result = run("--endpoint-url", moto_endpoint, *args)
+    assert_usage_error(result, starts)
+    assert "Usage:" not in result.output
+    assert client.list_tables()["TableNames"] == tables  # nothing created
+
+
+def test_local_start_on_a_taken_port_fails_naming_it(run_dir: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("local", "start", "--backend", "moto", "--port", str(port))
+        assert_user_error(result, f"LocalDynamoDBError: port {port} on 127.0.0.1 is already in use")
+    assert run("local", "status").exit_code == NOT_RUNNING  # nothing left running
+
+
+def _leaves() -> list[tuple[str, ...]]:
+    ctx = click.Context(cli)
+    leaves = []
+    for path in _commands(cli):
+        command: click.Command | None = cli
+        for name in path:
+            assert isinstance(command, click.Group)
+            command = command.get_command(ctx, name)
+        if not isinstance(command, click.Group):
+            leaves.append(path)
+    return leaves
+
+
+def test_no_command_prints_a_traceback_on_bad_input(run_dir: Path) -> None:
+    """Every command (an endpoint with no server: test_unreachable_endpoint_is_one_line)."""
+    nowhere = "http://127.0.0.1:9"
+    leaves = _leaves()
+    assert ("chain", "get") in leaves and ("wordcount",) in leaves
+    for path in leaves:
+        bad_inputs = [
+            [*path] if path != ("local", "start") else [*path, "--port", "-1"],
+            [*path, "--no-such-option"],
+            ["--table", "", *path],
+            ["--endpoint-url", "nowhere", *path],
+            [*path, "x", "y", "z", "w"],
+        ]
+        if path[0] in ("table", "chain"):
+            bad_inputs.append([*path, "x", "--endpoint-url", nowhere, "--table", ""])
+        for args in bad_inputs:
+            result = run(*args)
+            assert "Traceback" not in result.output, (args, result.output)
+            assert result.exception is None or isinstance(result.exception, SystemExit), (
+                args,
+                result.exception,
+            )
+            if result.exit_code not in (0, NOT_RUNNING):
+                assert result.stderr.startswith(("error: ", "Aborted!")), (args, result.stderr)
+                assert len(result.stderr.splitlines()) == 1, (args, result.stderr)
+
+
+def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("broken\nin two lines")
+
+    monkeypatch.setattr(cli_module, "server_status", broken)
+    result = run("local", "status")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: unexpected RuntimeError: broken; in two lines (a bug: please report it; "
+        "XOR_ACK_DEBUG=1 shows the traceback)\n"
+    )
+    monkeypatch.setenv("XOR_ACK_DEBUG", "1")
+    assert isinstance(run("local", "status").exception, RuntimeError)
+
+
+def test_every_verb_shows_an_example_and_the_option_rule() -> None:
+    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain")]
+    assert len(verbs) == 11
+    for path in verbs:
+        text = run(*path, "--help").output
+        example = rf"^  Example:\n    .*xor-ack {path[0]} {path[1]}"
+        assert re.search(example, text, re.MULTILINE), text
+        assert "given in both places, the one after the command wins" in text, text

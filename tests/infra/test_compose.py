@@ -1,15 +1,16 @@
 """docker-compose.yml: loopback ports, pinned images, a health check, and a one-shot
 service that creates exactly TableSpec's table.  No Docker engine runs here: the file is
-validated with `docker-compose config` (also in .ci/validate-infra) and the one-shot
-service's script is run with a stand-in `aws` (fake_aws.py) against a local DynamoDB.
+validated against the compose-spec JSON schema (check-jsonschema, also in .ci/validate-infra)
+and the one-shot service's script is run with a stand-in `aws` (fake_aws.py) against a local
+DynamoDB.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -35,14 +36,24 @@ def compose() -> dict[str, Any]:
     return data
 
 
-def test_docker_compose_config_accepts_the_file() -> None:
-    binary = shutil.which("docker-compose")
-    if binary is None:
-        pytest.skip("docker-compose (v1) not installed; .ci/validate-infra installs and runs it")
-    proc = subprocess.run(
-        [binary, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
+def _check_compose(path: Path) -> subprocess.CompletedProcess[str]:
+    if importlib.util.find_spec("check_jsonschema") is None:
+        pytest.skip("check-jsonschema is not installed: pip install -e '.[dev]' (make test does)")
+    command = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec"]
+    return subprocess.run([*command, str(path)], capture_output=True, text=True, check=False)
+
+
+def test_the_compose_spec_schema_accepts_the_file() -> None:
+    proc = _check_compose(COMPOSE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_compose_spec_schema_refuses_a_broken_file(tmp_path: Path) -> None:
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(COMPOSE.read_text().replace("    ports:\n", "    portz:\n", 1))
+    proc = _check_compose(broken)
+    assert proc.returncode == 1
+    assert "'portz' was unexpected" in proc.stdout
 
 
 def test_images_are_pinned(compose: dict[str, Any]) -> None:

@@ -3,10 +3,12 @@ the detached server of `xor-ack local start|status|stop`."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,3 +168,68 @@ def test_detached_dynamodb_local_keeps_a_data_dir(run_dir: Path, tmp_path: Path)
         assert info.ttl_attribute == spec.ttl_attribute
     finally:
         stop_detached()
+
+
+# A server whose main thread exits first, as the JVM's does on SIGTERM: /proc/<pid>/cmdline
+# reads empty from then on, while another thread still holds the listening socket.
+_MAIN_THREAD_EXITS_FIRST = """
+import ctypes, signal, socket, sys, threading, time
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+sock.listen()
+print(sock.getsockname()[1], flush=True)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+stop.wait()
+threading.Thread(target=time.sleep, args=(0.5,)).start()  # the shutdown, holding the socket
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc (Linux)")
+def test_stop_returns_only_once_every_thread_has_exited(run_dir: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MAIN_THREAD_EXITS_FIRST, "moto.server"], stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline())
+    run_dir.mkdir(parents=True)
+    state = ServerState(
+        pid=proc.pid,
+        endpoint_url=f"http://127.0.0.1:{port}",
+        kind="moto",
+        data_dir=None,
+        log_file=str(run_dir / "log"),
+        started_at=0.0,
+    )
+    state_file().write_text(state.to_json())
+    try:
+        assert stop_detached() == state
+        assert not _listen_addresses(port)
+        assert not Path(f"/proc/{proc.pid}").exists()
+    finally:
+        proc.kill()
+        proc.stdout.close()
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port on 127.0.0.1 where another HTTP server already answers."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_taken_port_is_refused_and_nothing_is_started(run_dir: Path, taken_port: int) -> None:
+    # The other server answers HTTP: waiting for "an answer" alone would report success.
+    with pytest.raises(LocalDynamoDBError, match=f"port {taken_port} on 127.0.0.1 is already in"):
+        start_detached(backend="moto", port=taken_port)
+    assert server_status() is None
+    assert not state_file().exists()
+    with pytest.raises(LocalDynamoDBError, match=f"port {taken_port} "):
+        LocalDynamoDB(backend="moto", port=taken_port).start()

@@ -28,7 +28,9 @@ LOCAL_TABLE = "xor-ack-wordcount"
 
 
 def _env_endpoint() -> str | None:
-    return os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL") or None
+    from .._aws import endpoint_url
+
+    return endpoint_url()
 
 
 @contextmanager

@@ -18,7 +18,6 @@ from typing import Any
 from pyspark.accumulators import AccumulatorParam
 
 from ..item import DEFAULT_PARTITION_KEY
-from ..retry import botocore_config
 from ..sync import SyncXorAckDynamoDB
 
 
@@ -61,19 +60,13 @@ class TrackerConfig:
 
     def client(self) -> Any:
         """A new boto3 DynamoDB client for this config."""
-        import boto3
+        from .._aws import botocore_config, sync_client
 
-        options: dict[str, Any] = {}
-        if self.local_credentials:
-            options = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        session = boto3.session.Session(region_name=self.region)
-        region = self.region or session.region_name or ("us-east-1" if self.endpoint_url else None)
-        return session.client(
-            "dynamodb",
-            endpoint_url=self.endpoint_url,
-            region_name=region,
+        return sync_client(
+            endpoint=self.endpoint_url,
+            region_name=self.region,
             config=botocore_config(max_pool_connections=max(10, self.concurrency + 2)),
-            **options,
+            local_credentials=self.local_credentials or None,
         )
 
     def chains(self) -> SyncXorAckDynamoDB:

@@ -1,0 +1,188 @@
+"""xor_ack_dynamodb._aws: where a client's region, endpoint and credentials come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aioboto3
+import boto3
+import pytest
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, _aws
+from xor_ack_dynamodb._aws import RegionMissing, async_client, sync_client
+from xor_ack_dynamodb.errors import XorAckError
+from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
+from xor_ack_dynamodb.retry import botocore_config
+
+_VARIABLES = (
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No AWS variable set, and an AWS config file with a `regional` profile."""
+    for name in _VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "config"
+    config.write_text("[profile regional]\nregion = ap-south-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    return monkeypatch
+
+
+@pytest.mark.parametrize(
+    ("variables", "argument", "expected"),
+    [
+        ({"AWS_REGION": "eu-west-2"}, None, "eu-west-2"),  # botocore alone ignores it
+        ({"AWS_DEFAULT_REGION": "eu-west-1"}, None, "eu-west-1"),
+        ({"AWS_REGION": "eu-west-2", "AWS_DEFAULT_REGION": "eu-west-1"}, None, "eu-west-2"),
+        ({"AWS_PROFILE": "regional"}, None, "ap-south-1"),
+        ({"AWS_PROFILE": "regional", "AWS_DEFAULT_REGION": "eu-west-1"}, None, "eu-west-1"),
+        ({"AWS_PROFILE": "regional", "AWS_REGION": "eu-west-2"}, None, "eu-west-2"),
+        ({"AWS_REGION": "eu-west-2", "AWS_DEFAULT_REGION": "eu-west-1"}, "sa-east-1", "sa-east-1"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, None, "us-east-1"),
+        ({"AWS_ENDPOINT_URL": "http://localhost:8000"}, None, "us-east-1"),
+        (
+            {"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000", "AWS_REGION": "eu-west-2"},
+            None,
+            "eu-west-2",
+        ),
+    ],
+)
+def test_region_precedence(
+    env: pytest.MonkeyPatch, variables: dict[str, str], argument: str | None, expected: str
+) -> None:
+    for name, value in variables.items():
+        env.setenv(name, value)
+    client = sync_client(region_name=argument)
+    assert client.meta.region_name == expected
+
+
+def test_a_sessions_own_region_beats_the_environment(env: pytest.MonkeyPatch) -> None:
+    env.setenv("AWS_REGION", "eu-west-2")
+    session = boto3.session.Session(region_name="ca-central-1")
+    assert sync_client(session=session).meta.region_name == "ca-central-1"
+    assert _aws.region(session=boto3.session.Session()) == "eu-west-2"
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [{}, {"AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.example.com"}],
+)
+def test_no_region_anywhere_is_a_typed_error_naming_both_variables(
+    env: pytest.MonkeyPatch, variables: dict[str, str]
+) -> None:
+    for name, value in variables.items():
+        env.setenv(name, value)
+    with pytest.raises(RegionMissing) as caught:
+        sync_client()
+    assert isinstance(caught.value, XorAckError)
+    assert caught.value.code == "RegionMissing"
+    assert "AWS_REGION" in str(caught.value)
+    assert "AWS_DEFAULT_REGION" in str(caught.value)
+    with pytest.raises(RegionMissing):
+        async_client()
+
+
+@pytest.mark.parametrize(
+    ("variables", "argument", "expected"),
+    [
+        ({}, None, "https://dynamodb.eu-west-1.amazonaws.com"),
+        ({"AWS_ENDPOINT_URL": "http://127.0.0.1:9001"}, None, "http://127.0.0.1:9001"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9002"}, None, "http://127.0.0.1:9002"),
+        (
+            {
+                "AWS_ENDPOINT_URL": "http://127.0.0.1:9001",
+                "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9002",
+            },
+            None,
+            "http://127.0.0.1:9002",
+        ),
+        (
+            {"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9002"},
+            "http://127.0.0.1:9003",
+            "http://127.0.0.1:9003",
+        ),
+        (
+            {
+                "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9002",
+                "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true",
+            },
+            None,
+            "https://dynamodb.eu-west-1.amazonaws.com",
+        ),
+    ],
+)
+def test_endpoint_precedence(
+    env: pytest.MonkeyPatch, variables: dict[str, str], argument: str | None, expected: str
+) -> None:
+    env.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    for name, value in variables.items():
+        env.setenv(name, value)
+    assert sync_client(endpoint=argument).meta.endpoint_url == expected
+    assert (_aws.endpoint_url(argument) or "https://dynamodb.eu-west-1.amazonaws.com") == expected
+
+
+def test_only_an_explicit_endpoint_is_passed_to_botocore(env: pytest.MonkeyPatch) -> None:
+    """botocore resolves the environment's endpoints itself: passing them too would double it."""
+    env.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9002")
+    assert "endpoint_url" not in _aws.client_options()
+    assert (
+        _aws.client_options(endpoint="http://127.0.0.1:1")["endpoint_url"] == "http://127.0.0.1:1"
+    )
+
+
+def test_loopback_without_credentials_signs_with_dummy_ones(env: pytest.MonkeyPatch) -> None:
+    env.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")
+    credentials = sync_client()._request_signer._credentials
+    assert (credentials.access_key, credentials.secret_key) == ("local", "local")
+    env.setenv("AWS_ACCESS_KEY_ID", "mine")
+    env.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    assert sync_client()._request_signer._credentials.access_key == "mine"
+
+
+def test_a_remote_endpoint_never_gets_dummy_credentials(env: pytest.MonkeyPatch) -> None:
+    options = _aws.client_options(endpoint="https://dynamodb.example.com", region_name="eu-west-1")
+    assert "aws_access_key_id" not in options
+    forced = _aws.client_options(region_name="eu-west-1", local_credentials=True)
+    assert forced["aws_access_key_id"] == "local"
+
+
+def test_the_default_config_retries_in_standard_mode(env: pytest.MonkeyPatch) -> None:
+    client = sync_client(region_name="eu-west-1")
+    assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 11}
+    assert client.meta.config.connect_timeout == 5
+    env.setenv("AWS_MAX_ATTEMPTS", "2")
+    assert botocore_config().retries is None  # botocore reads AWS_MAX_ATTEMPTS then
+    assert botocore_config(retries={"max_attempts": 3}).retries == {"max_attempts": 3}
+
+
+async def test_the_async_connect_reads_aws_region(env: pytest.MonkeyPatch) -> None:
+    env.setenv("AWS_REGION", "eu-west-2")
+    env.setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://dynamodb.example.com")
+    async with XorAckDynamoDB.connect(table="t") as ack:
+        assert ack._client.meta.region_name == "eu-west-2"
+        assert ack._client.meta.endpoint_url == "https://dynamodb.example.com"
+    async with async_client(session=aioboto3.Session(region_name="us-west-1")) as client:
+        assert client.meta.region_name == "us-west-1"
+
+
+def test_the_sync_connect_and_the_tracker_read_aws_region(env: pytest.MonkeyPatch) -> None:
+    env.setenv("AWS_REGION", "eu-west-2")
+    with SyncXorAckDynamoDB.connect(table="t") as ack:
+        assert ack._client.meta.region_name == "eu-west-2"
+    assert TrackerConfig(table="t").client().meta.region_name == "eu-west-2"
+    env.delenv("AWS_REGION")
+    with pytest.raises(RegionMissing):
+        TrackerConfig(table="t").client()
+    local = TrackerConfig(table="t", endpoint_url="http://127.0.0.1:8000", local_credentials=True)
+    assert local.client().meta.region_name == "us-east-1"
