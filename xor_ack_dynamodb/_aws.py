@@ -41,22 +41,12 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import XorAckError
+from .errors import RegionMissing
 
 #: The region used for a loopback endpoint when none is configured (any region works there).
 LOCAL_REGION = "us-east-1"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _TRUE = ("true", "1", "yes")
-
-
-class RegionMissing(XorAckError):
-    """No AWS region was given or configured for a DynamoDB client."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), pass --region / "
-            "region_name=, or set region in the AWS profile (~/.aws/config)"
-        )
 
 
 def botocore_config(**overrides: object) -> Any:

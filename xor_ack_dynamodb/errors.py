@@ -239,3 +239,13 @@ class TransactionItemRejected(_TagError):
             tag, f'DynamoDB rejected the write of chain "{tag}" in a transaction ({reason}{detail})'
         )
         self.reason = reason
+
+
+class RegionMissing(XorAckError):
+    """No AWS region was given or configured for a DynamoDB client."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), pass --region / "
+            "region_name=, or set region in the AWS profile (~/.aws/config)"
+        )

@@ -9,8 +9,8 @@ import boto3
 import pytest
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, _aws
-from xor_ack_dynamodb._aws import RegionMissing, async_client, sync_client
-from xor_ack_dynamodb.errors import XorAckError
+from xor_ack_dynamodb._aws import async_client, sync_client
+from xor_ack_dynamodb.errors import RegionMissing, XorAckError
 from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
 from xor_ack_dynamodb.retry import botocore_config
 
