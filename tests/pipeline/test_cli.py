@@ -27,12 +27,18 @@ def test_sample_writes_a_corpus(tmp_path: Path) -> None:
 
 
 @pytest.mark.ddblocal
+def one_file(tmp_path: Path) -> str:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("a b\n")
+    return str(tmp_path / "in")
+
+
 def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         pipeline_cli.main,
         [
             "wordcount",
-            str(tmp_path),
+            one_file(tmp_path),
             "--output",
             str(tmp_path / "o"),
             "--endpoint-url",
@@ -47,16 +53,6 @@ def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path:
     assert "no-such-table" in lines[0] and "table create" in lines[0]
 
 
-@pytest.fixture
-def shared_spark(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Let the command use the test session (and not stop it)."""
-    from xor_ack_dynamodb.pipeline import spark as spark_module
-
-    monkeypatch.setattr(spark_module, "build_session", lambda *a, **k: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
-
-
 @pytest.mark.spark
 @pytest.mark.ddblocal
 def test_wordcount_against_a_given_table(
@@ -67,30 +63,43 @@ def test_wordcount_against_a_given_table(
     runner.invoke(
         pipeline_cli.main, ["wordcount-sample", str(corpus), "--files", "6", "--lines", "5"]
     )
-    result = runner.invoke(
-        pipeline_cli.main,
-        [
-            "wordcount",
-            str(corpus),
-            "--output",
-            str(tmp_path / "counts"),
-            "--report",
-            str(tmp_path / "report.json"),
-            "--endpoint-url",
-            ddb_local_endpoint,
-            "--table",
-            ddb_table.name,
-            "--fail-rate",
-            "0.2",
-            "--seed",
-            "7",
-        ],
-    )
+    args = [
+        "wordcount",
+        str(corpus),
+        "--output",
+        str(tmp_path / "counts"),
+        "--report",
+        str(tmp_path / "report.json"),
+        "--endpoint-url",
+        ddb_local_endpoint,
+        "--table",
+        ddb_table.name,
+        "--fail-rate",
+        "0.2",
+        "--seed",
+        "7",
+    ]
+    result = runner.invoke(pipeline_cli.main, args)
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report.json").read_text())
     assert [f["status"] for f in report["files"]] == ["acked"] * 6
     assert report["totals"]["dynamodb"]["requests"] > 0
     assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
+    assert "All 6 files acked" in result.output and "1 files" not in result.output
+    assert "Injected faults:" in result.output
+
+    # The same command again: OUTPUT exists, refused (exit 2) and left as it was; with
+    # --overwrite it replaces the folder (and report) it wrote, and only those.
+    before = sorted((tmp_path / "counts").iterdir())
+    again = runner.invoke(pipeline_cli.main, args)
+    assert again.exit_code == 2 and "--overwrite" in again.output
+    assert sorted((tmp_path / "counts").iterdir()) == before
+    replaced = runner.invoke(pipeline_cli.main, [*args, "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
+    rerun = json.loads((tmp_path / "report.json").read_text())
+    assert rerun["run_id"] != report["run_id"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "counts", "report.json"]
 
 
 @pytest.mark.ddblocal
@@ -105,7 +114,7 @@ def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path:
             "--table",
             "absent-table",
             "wordcount",
-            str(tmp_path),
+            one_file(tmp_path),
             "--output",
             str(tmp_path / "o"),
         ],
