@@ -157,6 +157,42 @@ def test_every_name_counts_and_odd_files_fail_alone(
     json.loads(report.to_json())  # valid JSON even with a name that is not UTF-8
 
 
+def test_overwrite_replaces_only_our_output_and_a_failed_commit_keeps_it(
+    spark: Any, tracker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import job as job_module
+    from xor_ack_dynamodb.pipeline.errors import OutputExists, OutputNotOurs
+
+    root = tmp_path / "in"
+    generate(root, files=2, lines=3, seed=4)
+    out = tmp_path / "o" / "counts"
+    run(spark, tracker, root, tmp_path / "o")
+    first = sorted(p.name for p in out.iterdir())
+    with pytest.raises(OutputExists):
+        run(spark, tracker, root, tmp_path / "o")
+    (root / "more.txt").write_text("More words\n", "utf-8")
+    real_rename = job_module.rename
+
+    def failing(spark_: Any, source: str, target: str) -> None:
+        if source.endswith("/output"):
+            raise OSError("disk full")
+        real_rename(spark_, source, target)
+
+    monkeypatch.setattr(job_module, "rename", failing)
+    with pytest.raises(OSError, match="disk full"):
+        run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    # The former result is back in place, whole; nothing of the failed run is left.
+    assert sorted(p.name for p in out.iterdir()) == first
+    assert [p.name for p in (tmp_path / "o").iterdir()] == ["counts"]
+    monkeypatch.setattr(job_module, "rename", real_rename)
+    run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    assert read_output(out) == dict(expected_counts(root))
+    (out / "notes.txt").write_text("the user's", "utf-8")
+    with pytest.raises(OutputNotOurs):
+        run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    assert (out / "notes.txt").read_text("utf-8") == "the user's"
+
+
 def test_no_tracking_runs_the_same_stages_without_chains(
     spark: Any, corpus: Path, tmp_path: Path
 ) -> None:

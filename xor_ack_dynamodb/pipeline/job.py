@@ -470,7 +470,15 @@ class WordCount:
         if action is OutputAction.REPLACE_EMPTY:
             remove_empty_folder(self.spark, self.output)
         elif action is OutputAction.REPLACE_OURS:
-            rename(self.spark, self.output, f"{self.staging}/previous")
+            previous = f"{self.staging}/previous"
+            rename(self.spark, self.output, previous)
+            try:
+                rename(self.spark, self.staged_output, self.output)
+            except BaseException:
+                rename(self.spark, previous, self.output)  # the former result goes back
+                raise
+            self.committed = True
+            return
         rename(self.spark, self.staged_output, self.output)
         self.committed = True
 
