@@ -121,3 +121,52 @@ def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path:
     )
     assert result.exit_code == 1
     assert "absent-table" in result.output and result.output.startswith("error: ")
+
+
+def test_a_runtime_error_is_one_line_and_exit_1(
+    shared_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import job as job_module
+
+    def boom(self: Any) -> Any:
+        raise RuntimeError("An error occurred while calling o42.csv.\n: java.io.IOException")
+
+    monkeypatch.setattr(job_module.WordCount, "run", boom)
+    args = ["wordcount", one_file(tmp_path), "-o", str(tmp_path / "o"), "--no-tracking"]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last == (
+        "error: RuntimeError: An error occurred while calling o42.csv. "
+        "(run again with --verbose to see Spark's own output)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_the_closing_sentences_say_what_was_proved() -> None:
+    from xor_ack_dynamodb.pipeline.progress import conclusion, plural
+    from xor_ack_dynamodb.pipeline.report import Attempt, FileResult, Report, RoundResult
+
+    assert [plural(1, "file"), plural(2, "file"), plural(1000, "file")] == [
+        "1 file",
+        "2 files",
+        "1,000 files",
+    ]
+    report = Report("r", "in", "out", True, {"crash_rate": 0.2, "drop_rate": 0.2})
+    report.files = [
+        FileResult("file:/in/a.txt", "acked", 2, [Attempt(1, "incomplete"), Attempt(2, "acked")]),
+        FileResult("file:/in/b.txt", "failed", 1, [Attempt(1, "not-utf8: invalid start byte")]),
+    ]
+    report.rounds = [
+        RoundResult(1, 2, 2, task_failures=1, metrics={"lossy_attempts": 1}),
+        RoundResult(2, 1, 1),
+    ]
+    report.totals = {"words": 1, "distinct_words": 1}
+    assert conclusion(report) == [
+        "1 of 2 files acked (their words reached the counts exactly once: 1 word, 1 distinct);"
+        " 1 failed and is not in the counts:",
+        "  file:/in/b.txt: not-utf8: invalid start byte",
+        "Injected faults: 1 task attempt crashed (Spark re-ran it) and 1 attempt silently "
+        "lost records; the chains caught every loss: 1 file was replayed (2 rounds).",
+    ]

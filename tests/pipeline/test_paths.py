@@ -97,6 +97,7 @@ def _refusals(t: Path) -> list[tuple[list[str], str]]:
         ([i, "-o", str(t / "o"), "--report", str(t / "o" / "r.json")], "in the output"),
         ([i, "-o", str(t / "o"), "--report", str(t / "counts" / "mine.csv")], "exists"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "in")], "--work-dir"),
+        ([i, "-o", str(t / "o"), "--work-dir", str(t / "o" / "rows")], "--work-dir"),
         ([str(t / "counts" / "empty"), "-o", str(t / "o")], "InputMissing"),
     ]
 

@@ -104,8 +104,13 @@ def check_paths(
                 f"report {report} is in the output {output}, which holds only the counts "
                 "(it is replaced as a whole); choose a --report beside it"
             )
-    if work_dir is not None and _inside(_real(work_dir), source):
-        raise PathsOverlap(f"--work-dir {work_dir} is in the input {input_}: choose one outside it")
+    if work_dir is not None:
+        rows = _real(work_dir)
+        if _inside(rows, source) or _inside(rows, target):
+            raise PathsOverlap(
+                f"--work-dir {work_dir} is in the input {input_} or the output {output}: "
+                "choose one outside both"
+            )
 
 
 # -- OUTPUT -----------------------------------------------------------------------------

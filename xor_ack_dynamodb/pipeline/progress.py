@@ -134,7 +134,8 @@ def conclusion(report: Report) -> list[str]:
     else:
         lines.append(
             f"{acked:,} of {plural(files, 'file')} acked (their words reached the counts "
-            f"exactly once: {words}); {failed:,} failed and are not in the counts:"
+            f"exactly once: {words}); {failed:,} failed and "
+            f"{'is' if failed == 1 else 'are'} not in the counts:"
         )
         bad = [f for f in report.files if f.status == "failed"]
         for f in bad[:NAMED_FAILURES]:
