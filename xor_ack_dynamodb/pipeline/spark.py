@@ -129,16 +129,17 @@ def stop_session(spark: SparkSession | None, timeout: float = 15.0) -> None:
 
     try:
         if spark is not None:
-            spark.stop()
+            # After an interruption py4j's connection may be broken: the JVM goes anyway.
+            with contextlib.suppress(Exception):
+                spark.stop()
     finally:
         gateway: Any = SparkContext._gateway
         proc: Any = getattr(gateway, "proc", None)
-        if gateway is not None:
+        if proc is not None:  # a JVM this process launched (not spark-submit's)
             with contextlib.suppress(Exception):
                 gateway.shutdown()
             SparkContext._gateway = None
             SparkContext._jvm = None
-        if proc is not None:
             with contextlib.suppress(Exception):
                 proc.stdin.close()
             try:
