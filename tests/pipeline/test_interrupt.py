@@ -63,7 +63,10 @@ def alive(pid: int) -> bool:
 
 
 def interrupt_mid_run(args: list[str], sig: signal.Signals, log: Path) -> tuple[int, str]:
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": os.getcwd()}
+    # The subprocess imports the same package as this test.
+    source = str(Path(pipeline_cli.__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": path}
     with log.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "xor_ack_dynamodb.pipeline", *args],
