@@ -30,6 +30,16 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture
+def shared_spark(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Let the command use the test session (and neither stop it nor its JVM)."""
+    from xor_ack_dynamodb.pipeline import spark as spark_module
+
+    monkeypatch.setattr(spark_module, "build_session", lambda *a, **k: spark)
+    monkeypatch.setattr(spark_module, "stop_session", lambda *a, **k: None)
+    return spark
+
+
+@pytest.fixture
 def tracker(ddb_local_endpoint: str, ddb_table: TableSpec) -> Any:
     from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
 

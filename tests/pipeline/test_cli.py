@@ -27,12 +27,18 @@ def test_sample_writes_a_corpus(tmp_path: Path) -> None:
 
 
 @pytest.mark.ddblocal
+def one_file(tmp_path: Path) -> str:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("a b\n")
+    return str(tmp_path / "in")
+
+
 def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         pipeline_cli.main,
         [
             "wordcount",
-            str(tmp_path),
+            one_file(tmp_path),
             "--output",
             str(tmp_path / "o"),
             "--endpoint-url",
@@ -47,16 +53,6 @@ def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path:
     assert "no-such-table" in lines[0] and "table create" in lines[0]
 
 
-@pytest.fixture
-def shared_spark(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Let the command use the test session (and not stop it)."""
-    from xor_ack_dynamodb.pipeline import spark as spark_module
-
-    monkeypatch.setattr(spark_module, "build_session", lambda *a, **k: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
-
-
 @pytest.mark.spark
 @pytest.mark.ddblocal
 def test_wordcount_against_a_given_table(
@@ -67,30 +63,43 @@ def test_wordcount_against_a_given_table(
     runner.invoke(
         pipeline_cli.main, ["wordcount-sample", str(corpus), "--files", "6", "--lines", "5"]
     )
-    result = runner.invoke(
-        pipeline_cli.main,
-        [
-            "wordcount",
-            str(corpus),
-            "--output",
-            str(tmp_path / "counts"),
-            "--report",
-            str(tmp_path / "report.json"),
-            "--endpoint-url",
-            ddb_local_endpoint,
-            "--table",
-            ddb_table.name,
-            "--fail-rate",
-            "0.2",
-            "--seed",
-            "7",
-        ],
-    )
+    args = [
+        "wordcount",
+        str(corpus),
+        "--output",
+        str(tmp_path / "counts"),
+        "--report",
+        str(tmp_path / "report.json"),
+        "--endpoint-url",
+        ddb_local_endpoint,
+        "--table",
+        ddb_table.name,
+        "--fail-rate",
+        "0.2",
+        "--seed",
+        "7",
+    ]
+    result = runner.invoke(pipeline_cli.main, args)
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report.json").read_text())
     assert [f["status"] for f in report["files"]] == ["acked"] * 6
     assert report["totals"]["dynamodb"]["requests"] > 0
     assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
+    assert "All 6 files acked" in result.output and "1 files" not in result.output
+    assert "Injected faults:" in result.output
+
+    # The same command again: OUTPUT exists, refused (exit 2) and left as it was; with
+    # --overwrite it replaces the folder (and report) it wrote, and only those.
+    before = sorted((tmp_path / "counts").iterdir())
+    again = runner.invoke(pipeline_cli.main, args)
+    assert again.exit_code == 2 and "--overwrite" in again.output
+    assert sorted((tmp_path / "counts").iterdir()) == before
+    replaced = runner.invoke(pipeline_cli.main, [*args, "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
+    rerun = json.loads((tmp_path / "report.json").read_text())
+    assert rerun["run_id"] != report["run_id"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "counts", "report.json"]
 
 
 @pytest.mark.ddblocal
@@ -105,10 +114,59 @@ def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path:
             "--table",
             "absent-table",
             "wordcount",
-            str(tmp_path),
+            one_file(tmp_path),
             "--output",
             str(tmp_path / "o"),
         ],
     )
     assert result.exit_code == 1
     assert "absent-table" in result.output and result.output.startswith("error: ")
+
+
+def test_a_runtime_error_is_one_line_and_exit_1(
+    shared_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import job as job_module
+
+    def boom(self: Any) -> Any:
+        raise RuntimeError("An error occurred while calling o42.csv.\n: java.io.IOException")
+
+    monkeypatch.setattr(job_module.WordCount, "run", boom)
+    args = ["wordcount", one_file(tmp_path), "-o", str(tmp_path / "o"), "--no-tracking"]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last == (
+        "error: RuntimeError: An error occurred while calling o42.csv. "
+        "(run again with --verbose to see Spark's own output)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_the_closing_sentences_say_what_was_proved() -> None:
+    from xor_ack_dynamodb.pipeline.progress import conclusion, plural
+    from xor_ack_dynamodb.pipeline.report import Attempt, FileResult, Report, RoundResult
+
+    assert [plural(1, "file"), plural(2, "file"), plural(1000, "file")] == [
+        "1 file",
+        "2 files",
+        "1,000 files",
+    ]
+    report = Report("r", "in", "out", True, {"crash_rate": 0.2, "drop_rate": 0.2})
+    report.files = [
+        FileResult("file:/in/a.txt", "acked", 2, [Attempt(1, "incomplete"), Attempt(2, "acked")]),
+        FileResult("file:/in/b.txt", "failed", 1, [Attempt(1, "not-utf8: invalid start byte")]),
+    ]
+    report.rounds = [
+        RoundResult(1, 2, 2, task_failures=1, metrics={"lossy_attempts": 1}),
+        RoundResult(2, 1, 1),
+    ]
+    report.totals = {"words": 1, "distinct_words": 1}
+    assert conclusion(report) == [
+        "1 of 2 files acked (their words reached the counts exactly once: 1 word, 1 distinct);"
+        " 1 failed and is not in the counts:",
+        "  file:/in/b.txt: not-utf8: invalid start byte",
+        "Injected faults: 1 task attempt crashed (Spark re-ran it) and 1 attempt silently "
+        "lost records; the chains caught every loss: 1 file was replayed (2 rounds).",
+    ]

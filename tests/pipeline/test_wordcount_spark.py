@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -15,9 +16,11 @@ pytest.importorskip("pyspark")
 from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.pipeline.faults import FaultConfig
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
+from xor_ack_dynamodb.pipeline.paths import MANIFEST
 from xor_ack_dynamodb.pipeline.report import Report
 
 from .conftest import expected_counts, file_counts, read_output
+from .test_paths import BYTES_NAME, ODD_NAMES
 
 pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
 
@@ -70,7 +73,9 @@ def test_clean_run_counts_exactly_and_acks_every_file(
     else:
         assert ddb["requests"] >= 24 * (2 + p)
         assert ddb["by_operation"]["UpdateItem"] == ddb["writes"]
-    assert not (tmp_path / "counts.staging").exists()
+    # The staging folder (a hidden sibling of OUTPUT) is gone; OUTPUT holds our marker.
+    assert [p.name for p in tmp_path.iterdir()] == ["counts"]
+    assert {"_SUCCESS", MANIFEST} <= {p.name for p in (tmp_path / "counts").iterdir()}
     parsed = json.loads(report.to_json())
     assert {"path", "status", "attempts"} <= set(parsed["files"][0])
     assert {"spark", "create", "check", "output", "total"} <= set(totals["seconds"])
@@ -114,25 +119,78 @@ def test_lost_records_are_never_acked(
     assert not report.ok
 
 
-def test_a_file_that_keeps_failing_ends_failed(spark: Any, tracker: Any, tmp_path: Path) -> None:
+def test_every_name_counts_and_odd_files_fail_alone(
+    spark: Any, tracker: Any, tmp_path: Path
+) -> None:
+    # Every name a POSIX file system allows, empty files, sub-folders, links, and files
+    # that cannot be counted: each of those fails alone, at once, with its reason.
     root = tmp_path / "in"
-    generate(root, files=5, lines=5, seed=2, invalid=1)
-    # Names Hadoop would read as globs or lists, an empty file, and a hidden one (skipped).
-    (root / "odd").mkdir()
-    (root / "odd" / "we,ird {b} [c]*?.txt").write_text("Odd name, odd NAME\n", "utf-8")
-    (root / "odd" / "empty.txt").write_bytes(b"")
+    generate(root, files=3, lines=4, seed=2, invalid=1)
+    (root / "odd" / "deeper").mkdir(parents=True)
+    for i, name in enumerate(ODD_NAMES):
+        (root / "odd" / name).write_text(f"Odd {name} word{i % 3}\n", "utf-8")
+    Path(os.fsdecode(bytes(root / "odd") + b"/" + BYTES_NAME)).write_text("Bytes name\n")
+    (root / "odd" / "deeper" / "empty.txt").write_bytes(b"")
     (root / "odd" / "_hidden.txt").write_text("never counted\n", "utf-8")
-    report = run(spark, tracker, root, tmp_path, max_attempts=2)
-    assert len(report.files) == 8
-    assert not any("_hidden" in f.path for f in report.files)
-    bad = [f for f in report.files if "broken" in f.path]
-    assert len(bad) == 1 and bad[0].status == "failed" and bad[0].attempts == 2
-    assert all("decode error" in a.outcome for a in bad[0].history)
-    assert all(f.status == "acked" for f in report.files if f is not bad[0])
-    counts = read_output(tmp_path / "counts")
-    assert counts == dict(expected_counts(root))
-    assert counts["odd"] == 2 and counts["name"] == 2 and "never" not in counts
-    assert report.totals["failed"] == 1
+    (tmp_path / "outside.txt").write_text("linked words\n", "utf-8")
+    (root / "odd" / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (root / "odd" / "dangling").symlink_to(tmp_path / "missing")
+    report = run(spark, tracker, root, tmp_path / "o", max_attempts=3)
+    by_name = {f.path.rsplit("/", 1)[-1]: f for f in report.files}
+    assert not any("_hidden" in name for name in by_name)
+    bad = by_name["latin1-000.txt"]
+    # Not UTF-8: failed at once (one attempt, no replay), reason not-utf8.
+    assert bad.status == "failed" and bad.attempts == 1
+    assert bad.history[-1].outcome.startswith("not-utf8")
+    dangling = by_name["dangling"]
+    assert dangling.status == "failed" and dangling.attempts == 0
+    assert dangling.history[-1].outcome.startswith("broken-symlink")
+    acked = [f for f in report.files if f.status == "acked"]
+    assert len(acked) == len(report.files) - 2
+    assert all(f.attempts == 1 for f in acked)
+    assert report.totals["rounds"] == 1
+    # The independent count: every readable, UTF-8 file, line by line (links followed).
+    expected = expected_counts(root)
+    assert read_output(tmp_path / "o" / "counts") == dict(expected)
+    assert expected["odd"] == len(ODD_NAMES) and expected["linked"] == 1
+    assert report.totals["failed"] == 2 and not report.ok
+    json.loads(report.to_json())  # valid JSON even with a name that is not UTF-8
+
+
+def test_overwrite_replaces_only_our_output_and_a_failed_commit_keeps_it(
+    spark: Any, tracker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import job as job_module
+    from xor_ack_dynamodb.pipeline.errors import OutputExists, OutputNotOurs
+
+    root = tmp_path / "in"
+    generate(root, files=2, lines=3, seed=4)
+    out = tmp_path / "o" / "counts"
+    run(spark, tracker, root, tmp_path / "o")
+    first = sorted(p.name for p in out.iterdir())
+    with pytest.raises(OutputExists):
+        run(spark, tracker, root, tmp_path / "o")
+    (root / "more.txt").write_text("More words\n", "utf-8")
+    real_rename = job_module.rename
+
+    def failing(spark_: Any, source: str, target: str) -> None:
+        if source.endswith("/output"):
+            raise OSError("disk full")
+        real_rename(spark_, source, target)
+
+    monkeypatch.setattr(job_module, "rename", failing)
+    with pytest.raises(OSError, match="disk full"):
+        run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    # The former result is back in place, whole; nothing of the failed run is left.
+    assert sorted(p.name for p in out.iterdir()) == first
+    assert [p.name for p in (tmp_path / "o").iterdir()] == ["counts"]
+    monkeypatch.setattr(job_module, "rename", real_rename)
+    run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    assert read_output(out) == dict(expected_counts(root))
+    (out / "notes.txt").write_text("the user's", "utf-8")
+    with pytest.raises(OutputNotOurs):
+        run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    assert (out / "notes.txt").read_text("utf-8") == "the user's"
 
 
 def test_no_tracking_runs_the_same_stages_without_chains(

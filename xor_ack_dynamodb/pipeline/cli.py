@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,16 @@ from ..cli import UserError, explain, is_loopback
 from ..errors import XorAckError
 from ..table import DEFAULT_TABLE, TableSpec, create_table
 from .corpus import generate
+from .errors import Refused
+from .paths import (
+    check_paths,
+    check_report,
+    is_remote,
+    judge_output,
+    list_local,
+    local_listing,
+    write_atomically,
+)
 
 #: The table the command creates in the DynamoDB Local it starts itself.
 LOCAL_TABLE = "xor-ack-wordcount"
@@ -42,6 +54,7 @@ def _tracker(
     partition_key: str,
     token_window: int,
     backend: str,
+    progress: Any,
 ) -> Iterator[Any]:
     """The TrackerConfig to use: a DynamoDB Local started here, or the given table."""
     from ..local import LocalDynamoDB
@@ -58,6 +71,7 @@ def _tracker(
         if source is not None and source != click.core.ParameterSource.DEFAULT:
             table = getattr(parent, "table", None)
     if endpoint_url is None and table is None:
+        progress.step("starting a local DynamoDB")
         with LocalDynamoDB(backend=backend) as db:  # type: ignore[arg-type]
             config = TrackerConfig(
                 table=LOCAL_TABLE,
@@ -68,9 +82,7 @@ def _tracker(
                 local_credentials=True,
             )
             create_table(config.client(), TableSpec(name=LOCAL_TABLE, partition_key=partition_key))
-            click.echo(
-                f"local DynamoDB ({db.kind}) at {db.endpoint_url}, table {LOCAL_TABLE}", err=True
-            )
+            progress.step(f"local DynamoDB ({db.kind}) at {db.endpoint_url}, table {LOCAL_TABLE}")
             yield config
         return
     loopback = is_loopback(endpoint_url)
@@ -161,8 +173,18 @@ def _master(master: str | None, faults_on: bool) -> str | None:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the injected faults.")
 @click.option("--no-tracking", is_flag=True, help="Run the same stages without chains.")
-@click.option("--work-dir", help="Staging rows of the rounds [default: OUTPUT.staging].")
-@click.option("--keep-staging", is_flag=True, help="Keep the staging rows after the run.")
+@click.option(
+    "--work-dir",
+    help="Where the rounds' staging rows go, in a hidden folder of the run "
+    "[default: the run's staging folder beside OUTPUT].",
+)
+@click.option("--keep-staging", is_flag=True, help="Keep the staging folder after the run.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace OUTPUT and --report if this command wrote them before (never other files).",
+)
+@click.option("--verbose", "-v", is_flag=True, help="Show Spark's and the JVM's own output.")
 @click.option("--output-partitions", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
     "--single-writes",
@@ -199,66 +221,181 @@ def wordcount(
     output_partitions: int,
     single_writes: bool,
     local_backend: str,
+    overwrite: bool,
+    verbose: bool,
 ) -> None:
     """Count the words of every file under INPUT with PySpark, each file tracked by an XOR chain.
 
     Files whose chains do not reach zero are replayed, up to --max-attempts;
-    the report lists every file as acked or failed.  Exits 1 if any failed.
+    the report lists every file as acked or failed.  Exits 0 when every file
+    was acked, 1 if any failed (or on a runtime error), 2 when the run is refused
+    before anything is touched (missing INPUT, OUTPUT that exists, paths that
+    overlap), 130 when interrupted.  See docs/pipeline.md.
     """
     from .faults import FaultConfig
-    from .job import WordCountOptions, run_wordcount
-    from .progress import RichProgress
-    from .spark import build_session
+    from .job import WordCount, WordCountOptions
+    from .progress import RichProgress, conclusion, plural
+    from .spark import build_session, stop_session
 
+    started = time.monotonic()
+    progress = RichProgress(started_at=started)
+    try:
+        _check_before_spark(input_path, output, report_path, work_dir, overwrite)
+    except Refused as exc:
+        raise RefusedUsage(explain(exc) or str(exc)) from exc
     faults = FaultConfig.rate(fail_rate, seed)
     spark_master = _master(master, faults.enabled)
     token_window = max(32, (partitions or 8) + 8)
-    try:
-        with _maybe_tracker(
-            ctx,
-            not no_tracking,
-            endpoint_url,
-            table,
-            region,
-            partition_key,
-            token_window,
-            local_backend,
-        ) as tracker:
-            if tracker is not None and single_writes:
-                tracker = dataclasses.replace(tracker, transactions=False)
-            options = WordCountOptions(
-                input=input_path,
-                output=output,
-                tracking=not no_tracking,
-                tracker=tracker,
-                partitions=partitions,
-                timeout=timeout,
-                max_attempts=max_attempts,
-                faults=faults,
-                work_dir=work_dir,
-                keep_staging=keep_staging,
-                output_partitions=output_partitions,
-            )
-            spark = build_session(
-                spark_master,
-                shuffle_partitions=max(partitions or 2, 2),
-                log_level="FATAL" if faults.enabled else "ERROR",
-            )
-            try:
-                report = run_wordcount(spark, options, RichProgress())
-            finally:
-                spark.stop()
-    except FileNotFoundError as exc:
-        raise UserError(str(exc)) from exc
-    except (XorAckError, ClientError, BotoCoreError) as exc:
-        raise UserError(explain(exc) or str(exc)) from exc
+    job: WordCount | None = None
+    with _signals_interrupt() as reinstall:
+        try:
+            with _maybe_tracker(
+                ctx,
+                not no_tracking,
+                endpoint_url,
+                table,
+                region,
+                partition_key,
+                token_window,
+                local_backend,
+                progress,
+            ) as tracker:
+                if tracker is not None and single_writes:
+                    tracker = dataclasses.replace(tracker, transactions=False)
+                options = WordCountOptions(
+                    input=input_path,
+                    output=output,
+                    tracking=not no_tracking,
+                    tracker=tracker,
+                    partitions=partitions,
+                    timeout=timeout,
+                    max_attempts=max_attempts,
+                    faults=faults,
+                    work_dir=work_dir,
+                    keep_staging=keep_staging,
+                    output_partitions=output_partitions,
+                    overwrite=overwrite,
+                )
+                progress.step(f"starting Spark ({spark_master or 'spark-submit'})")
+                spark = None
+                try:
+                    quiet_level = "FATAL" if faults.enabled else "ERROR"
+                    spark = build_session(
+                        spark_master,
+                        shuffle_partitions=max(partitions or 2, 2),
+                        log_level="WARN" if verbose else quiet_level,
+                        quiet=not verbose,
+                    )
+                    reinstall()  # SparkContext puts a SIGINT handler of its own in place
+                    job = WordCount(spark, options, progress)
+                    report = job.run()
+                finally:
+                    progress.stop()
+                    stop_session(spark)
+        except KeyboardInterrupt as exc:
+            click.echo(_interrupted(exc, job, output), err=True)
+            ctx.exit(INTERRUPTED)
+        except Refused as exc:
+            raise RefusedUsage(explain(exc) or str(exc)) from exc
+        except FileNotFoundError as exc:
+            raise UserError(str(exc)) from exc
+        except (XorAckError, ClientError, BotoCoreError) as exc:
+            raise UserError(explain(exc) or str(exc)) from exc
+        except Exception as exc:
+            hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
+            raise UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}") from exc
     if report_path is not None:
-        report_path.parent.mkdir(parents=True, exist_ok=True)
-        report_path.write_text(report.to_json(), encoding="utf-8")
-        click.echo(f"report: {report_path}", err=True)
-    click.echo(f"counts: {output}", err=True)
+        write_atomically(report_path, report.to_json())
+        progress.step(f"report: {report_path}")
+    progress.step(f"counts: {output}")
+    for line in conclusion(report):
+        click.echo(line, err=True)
     if not report.ok:
-        raise UserError(f"{report.failed} of {len(report.files)} files failed (see the report)")
+        raise UserError(
+            f"{report.failed} of {plural(len(report.files), 'file')} failed (see the report)"
+        )
+
+
+#: Exit status of an interrupted run (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+class RefusedUsage(UserError):
+    """A run refused before anything was touched: one ``error:`` line, exit 2."""
+
+    exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: the run unwinds (cancel jobs, stop Spark, clean up)."""
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[Callable[[], None]]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread, once.
+
+    The first signal starts a clean stop; later ones are ignored so that the
+    clean-up (cancel the jobs, remove the staging folder, stop the JVM and a
+    local DynamoDB) is not cut short.  Yields a function that puts the handlers
+    back in place (SparkContext installs its own SIGINT handler).
+    """
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+
+    def handler(signum: int, _frame: Any) -> None:
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name)
+
+    def install() -> None:
+        for sig in signals:
+            signal.signal(sig, handler)
+
+    install()
+    try:
+        yield install
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _interrupted(exc: KeyboardInterrupt, job: Any, output: str) -> str:
+    """The one line an interruption ends with: what state the tracked files are in."""
+    from .progress import plural
+
+    name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
+    report = job.report if job is not None else None
+    if report is None or not report.files:
+        state = "no file was tracked yet"
+    else:
+        files = len(report.files)
+        done = report.acked + report.failed
+        state = f"{report.acked:,} of {plural(files, 'file')} acked, {files - done:,} not finished"
+        if report.failed:
+            state += f", {report.failed:,} failed"
+    if job is not None and job.committed:
+        written = f"the counts had been written to {output}"
+    else:
+        written = f"nothing was written to {output}"
+    return f"interrupted ({name}): {state}; {written}; re-run the same command"
+
+
+def _check_before_spark(
+    input_path: str, output: str, report: Path | None, work_dir: str | None, overwrite: bool
+) -> None:
+    """The checks that need no Spark, on local paths: a refusal comes at once."""
+    check_paths(input_path, output, report, work_dir)
+    if report is not None:
+        check_report(report, overwrite)
+    if not is_remote(output):
+        judge_output(output, local_listing(output), overwrite)
+    if not is_remote(input_path):
+        list_local(input_path)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 @contextmanager

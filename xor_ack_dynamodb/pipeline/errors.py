@@ -19,3 +19,31 @@ class TableMissing(PipelineError):
             "to run against a local DynamoDB that the command starts)"
         )
         self.table = table
+
+
+class Refused(PipelineError):
+    """The run was refused before anything was read or written (the CLI exits 2)."""
+
+
+class InputMissing(Refused):
+    """INPUT does not exist (or is a broken symbolic link)."""
+
+
+class InputEmpty(Refused):
+    """INPUT holds no file to count."""
+
+
+class PathsOverlap(Refused):
+    """OUTPUT, --report or --work-dir is INPUT, lies inside it, or contains it."""
+
+
+class OutputExists(Refused):
+    """OUTPUT exists and is not empty, and --overwrite was not given."""
+
+
+class OutputNotOurs(Refused):
+    """--overwrite was given but OUTPUT is not a folder this tool wrote (or holds more)."""
+
+
+class ReportExists(Refused):
+    """--report names an existing file and --overwrite was not given, or it is no report."""

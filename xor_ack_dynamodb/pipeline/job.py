@@ -15,6 +15,12 @@ Round ``k`` processes the files still pending, each under a new chain
 
 After the last round the output is the sum, by word, of the staging rows of
 each file's acked round only: a replayed file is counted once.
+
+Nothing of the user's is touched before it is judged (``paths``): the rows and
+the counts are written into a staging folder the run creates beside OUTPUT
+(hidden, named after the run), the counts get a manifest, and only a complete
+result is renamed onto OUTPUT.  The staging folder is removed however the run
+ends (unless ``keep_staging``); nothing else is ever deleted.
 """
 
 from __future__ import annotations
@@ -52,9 +58,30 @@ from .buckets import identity_partition
 from .errors import PipelineError
 from .faults import FaultConfig
 from .keyed import Keyed
+from .paths import (
+    MANIFEST,
+    PERMANENT,
+    InputFile,
+    OutputAction,
+    check_paths,
+    judge_output,
+    manifest_text,
+    printable,
+    qualified,
+    staging_path,
+)
 from .plan import RoundPlan, TaskInfo, file_tag
 from .report import Attempt, FileResult, PhaseClock, Report, RoundResult
-from .spark import InputFile, delete_path, list_files, read_files
+from .spark import (
+    delete_path,
+    list_files,
+    listing,
+    make_folder,
+    read_files,
+    remove_empty_folder,
+    rename,
+    write_text,
+)
 from .stages import (
     TASK_TOTALS,
     BucketRecord,
@@ -81,6 +108,8 @@ ENTRY_SCHEMA = StructType(
 )
 #: How often the driver refreshes progress while a job runs (seconds).
 POLL_INTERVAL = 0.25
+#: How long a cancelled job may take to end after an interruption (seconds).
+CANCEL_WAIT = 30.0
 
 
 @dataclass
@@ -100,6 +129,8 @@ class WordCountOptions:
     run_id: str | None = None
     work_dir: str | None = None
     keep_staging: bool = False
+    #: Replace an existing OUTPUT, if it is a folder this tool wrote (see ``paths``).
+    overwrite: bool = False
     output_partitions: int = 1
     driver_concurrency: int = 32
 
@@ -116,10 +147,6 @@ class WordCountOptions:
             raise ValueError("tracking needs a tracker (TrackerConfig)")
         if self.partitions is not None:
             check_token_window(self.tracker, self.partitions)
-
-    @property
-    def staging_dir(self) -> str:
-        return self.work_dir or self.output.rstrip("/") + ".staging"
 
 
 def check_token_window(tracker: TrackerConfig | None, partitions: int) -> None:
@@ -151,6 +178,7 @@ class Observer(Protocol):
     def round_started(self, round_: int, files: int) -> None: ...
     def round_progress(self, progress: RoundProgress) -> None: ...
     def round_ended(self, result: RoundResult, report: Report) -> None: ...
+    def step(self, text: str) -> None: ...
     def finished(self, report: Report) -> None: ...
 
 
@@ -165,6 +193,9 @@ class _Silent:
         pass
 
     def round_ended(self, result: RoundResult, report: Report) -> None:
+        pass
+
+    def step(self, text: str) -> None:
         pass
 
     def finished(self, report: Report) -> None:
@@ -251,6 +282,18 @@ class WordCount:
         self.clock = PhaseClock()
         self.metrics: Accumulator[dict[str, int]] = self.sc.accumulator({}, CountsParam())
         self.files: list[InputFile] = []
+        self.output = qualified(options.output)
+        #: Created by the run, removed at its end: the staged counts, and the rows by default.
+        self.staging = staging_path(options.output, self.run_id)
+        self.staged_output = f"{self.staging}/output"
+        self.rows_dir = (
+            f"{qualified(options.work_dir)}/.xor-ack-{self.run_id}"
+            if options.work_dir
+            else f"{self.staging}/rounds"
+        )
+        #: The counts were renamed onto OUTPUT (what an interruption leaves behind).
+        self.committed = False
+        self._last: RoundProgress | None = None
         self.report = Report(
             run_id=self.run_id,
             input=options.input,
@@ -309,6 +352,40 @@ class WordCount:
         """
         if time.monotonic() > deadline:  # creating the chains used the whole budget
             return f"timeout: round not finished within {self.opts.timeout:g} s", True
+        timed_out = False
+
+        def update() -> None:
+            self._last = self._progress(group, round_, files)
+            self.observer.round_progress(self._last)
+
+        def poll() -> None:
+            nonlocal timed_out
+            update()
+            if not timed_out and time.monotonic() > deadline:
+                timed_out = True
+                self.sc.cancelJobGroup(group)
+
+        error = self._in_job_group(group, description, action, poll)
+        update()
+        if timed_out:
+            return f"timeout: round not finished within {self.opts.timeout:g} s", True
+        if error is not None:
+            return f"spark job failed: {_first_line(error)}", False
+        return None, False
+
+    def _in_job_group(
+        self,
+        group: str,
+        description: str,
+        action: Callable[[], None],
+        poll: Callable[[], None] | None = None,
+    ) -> BaseException | None:
+        """Run ``action`` in a thread as job group ``group``; the error it raised, if any.
+
+        The driver's thread only waits, so that an interruption (Ctrl-C,
+        SIGTERM) lands here: the group's jobs are then cancelled and waited for
+        before it propagates, and no task is left writing into the staging folder.
+        """
         box: dict[str, BaseException] = {}
 
         def target() -> None:
@@ -321,20 +398,16 @@ class WordCount:
         thread = InheritableThread(target=target)
         thread.daemon = True
         thread.start()
-        timed_out = False
-        while thread.is_alive():
-            thread.join(POLL_INTERVAL)
-            self.observer.round_progress(self._progress(group, round_, files))
-            if not timed_out and time.monotonic() > deadline:
-                timed_out = True
-                self.sc.cancelJobGroup(group)
-        self.observer.round_progress(self._progress(group, round_, files))
-        error = box.get("error")
-        if timed_out:
-            return f"timeout: round not finished within {self.opts.timeout:g} s", True
-        if error is not None:
-            return f"spark job failed: {_first_line(error)}", False
-        return None, False
+        try:
+            while thread.is_alive():
+                thread.join(POLL_INTERVAL)
+                if poll is not None:
+                    poll()
+        except BaseException:
+            self.sc.cancelJobGroup(group)
+            thread.join(CANCEL_WAIT)
+            raise
+        return box.get("error")
 
     def _progress(self, group: str, round_: int, files: int) -> RoundProgress:
         tracker = self.sc.statusTracker()
@@ -355,41 +428,82 @@ class WordCount:
     # -- the run ------------------------------------------------------------
 
     def run(self) -> Report:
+        opts = self.opts
         with self.clock.phase("list"):
-            self.files = list_files(self.spark, self.opts.input)
-        if not self.files:
-            raise PipelineError(f"no input files under {self.opts.input}")
-        self.report.files = [FileResult(f.path) for f in self.files]
+            check_paths(opts.input, opts.output, work_dir=opts.work_dir)
+            judge_output(opts.output, listing(self.spark, self.output), opts.overwrite)
+            self.files = list_files(self.spark, opts.input)
+        self.report.files = [_entry(f) for f in self.files]
         self.observer.started(self.report)
-        counts = self._tracked() if self.opts.tracking else self._untracked()
-        with self.clock.phase("output"):
-            words, distinct = self._write_output(counts)
-        if self.opts.tracking and not self.opts.keep_staging:
-            with self.clock.phase("cleanup"):
-                delete_path(self.spark, self.opts.staging_dir)
+        make_folder(self.spark, self.staging)
+        try:
+            if opts.tracking and opts.work_dir:
+                make_folder(self.spark, self.rows_dir)
+            counts = self._tracked() if opts.tracking else self._untracked()
+            self.observer.step("writing the counts")
+            with self.clock.phase("output"):
+                words, distinct = self._write_output(counts)
+                self._commit()
+        finally:
+            if not opts.keep_staging:
+                with self.clock.phase("cleanup"):
+                    delete_path(self.spark, self.staging)
+                    if opts.work_dir:
+                        delete_path(self.spark, self.rows_dir)
         self._totals(words, distinct)
         self.observer.finished(self.report)
         return self.report
 
+    def _commit(self) -> None:
+        """The staged counts get their manifest, then a rename makes them OUTPUT.
+
+        OUTPUT is judged again first (it may have changed while the job ran); a
+        folder of ours is moved into the staging folder (removed with it), an
+        empty one removed: the rename only ever lands where nothing is.
+        """
+        staged = listing(self.spark, self.staged_output)
+        names = staged.names if staged is not None else ()
+        text = manifest_text(self.run_id, self.report.input, names)
+        write_text(self.spark, f"{self.staged_output}/{MANIFEST}", text)
+        current = listing(self.spark, self.output)
+        action = judge_output(self.opts.output, current, self.opts.overwrite)
+        if action is OutputAction.REPLACE_EMPTY:
+            remove_empty_folder(self.spark, self.output)
+        elif action is OutputAction.REPLACE_OURS:
+            previous = f"{self.staging}/previous"
+            rename(self.spark, self.output, previous)
+            try:
+                rename(self.spark, self.staged_output, self.output)
+            except BaseException:
+                rename(self.spark, previous, self.output)  # the former result goes back
+                raise
+            self.committed = True
+            return
+        rename(self.spark, self.staged_output, self.output)
+        self.committed = True
+
     def _untracked(self) -> DataFrame:
         """The same stages without chains: one round, no staging, nothing verified."""
+        readable = [i for i, f in enumerate(self.files) if f.problem is None]
         plan = RoundPlan(
             run_id=self.run_id,
             round=1,
             partitions=self.partitions,
-            paths=tuple(f.path for f in self.files),
-            file_ids=tuple(range(len(self.files))),
+            paths=tuple(self.files[i].path for i in readable),
+            file_ids=tuple(readable),
             faults=self.opts.faults,
         )
-        self.observer.round_started(1, len(self.files))
+        self.observer.round_started(1, len(readable))
         bplan = self.sc.broadcast(plan)
-        rdd = read_files(self.spark, plan.paths, self._read_partitions(len(plan.paths)))
+        inputs = [self.files[i] for i in readable]
+        rdd = read_files(self.spark, inputs, self._read_partitions(len(inputs)))
         counts = (
             rdd.mapPartitionsWithIndex(partial(_stage1_task, bplan, self.metrics))
             .partitionBy(plan.partitions, identity_partition)
             .mapPartitionsWithIndex(partial(_sum_task, bplan, self.metrics))
         )
-        for f in self.report.files:
+        for i in readable:
+            f = self.report.files[i]
             f.status, f.attempts = "counted", 1
             f.history.append(Attempt(1, "counted (not tracked)"))
         result = RoundResult(1, len(plan.paths), plan.partitions)
@@ -398,9 +512,7 @@ class WordCount:
 
     def _tracked(self) -> DataFrame:
         _ = self.chains  # made once here, before any thread of the driver uses it
-        # Rows a former run left in the work dir must not mix with this run's.
-        delete_path(self.spark, self.opts.staging_dir)
-        pending = list(range(len(self.files)))
+        pending = [i for i, f in enumerate(self.files) if f.problem is None]
         acked_in: dict[int, int] = {}  # file id -> round whose output counts
         for round_ in range(1, self.opts.max_attempts + 1):
             if not pending:
@@ -440,11 +552,12 @@ class WordCount:
 
         job_start = time.monotonic()
         with self.clock.phase("spark"):
-            staging = f"{opts.staging_dir.rstrip('/')}/round={round_}"
+            staging = f"{self.rows_dir}/round={round_}"
             bplan = self.sc.broadcast(plan)
 
             def action() -> None:
-                rdd = read_files(self.spark, plan.paths, self._read_partitions(len(plan.paths)))
+                inputs = [self.files[i] for i in pending]
+                rdd = read_files(self.spark, inputs, self._read_partitions(len(inputs)))
                 rows = (
                     rdd.mapPartitionsWithIndex(partial(_stage1_task, bplan, self.metrics))
                     .partitionBy(partitions, identity_partition)
@@ -463,6 +576,7 @@ class WordCount:
             )
         result.seconds["spark"] = time.monotonic() - job_start
         result.job_error = error
+        result.task_failures = self._last.task_failures if self._last else 0
 
         check_start = time.monotonic()
         with self.clock.phase("check"):
@@ -480,7 +594,7 @@ class WordCount:
                 entry.status = "acked"
                 acked_in[file_id] = round_
                 result.acked += 1
-            elif round_ >= opts.max_attempts:
+            elif round_ >= opts.max_attempts or outcome.startswith(PERMANENT):
                 entry.status = "failed"
                 result.failed += 1
             else:
@@ -549,7 +663,7 @@ class WordCount:
         partial = sorted({r for r in acked_in.values()} - set(complete))
         # The schema is known: giving it spares Spark a job that reads every file's footer.
         schema = StructType([*STAGING_SCHEMA.fields, StructField("round", IntegerType(), False)])
-        staging = self.spark.read.schema(schema).parquet(self.opts.staging_dir)
+        staging = self.spark.read.schema(schema).parquet(self.rows_dir)
         parts: list[DataFrame] = []
         if complete:
             pairs = F.explode(F.arrays_zip(F.col("words"), F.col("counts"))).alias("pair")
@@ -583,20 +697,30 @@ class WordCount:
         return rows.groupBy("word").agg(F.sum("n").cast("long").alias("count"))
 
     def _write_output(self, counts: DataFrame) -> tuple[int, int]:
+        """Write the counts into the staging folder; (words, distinct words)."""
         counts = counts.persist()
-        try:
+        result: dict[str, Any] = {}
+
+        def action() -> None:
             (
                 counts.repartition(self.opts.output_partitions)
                 .sortWithinPartitions(F.desc("count"), F.asc("word"))
-                .write.mode("overwrite")
-                .option("header", True)
-                .csv(self.opts.output)
+                .write.option("header", True)
+                .csv(self.staged_output)
             )
-            row = counts.agg(
+            result["row"] = counts.agg(
                 F.count(F.lit(1)).alias("distinct"), F.sum("count").alias("words")
             ).first()
+
+        try:
+            error = self._in_job_group(
+                f"xor-ack-{self.run_id}-output", "xor-ack wordcount: the counts", action
+            )
         finally:
             counts.unpersist()
+        if error is not None:
+            raise error
+        row = result.get("row")
         if row is None:  # pragma: no cover - an aggregate always has one row
             return 0, 0
         return int(row["words"] or 0), int(row["distinct"] or 0)
@@ -635,6 +759,15 @@ class WordCount:
             },
             "seconds": seconds,
         }
+
+
+def _entry(f: InputFile) -> FileResult:
+    """The report's entry for ``f``: ``failed`` at once if it cannot be read at all."""
+    entry = FileResult(printable(f.path))
+    if f.problem is not None:
+        entry.status = "failed"
+        entry.history.append(Attempt(0, f.problem))
+    return entry
 
 
 def _first_line(exc: BaseException) -> str:

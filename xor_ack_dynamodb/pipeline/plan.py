@@ -56,12 +56,16 @@ def file_tag(run_id: str, path: str, attempt: int, *, limit: int = 1024) -> str:
     """The chain of one attempt at one file: ``run_id/path#attempt``.
 
     A late stamp of an old attempt can never touch the replay's chain.  Paths
-    too long for a DynamoDB key are replaced by their SHA-256.
+    too long for a DynamoDB key, or that are not valid UTF-8 (a file name's
+    bytes), are replaced by their SHA-256.
     """
     tag = f"{run_id}/{path}#{attempt}"
-    if len(tag.encode("utf-8", "surrogatepass")) <= limit:
-        return tag
+    try:
+        if len(tag.encode("utf-8")) <= limit:
+            return tag
+    except UnicodeEncodeError:
+        pass
     import hashlib
 
-    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
     return f"{run_id}/sha256:{digest}#{attempt}"

@@ -6,6 +6,8 @@ stays quiet and only one line per round and the final table are printed.
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -21,11 +23,21 @@ from .job import RoundProgress
 from .report import Report, RoundResult
 
 
-class RichProgress:
-    """An ``Observer`` of :class:`~xor_ack_dynamodb.pipeline.job.WordCount` drawn with rich."""
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1,000 files``."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
-    def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+
+class RichProgress:
+    """An ``Observer`` of :class:`~xor_ack_dynamodb.pipeline.job.WordCount` drawn with rich.
+
+    One line per step, each with the time since ``started_at`` (the command's
+    start, so Spark's start-up is in it); on a terminal a live bar as well.
+    """
+
+    def __init__(self, console: Console | None = None, started_at: float | None = None) -> None:
+        self.console = console or Console(stderr=True, highlight=False)
+        self.started_at = time.monotonic() if started_at is None else started_at
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -33,20 +45,23 @@ class RichProgress:
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
             console=self.console,
-            transient=False,
+            transient=True,
             disable=not self.console.is_terminal,
         )
         self._task: TaskID | None = None
         self._files = 0
         self._acked = 0
         self._failed = 0
-        self._round_files = 0
+
+    def step(self, text: str) -> None:
+        elapsed = time.monotonic() - self.started_at
+        self.console.print(f"[{elapsed:6.1f}s] {text}", markup=False, soft_wrap=True)
 
     def started(self, report: Report) -> None:
         self._files = len(report.files)
         mode = "tracked" if report.tracking else "NOT tracked"
-        self.console.print(
-            f"xor-ack wordcount: {self._files} files, run {report.run_id} ({mode}), "
+        self.step(
+            f"{plural(self._files, 'file')} to count, run {report.run_id} ({mode}), "
             f"master {report.settings.get('master')}"
         )
         self._progress.start()
@@ -57,8 +72,8 @@ class RichProgress:
             self._progress.update(self._task, completed=self._acked, detail=detail)
 
     def round_started(self, round_: int, files: int) -> None:
-        self._round_files = files
-        self._update(f"round {round_}: {files} files")
+        self.step(f"round {round_}: {plural(files, 'file')}")
+        self._update(f"round {round_}: {plural(files, 'file')}")
 
     def round_progress(self, progress: RoundProgress) -> None:
         m = progress.metrics
@@ -75,23 +90,78 @@ class RichProgress:
     def round_ended(self, result: RoundResult, report: Report) -> None:
         self._acked = report.acked
         self._failed = report.failed
-        pending = self._files - self._acked - self._failed
-        self._update(f"round {result.round} done | pending {pending} | failed {self._failed}")
+        self._update(f"round {result.round} done")
         note = f" ({result.job_error})" if result.job_error else ""
-        line = (
-            f"round {result.round}: {result.files} files -> {result.acked} acked, "
-            f"{result.replayed} to replay, {result.failed} failed{note}"
+        self.step(
+            f"round {result.round}: {result.acked} acked, {result.replayed} to replay, "
+            f"{result.failed} failed{note}"
         )
-        if self.console.is_terminal:
-            self._progress.console.print(line)
-        else:
-            self.console.print(line)
 
     def finished(self, report: Report) -> None:
         self._acked = report.acked
-        self._update("done")
         self._progress.stop()
         self.console.print(summary_table(report))
+
+    def stop(self) -> None:
+        """Take the live bar down (an interruption or an error ends the run early)."""
+        self._progress.stop()
+
+
+#: Failed files named by name in the closing sentences; the report has them all.
+NAMED_FAILURES = 5
+
+
+def conclusion(report: Report) -> list[str]:
+    """What the run proved, in sentences (the last lines of ``xor-ack wordcount``)."""
+    files = len(report.files)
+    totals = report.totals
+    words = (
+        f"{plural(int(totals.get('words', 0)), 'word')}, "
+        f"{int(totals.get('distinct_words', 0)):,} distinct"
+    )
+    if not report.tracking:
+        return [
+            f"Counted {words} in {plural(files, 'file')} without tracking (--no-tracking): "
+            "nothing was verified."
+        ]
+    lines: list[str] = []
+    acked, failed = report.acked, report.failed
+    if failed == 0:
+        lines.append(
+            f"All {plural(files, 'file')} acked: each file's XOR chain reached zero, so every "
+            f"word of every file reached the counts exactly once ({words})."
+        )
+    else:
+        lines.append(
+            f"{acked:,} of {plural(files, 'file')} acked (their words reached the counts "
+            f"exactly once: {words}); {failed:,} failed and "
+            f"{'is' if failed == 1 else 'are'} not in the counts:"
+        )
+        bad = [f for f in report.files if f.status == "failed"]
+        for f in bad[:NAMED_FAILURES]:
+            why = f.history[-1].outcome if f.history else "failed"
+            lines.append(f"  {f.path}: {why}")
+        if len(bad) > NAMED_FAILURES:
+            lines.append(f"  and {len(bad) - NAMED_FAILURES:,} more (see the report)")
+    crashed = sum(r.task_failures for r in report.rounds)
+    metrics: dict[str, int] = {}
+    for r in report.rounds:
+        for key, value in r.metrics.items():
+            metrics[key] = metrics.get(key, 0) + value
+    lossy = metrics.get("lossy_attempts", 0)
+    replayed = sum(1 for f in report.files if f.attempts > 1)
+    faults = report.settings.get("crash_rate") or report.settings.get("drop_rate")
+    were = plural(replayed, "file was", "files were")
+    rounds = plural(len(report.rounds), "round")
+    if faults:
+        lines.append(
+            f"Injected faults: {plural(crashed, 'task attempt')} crashed (Spark re-ran "
+            f"{'it' if crashed == 1 else 'them'}) and {plural(lossy, 'attempt')} silently "
+            f"lost records; the chains caught every loss: {were} replayed ({rounds})."
+        )
+    elif replayed:
+        lines.append(f"{were} replayed ({rounds}).")
+    return lines
 
 
 def summary_table(report: Report) -> Table:

@@ -37,6 +37,8 @@ class RoundResult:
     replayed: int = 0
     failed: int = 0
     job_error: str | None = None
+    #: Task attempts that failed in the round's job (Spark re-ran them).
+    task_failures: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, int] = field(default_factory=dict)
 
@@ -91,4 +93,9 @@ class Report:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.as_dict(), indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(self.as_dict(), indent=2, ensure_ascii=False) + "\n"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a name that is not UTF-8: escaped, still valid JSON
+            text = json.dumps(self.as_dict(), indent=2, ensure_ascii=True) + "\n"
+        return text

@@ -35,6 +35,7 @@ from ..sync import SyncXorAckDynamoDB
 from .buckets import split_into_buckets
 from .faults import TaskFaults
 from .keyed import Keyed, to_stamp, xor_into
+from .paths import Unreadable
 from .plan import RoundPlan, TaskInfo
 from .words import count_words
 
@@ -161,7 +162,7 @@ def _stamper(plan: RoundPlan, chains: SyncXorAckDynamoDB, stage: str) -> _Stampe
 def split_files(
     plan: RoundPlan,
     task: TaskInfo,
-    files: Iterable[tuple[str, bytes]],
+    files: Iterable[tuple[str, bytes | Unreadable]],
     chains: SyncXorAckDynamoDB | None,
     metrics: Counter[str],
 ) -> Iterator[BucketRecord]:
@@ -190,14 +191,15 @@ def split_files(
                 metrics["stage1.unexpected_files"] += 1
                 continue
             tag = plan.tags[position] if plan.tracking else ""
+            if isinstance(content, Unreadable):
+                metrics["files_unreadable"] += 1
+                _fail_file(chains, tag, f"unreadable: {content}")
+                continue
             try:
                 text = bytes(content).decode("utf-8")
             except UnicodeDecodeError as exc:
                 metrics["files_undecodable"] += 1
-                if chains is not None:
-                    reason = f"decode error: {exc.reason} at byte {exc.start}"
-                    with contextlib.suppress(TagNotFound):
-                        chains.fail(tag, reason=reason)
+                _fail_file(chains, tag, f"not-utf8: {exc.reason} at byte {exc.start}")
                 continue
             buckets = split_into_buckets(count_words(text).items(), plan.partitions)
             if chains is not None:
@@ -230,6 +232,13 @@ def split_files(
             stamper.close()
 
 
+def _fail_file(chains: SyncXorAckDynamoDB | None, tag: str, reason: str) -> None:
+    """Close a file's chain at once: the same bytes would fail every replay (``PERMANENT``)."""
+    if chains is not None:
+        with contextlib.suppress(TagNotFound):
+            chains.fail(tag, reason=reason)
+
+
 def _lose_words(
     records: list[BucketRecord], faults: TaskFaults, metrics: Counter[str]
 ) -> list[BucketRecord]:
@@ -240,6 +249,7 @@ def _lose_words(
         return records
     faults.drop = False  # one loss per attempt
     metrics["records_lost"] += lost
+    metrics["lossy_attempts"] += 1
     regrouped: dict[tuple[int, int], Entries] = defaultdict(list)
     for p, position, entry in kept:
         regrouped[(p, position)].append(entry)
@@ -265,6 +275,7 @@ def count_buckets(
         flat = [(position, e) for position, entries in received.items() for e in entries]
         kept, lost = faults.lose(flat)
         metrics["records_lost"] += lost
+        metrics["lossy_attempts"] += 1 if lost else 0
         received = defaultdict(list)
         for position, entry in kept:
             received[position].append(entry)
@@ -328,6 +339,7 @@ def sum_buckets(
     if faults.drop:
         flat, lost = faults.lose(flat)
         metrics["records_lost"] += lost
+        metrics["lossy_attempts"] += 1 if lost else 0
     for word, n in flat:
         totals[word] += n
     faults.crash_now(stamped=False)

@@ -1,0 +1,266 @@
+"""What the job does with the user's files, judged without Spark: refusals, OUTPUT, listing.
+
+None of these start Spark: ``build_session`` is replaced by a function that fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from xor_ack_dynamodb.pipeline import cli as pipeline_cli
+from xor_ack_dynamodb.pipeline.errors import (
+    InputEmpty,
+    InputMissing,
+    OutputExists,
+    OutputNotOurs,
+    PathsOverlap,
+    ReportExists,
+)
+from xor_ack_dynamodb.pipeline.paths import (
+    MANIFEST,
+    InputFile,
+    OutputAction,
+    check_paths,
+    check_report,
+    is_remote,
+    judge_output,
+    list_local,
+    local_listing,
+    manifest_text,
+    read_local,
+    staging_path,
+    write_atomically,
+)
+from xor_ack_dynamodb.pipeline.plan import file_tag
+
+
+def snapshot(root: Path) -> dict[str, bytes | str]:
+    """Every entry under ``root``: file bytes, link targets, folders (to prove nothing moved)."""
+    seen: dict[str, bytes | str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            key = str(path.relative_to(root))
+            if path.is_symlink():
+                seen[key] = "-> " + os.readlink(path)
+            elif path.is_dir():
+                seen[key] = "dir"
+            else:
+                seen[key] = path.read_bytes()
+    return seen
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "a.txt").write_text("a b\n")
+    (tmp_path / "in" / "sub" / "b.txt").write_text("b c\n")
+    (tmp_path / "counts").mkdir()
+    (tmp_path / "counts" / "mine.csv").write_text("not the tool's\n")
+    (tmp_path / "link-to-in").symlink_to(tmp_path / "in")
+    return tmp_path
+
+
+@pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xor_ack_dynamodb.pipeline import spark as spark_module
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("Spark must not start for a refused run")
+
+    monkeypatch.setattr(spark_module, "build_session", refuse)
+
+
+# -- the CLI refuses before anything is touched ------------------------------------------
+
+
+def _refusals(t: Path) -> list[tuple[list[str], str]]:
+    i, c = str(t / "in"), str(t / "counts")
+    return [
+        ([str(t / "nope"), "-o", str(t / "o")], "InputMissing"),
+        ([i, "-o", i], "is the input"),
+        ([i, "-o", str(t / "in" / "sub" / "out")], "inside the input"),
+        ([str(t / "in" / "sub"), "-o", i], "contains the input"),
+        ([i, "-o", str(t / "link-to-in")], "is the input"),  # a symlink to INPUT
+        ([str(t / "link-to-in" / "sub"), "-o", i], "contains the input"),
+        ([i, "-o", c], "--overwrite"),  # exists, not empty
+        ([i, "-o", c, "--overwrite"], "not written by xor-ack wordcount"),
+        ([i, "-o", str(t / "in" / "a.txt")], "inside the input"),  # onto an input file
+        ([i, "-o", str(t / "o"), "--report", str(t / "in" / "a.txt")], "in the input"),
+        ([i, "-o", str(t / "o"), "--report", str(t / "in" / "r.json")], "in the input"),
+        ([i, "-o", str(t / "o"), "--report", str(t / "o" / "r.json")], "in the output"),
+        ([i, "-o", str(t / "o"), "--report", str(t / "counts" / "mine.csv")], "exists"),
+        ([i, "-o", str(t / "o"), "--work-dir", str(t / "in")], "--work-dir"),
+        ([i, "-o", str(t / "o"), "--work-dir", str(t / "o" / "rows")], "--work-dir"),
+        ([str(t / "counts" / "empty"), "-o", str(t / "o")], "InputMissing"),
+    ]
+
+
+def test_refusals_exit_2_with_one_line_and_touch_nothing(tree: Path, no_spark: None) -> None:
+    before = snapshot(tree)
+    for args, expected in _refusals(tree):
+        result = CliRunner().invoke(pipeline_cli.main, ["wordcount", *args])
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 2, (args, result.output)
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.output)
+        assert expected in lines[0], (args, lines[0])
+        assert snapshot(tree) == before, args
+
+
+def test_an_empty_or_all_hidden_input_is_refused(tmp_path: Path, no_spark: None) -> None:
+    (tmp_path / "in" / "_logs").mkdir(parents=True)
+    (tmp_path / "in" / ".hidden.txt").write_text("x\n")
+    (tmp_path / "in" / "_logs" / "a.txt").write_text("x\n")
+    result = CliRunner().invoke(
+        pipeline_cli.main, ["wordcount", str(tmp_path / "in"), "-o", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2
+    assert "InputEmpty" in result.output and "no file to count" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+# -- the rules, one by one -----------------------------------------------------------------
+
+
+def test_overlap_is_judged_on_real_paths(tree: Path) -> None:
+    check_paths(str(tree / "in"), str(tree / "out"), tree / "report.json", str(tree / "work"))
+    check_paths(str(tree / "in"), str(tree / "in-2"))  # a shared prefix is not containment
+    with pytest.raises(PathsOverlap):
+        check_paths(str(tree / "in"), "file:" + str(tree / "in"))
+    with pytest.raises(PathsOverlap):
+        check_paths(str(tree / "link-to-in" / "."), str(tree / "in" / "x"))
+    assert is_remote("s3a://bucket/x") and not is_remote("http:x") and not is_remote("file:/x")
+    with pytest.raises(PathsOverlap):
+        check_paths("s3a://bucket/in", "s3a://bucket/in/out")
+
+
+def _ours(folder: Path, names: list[str]) -> None:
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_text("x")
+    (folder / MANIFEST).write_text(manifest_text("run", "file:/in", names))
+
+
+def test_output_is_replaced_only_when_it_is_all_ours(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    assert judge_output(str(out), local_listing(str(out)), False) is OutputAction.CREATE
+    out.mkdir()
+    assert judge_output(str(out), local_listing(str(out)), False) is OutputAction.REPLACE_EMPTY
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(OutputExists, match="is a file"):
+        judge_output(str(tmp_path / "f"), local_listing(str(tmp_path / "f")), True)
+
+    ours = tmp_path / "ours"
+    _ours(ours, ["_SUCCESS", "part-0.csv", ".part-0.csv.crc"])
+    with pytest.raises(OutputExists):
+        judge_output(str(ours), local_listing(str(ours)), False)
+    assert judge_output(str(ours), local_listing(str(ours)), True) is OutputAction.REPLACE_OURS
+    (ours / "notes.txt").write_text("the user's")
+    with pytest.raises(OutputNotOurs, match=r"notes\.txt"):
+        judge_output(str(ours), local_listing(str(ours)), True)
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / MANIFEST).write_text(json.dumps({"tool": "something else", "files": []}))
+    with pytest.raises(OutputNotOurs):
+        judge_output(str(other), local_listing(str(other)), True)
+
+
+def test_the_report_is_replaced_only_when_it_is_ours(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    check_report(report, False)
+    report.write_text(json.dumps({"run_id": "x", "files": [], "totals": {}}))
+    with pytest.raises(ReportExists):
+        check_report(report, False)
+    check_report(report, True)
+    report.write_text("the user's notes")
+    with pytest.raises(ReportExists, match="not a report"):
+        check_report(report, True)
+    with pytest.raises(ReportExists, match="folder"):
+        check_report(tmp_path, True)
+    write_atomically(tmp_path / "new" / "r.json", "{}\n")
+    assert (tmp_path / "new" / "r.json").read_text() == "{}\n"
+    assert os.listdir(tmp_path / "new") == ["r.json"]
+
+
+def test_staging_is_a_hidden_sibling_of_output(tmp_path: Path) -> None:
+    assert staging_path(str(tmp_path / "counts"), "r1") == f"file:{tmp_path}/.counts.xor-ack-r1"
+    assert staging_path("s3a://b/x/counts/", "r1") == "s3a://b/x/.counts.xor-ack-r1"
+
+
+# Every name a POSIX file system allows (but '/' and NUL), a few that look like URIs.
+ODD_NAMES = [
+    "a:b.txt",
+    "sp ace.txt",
+    "100%.txt",
+    "%41.txt",
+    "#hash",
+    "what?",
+    "[b]",
+    "*star",
+    "ünïcødé.txt",
+    "-dash",
+    "http:x",
+    "file:y",
+    "we,ird {b} [c]*?.txt",
+    "back\\slash",
+    "new\nline",
+]
+BYTES_NAME = b"latin1-\xe9.txt"  # not UTF-8
+
+
+def test_listing_policies(tmp_path: Path) -> None:
+    root = tmp_path / "in"
+    (root / "deep" / "er").mkdir(parents=True)
+    for name in ODD_NAMES:
+        (root / name).write_text(f"{name}\n")
+    (Path(os.fsdecode(bytes(root) + b"/" + BYTES_NAME))).write_text("bytes name\n")
+    (root / "deep" / "er" / "nested.txt").write_text("nested\n")
+    (root / "empty.txt").write_bytes(b"")
+    (root / "_skipped.txt").write_text("hidden\n")
+    (root / ".skipped").write_text("hidden\n")
+    (tmp_path / "outside.txt").write_text("outside\n")
+    (root / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (root / "broken").symlink_to(tmp_path / "missing")
+    (root / "deep" / "loop").symlink_to(root)
+    os.mkfifo(root / "fifo")
+    files = {f.path.removeprefix("file:" + str(root) + "/"): f for f in list_local(str(root))}
+    readable = {name for name, f in files.items() if f.problem is None}
+    assert readable == {
+        *ODD_NAMES,
+        os.fsdecode(BYTES_NAME),
+        "deep/er/nested.txt",
+        "empty.txt",
+        "link.txt",
+    }
+    assert files["broken"].problem is not None and files["broken"].problem.startswith(
+        "broken-symlink"
+    )
+    assert files["fifo"].problem is not None
+    assert files["fifo"].problem.startswith("not-a-regular-file")
+    assert read_local(files["link.txt"].path) == b"outside\n"
+    assert read_local(files["a:b.txt"].path) == b"a:b.txt\n"
+    assert read_local("file:" + str(root / "gone")) == "No such file or directory"
+    # A name that is not UTF-8 still gets a chain key DynamoDB accepts.
+    tag = file_tag("run", files[os.fsdecode(BYTES_NAME)].path, 1)
+    assert tag.startswith("run/sha256:") and tag.encode("utf-8")
+
+
+def test_a_single_file_and_missing_inputs(tmp_path: Path) -> None:
+    (tmp_path / "one.txt").write_text("x\n")
+    assert [f.path for f in list_local(str(tmp_path / "one.txt"))] == [f"file:{tmp_path}/one.txt"]
+    with pytest.raises(InputMissing):
+        list_local(str(tmp_path / "none"))
+    (tmp_path / "dangling").symlink_to(tmp_path / "none")
+    with pytest.raises(InputMissing, match="broken symbolic link"):
+        list_local(str(tmp_path / "dangling"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputEmpty):
+        list_local(str(tmp_path / "empty"))
+    assert InputFile("file:/x", 0).problem is None
