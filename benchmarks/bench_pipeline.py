@@ -46,6 +46,7 @@ def one_run(
         tracking=tracker is not None,
         tracker=tracker,
         partitions=partitions,
+        overwrite=True,  # every repetition writes the same folders
     )
     start = time.monotonic()
     report = run_wordcount(spark, options)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from xor_ack_dynamodb.pipeline.buckets import bucket_of, split_into_buckets
 from xor_ack_dynamodb.pipeline.corpus import UNICODE_WORDS, generate
+from xor_ack_dynamodb.pipeline.errors import SampleExists
 from xor_ack_dynamodb.pipeline.faults import MAX_DROPPED, FaultConfig, InjectedFault
 from xor_ack_dynamodb.pipeline.keyed import Keyed, canonical
 from xor_ack_dynamodb.pipeline.plan import RoundPlan, file_tag
@@ -154,3 +155,30 @@ def test_round_plan_validates() -> None:
         RoundPlan("r", 1, 2, ("a",), (0,), tags=("t",))  # tracked without a tracker
     plan = RoundPlan("r", 1, 2, ("a", "b"), (4, 9))
     assert plan.positions() == {"a": 0, "b": 1} and not plan.tracking
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else None)
+        for p in root.rglob("*")
+    }
+
+
+def test_sample_is_written_only_where_nothing_of_the_user_stands(tmp_path: Path) -> None:
+    first = generate(tmp_path / "c", files=3, lines=4, seed=1)
+    before = _snapshot(first.root)
+    again = generate(tmp_path / "c", files=3, lines=4, seed=1)  # the same sample: reused
+    assert again.words == first.words and _snapshot(first.root) == before
+    with pytest.raises(SampleExists):  # another sample over it would mix the two
+        generate(tmp_path / "c", files=4, lines=4, seed=1)
+    (first.root / "mine.txt").write_text("the user's own\n")
+    with pytest.raises(SampleExists):
+        generate(tmp_path / "c", files=3, lines=4, seed=1)
+    theirs = tmp_path / "theirs"
+    (theirs / "part-00").mkdir(parents=True)
+    (theirs / "part-00" / "doc-00000.txt").write_text("not a sample\n")
+    snapshot = _snapshot(theirs)
+    with pytest.raises(SampleExists):
+        generate(theirs, files=3, lines=4, seed=1)
+    assert _snapshot(theirs) == snapshot  # refused before writing anything
+    assert generate(tmp_path / "empty", files=1, lines=1).files == 1  # a new folder is fine

@@ -423,15 +423,23 @@ def _maybe_tracker(ctx: click.Context, tracking: bool, *args: Any) -> Iterator[A
 def wordcount_sample(
     directory: Path, files: int, lines: int, words_per_line: int, seed: int, invalid: int
 ) -> None:
-    """Write a deterministic sample corpus for `xor-ack wordcount` under DIRECTORY."""
-    info = generate(
-        directory,
-        files=files,
-        lines=lines,
-        words_per_line=words_per_line,
-        seed=seed,
-        invalid=invalid,
-    )
+    """Write a deterministic sample corpus for `xor-ack wordcount` under DIRECTORY.
+
+    DIRECTORY must be new or empty; if it holds the very sample these options make
+    (written before), it is used as it is.  Anything else is refused (exit 2) and
+    nothing is written.
+    """
+    try:
+        info = generate(
+            directory,
+            files=files,
+            lines=lines,
+            words_per_line=words_per_line,
+            seed=seed,
+            invalid=invalid,
+        )
+    except Refused as exc:
+        raise RefusedUsage(explain(exc) or str(exc)) from exc
     click.echo(
         f"{info.files} files ({info.words:,} words) under {info.root}"
         + (f", plus {info.invalid} non-UTF-8 files" if info.invalid else "")

@@ -9,9 +9,12 @@ arguments always write the same bytes.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import SampleExists
 
 _ONSETS = [
     "",
@@ -59,6 +62,8 @@ UNICODE_WORDS = [
 ]
 _PUNCT = ["", "", "", "", ",", ".", ";", "!", "?", ":"]
 FILES_PER_FOLDER = 50
+#: What a sample folder holds beside its files (hidden: the word count skips it).
+SAMPLE_MARKER = ".xor-ack-sample.json"
 
 
 @dataclass(frozen=True)
@@ -98,18 +103,35 @@ def generate(
     seed: int = 0,
     invalid: int = 0,
 ) -> CorpusInfo:
-    """Write the corpus under ``root`` (created; existing sample files are overwritten).
+    """Write the corpus under ``root`` (created if missing).
+
+    ``root`` must be missing or empty, or hold exactly the sample these arguments
+    make (written before, recognised by its marker file): then nothing is written
+    again.  Anything else raises ``SampleExists`` and writes nothing, so no file
+    the user owns is ever overwritten.
 
     ``invalid`` extra files hold bytes that are not UTF-8 (a decode error, which
     the pipeline turns into an explicit chain failure).
     """
     if files < 0 or lines < 0 or words_per_line < 1 or vocabulary_size < 1 or invalid < 0:
         raise ValueError("files, lines, invalid >= 0 and words_per_line, vocabulary_size >= 1")
+    params = {
+        "files": files,
+        "lines": lines,
+        "words_per_line": words_per_line,
+        "vocabulary_size": vocabulary_size,
+        "seed": seed,
+        "invalid": invalid,
+    }
+    base = Path(root)
+    known = _existing_sample(base, params)
+    if known is not None:
+        return known
     rng = random.Random(seed)
     vocab = vocabulary(vocabulary_size, rng)
     cumulative = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(vocab))))
-    base = Path(root)
     total = 0
+    written: list[str] = []
     for i in range(files):
         folder = base / f"part-{i // FILES_PER_FOLDER:02d}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -125,10 +147,58 @@ def generate(
                 tokens.append(word + rng.choice(_PUNCT))
             out.append(" ".join(tokens))
         (folder / f"doc-{i:05d}.txt").write_text("\n".join(out) + "\n", encoding="utf-8")
+        written.append(f"{folder.name}/doc-{i:05d}.txt")
     for k in range(invalid):
         folder = base / "broken"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"latin1-{k:03d}.txt").write_bytes(
             "Größe und Maße\n".encode("latin-1") + b"\xff\xfe not utf-8 \xc3\x28\n"
         )
-    return CorpusInfo(base, files, lines, total, invalid)
+        written.append(f"broken/latin1-{k:03d}.txt")
+    info = CorpusInfo(base, files, lines, total, invalid)
+    marker = {
+        "tool": "xor-ack wordcount-sample",
+        **params,
+        "words": total,
+        "files_written": written,
+    }
+    (base / SAMPLE_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    return info
+
+
+def _listed(base: Path) -> set[str]:
+    """Every file and folder under ``base``, relative, the marker left out."""
+    return {p.relative_to(base).as_posix() for p in base.rglob("*")} - {SAMPLE_MARKER}
+
+
+def _existing_sample(base: Path, params: dict[str, int]) -> CorpusInfo | None:
+    """The sample already in ``base`` if it is exactly this one; None if ``base`` is free.
+
+    Raises ``SampleExists`` for a folder that holds anything else.
+    """
+    if not base.exists():
+        return None
+    if not base.is_dir():
+        raise SampleExists(f"{base} is not a folder: choose another DIRECTORY")
+    found = _listed(base)
+    marker_path = base / SAMPLE_MARKER
+    if not found and not marker_path.exists():
+        return None
+    try:
+        marker = json.loads(marker_path.read_text(encoding="utf-8"))
+        written = set(marker["files_written"])
+        folders = {name.rsplit("/", 1)[0] for name in written}
+        same = all(marker.get(key) == value for key, value in params.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise SampleExists(
+            f"{base} is not empty and is no sample of this tool: choose an empty or new "
+            "DIRECTORY (nothing was written)"
+        ) from None
+    if not same or found != written | folders:
+        raise SampleExists(
+            f"{base} holds another sample or files of its own: choose an empty or new "
+            "DIRECTORY, or the same options as before (nothing was written)"
+        )
+    return CorpusInfo(
+        base, params["files"], params["lines"], int(marker["words"]), params["invalid"]
+    )

@@ -47,3 +47,7 @@ class OutputNotOurs(Refused):
 
 class ReportExists(Refused):
     """--report names an existing file and --overwrite was not given, or it is no report."""
+
+
+class SampleExists(Refused):
+    """DIRECTORY of ``wordcount-sample`` holds files that are not this very sample."""
