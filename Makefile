@@ -60,7 +60,7 @@ dynamodb-local: $(RUNTIME)
 
 demo: doctor $(RUNTIME) dynamodb-local
 	$(VENV)/bin/xor-ack wordcount-sample $(OUT)/corpus --files 60 --seed 7
-	$(VENV)/bin/xor-ack wordcount $(OUT)/corpus --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite
+	$(VENV)/bin/xor-ack wordcount $(OUT)/corpus --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .

@@ -185,6 +185,13 @@ def _master(master: str | None, faults_on: bool) -> str | None:
     help="Replace OUTPUT and --report if this command wrote them before (never other files).",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Show Spark's and the JVM's own output.")
+@click.option(
+    "--verify",
+    "verify_counts",
+    is_flag=True,
+    help="After the run, count the finished files again in plain Python (no Spark, no "
+    "chains) and check OUTPUT against that count; exit 1 if they differ.",
+)
 @click.option("--output-partitions", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
     "--single-writes",
@@ -223,6 +230,7 @@ def wordcount(
     local_backend: str,
     overwrite: bool,
     verbose: bool,
+    verify_counts: bool,
 ) -> None:
     """Count the words of every file under INPUT with PySpark, each file tracked by an XOR chain.
 
@@ -304,12 +312,21 @@ def wordcount(
         except Exception as exc:
             hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
             raise UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}") from exc
+    check = None
+    if verify_counts:
+        from .verify import verify
+
+        progress.step("verifying the counts against an independent count")
+        check = verify(report, output)
+        report.totals["verification"] = dataclasses.asdict(check)
     if report_path is not None:
         write_atomically(report_path, report.to_json())
         progress.step(f"report: {report_path}")
     progress.step(f"counts: {output}")
-    for line in conclusion(report):
+    for line in conclusion(report, check):
         click.echo(line, err=True)
+    if check is not None and not check.ok:
+        raise UserError(f"the counts in {output} do not match an independent count: {check.detail}")
     if not report.ok:
         raise UserError(
             f"{report.failed} of {plural(len(report.files), 'file')} failed (see the report)"

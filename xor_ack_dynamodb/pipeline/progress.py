@@ -21,6 +21,7 @@ from rich.table import Table
 
 from .job import RoundProgress
 from .report import Report, RoundResult
+from .verify import Verification
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -111,8 +112,11 @@ class RichProgress:
 NAMED_FAILURES = 5
 
 
-def conclusion(report: Report) -> list[str]:
-    """What the run proved, in sentences (the last lines of ``xor-ack wordcount``)."""
+def conclusion(report: Report, check: Verification | None = None) -> list[str]:
+    """What the run proved, in sentences (the last lines of ``xor-ack wordcount``).
+
+    ``check``: the independent count of ``--verify``, if it ran.
+    """
     files = len(report.files)
     totals = report.totals
     words = (
@@ -161,7 +165,22 @@ def conclusion(report: Report) -> list[str]:
         )
     elif replayed:
         lines.append(f"{were} replayed ({rounds}).")
+    if check is not None:
+        lines.append(_verified(check))
     return lines
+
+
+def _verified(check: Verification) -> str:
+    """The sentence on ``--verify``'s independent count."""
+    if not check.checked:
+        return f"Not verified: {check.detail}."
+    if not check.ok:
+        return f"Verification FAILED: {check.detail}."
+    return (
+        f"Verified: {plural(check.files, 'finished file')} counted again in plain Python, "
+        f"without Spark or chains, give exactly the counts in the output "
+        f"({plural(check.words, 'word')}, {check.distinct:,} distinct)."
+    )
 
 
 def summary_table(report: Report) -> Table:
