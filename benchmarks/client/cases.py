@@ -64,6 +64,12 @@ class Result:
     latency_ms_p99: float
     own_stats: dict[str, int]
     round_stamps_per_s: list[float] = field(default_factory=list)
+    #: Client CPU of the untimed setup (create, parent stamp): with ``cpu_seconds``, a chain's.
+    setup_cpu_seconds: float = 0.0
+    #: Capacity units DynamoDB reported for the measured stamps (None: not asked for).
+    read_units: float | None = None
+    write_units: float | None = None
+    answers_with_capacity: int = 0
 
     @property
     def stamps_per_s(self) -> float:

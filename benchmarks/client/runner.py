@@ -18,7 +18,9 @@ from .impls import Impl
 
 async def run_case(impl: Impl, case: Case) -> Result:
     plans = make_plans(case)
+    setup_cpu0 = time.process_time()
     await setup(impl, plans)
+    setup_cpu = time.process_time() - setup_cpu0
     worker = impl.cold() if case.cold else impl
     lanes = deal(plans, case.writers)
     latencies: list[float] = []
@@ -38,6 +40,7 @@ async def run_case(impl: Impl, case: Case) -> Result:
             latencies.append(time.perf_counter() - t0)
 
     calls0, sends0 = impl.counter.snapshot()
+    units0 = impl.counter.units()
     stats0 = worker.stats()
     server0 = cases.server_seconds()
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -45,6 +48,7 @@ async def run_case(impl: Impl, case: Case) -> Result:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     server1 = cases.server_seconds()
     calls1, sends1 = impl.counter.snapshot()
+    units1 = impl.counter.units()
     stats1 = worker.stats()
     closed = 0
     for plan in plans:
@@ -67,6 +71,10 @@ async def run_case(impl: Impl, case: Case) -> Result:
         latency_ms_p99=1e3 * quantile(latencies, 0.99),
         own_stats={k: stats1.get(k, 0) - stats0.get(k, 0) for k in stats1},
         round_stamps_per_s=[round(case.chains * case.children / wall, 1)],
+        setup_cpu_seconds=setup_cpu,
+        read_units=None if units0 is None or units1 is None else units1[0] - units0[0],
+        write_units=None if units0 is None or units1 is None else units1[1] - units0[1],
+        answers_with_capacity=0 if units0 is None or units1 is None else units1[2] - units0[2],
     )
 
 
@@ -103,7 +111,15 @@ def merge(results: Sequence[Result]) -> Result:
         latency_ms_p99=mid.latency_ms_p99,
         own_stats=dict(own),
         round_stamps_per_s=[x for r in results for x in r.round_stamps_per_s],
+        setup_cpu_seconds=sum(r.setup_cpu_seconds for r in results),
+        read_units=_total([r.read_units for r in results]),
+        write_units=_total([r.write_units for r in results]),
+        answers_with_capacity=sum(r.answers_with_capacity for r in results),
     )
+
+
+def _total(values: Sequence[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
 async def side_by_side(
@@ -147,6 +163,7 @@ class Sizes:
     scaling_stamps: int  # stamps per scaling point (at least one per writer)
     scaling_rounds: int
     profile_chains: int
+    hot_stamps: int = 512  # children of the hot chain, stamped by 64 writers
 
 
 FULL = Sizes(

@@ -76,7 +76,7 @@ async def bench(
         hot_impls: list[Impl] = [*both, ours_off] if sizes.hot_without_coalescing else both
         res["hot"] = await side_by_side(
             hot_impls,
-            Case("hot", 1, 512, 64),
+            Case("hot", 1, sizes.hot_stamps, 64),
             rounds=1,
             rounds_for={"ours": sizes.hot_rounds_ours},
         )
