@@ -10,6 +10,7 @@ import pstats
 import re
 import sysconfig
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -53,7 +54,7 @@ def _label(func: Func) -> str:
     return f"{filename}:{name}"
 
 
-def _direct_category(func: Func) -> str | None:
+def direct_category(func: Func) -> str | None:
     where = _label(func)
     if any(d in where for d in _DISPATCH):
         return EVENT_LOOP
@@ -63,7 +64,9 @@ def _direct_category(func: Func) -> str | None:
     return None
 
 
-def attribute(table: StatsTable) -> dict[str, float]:
+def attribute(
+    table: StatsTable, classify: Callable[[Func], str | None] | None = None
+) -> dict[str, float]:
     """Self CPU time by category; a stdlib function's share goes up to its callers.
 
     A function in no category hands its self time to its callers, in proportion to the
@@ -75,7 +78,7 @@ def attribute(table: StatsTable) -> dict[str, float]:
     def shares(func: Func, seen: frozenset[Func]) -> dict[str, float]:
         if func in memo:
             return memo[func]
-        category = _direct_category(func)
+        category = (classify or direct_category)(func)
         if category is not None:
             return {category: 1.0}
         callers = table.get(func, (0, 0, 0.0, 0.0, {}))[4]
