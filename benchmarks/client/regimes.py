@@ -176,7 +176,9 @@ def markdown(
         f"load average {meta['loadavg_before'][0]} before, {meta['loadavg_after'][0]} after. "
         "A delay regime sends every request through `benchmarks/client/delay_proxy.py`, a "
         "TCP proxy in a process of its own that holds each direction's bytes for half the "
-        "delay (the delay is per round trip). All regimes' clients run interleaved, round "
+        "delay (the delay is per round trip; the proxy's own hop adds a little more: "
+        "`--check-proxy --delay-ms N` times one GetItem both ways). All regimes' clients "
+        "run interleaved, round "
         "by round. Throughput ratios of cases run in rounds are medians of back-to-back "
         "round ratios; other columns are totals over the rounds.",
         "",
