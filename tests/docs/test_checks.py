@@ -55,7 +55,7 @@ def test_shell_lines_become_commands() -> None:
 def test_xor_ack_lines_parse_as_the_cli_parses_them() -> None:
     path, params = parse_xor_ack(["--region", "eu-west-1", "chain", "stamp", "job-1", "0f0f"])
     assert path == "xor-ack chain stamp"
-    assert params == {"tag": "job-1", "stamp": "0f0f", "token": None}
+    assert params == {"tag": "job-1", "stamp": b"\x0f\x0f", "token": None}  # hex parsed
 
 
 @pytest.mark.parametrize(
