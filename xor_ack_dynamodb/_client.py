@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
 from ._ops import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Chains, ClientStats
 from .item import DEFAULT_PARTITION_KEY
@@ -46,6 +47,9 @@ class ClientBase:
         if write_slots < 1:
             raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
         self._client = client
+        # Per attempt, botocore's events tell a refused send from one that may have
+        # landed; the core reads that from each error (``_attempts``).
+        watch(client)
         self._core = Chains(
             table=table,
             partition_key=partition_key,
