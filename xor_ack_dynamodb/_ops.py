@@ -272,6 +272,20 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
     return copy
 
 
+def _replayed(tag: str, state: ChainState, token: bytes | None) -> Outcome:
+    """What a stamp whose token the chain holds (it landed before) is told: the state now.
+
+    Once the chain is acked, only the stamp that completed it is told so: a write
+    puts the token of its last stamp (the one that reaches zero) last, so that is
+    the newest token of the acked chain.  A replay of any other stamp gets
+    ``TagNotFound``, as a stamp on an acked chain does: it is in the chain, and
+    the chain's one ack belongs to another caller.
+    """
+    if state.acked and (not state.tokens or state.tokens[-1] != token):
+        return TagNotFound(tag)
+    return state.stamp
+
+
 def _reaches_back(before: Sequence[bytes], now: Sequence[bytes]) -> bool:
     """Does the token list ``now`` still hold the newest tokens of ``before`` (same chain)?
 
@@ -671,7 +685,7 @@ class Chains:
                 # task, a retried call): report the current state, apply nothing.
                 done = [i for i in pending if entries[i].token in state.tokens]
                 for i in done:
-                    outcomes[i] = state.stamp
+                    outcomes[i] = _replayed(tag, state, entries[i].token)
                 pending = [i for i in pending if outcomes[i] is None]
                 if not pending:
                     break
@@ -707,8 +721,10 @@ class Chains:
             caller_tokens = [t for i in included if (t := entries[i].token) is not None]
             write_tokens = list(caller_tokens)
             if len(caller_tokens) < len(included):
-                write_tokens.append(secrets.token_bytes(WRITE_TOKEN_BYTES))
-                proof = write_tokens[-1:]  # a token no other write carries
+                proof = [secrets.token_bytes(WRITE_TOKEN_BYTES)]  # no other write carries it
+                # The last stamp's token, if it has one, stays last (see ``_replayed``).
+                last = entries[included[-1]].token
+                write_tokens.insert(len(write_tokens) - (last is not None), proof[0])
             else:
                 proof = write_tokens  # caller tokens only: all of them must be there
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
@@ -908,7 +924,7 @@ class Chains:
             for tag in pending:
                 entry, state = entries[tag], states.get(tag)
                 if state is not None and entry.token is not None and entry.token in state.tokens:
-                    outcomes[tag] = state.stamp  # landed before: apply nothing
+                    outcomes[tag] = _replayed(tag, state, entry.token)  # landed: apply nothing
                 elif state is None or state.acked:
                     outcomes[tag] = TagNotFound(tag)
                 elif state.failed:
