@@ -35,6 +35,10 @@ is absent, and more writes landed since the planned state than the token
 window holds, the client refuses to guess (``AmbiguousWrite``).  A transport
 error that botocore gave up on is settled by a consistent read (unless no send
 ever connected: then it is raised as proven not landed).
+
+A caller's replay (the same idempotency token, e.g. a re-run task) is found in
+the token list and applied nothing; it is told the chain's state, and on an
+acked chain ``acked`` only if it was the completing stamp (``_replayed``).
 """
 
 from __future__ import annotations

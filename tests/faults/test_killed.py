@@ -11,6 +11,7 @@ learn each chain's ack.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -26,7 +27,8 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 from core.facade import open_client
 
-from xor_ack_dynamodb import Stamp, new_stamp, xor
+from xor_ack_dynamodb import new_stamp, xor
+from xor_ack_dynamodb._attempts import may_have_landed
 from xor_ack_dynamodb.errors import TagNotFound, XorAckError
 from xor_ack_dynamodb.local import dynamodb_local_command, free_port, install_dynamodb_local
 from xor_ack_dynamodb.retry import botocore_config
@@ -154,26 +156,26 @@ class _Server:
     def __init__(self, data_dir: Path) -> None:
         self.port = free_port()
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
+        data_dir.mkdir(parents=True, exist_ok=True)
         self.cmd = dynamodb_local_command(
             install_dynamodb_local(), port=self.port, data_dir=data_dir
         )
+        self.cmd[1:1] = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]  # starts twice as fast
         self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        data_dir = Path(self.cmd[self.cmd.index("-dbPath") + 1])
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        probe = boto3.client(
+        self.probe = boto3.client(
             "dynamodb",
             endpoint_url=self.endpoint_url,
             region_name="us-east-1",
             config=botocore_config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}),
         )
 
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
         def answers() -> bool:
             assert self.proc is not None and self.proc.poll() is None, "DynamoDB Local died"
             try:
-                probe.list_tables()
+                self.probe.list_tables()
             except (BotoCoreError, ClientError):
                 return False
             return True
@@ -190,86 +192,74 @@ class _Server:
 async def test_dynamodb_local_killed_and_restarted_mid_run_loses_and_doubles_nothing(
     tmp_path: Path,
 ) -> None:
+    """Callers that get a botocore error send the same stamp again, with the same token,
+    until the server is back.  Each error must be typed, the writes acknowledged before
+    the kill must survive it (``-dbPath``), and no stamp may land twice."""
     server = _Server(tmp_path / "db")
     server.start()
     try:
         spec = TableSpec(name="restarts")
-        create_table(
-            boto3.client("dynamodb", endpoint_url=server.endpoint_url, region_name="us-east-1"),
-            spec,
-        )
+        create_table(server.probe, spec)
         direct = direct_client(server.endpoint_url, spec.name)
         kids, shares = _plan(chains=10, workers=3)
         direct.create_many({tag: xor(*stamps) for tag, stamps in kids.items()})
         quick = botocore_config(
             connect_timeout=1, read_timeout=3, retries={"mode": "legacy", "max_attempts": 3}
         )
-        outcomes: dict[str, Stamp | BaseException] = {}
+        first: dict[str, str] = {}  # each token's outcome, once its caller heard one
+        felt: list[BaseException] = []  # every error a caller saw on the way
         restarted = threading.Event()
 
         def kill_and_restart() -> None:
-            _wait_for(lambda: len(outcomes) >= 60, 60, "60 stamps before the kill")
+            _wait_for(lambda: len(first) >= 60, 60, "60 stamps before the kill")
             server.kill()
-            time.sleep(0.5)
             server.start()
             restarted.set()
 
+        async def one(ack: Any, tag: str, stamp: bytes, token: str) -> None:
+            for _ in range(600):  # at most about two minutes, then the test fails
+                try:
+                    result = await ack.stamp(tag, stamp, token=token)
+                except (BotoCoreError, ClientError) as exc:
+                    felt.append(exc)
+                    await asyncio.sleep(0.2)
+                    continue
+                except TagNotFound as exc:  # a replay on an acked chain it did not complete
+                    felt.append(exc)
+                    first[token] = "replayed"
+                    return
+                first[token] = "acked" if result.acked else "stamped"
+                await asyncio.sleep(0.005)  # spread the run over the kill
+                return
+
         killer = threading.Thread(target=kill_and_restart, daemon=True)
         killer.start()
-        async with (
-            open_client("async", server.endpoint_url, spec.name, retry=PATIENT, config=quick) as a,
-            open_client("async", server.endpoint_url, spec.name, retry=PATIENT, config=quick) as b,
-            open_client("sync", server.endpoint_url, spec.name, retry=PATIENT, config=quick) as c,
-        ):
-
-            async def one(ack: Any, tag: str, stamp: bytes, token: str) -> None:
-                try:
-                    outcomes[token] = await ack.stamp(tag, stamp, token=token)
-                except Exception as exc:  # judged below
-                    outcomes[token] = exc
-                await asyncio.sleep(0.005)  # spread the run over the kill
+        async with contextlib.AsyncExitStack() as stack:
+            acks = [
+                await stack.enter_async_context(
+                    open_client(kind, server.endpoint_url, spec.name, retry=PATIENT, config=quick)
+                )
+                for kind in ("async", "async", "sync")
+            ]
 
             async def client_run(ack: Any, share: list[Assignment]) -> None:
                 for i in range(0, len(share), 4):
                     await asyncio.gather(*(one(ack, *item) for item in share[i : i + 4]))
 
-            await asyncio.gather(
-                *(client_run(x, s) for x, s in zip((a, b, c), shares, strict=True))
-            )
+            await asyncio.gather(*(client_run(a, s) for a, s in zip(acks, shares, strict=True)))
         killer.join(90)
-        assert restarted.is_set()
-        failed = {t: e for t, e in outcomes.items() if isinstance(e, BaseException)}
-        assert failed  # the kill was felt
-        untyped = [
-            e
-            for e in failed.values()
-            if not isinstance(e, (XorAckError, BotoCoreError, ClientError))
-        ]
-        assert not untyped
-        # No false ack: a chain a caller was told is acked is at zero (checked below), and
-        # no chain was told twice.
-        first = {
-            t: ("acked" if o.acked else "stamped")
-            for t, o in outcomes.items()
-            if isinstance(o, Stamp)
-        }
-        assert max(_acks_per_chain(first).values(), default=0) <= 1
-        # Whoever did not hear back replays with the same token (bounded).
-        replay = direct_client(server.endpoint_url, spec.name)
-        by_token = {token: (tag, stamp) for share in shares for tag, stamp, token in share}
-        for token in sorted(failed):
-            tag, stamp = by_token[token]
-            try:
-                result = replay.stamp(tag, stamp, token=token)
-            except TagNotFound:
-                first[token] = "replayed"
-                continue
-            first[token] = "acked" if result.acked else "stamped"
+        assert restarted.is_set() and felt  # the kill was felt
+        kinds = Counter(type(e).__name__ for e in felt)
+        open_ = sum(1 for e in felt if not isinstance(e, XorAckError) and may_have_landed(e))
+        print(f"{len(felt)} errors on the way ({open_} left open), {len(first)} stamps: {kinds}")
+        # Every caller heard back in the end; every error on the way was typed; a replay
+        # was only refused after an error of its own (its earlier send had landed).
+        assert len(first) == sum(len(share) for share in shares)
+        assert all(isinstance(e, (XorAckError, BotoCoreError, ClientError)) for e in felt)
+        # One caller per chain was told its ack; each chain is at exactly zero.
         assert _acks_per_chain(first) == dict.fromkeys(kids, 1)
         for tag in kids:
             state = direct.get(tag)
             assert state is not None and state.acked and not any(state.stamp)
-        kinds = Counter(type(e).__name__ for e in failed.values())
-        print(f"{len(failed)} of {len(outcomes)} stamps failed: {dict(kinds)}")
     finally:
         server.kill()
