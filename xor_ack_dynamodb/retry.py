@@ -1,7 +1,8 @@
 """Backoff for lost optimistic-concurrency races (``StaleLocalData``).
 
 Throttling and transport errors are retried by botocore's own retry modes
-(``standard`` by default, configurable): they are a property of the HTTP call.
+(``standard`` by default, configurable): they are a property of the HTTP call,
+and a throttled send is known not to have landed (``_attempts``).
 A lost race is not: it needs a fresh state and a new XOR before the next write,
 so it is retried here, above botocore, with exponential backoff and full jitter
 (delay drawn uniformly from ``[0, min(max_delay, base_delay * 2**(n-1))]``),
@@ -55,7 +56,9 @@ def botocore_config(**overrides: object) -> object:
 
     Throttling, 5xx and connection errors are retried by botocore's ``standard``
     retry mode (10 attempts), unless ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say
-    otherwise; a re-sent write is recognised by its token (see ``_ops``).
+    otherwise.  The clients watch each send (``_attempts``): one refused with a 4xx
+    (throttling) did not land; after one of unknown outcome (a lost connection, a
+    5xx) a re-sent write is recognised by its token (see ``_ops``).
     """
     import os
 
