@@ -26,6 +26,10 @@ class ClientBase:
     server that checks statement conditions: DynamoDB or DynamoDB Local, not moto).
     ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
     once before the next ones wait (at most one request's time) to go together.
+
+    The injected client gets three event handlers (``_attempts.watch``) that note
+    which of botocore's sends of a request may have landed; they never change a
+    request or botocore's retry decisions, and add one key to ``ResponseMetadata``.
     """
 
     xor = staticmethod(xor)
