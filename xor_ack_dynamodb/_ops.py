@@ -35,10 +35,6 @@ is absent, and more writes landed since the planned state than the token
 window holds, the client refuses to guess (``AmbiguousWrite``).  A transport
 error that botocore gave up on is settled by a consistent read (unless no send
 ever connected: then it is raised as proven not landed).
-
-A caller's replay (the same idempotency token, e.g. a re-run task) is found in
-the token list and applied nothing; it is told the chain's state, and on an
-acked chain ``acked`` only if it was the completing stamp (``_replayed``).
 """
 
 from __future__ import annotations
@@ -274,20 +270,6 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
         return error
     copy.__cause__ = cause
     return copy
-
-
-def _replayed(tag: str, state: ChainState, token: bytes | None) -> Outcome:
-    """What a stamp whose token the chain holds (it landed before) is told: the state now.
-
-    Once the chain is acked, only the stamp that completed it is told so: a write
-    puts the token of its last stamp (the one that reaches zero) last, so that is
-    the newest token of the acked chain.  A replay of any other stamp gets
-    ``TagNotFound``, as a stamp on an acked chain does: it is in the chain, and
-    the chain's one ack belongs to another caller.
-    """
-    if state.acked and (not state.tokens or state.tokens[-1] != token):
-        return TagNotFound(tag)
-    return state.stamp
 
 
 def _reaches_back(before: Sequence[bytes], now: Sequence[bytes]) -> bool:
@@ -689,7 +671,7 @@ class Chains:
                 # task, a retried call): report the current state, apply nothing.
                 done = [i for i in pending if entries[i].token in state.tokens]
                 for i in done:
-                    outcomes[i] = _replayed(tag, state, entries[i].token)
+                    outcomes[i] = state.stamp
                 pending = [i for i in pending if outcomes[i] is None]
                 if not pending:
                     break
@@ -725,10 +707,8 @@ class Chains:
             caller_tokens = [t for i in included if (t := entries[i].token) is not None]
             write_tokens = list(caller_tokens)
             if len(caller_tokens) < len(included):
-                proof = [secrets.token_bytes(WRITE_TOKEN_BYTES)]  # no other write carries it
-                # The last stamp's token, if it has one, stays last (see ``_replayed``).
-                last = entries[included[-1]].token
-                write_tokens.insert(len(write_tokens) - (last is not None), proof[0])
+                write_tokens.append(secrets.token_bytes(WRITE_TOKEN_BYTES))
+                proof = write_tokens[-1:]  # a token no other write carries
             else:
                 proof = write_tokens  # caller tokens only: all of them must be there
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
@@ -928,7 +908,7 @@ class Chains:
             for tag in pending:
                 entry, state = entries[tag], states.get(tag)
                 if state is not None and entry.token is not None and entry.token in state.tokens:
-                    outcomes[tag] = _replayed(tag, state, entry.token)  # landed: apply nothing
+                    outcomes[tag] = state.stamp  # landed before: apply nothing
                 elif state is None or state.acked:
                     outcomes[tag] = TagNotFound(tag)
                 elif state.failed:

@@ -208,9 +208,7 @@ class XorAckDynamoDB(ClientBase):
         """XOR ``stamp`` into the chain; the result's ``.acked`` is True for exactly one caller.
 
         ``token`` (1-16 bytes) makes the call idempotent: a stamp whose token the
-        chain already holds is not applied again and the current state is returned;
-        on an acked chain only the stamp that completed it is told ``acked`` again,
-        the replay of any other raises ``TagNotFound`` (the chain is closed).
+        chain already holds is not applied again and the current state is returned.
         """
         return unwrap(await self._stamp_entry(tag, one_entry(tag, stamp, token)))
 

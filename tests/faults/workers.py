@@ -16,7 +16,7 @@ from pathlib import Path
 import boto3
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB
-from xor_ack_dynamodb.errors import StampManyFailed, TagNotFound, XorAckError
+from xor_ack_dynamodb.errors import StampManyFailed, XorAckError
 from xor_ack_dynamodb.retry import RetryPolicy
 
 #: One stamp of a worker's share: (tag, stamp, token).
@@ -38,8 +38,6 @@ def rounds(share: Sequence[Assignment]) -> list[dict[str, Assignment]]:
 
 
 def _outcome(result: object) -> str:
-    if isinstance(result, TagNotFound):
-        return "replayed"  # applied before; the chain's ack belongs to another stamp
     if isinstance(result, XorAckError):
         return f"error:{result.code}"
     if isinstance(result, BaseException):
