@@ -18,7 +18,8 @@ counts, in the request's context, the attempts whose outcome is unknown;
 ``after-call.dynamodb`` writes that count into the parsed response, which is
 the response of the ``ClientError`` botocore raises for an error, and
 ``after-call-error.dynamodb`` marks a transport error none of whose attempts
-was sent.
+was sent.  A third handler, first on ``needs-retry``, shortens the wait before
+the re-send of a write whose connection was lost (:func:`_resend_soon`).
 :func:`may_have_landed` reads it back.  A response without the count (a client
 that could not be watched, an error built by hand) falls back to
 ``RetryAttempts``: any re-send may have landed.
@@ -96,11 +97,50 @@ def _on_call_error(exception: Any = None, context: Any = None, **_: Any) -> None
         setattr(exception, _NEVER_SENT, True)
 
 
+#: Writes whose lost response is re-sent at once (see :func:`_resend_soon`).
+_WRITES = frozenset({"UpdateItem", "TransactWriteItems", "BatchExecuteStatement"})
+#: Seconds before the n-th re-send of a write whose connection was lost: n times this.
+RESEND_DELAY = 0.01
+
+
+def _resend_soon(total_attempts: int) -> Any:
+    """``needs-retry``, first: re-send a write whose connection was lost after ``n * 10 ms``.
+
+    A write whose response was lost is proven landed or not by its token in the
+    item, which keeps the last ``token_window`` tokens; the longer the re-send
+    waits (botocore's standard mode: up to 1 s, then 2 s, ...), the more writes of
+    other clients can push the token out and leave the write ambiguous.  Only the
+    delay changes: a lost connection is retried by every botocore retry mode, the
+    attempts stay bounded by the client's own ``total_max_attempts``, and a 5xx or
+    a throttle keeps botocore's backoff.
+    """
+
+    def handler(
+        attempts: int = 0,
+        operation: Any = None,
+        caught_exception: BaseException | None = None,
+        **_: Any,
+    ) -> float | None:
+        if caught_exception is None or _never_sent(caught_exception):
+            return None
+        if getattr(operation, "name", None) not in _WRITES or attempts >= total_attempts:
+            return None
+        return RESEND_DELAY * attempts
+
+    return handler
+
+
 def watch(client: Any) -> bool:
     """Record attempt outcomes on ``client``'s responses; False if it has no event emitter."""
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is None or not hasattr(events, "register"):
         return False
+    retries = getattr(getattr(client.meta, "config", None), "retries", None) or {}
+    total = retries.get("total_max_attempts")
+    if isinstance(total, int) and hasattr(events, "register_first"):
+        events.register_first(
+            "needs-retry.dynamodb", _resend_soon(total), unique_id=_HANDLER_ID + "-resend"
+        )
     events.register("needs-retry.dynamodb", _on_attempt, unique_id=_HANDLER_ID)
     events.register("after-call.dynamodb", _on_call, unique_id=_HANDLER_ID + "-call")
     events.register("after-call-error.dynamodb", _on_call_error, unique_id=_HANDLER_ID + "-error")

@@ -27,9 +27,11 @@ class ClientBase:
     ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
     once before the next ones wait (at most one request's time) to go together.
 
-    The injected client gets three event handlers (``_attempts.watch``) that note
-    which of botocore's sends of a request may have landed; they never change a
-    request or botocore's retry decisions, and add one key to ``ResponseMetadata``.
+    The injected client gets event handlers (``_attempts.watch``) that note which
+    of botocore's sends of a request may have landed (one key added to
+    ``ResponseMetadata``), and re-send a write whose connection was lost after
+    10 ms instead of botocore's backoff; they never change a request, nor which
+    errors botocore retries or how often.
     """
 
     xor = staticmethod(xor)

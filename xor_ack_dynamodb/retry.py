@@ -58,7 +58,9 @@ def botocore_config(**overrides: object) -> object:
     retry mode (10 attempts), unless ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say
     otherwise.  The clients watch each send (``_attempts``): one refused with a 4xx
     (throttling) did not land; after one of unknown outcome (a lost connection, a
-    5xx) a re-sent write is recognised by its token (see ``_ops``).
+    5xx) a re-sent write is recognised by its token (see ``_ops``), and a write
+    whose connection was lost is re-sent within milliseconds, not after the mode's
+    backoff, so that few other writes can push its token out of the item.
     """
     import os
 

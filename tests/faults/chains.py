@@ -56,11 +56,13 @@ def direct_client(endpoint: str, table: str) -> SyncXorAckDynamoDB:
 
 
 @contextlib.asynccontextmanager
-async def clients(kinds: Sequence[str], endpoint: str, table: str) -> AsyncIterator[list[Any]]:
+async def clients(
+    kinds: Sequence[str], endpoint: str, table: str, config: Any = FAST_BOTOCORE
+) -> AsyncIterator[list[Any]]:
     async with contextlib.AsyncExitStack() as stack:
         yield [
             await stack.enter_async_context(
-                open_client(kind, endpoint, table, retry=PATIENT, config=FAST_BOTOCORE)
+                open_client(kind, endpoint, table, retry=PATIENT, config=config)
             )
             for kind in kinds
         ]
@@ -73,6 +75,7 @@ async def stamp_chains(
     chains: int,
     length: int,
     concurrency: int = 16,
+    config: Any = FAST_BOTOCORE,
 ) -> Run:
     """Create ``chains`` chains of ``length`` stamps and send every stamp once through
     clients of ``kinds`` on ``endpoint``; returns every caller's outcome."""
@@ -83,7 +86,7 @@ async def stamp_chains(
         direct.create(f"chain-{n}", xor(*kids))
     run = Run(outcomes={tag: [] for tag in plan})
     started = time.monotonic()
-    async with clients(kinds, endpoint, direct.table) as acks:
+    async with clients(kinds, endpoint, direct.table, config) as acks:
 
         async def one_client(i: int, ack: Any) -> None:
             gate = asyncio.Semaphore(concurrency)

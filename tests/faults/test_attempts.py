@@ -106,3 +106,23 @@ def test_which_attempts_have_an_unknown_outcome() -> None:
     assert not attempt_unknown(None, refused)
     # aiobotocore wraps a reset connection as EndpointConnectionError too: unknown.
     assert attempt_unknown(None, EndpointConnectionError(endpoint_url="x", error=OSError()))
+
+
+def test_only_a_write_whose_connection_was_lost_is_resent_soon() -> None:
+    from types import SimpleNamespace
+
+    from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError
+
+    from xor_ack_dynamodb._attempts import RESEND_DELAY, _resend_soon
+
+    handler = _resend_soon(total_attempts=3)
+    update, get = SimpleNamespace(name="UpdateItem"), SimpleNamespace(name="GetItem")
+    lost = ConnectionClosedError(endpoint_url="x")
+    assert handler(attempts=1, operation=update, caught_exception=lost) == RESEND_DELAY
+    assert handler(attempts=2, operation=update, caught_exception=lost) == 2 * RESEND_DELAY
+    assert handler(attempts=3, operation=update, caught_exception=lost) is None  # spent
+    assert handler(attempts=1, operation=get, caught_exception=lost) is None  # not a write
+    never_sent = ConnectTimeoutError(endpoint_url="x")
+    assert handler(attempts=1, operation=update, caught_exception=never_sent) is None
+    throttled = (_Http(400), {})
+    assert handler(attempts=1, operation=update, response=throttled) is None  # botocore's backoff
