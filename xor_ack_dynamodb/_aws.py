@@ -54,7 +54,11 @@ def botocore_config(**overrides: object) -> Any:
 
     Throttling, 5xx and connection errors are retried by botocore's ``standard``
     retry mode (10 attempts), unless ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say
-    otherwise; a re-sent write is recognised by its token (see ``_ops``).
+    otherwise.  The clients watch each send (``_attempts``): one refused with a 4xx
+    (throttling) did not land; after one of unknown outcome (a lost connection, a
+    5xx) a re-sent write is recognised by its token (see ``_ops``), and a write
+    whose connection was lost is re-sent within milliseconds, not after the mode's
+    backoff, so that few other writes can push its token out of the item.
     """
     from botocore.config import Config
 

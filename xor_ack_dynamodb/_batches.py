@@ -34,6 +34,7 @@ from typing import Any, Generic, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ._attempts import earlier_send_may_have_landed, mark_sent_before, may_have_landed
 from ._ops import Call, ClientStats, Effect
 
 logger = logging.getLogger(__name__)
@@ -185,7 +186,7 @@ def read_batch(response: dict[str, Any], count: int) -> list[Verdict]:
                 body["Item"] = error["Item"]
             verdicts.append(Refused(ClientError(body, "UpdateItem")))
         elif code in _SEND_ALONE:
-            sent_before = int(meta.get("RetryAttempts", 0) or 0) > 0
+            sent_before = earlier_send_may_have_landed(response)
             verdicts.append(SendAlone(sent_before=sent_before, cause=code))
         else:  # InternalServerError or a code this client does not know: it may have landed
             verdicts.append(SendAlone(sent_before=True, cause=code or "unknown error"))
@@ -203,16 +204,8 @@ def stops_batching(verdict: Verdict) -> bool:
 
 
 def batch_refused_whole(exc: ClientError) -> bool:
-    """Did DynamoDB refuse the whole batch on its only send (so no statement landed)?"""
-    attempts = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)
-    return not int(attempts or 0)
-
-
-def mark_sent_before(exc: ClientError) -> ClientError:
-    """``exc`` marked as the answer to a write that was sent more than once."""
-    meta = exc.response.setdefault("ResponseMetadata", {})
-    meta["RetryAttempts"] = max(1, int(meta.get("RetryAttempts", 0) or 0))
-    return exc
+    """Did DynamoDB refuse the whole batch on every send (so no statement landed)?"""
+    return not may_have_landed(exc)
 
 
 T = TypeVar("T")

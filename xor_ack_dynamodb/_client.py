@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
 from ._ops import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Chains, ClientStats
 from .item import DEFAULT_PARTITION_KEY
@@ -25,6 +26,12 @@ class ClientBase:
     server that checks statement conditions: DynamoDB or DynamoDB Local, not moto).
     ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
     once before the next ones wait (at most one request's time) to go together.
+
+    The injected client gets event handlers (``_attempts.watch``) that note which
+    of botocore's sends of a request may have landed (one key added to
+    ``ResponseMetadata``), and re-send a write whose connection was lost after
+    10 ms instead of botocore's backoff; they never change a request, nor which
+    errors botocore retries or how often.
     """
 
     xor = staticmethod(xor)
@@ -46,6 +53,9 @@ class ClientBase:
         if write_slots < 1:
             raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
         self._client = client
+        # Per attempt, botocore's events tell a refused send from one that may have
+        # landed; the core reads that from each error (``_attempts``).
+        watch(client)
         self._core = Chains(
             table=table,
             partition_key=partition_key,

@@ -19,9 +19,22 @@ and a failed condition returns the current item
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``, with a consistent read as the
 fallback where a server ignores it).  If the item holds the write's token, the
 write landed: the stamp is reported applied, not re-applied.  If the token is
-absent and the token list has never overflowed since, it did not land, which is
-proven, and the stamp is retried.  Only when the list is full *and* the request
-may have been sent twice does the client refuse to guess (``AmbiguousWrite``).
+absent and the list still reaches back to the state the write was planned on
+(the list never overflowed, or its oldest tokens are still the newest two of that
+state, so every write since is in it), it did not land, which is proven, and the
+stamp is retried.
+
+What counts as ambiguous: only a request one of whose sends has an *unknown*
+outcome (``_attempts`` watches botocore's ``needs-retry`` event, which sees
+every send): a lost or reset connection, a read timeout, a 5xx, a 2xx that
+botocore retried anyway.  A send refused with a 4xx (throttling, validation,
+a failed condition) or whose connection could not be opened did not land, so a
+write throttled three times and then refused by its condition is a plain lost
+race, not a possible double.  When a send of unknown outcome exists, the token
+is absent, and more writes landed since the planned state than the token
+window holds, the client refuses to guess (``AmbiguousWrite``).  A transport
+error that botocore gave up on is settled by a consistent read (unless no send
+ever connected: then it is raised as proven not landed).
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ from typing import Any, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from . import item as I
+from ._attempts import earlier_send_may_have_landed, may_have_landed
 from .errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
@@ -136,6 +150,7 @@ class ClientStats:
     conflicts: int = 0
     retries: int = 0
     resent_writes_recognised: int = 0
+    cache_refreshes: int = 0  # writes planned on an old remembered state, planned again
     batched_writes: int = 0  # writes sent as statements of a BatchExecuteStatement
 
     @property
@@ -150,6 +165,7 @@ class ClientStats:
             "conflicts": self.conflicts,
             "retries": self.retries,
             "resent_writes_recognised": self.resent_writes_recognised,
+            "cache_refreshes": self.cache_refreshes,
             "batched_writes": self.batched_writes,
             **{f"requests.{op}": n for op, n in sorted(self.requests.items())},
         }
@@ -368,16 +384,17 @@ def _error_code(exc: BaseException) -> str:
 
 
 def _maybe_sent_twice(exc: ClientError) -> bool:
-    """Did botocore send this request more than once (so an earlier send may have landed)?"""
-    return int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
+    """Refused now, but may an earlier send of this request have landed (``_attempts``)?"""
+    return earlier_send_may_have_landed(exc.response)
 
 
 def _proven_not_landed(exc: BaseException) -> bool:
-    """An error from DynamoDB to the first and only send: the write did not land.
+    """No send of the request that failed with ``exc`` can have landed (``_attempts``).
 
-    A transport error, or any error after botocore re-sent the request, leaves it open.
+    A 4xx after sends that were all refused or never connected; a 5xx, a lost
+    connection or a timeout on any send leaves it open.
     """
-    return isinstance(exc, ClientError) and not _maybe_sent_twice(exc)
+    return not may_have_landed(exc)
 
 
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
@@ -390,6 +407,30 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
         return error
     copy.__cause__ = cause
     return copy
+
+
+def _reaches_back(before: Sequence[bytes], now: Sequence[bytes]) -> bool:
+    """Does the token list ``now`` still hold the newest tokens of ``before`` (same chain)?
+
+    Writes append their tokens and the list drops the oldest, so if the last two
+    tokens of the state a write was planned on are still there, in order and at
+    the head of what follows, every token written since is there too: had the
+    write landed (it would be the next write), its tokens would be.
+    """
+    if len(before) < 2 or now.count(before[-1]) != 1:
+        return False
+    i = now.index(before[-1])
+    return i >= 1 and list(now[: i + 1]) == list(before[-(i + 1) :])
+
+
+def _moved(before: ChainState | None, now: ChainState | None) -> bool:
+    """Is ``now`` a later state of the chain ``before`` was (another write landed since)?"""
+    return (
+        before is not None
+        and now is not None
+        and now.chain_id == before.chain_id
+        and now.version > before.version
+    )
 
 
 #: The expression placeholder of each attribute; a request names the ones it uses.
@@ -694,6 +735,8 @@ class Chains:
                 return False  # nothing at all landed since our read
             if len(now.tokens) < self.token_window:
                 return False  # the token list never dropped anything: ours is not there
+            if _reaches_back(before.tokens, now.tokens):
+                return False  # every write since our read is in the list, and ours is not
         elif len(now.tokens) < self.token_window:
             return False
         raise AmbiguousWrite(tag, self.token_window)
@@ -746,7 +789,11 @@ class Chains:
             return value
 
     def stamp_batch(
-        self, tag: str, entries: Sequence[Entry], known: ChainState | None = None
+        self,
+        tag: str,
+        entries: Sequence[Entry],
+        known: ChainState | None = None,
+        known_fresh: bool = True,
     ) -> Generator[Effect, Any, list[Outcome]]:
         """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
 
@@ -754,16 +801,26 @@ class Chains:
         kept it out: a typed error, or the botocore error of a write that is
         proven not to have landed (safe to retry).  A read error before the
         first write propagates.
+
+        A write planned on a remembered state (the cache, or ``known`` with
+        ``known_fresh=False``) that fails its condition did not lose a race to a
+        concurrent writer: the cache was old.  It is planned again once on the
+        item the failure returned, as if this call had read it, and not counted
+        as a lost race (``StaleLocalData`` with ``retry=None`` means a write landed
+        between this call's own read and its write).
         """
         check_tag(tag)
         outcomes: list[Outcome | None] = [None] * len(entries)
         pending = list(range(len(entries)))
         started = self.monotonic()
-        state = known or self.cached(tag)  # ``known``: a state the caller just read
+        # ``known``: a state the caller has (just read, unless ``known_fresh`` is False).
+        state = known or self.cached(tag)
+        remembered = state is not None and (known is None or not known_fresh)
         if state is not None and state.expired(self.clock()):
             self.forget(tag)
             state = None
         if state is None:
+            remembered = False
             state = yield from self._read(tag)
         attempt = 0
         while pending:
@@ -819,6 +876,7 @@ class Chains:
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             landed = True
+            refused = False  # the write failed its condition (not a transaction's conflict)
             current: ChainState | None = None
             try:
                 yield Call("update_item", params, batch=True)
@@ -826,6 +884,7 @@ class Chains:
                 failure: Exception | None = None
                 if _error_code(exc) == CONDITION_FAILED:
                     assert isinstance(exc, ClientError)
+                    refused = True
                     current = yield from self._after_failed_condition(tag, exc)
                     try:
                         landed = self._landed(state, current, proof, tag, _maybe_sent_twice(exc))
@@ -865,6 +924,13 @@ class Chains:
                     current = planned
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
+                continue
+            if remembered and refused and current is not None:
+                # The remembered state was old, not raced: plan again on the item now.
+                remembered = False
+                self.stats.cache_refreshes += 1
+                attempt -= 1
+                pending, state = batch + later, current
                 continue
             # Lost a race: ``current`` is the fresh state; back off and try again.
             if not (yield from self._back_off(attempt, started)):
@@ -1006,6 +1072,7 @@ class Chains:
         outcomes: dict[str, Outcome] = {}
         states: dict[str, ChainState | None] = {}
         unknown: list[str] = []
+        remembered: set[str] = set()  # planned on the cache, not on this call's own read
         now_wall = self.clock()
         for tag in entries:
             state = self.cached(tag)
@@ -1013,6 +1080,7 @@ class Chains:
                 unknown.append(tag)
             else:
                 states[tag] = state
+                remembered.add(tag)
         if unknown:
             found, corrupt = yield from self._read_many(unknown)
             states.update(found)
@@ -1042,7 +1110,7 @@ class Chains:
                 for tag, _, _, _ in writes:
                     try:
                         (outcomes[tag],) = yield from self.stamp_batch(
-                            tag, [entries[tag]], states.get(tag)
+                            tag, [entries[tag]], states.get(tag), tag not in remembered
                         )
                     except CorruptItem as damaged:
                         outcomes[tag] = damaged
@@ -1075,13 +1143,22 @@ class Chains:
                 # An earlier send of this very transaction may have landed (all of it).
                 current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
                 self._judge_resent(writes, states, current, outcomes, error)
+            # Chains whose remembered state was old were not raced: each is planned
+            # again once on the item the cancellation returned, without a back-off.
+            refreshed = {
+                tag for tag in remembered.intersection(fresh) if _moved(states.get(tag), fresh[tag])
+            }
+            remembered -= refreshed
+            self.stats.cache_refreshes += len(refreshed)
             states.update(fresh)
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
-            if (contended.intersection(pending) or not rejected) and not (
-                yield from self._back_off(attempt, started)
-            ):
+            raced = contended.intersection(pending) - refreshed
+            if refreshed and not raced:
+                attempt -= 1
+                continue
+            if (raced or not rejected) and not (yield from self._back_off(attempt, started)):
                 outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
                 break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}

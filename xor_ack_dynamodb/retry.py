@@ -1,7 +1,8 @@
 """Backoff for lost optimistic-concurrency races (``StaleLocalData``).
 
 Throttling and transport errors are retried by botocore's own retry modes
-(``standard`` by default, configurable): they are a property of the HTTP call.
+(``standard`` by default, configurable): they are a property of the HTTP call,
+and a throttled send is known not to have landed (``_attempts``).
 A lost race is not: it needs a fresh state and a new XOR before the next write,
 so it is retried here, above botocore, with exponential backoff and full jitter
 (delay drawn uniformly from ``[0, min(max_delay, base_delay * 2**(n-1))]``),

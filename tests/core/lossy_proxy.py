@@ -1,21 +1,30 @@
-"""A loopback HTTP proxy that forwards a request to DynamoDB and then loses the response.
+"""A loopback HTTP proxy in front of DynamoDB that loses responses or throttles requests.
 
 It parses just enough HTTP/1.1 (headers, Content-Length or chunked bodies) to
-know where one request and one response end, so it can forward a write,
-let it land, and close the client's connection instead of answering: exactly
-what a dropped connection after a successful write looks like to botocore,
-which then re-sends the request.
+know where one request and one response end, so it can
+
+- forward a write, let it land, and close the client's connection instead of
+  answering (``drop``): exactly what a dropped connection after a successful
+  write looks like to botocore, which then re-sends the request;
+- answer a request itself with a 400 ``ThrottlingException`` or
+  ``ProvisionedThroughputExceededException`` without forwarding it
+  (``throttle``): what DynamoDB says when it refuses a request for capacity.
 """
 
 from __future__ import annotations
 
+import json
+import random
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from urllib.parse import urlparse
 
 #: Decides, from the request's X-Amz-Target and body, whether to lose its response.
 DropRule = Callable[[str, bytes], bool]
+#: The operations that write: the ones a fault rule usually aims at.
+WRITES = frozenset({"UpdateItem", "TransactWriteItems", "BatchExecuteStatement"})
+THROTTLE_CODES = ("ThrottlingException", "ProvisionedThroughputExceededException")
 
 
 def _read_until(sock: socket.socket, buf: bytearray, marker: bytes) -> bytes | None:
@@ -76,15 +85,39 @@ def _read_message(sock: socket.socket, buf: bytearray) -> Message | None:
     return head + b"\r\n\r\n", headers, _read_exact(sock, buf, length)
 
 
-class LossyProxy:
-    """Proxy on 127.0.0.1 in front of ``upstream``; ``drop`` picks the responses to lose."""
+def throttle_response(code: str) -> bytes:
+    """The whole HTTP response DynamoDB gives a request it refuses for capacity."""
+    body = json.dumps(
+        {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected " + code}
+    ).encode()
+    head = (
+        "HTTP/1.1 400 Bad Request\r\n"
+        "Content-Type: application/x-amz-json-1.0\r\n"
+        "x-amzn-RequestId: injected\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
 
-    def __init__(self, upstream: str, drop: DropRule) -> None:
+
+def _never(target: str, body: bytes) -> bool:
+    return False
+
+
+class LossyProxy:
+    """Proxy on 127.0.0.1 in front of ``upstream``.
+
+    ``drop`` picks the responses to lose (after the request landed upstream),
+    ``throttle`` the requests to refuse with a 400 throttling error unforwarded.
+    """
+
+    def __init__(self, upstream: str, drop: DropRule = _never, throttle: DropRule = _never) -> None:
         parsed = urlparse(upstream)
         self.upstream = (parsed.hostname or "127.0.0.1", parsed.port or 80)
         self.drop = drop
+        self.throttle = throttle
         self.dropped: list[str] = []
         self.forwarded: list[str] = []
+        self.throttled: list[str] = []
         self._server = socket.create_server(("127.0.0.1", 0))
         self.endpoint_url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
         self._stopping = False
@@ -108,7 +141,11 @@ class LossyProxy:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
-        upstream = socket.create_connection(self.upstream)
+        try:
+            upstream = socket.create_connection(self.upstream)
+        except OSError:
+            client.close()
+            return
         cbuf, ubuf = bytearray(), bytearray()
         try:
             while True:
@@ -117,6 +154,13 @@ class LossyProxy:
                     return
                 head, headers, body = request
                 target = headers.get("x-amz-target", "").rpartition(".")[2]
+                with self._lock:
+                    refuse = self.throttle(target, body)
+                    if refuse:
+                        self.throttled.append(target)
+                if refuse:
+                    client.sendall(throttle_response(THROTTLE_CODES[len(self.throttled) % 2]))
+                    continue
                 upstream.sendall(head + body)
                 response = _read_message(upstream, ubuf)
                 if response is None:
@@ -142,6 +186,24 @@ def drop_first(target: str, count: int = 1) -> DropRule:
     def rule(seen: str, body: bytes) -> bool:
         if seen == target and left[0] > 0:
             left[0] -= 1
+            return True
+        return False
+
+    return rule
+
+
+def at_random(
+    fraction: float, seed: int, targets: Collection[str] = WRITES, limit: int | None = None
+) -> DropRule:
+    """Pick requests to ``targets`` with probability ``fraction`` (seeded), at most ``limit``."""
+    rng = random.Random(seed)
+    picked = [0]
+
+    def rule(seen: str, body: bytes) -> bool:
+        if seen not in targets or (limit is not None and picked[0] >= limit):
+            return False
+        if rng.random() < fraction:
+            picked[0] += 1
             return True
         return False
 
