@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ._aws import botocore_config  # re-exported: it lived here first
+from ._aws import botocore_config  # re-exported for code that imports it from here
 
 
 @dataclass(frozen=True)
