@@ -143,6 +143,26 @@ def client_options(
     return options
 
 
+def _dynamodb(
+    session: Any,
+    endpoint: str | None,
+    region_name: str | None,
+    config: Any,
+    local_credentials: bool | None,
+) -> Any:
+    """``session.client("dynamodb", ...)`` with :func:`client_options`, for either kind."""
+    return session.client(
+        "dynamodb",
+        **client_options(
+            endpoint=endpoint,
+            region_name=region_name,
+            session=session,
+            config=config,
+            local_credentials=local_credentials,
+        ),
+    )
+
+
 def sync_client(
     *,
     endpoint: str | None = None,
@@ -155,16 +175,7 @@ def sync_client(
     import boto3
 
     session = session or boto3.session.Session()
-    return session.client(
-        "dynamodb",
-        **client_options(
-            endpoint=endpoint,
-            region_name=region_name,
-            session=session,
-            config=config,
-            local_credentials=local_credentials,
-        ),
-    )
+    return _dynamodb(session, endpoint, region_name, config, local_credentials)
 
 
 def async_client(
@@ -179,13 +190,4 @@ def async_client(
     import aioboto3
 
     session = session or aioboto3.Session()
-    return session.client(
-        "dynamodb",
-        **client_options(
-            endpoint=endpoint,
-            region_name=region_name,
-            session=session,
-            config=config,
-            local_credentials=local_credentials,
-        ),
-    )
+    return _dynamodb(session, endpoint, region_name, config, local_credentials)
