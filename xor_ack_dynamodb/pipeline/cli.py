@@ -20,7 +20,7 @@ from typing import Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..cli import UserError, explain, is_loopback
+from ..cli import UserError, explain
 from ..errors import XorAckError
 from ..table import DEFAULT_TABLE, TableSpec, create_table
 from .corpus import generate
@@ -85,16 +85,14 @@ def _tracker(
             progress.step(f"local DynamoDB ({db.kind}) at {db.endpoint_url}, table {LOCAL_TABLE}")
             yield config
         return
-    loopback = is_loopback(endpoint_url)
+    # Credentials: each process's own AWS environment; dummy ones only where it names
+    # none and the endpoint is on loopback (``_aws.client_options`` decides).
     config = TrackerConfig(
         table=table or DEFAULT_TABLE,
         endpoint_url=endpoint_url,
         region=region,
         partition_key=partition_key,
         token_window=token_window,
-        local_credentials=loopback
-        and not os.environ.get("AWS_ACCESS_KEY_ID")
-        and not os.environ.get("AWS_PROFILE"),
     )
     client = config.client()
     try:
