@@ -38,6 +38,13 @@ def sent(merge: Merge[Any]) -> list[bytes]:
     return [bytes(e.stamp) for e in merge.entries]
 
 
+def queue(plan: Merging[Waiter], byte: int) -> Waiter:
+    """Submit a stamp while "t" has a write in flight: its caller waits."""
+    waiter = plan.submit("t", entry(byte), Future)
+    assert isinstance(waiter, Future)
+    return waiter
+
+
 def test_the_first_stamp_is_written_by_its_caller_and_the_next_ones_queue() -> None:
     plan: Merging[Waiter] = Merging()
     first = plan.submit("t", entry(1), Future)
@@ -52,7 +59,7 @@ def test_the_next_write_carries_what_queued_in_call_order_and_each_caller_its_ou
     plan: Merging[Waiter] = Merging()
     first = plan.submit("t", entry(1), Future)
     assert isinstance(first, Merge)
-    waiters = [plan.submit("t", entry(b), Future) for b in (2, 3, 4)]
+    waiters = [queue(plan, b) for b in (2, 3, 4)]
     merged = plan.finished(first, [Stamp(b"\x01")])
     assert merged is not None and sent(merged) == [b"\x02", b"\x03", b"\x04"]
     assert not any(w.done() for w in waiters)  # their write has not happened yet
@@ -62,14 +69,21 @@ def test_the_next_write_carries_what_queued_in_call_order_and_each_caller_its_ou
     assert isinstance(plan.submit("t", entry(5), Future), Merge)  # idle: written at once
 
 
-def test_stamps_arriving_while_a_merged_write_is_in_flight_go_in_the_write_after() -> None:
-    plan: Merging[Waiter] = Merging()
+def merged_in_flight(
+    plan: Merging[Waiter], queued_then: int
+) -> tuple[Merge[Waiter], Waiter, list[Waiter]]:
+    """A merged write of stamp 2 in flight on "t" (after stamp 1's), ``queued_then`` queued."""
     first = plan.submit("t", entry(1), Future)
     assert isinstance(first, Merge)
-    early = plan.submit("t", entry(2), Future)
+    inflight = queue(plan, 2)
     merged = plan.finished(first, [Stamp(b"\x01")])
-    assert merged is not None
-    late = [plan.submit("t", entry(b), Future) for b in (3, 4)]  # `early` is in flight
+    assert merged is not None and merged.waiters == [inflight]
+    return merged, inflight, [queue(plan, 3 + n) for n in range(queued_then)]
+
+
+def test_stamps_arriving_while_a_merged_write_is_in_flight_go_in_the_write_after() -> None:
+    plan: Merging[Waiter] = Merging()
+    merged, early, late = merged_in_flight(plan, 2)
     after = plan.finished(merged, [Stamp(b"\x03")])
     assert early.result() == Stamp(b"\x03") and not any(w.done() for w in late)
     assert after is not None and sent(after) == [b"\x03", b"\x04"] and after.waiters == late
@@ -79,29 +93,18 @@ def test_stamps_arriving_while_a_merged_write_is_in_flight_go_in_the_write_after
 
 def test_an_error_raised_by_a_write_reaches_its_callers_and_the_queue_goes_on() -> None:
     plan: Merging[Waiter] = Merging()
-    first = plan.submit("t", entry(1), Future)
-    assert isinstance(first, Merge)
-    inflight = plan.submit("t", entry(2), Future)
-    merged = plan.finished(first, [Stamp(b"\x01")])
-    assert merged is not None
-    queued = plan.submit("t", entry(3), Future)
-    boom = RuntimeError("not a chain's error")
-    after = plan.finished(merged, boom)
+    merged, inflight, queued = merged_in_flight(plan, 1)
+    after = plan.finished(merged, RuntimeError("not a chain's error"))
     with pytest.raises(RuntimeError):
         inflight.result()
-    assert after is not None and after.waiters == [queued] and not queued.done()
+    assert after is not None and after.waiters == queued and not queued[0].done()
 
 
 def test_an_abandoned_write_hands_its_error_to_its_callers_and_to_the_queue() -> None:
     plan: Merging[Waiter] = Merging()
-    first = plan.submit("t", entry(1), Future)
-    assert isinstance(first, Merge)
-    inflight = plan.submit("t", entry(2), Future)
-    merged = plan.finished(first, [Stamp(b"\x01")])
-    assert merged is not None
-    queued = plan.submit("t", entry(3), Future)
+    merged, inflight, queued = merged_in_flight(plan, 1)
     plan.abandon(merged, KeyboardInterrupt())
-    for waiter in (inflight, queued):
+    for waiter in (inflight, *queued):
         with pytest.raises(KeyboardInterrupt):
             waiter.result()
     assert isinstance(plan.submit("t", entry(4), Future), Merge)  # the chain is idle again
