@@ -2,8 +2,9 @@
 
 All decisions are made by the sans-I/O core in ``_ops``; this module sends the
 requests it builds, sleeps when it says so, merges concurrent stamps on one
-chain into one write (coalescing) and, with ``batch_writes``, sends concurrent
-writes of different chains together (the plan and the batches are ``_batches``').
+chain into one write (coalescing: the plan is ``_coalescing``'s) and, with
+``batch_writes``, sends concurrent writes of different chains together (the plan
+and the batches are ``_batches``').
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
 from ._client import ClientBase
+from ._coalescing import Merge, Merging
 from ._ops import (
-    ENTRY_ERRORS,
     Entry,
     Op,
     Outcome,
@@ -44,7 +45,7 @@ class XorAckDynamoDB(ClientBase):
     """
 
     def _setup(self) -> None:
-        self._queues: dict[str, list[tuple[Entry, asyncio.Future[Outcome]]]] = {}
+        self._merging: Merging[asyncio.Future[Outcome]] = Merging()
         self._writers: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -146,48 +147,34 @@ class XorAckDynamoDB(ClientBase):
     async def _submit(self, tag: str, entry: Entry) -> Outcome:
         """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
 
-        The first caller writes in its own task (no hop through another task when
-        there is no contention); stamps that arrive meanwhile queue up, and a writer
-        task sends them, merged, once this write is done.
+        The first caller writes in its own task; the stamps that queue meanwhile
+        are written, merged, by a writer task (the plan is ``_coalescing``'s).
         """
-        queue = self._queues.get(tag)
-        if queue is not None:
-            future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-            queue.append((entry, future))
-            return await future
-        self._queues[tag] = queue = []
+        ticket = self._merging.submit(tag, entry, asyncio.get_running_loop().create_future)
+        if not isinstance(ticket, Merge):
+            return await ticket
         try:
-            (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
-        except ENTRY_ERRORS as exc:
-            outcome = exc
-        finally:
-            if queue:
-                self._spawn(self._write_queue(tag))
-            else:
-                del self._queues[tag]
-        return outcome  # type: ignore[no-any-return]
+            outcomes: list[Outcome] = await self._run(ticket.write(self._core))
+        except BaseException as exc:
+            self._write_merges(self._merging.finished(ticket, exc))
+            raise
+        self._write_merges(self._merging.finished(ticket, outcomes))
+        return outcomes[0]
 
-    async def _write_queue(self, tag: str) -> None:
-        """Write a tag's queued stamps, one merged write at a time, until none are left."""
-        queue = self._queues[tag]
-        try:
-            while queue:
-                batch = queue[:]
-                del queue[:]
+    def _write_merges(self, merge: Merge[asyncio.Future[Outcome]] | None) -> None:
+        """Write a chain's next merges in a writer task, one at a time, until none are left."""
+
+        async def writer(merge: Merge[asyncio.Future[Outcome]] | None) -> None:
+            while merge is not None:
                 try:
-                    outcomes = await self._run(
-                        self._core.stamp_batch(tag, [entry for entry, _ in batch])
-                    )
-                except ENTRY_ERRORS as exc:
-                    outcomes = [exc] * len(batch)
-                for (_, future), outcome in zip(batch, outcomes, strict=True):
-                    if not future.done():
-                        future.set_result(outcome)
-        finally:
-            del self._queues[tag]
-            for _, future in queue:
-                if not future.done():
-                    future.cancel()
+                    outcomes = await self._run(merge.write(self._core))
+                except BaseException as exc:
+                    self._merging.abandon(merge, exc)
+                    raise
+                merge = self._merging.finished(merge, outcomes)
+
+        if merge is not None:
+            self._spawn(writer(merge))
 
     # -- the API -------------------------------------------------------------
 

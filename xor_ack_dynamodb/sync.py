@@ -21,8 +21,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
 from ._client import ClientBase
+from ._coalescing import Merge, Merging
 from ._ops import (
-    ENTRY_ERRORS,
     Entry,
     Op,
     Outcome,
@@ -46,7 +46,7 @@ class SyncXorAckDynamoDB(ClientBase):
         # each step of a generator (never the I/O), the queues have their own.
         self._core_lock = threading.Lock()
         self._queue_lock = threading.Lock()
-        self._queues: dict[str, list[tuple[Entry, Future[Outcome]]]] = {}
+        self._merging: Merging[Future[Outcome]] = Merging()
 
     @classmethod
     @contextmanager
@@ -140,40 +140,28 @@ class SyncXorAckDynamoDB(ClientBase):
                 write.waiter.put(("done", result))
 
     def _submit(self, tag: str, entry: Entry) -> Outcome:
-        future: Future[Outcome] = Future()
-        with self._queue_lock:
-            queue = self._queues.get(tag)
-            leader = queue is None
-            if queue is None:
-                queue = self._queues[tag] = []
-            queue.append((entry, future))
-        if leader:
-            self._write_queue(tag, queue)
-        return future.result()
+        """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
 
-    def _write_queue(self, tag: str, queue: list[tuple[Entry, Future[Outcome]]]) -> None:
-        """The first caller writes the tag's queued stamps, merged, until none are left."""
-        while True:
-            with self._queue_lock:
-                batch = queue[:]
-                del queue[:]
-                if not batch:
-                    del self._queues[tag]
-                    return
+        The first caller writes its stamp, then the stamps that queued meanwhile,
+        merged, until none are left (the plan is ``_coalescing``'s).
+        """
+        with self._queue_lock:
+            ticket = self._merging.submit(tag, entry, Future)
+        if not isinstance(ticket, Merge):
+            return ticket.result()
+        merge: Merge[Future[Outcome]] | None = ticket
+        mine: list[Outcome] = []
+        while merge is not None:
             try:
-                outcomes = self._run(self._core.stamp_batch(tag, [entry for entry, _ in batch]))
-            except ENTRY_ERRORS as exc:
-                outcomes = [exc] * len(batch)
+                outcomes = self._run(merge.write(self._core))
             except BaseException as exc:
-                for _, future in batch:
-                    future.set_exception(exc)
                 with self._queue_lock:
-                    for _, future in queue:
-                        future.set_exception(exc)
-                    del self._queues[tag]
+                    self._merging.abandon(merge, exc)
                 raise
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                future.set_result(outcome)
+            mine = mine or outcomes
+            with self._queue_lock:
+                merge = self._merging.finished(merge, outcomes)
+        return mine[0]
 
     # -- the API -------------------------------------------------------------
 
