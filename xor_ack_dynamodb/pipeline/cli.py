@@ -20,7 +20,7 @@ from typing import Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..cli import UserError, explain
+from .._cli.errors import UserError, explain
 from ..errors import XorAckError
 from ..table import DEFAULT_TABLE, TableSpec, create_table
 from .corpus import generate
