@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..local import Backend, ServerState, _answers, server_status, start_detached, stop_detached
+from .._local.server import _answers
+from ..local import Backend, ServerState, server_status, start_detached, stop_detached
 from ..table import TTL_ATTRIBUTE, create_table
 from .options import Settings, Verbs, _settings
 from .show import _echo_pairs, _when
