@@ -47,3 +47,9 @@ def explain(exc: BaseException) -> str | None:
             return "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID"
         return text
     return None
+
+
+class RefusedUsage(UserError):
+    """A run refused before anything was touched: one ``error:`` line, exit 2."""
+
+    exit_code = 2
