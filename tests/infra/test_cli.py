@@ -17,6 +17,7 @@ from botocore.exceptions import NoRegionError
 from click.testing import CliRunner, Result
 
 from xor_ack_dynamodb import cli as cli_module
+from xor_ack_dynamodb._cli import local as local_verbs
 from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
 from xor_ack_dynamodb.local import stop_detached
 from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, describe_table
@@ -392,7 +393,7 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("broken\nin two lines")
 
-    monkeypatch.setattr(cli_module, "server_status", broken)
+    monkeypatch.setattr(local_verbs, "server_status", broken)
     result = run("local", "status")
     assert result.exit_code == 1
     assert result.stderr == (

@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from xor_ack_dynamodb import local
+from xor_ack_dynamodb._local import install
 from xor_ack_dynamodb.local import (
     LocalDynamoDB,
     LocalDynamoDBError,
@@ -78,7 +79,7 @@ def test_command_line() -> None:
 def test_falls_back_to_moto_where_java_is_missing_and_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(local, "java_version", lambda: None)
+    monkeypatch.setattr(install, "java_version", lambda: None)
     with LocalDynamoDB(backend="auto") as db:
         assert db.kind == "moto"
         client = boto3.client("dynamodb", endpoint_url=db.endpoint_url, region_name="us-east-1")
@@ -89,7 +90,7 @@ def test_falls_back_to_moto_where_java_is_missing_and_says_so(
 
 
 def test_reference_backend_refuses_to_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "java_version", lambda: 11)
+    monkeypatch.setattr(install, "java_version", lambda: 11)
     with pytest.raises(
         LocalDynamoDBError, match=r"Java 11 found, DynamoDB Local 3\.x needs Java 17"
     ):

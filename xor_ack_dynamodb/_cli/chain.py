@@ -1,0 +1,174 @@
+"""``xor-ack chain``: create, stamp, get, fail or delete chains by hand."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import click
+
+from ..item import ChainState
+from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
+from .errors import UserError
+from .options import Verbs, _settings
+from .show import _echo_pairs, _when
+
+
+def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
+    """A stamp in hex (``0x`` allowed); empty or not hex is a usage error."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower().startswith("0x"):
+        text = text[2:]
+    try:
+        data = bytes.fromhex(text)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not hexadecimal (e.g. 9f86d081884c7d65)") from None
+    if not data:
+        raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
+    return data
+
+
+def _check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value:
+        raise click.BadParameter("a tag cannot be empty")
+    return value
+
+
+def _state_word(state: ChainState) -> str:
+    if state.acked:
+        return "acked"
+    if state.failed:
+        return "failed"
+    return "pending"
+
+
+def _state_dict(state: ChainState) -> dict[str, Any]:
+    return {
+        "tag": state.tag,
+        "stamp": state.stamp.hex(),
+        "state": _state_word(state),
+        "acked": state.acked,
+        "failed": state.failed,
+        "reason": state.reason,
+        "chain_id": state.chain_id.hex(),
+        "version": state.version,
+        "tokens": len(state.tokens),
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "acked_at": state.acked_at,
+        "failed_at": state.failed_at,
+        "expires_at": state.expires_at,
+    }
+
+
+@click.group(cls=Verbs)
+def chain() -> None:
+    """Create, stamp, get, fail or delete chains by hand (hex stamps)."""
+
+
+@chain.command("create")
+@click.argument("tag", callback=_check_tag)
+@click.argument("stamp", required=False, callback=_stamp)
+@click.option(
+    "--bytes",
+    "nbytes",
+    type=click.IntRange(min=MIN_NBYTES),
+    default=DEFAULT_NBYTES,
+    show_default=True,
+    help="Size of the random stamp made when STAMP is omitted.",
+)
+@click.option("--ttl", type=click.FloatRange(min=0, min_open=True), help="Expire after SECONDS.")
+@click.pass_context
+def chain_create(
+    ctx: click.Context, tag: str, stamp: bytes | None, nbytes: int, ttl: float | None
+) -> None:
+    """Start chain TAG with STAMP (hex); a random stamp is made and printed if omitted.
+
+    \b
+    Example:
+      xor-ack chain create job-1 --ttl 86400 --table my-chains
+    """
+    value = stamp if stamp is not None else secrets.token_bytes(nbytes)
+    result = _settings(ctx).chains().create(tag, value, ttl=ttl)
+    click.echo(f"{tag} created, state {result.hex()}")
+
+
+@chain.command("stamp")
+@click.argument("tag", callback=_check_tag)
+@click.argument("stamp", callback=_stamp)
+@click.option("--token", help="Idempotency token (1-16 bytes): a re-sent stamp applies once.")
+@click.pass_context
+def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -> None:
+    """XOR STAMP (hex) into chain TAG and print the new state.
+
+    \b
+    Example:
+      xor-ack chain stamp job-1 9f86d081884c7d659a2feaa0c55ad015 --token worker-1
+    """
+    result = _settings(ctx).chains().stamp(tag, stamp, token=token)
+    click.echo(f"{tag} state {result.hex()} ({'acked' if result.acked else 'pending'})")
+
+
+@chain.command("get")
+@click.argument("tag", callback=_check_tag)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
+    """Show chain TAG: its state, version and times (exit 1 if it does not exist).
+
+    \b
+    Example:
+      xor-ack chain get job-1 --table my-chains --json
+    """
+    state = _settings(ctx).chains().get(tag)
+    if state is None:
+        raise UserError(f'"{tag}" does not exist (never created, deleted or expired)')
+    if as_json:
+        click.echo(json.dumps(_state_dict(state), indent=2))
+        return
+    pairs: list[tuple[str, object]] = [
+        ("tag", state.tag),
+        ("state", _state_word(state) + (f" ({state.reason})" if state.reason else "")),
+        ("stamp", state.stamp.hex()),
+        ("version", state.version),
+        ("created", _when(state.created_at)),
+        ("updated", _when(state.updated_at)),
+    ]
+    if state.acked_at is not None:
+        pairs.append(("acked", _when(state.acked_at)))
+    if state.failed_at is not None:
+        pairs.append(("failed", _when(state.failed_at)))
+    pairs.append(("expires", _when(state.expires_at)))
+    _echo_pairs(pairs)
+
+
+@chain.command("fail")
+@click.argument("tag", callback=_check_tag)
+@click.option("--reason", default="failed", show_default=True, help="Why it failed.")
+@click.pass_context
+def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
+    """Close chain TAG as failed (an acked chain stays acked).
+
+    \b
+    Example:
+      xor-ack chain fail job-1 --reason "worker lost"
+    """
+    state = _settings(ctx).chains().fail(tag, reason)
+    click.echo(f"{tag} {_state_word(state)}" + (f" ({state.reason})" if state.reason else ""))
+
+
+@chain.command("delete")
+@click.argument("tag", callback=_check_tag)
+@click.pass_context
+def chain_delete(ctx: click.Context, tag: str) -> None:
+    """Delete chain TAG's item.
+
+    \b
+    Example:
+      xor-ack chain delete job-1
+    """
+    _settings(ctx).chains().delete(tag)
+    click.echo(f"{tag} deleted")

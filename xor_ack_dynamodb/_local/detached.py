@@ -1,0 +1,229 @@
+"""One detached server per user (``xor-ack local start|status|stop``) and its state file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .install import LocalDynamoDBError, cache_dir
+from .server import (
+    Backend,
+    _port_for,
+    _resolve,
+    _say_fallback,
+    _terminate,
+    _wait_until_answering,
+    dynamodb_local_command,
+    moto_server_command,
+)
+
+#: Words in the command line of a server this package started (to recognise it by pid).
+_MARKERS = (b"LoopbackDynamoDBLocal", b"moto.server")
+
+#: Servers this process started detached, kept so they are reaped (not left as zombies or
+#: reported as "still running" when the ``Popen`` is collected) if this process stops them.
+_DETACHED: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """A detached local server, as recorded in the state file."""
+
+    pid: int
+    endpoint_url: str
+    kind: str
+    data_dir: str | None
+    log_file: str
+    started_at: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> ServerState:
+        data = json.loads(text)
+        return cls(
+            pid=int(data["pid"]),
+            endpoint_url=str(data["endpoint_url"]),
+            kind=str(data["kind"]),
+            data_dir=None if data.get("data_dir") is None else str(data["data_dir"]),
+            log_file=str(data["log_file"]),
+            started_at=float(data["started_at"]),
+        )
+
+
+def run_dir() -> Path:
+    """Where the detached server's state and log files live: ``$XOR_ACK_RUN_DIR`` or the cache."""
+    env = os.environ.get("XOR_ACK_RUN_DIR")
+    return Path(env) if env else cache_dir() / "run"
+
+
+def state_file(directory: Path | None = None) -> Path:
+    return (directory or run_dir()) / "local-dynamodb.json"
+
+
+def _running(pid: int) -> bool:
+    """True while any thread of process ``pid`` runs (not yet exited, or a zombie).
+
+    Not /proc/<pid>/cmdline: it reads empty as soon as the main thread has exited, while
+    the JVM's other threads still run its shutdown and hold the listening socket.
+    """
+    with contextlib.suppress(ChildProcessError):
+        # reap it if it is our own child that has exited (a zombie still "exists")
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process reusing the pid
+    if not Path("/proc/self/task").is_dir():
+        return True  # no /proc (macOS): the pid exists
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        threads = list(tasks.iterdir())
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            state = (thread / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread has just gone
+        if state not in ("Z", "X"):
+            return True
+    return False
+
+
+def _is_our_server(pid: int) -> bool:
+    """True while ``pid`` runs and is a server this module started."""
+    if not _running(pid):
+        return False
+    if not Path("/proc/self/cmdline").exists():
+        return True  # no /proc (macOS): trust the pid
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(marker in cmdline for marker in _MARKERS)
+
+
+def server_status(directory: Path | None = None) -> ServerState | None:
+    """The detached server if it is running; a stale state file is removed."""
+    path = state_file(directory)
+    try:
+        state = ServerState.from_json(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    if not _is_our_server(state.pid):
+        path.unlink(missing_ok=True)
+        return None
+    return state
+
+
+def start_detached(
+    *,
+    backend: Backend = "auto",
+    port: int = 0,
+    data_dir: Path | None = None,
+    host: str = "127.0.0.1",
+    startup_timeout: float = 60.0,
+    directory: Path | None = None,
+) -> ServerState:
+    """Start a local DynamoDB that outlives this process and record it in the state file.
+
+    Raises ``LocalDynamoDBError`` if one is already running (there is one per
+    state directory) or it does not come up.
+    """
+    running = server_status(directory)
+    if running is not None:
+        raise LocalDynamoDBError(
+            f"a local DynamoDB is already running at {running.endpoint_url} (pid {running.pid}); "
+            "stop it first with `xor-ack local stop`"
+        )
+    port = _port_for(host, port)
+    kind, jar, problem = _resolve(backend)
+    folder = directory or run_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    data = data_dir.resolve() if data_dir is not None else None
+    if kind == "dynamodb-local" and jar is not None:
+        if data is not None:
+            data.mkdir(parents=True, exist_ok=True)
+        cmd = dynamodb_local_command(jar, port=port, host=host, data_dir=data)
+        what = "DynamoDB Local"
+    else:
+        if problem is not None:
+            _say_fallback(problem)
+        if data is not None:
+            print(
+                "xor-ack: moto keeps its tables in memory; --data-dir is ignored", file=sys.stderr
+            )
+            data = None
+        cmd = moto_server_command(port=port, host=host)
+        what = "moto server"
+    log_path = folder / "local-dynamodb.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=folder,
+            start_new_session=True,  # not killed by the terminal's Ctrl-C or hang-up
+        )
+    endpoint_url = f"http://{host}:{port}"
+
+    def read_log() -> str:
+        return log_path.read_text(errors="replace")
+
+    try:
+        _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what)
+    except BaseException:  # also Ctrl-C: never leave a server that no state file records
+        _terminate(proc)
+        raise
+    _DETACHED[proc.pid] = proc
+    state = ServerState(
+        pid=proc.pid,
+        endpoint_url=endpoint_url,
+        kind=kind,
+        data_dir=None if data is None else str(data),
+        log_file=str(log_path),
+        started_at=time.time(),
+    )
+    tmp = state_file(directory).with_suffix(".tmp")
+    tmp.write_text(state.to_json())
+    tmp.replace(state_file(directory))
+    return state
+
+
+def stop_detached(directory: Path | None = None, *, timeout: float = 10.0) -> ServerState | None:
+    """Stop the detached server (SIGTERM, then SIGKILL after ``timeout``); None if none ran."""
+    state = server_status(directory)
+    if state is None:
+        return None
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, sig)
+        deadline = time.monotonic() + wait
+        while _running(state.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _running(state.pid):
+            break
+    else:
+        raise LocalDynamoDBError(f"local DynamoDB (pid {state.pid}) did not stop")
+    child = _DETACHED.pop(state.pid, None)
+    if child is not None:
+        child.poll()
+    state_file(directory).unlink(missing_ok=True)
+    return state

@@ -1,0 +1,65 @@
+"""SIGINT and SIGTERM unwind a run once; its last line says where the tracked files stand."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: Exit status of an interrupted run (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: the run unwinds (cancel jobs, stop Spark, clean up)."""
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[Callable[[], None]]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread, once.
+
+    The first signal starts a clean stop; later ones are ignored so that the
+    clean-up (cancel the jobs, remove the staging folder, stop the JVM and a
+    local DynamoDB) is not cut short.  Yields a function that puts the handlers
+    back in place (SparkContext installs its own SIGINT handler).
+    """
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+
+    def handler(signum: int, _frame: Any) -> None:
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name)
+
+    def install() -> None:
+        for sig in signals:
+            signal.signal(sig, handler)
+
+    install()
+    try:
+        yield install
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _interrupted(exc: KeyboardInterrupt, job: Any, output: str) -> str:
+    """The one line an interruption ends with: what state the tracked files are in."""
+    from .progress import plural
+
+    name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
+    report = job.report if job is not None else None
+    if report is None or not report.files:
+        state = "no file was tracked yet"
+    else:
+        files = len(report.files)
+        done = report.acked + report.failed
+        state = f"{report.acked:,} of {plural(files, 'file')} acked, {files - done:,} not finished"
+        if report.failed:
+            state += f", {report.failed:,} failed"
+    if job is not None and job.committed:
+        written = f"the counts had been written to {output}"
+    else:
+        written = f"nothing was written to {output}"
+    return f"interrupted ({name}): {state}; {written}; re-run the same command"

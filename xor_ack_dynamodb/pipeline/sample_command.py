@@ -1,0 +1,50 @@
+"""``xor-ack wordcount-sample``: a deterministic sample corpus for the word count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .._cli.errors import RefusedUsage, explain
+from .corpus import generate
+from .errors import Refused
+
+
+@click.command("wordcount-sample")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--files", type=click.IntRange(min=0), default=100, show_default=True)
+@click.option("--lines", type=click.IntRange(min=0), default=40, show_default=True)
+@click.option("--words-per-line", type=click.IntRange(min=1), default=12, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--invalid",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Also write this many files that are not UTF-8 (they end failed).",
+)
+def wordcount_sample(
+    directory: Path, files: int, lines: int, words_per_line: int, seed: int, invalid: int
+) -> None:
+    """Write a deterministic sample corpus for `xor-ack wordcount` under DIRECTORY.
+
+    DIRECTORY must be new or empty; if it holds the very sample these options make
+    (written before), it is used as it is.  Anything else is refused (exit 2) and
+    nothing is written.
+    """
+    try:
+        info = generate(
+            directory,
+            files=files,
+            lines=lines,
+            words_per_line=words_per_line,
+            seed=seed,
+            invalid=invalid,
+        )
+    except Refused as exc:
+        raise RefusedUsage(explain(exc) or str(exc)) from exc
+    click.echo(
+        f"{info.files} files ({info.words:,} words) under {info.root}"
+        + (f", plus {info.invalid} non-UTF-8 files" if info.invalid else "")
+    )
