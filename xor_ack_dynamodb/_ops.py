@@ -52,7 +52,15 @@ from typing import Any, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from . import item as I
-from ._attempts import earlier_send_may_have_landed, may_have_landed
+from ._core import landing as D
+from ._core.landing import (
+    CONDITION_FAILED,
+    TRANSACTION_CANCELED,
+    Reply,
+    Status,
+    Step,
+    Verdict,
+)
 from .errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
@@ -77,18 +85,6 @@ from .item import ChainState
 from .retry import DEFAULT_RETRY, RetryPolicy
 from .stamps import Stamp, as_stamp
 
-CONDITION_FAILED = "ConditionalCheckFailedException"
-TRANSACTION_CANCELED = "TransactionCanceledException"
-TRANSACTION_CONFLICT = "TransactionConflictException"
-#: Cancellation reasons of one item that mean "try again", not "this item cannot be written".
-RETRYABLE_CANCELLATIONS = frozenset(
-    {
-        "TransactionConflict",
-        "ThrottlingError",
-        "ProvisionedThroughputExceeded",
-        "RequestLimitExceeded",
-    }
-)
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItems
 #: DynamoDB's limit of the aggregate size of a transaction's items (4 MiB); a
 #: transaction over it is refused whole (``ValidationException``), every time.
@@ -377,24 +373,8 @@ def transaction_bytes(tag: str, value: Stamp | Entry, token_window: int) -> int:
     return 2 * tag_bytes + len(stamp) + WRITE_TOKEN_BYTES * token_window + ITEM_OVERHEAD_BYTES
 
 
-def _error_code(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code", ""))
-    return ""
-
-
-def _maybe_sent_twice(exc: ClientError) -> bool:
-    """Refused now, but may an earlier send of this request have landed (``_attempts``)?"""
-    return earlier_send_may_have_landed(exc.response)
-
-
-def _proven_not_landed(exc: BaseException) -> bool:
-    """No send of the request that failed with ``exc`` can have landed (``_attempts``).
-
-    A 4xx after sends that were all refused or never connected; a 5xx, a lost
-    connection or a timeout on any send leaves it open.
-    """
-    return not may_have_landed(exc)
+_error_code = D.error_code
+_reaches_back = D.reaches_back
 
 
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
@@ -407,20 +387,6 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
         return error
     copy.__cause__ = cause
     return copy
-
-
-def _reaches_back(before: Sequence[bytes], now: Sequence[bytes]) -> bool:
-    """Does the token list ``now`` still hold the newest tokens of ``before`` (same chain)?
-
-    Writes append their tokens and the list drops the oldest, so if the last two
-    tokens of the state a write was planned on are still there, in order and at
-    the head of what follows, every token written since is there too: had the
-    write landed (it would be the next write), its tokens would be.
-    """
-    if len(before) < 2 or now.count(before[-1]) != 1:
-        return False
-    i = now.index(before[-1])
-    return i >= 1 and list(now[: i + 1]) == list(before[-(i + 1) :])
 
 
 def _moved(before: ChainState | None, now: ChainState | None) -> bool:
@@ -680,8 +646,13 @@ class Chains:
             return state
         return (yield from self._read(tag))
 
+    @staticmethod
+    def _reply_step(op: str, exc: ClientError | BotoCoreError) -> D.Row:
+        """``REPLY_STEP``'s row for a single write of ``op`` that failed with ``exc``."""
+        return D.REPLY_STEP[(op, *D.reply_of(exc))]
+
     def _settle(
-        self, tag: str, exc: ClientError | BotoCoreError
+        self, tag: str, exc: ClientError | BotoCoreError, op: str = "stamp"
     ) -> Generator[Effect, Any, ChainState | None]:
         """After a write failed for another reason than its condition: the item as it is now.
 
@@ -689,18 +660,18 @@ class Chains:
         so it is raised as it is.  A transport error, or any error after botocore
         re-sent the request, leaves it open: a consistent read settles it.
         """
-        if _proven_not_landed(exc):
+        if self._reply_step(op, exc)[1] is Step.REFUSE:
             raise exc
         return (yield from self._read(tag))
 
     def _settle_many(
-        self, tags: Sequence[str], exc: BaseException
+        self, tags: Sequence[str], exc: ClientError | BotoCoreError
     ) -> Generator[Effect, Any, tuple[dict[str, ChainState | None], dict[str, CorruptItem]]]:
         """:meth:`_settle` for a transaction that failed without a cancellation.
 
         Returns the states, and the items that cannot be read (``CorruptItem``) apart.
         """
-        if _proven_not_landed(exc):
+        if self._reply_step("transact", exc)[1] is Step.REFUSE:
             raise exc
         return (yield from self._read_many(tags))
 
@@ -721,24 +692,11 @@ class Chains:
         the caller of this method reports as already applied, not as this write.
         True or False only when it is proven; raises AmbiguousWrite otherwise.
         """
-        if now is None:
-            if maybe_twice and before is not None:
-                # Gone since: deleted, or expired. Our write cannot be checked any more.
-                raise AmbiguousWrite(tag, self.token_window)
-            return False
-        if not maybe_twice:
-            return False
-        if all(token in now.tokens for token in tokens):
-            return True
-        if before is not None and now.chain_id == before.chain_id:
-            if now.version == before.version:
-                return False  # nothing at all landed since our read
-            if len(now.tokens) < self.token_window:
-                return False  # the token list never dropped anything: ours is not there
-            if _reaches_back(before.tokens, now.tokens):
-                return False  # every write since our read is in the list, and ours is not
-        elif len(now.tokens) < self.token_window:
-            return False
+        sent = D.Sent.MAYBE_TWICE if maybe_twice else D.Sent.ONCE
+        seen = D.seen_of(before, now, tokens, self.token_window)
+        verdict = D.WRITE_VERDICT[(sent, seen)]
+        if verdict is not Verdict.UNKNOWN:
+            return verdict is Verdict.LANDED
         raise AmbiguousWrite(tag, self.token_window)
 
     # -- operations ----------------------------------------------------------
@@ -768,21 +726,20 @@ class Chains:
             try:
                 yield Call("update_item", params)
             except (ClientError, BotoCoreError) as exc:
-                if _error_code(exc) != CONDITION_FAILED:
-                    current = yield from self._settle(tag, exc)
+                if not isinstance(exc, ClientError) or _error_code(exc) != CONDITION_FAILED:
+                    current = yield from self._settle(tag, exc, "create")
                     if current is not None and token in current.tokens:
                         self.stats.resent_writes_recognised += 1
                         return value
                     raise
-                assert isinstance(exc, ClientError)
                 current = yield from self._after_failed_condition(tag, exc)
                 if current is not None and token in current.tokens:
                     self.stats.resent_writes_recognised += 1
                     return value  # our own create, re-sent after a lost response
-                if current is not None and current.live:
-                    raise TagExists(tag) from exc
-                # Completed, failed or expired between the condition and the read: try again.
-                if attempt >= 3:
+                step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current))]
+                if step is Step.REFUSE or attempt >= 3:
+                    # A live chain holds the tag; or, at the third write, the tag keeps
+                    # being completed, failed or expired between condition and read.
                     raise TagExists(tag) from exc
                 continue
             self.remember(self._created_state(tag, value, params, now, token), tag)
@@ -833,14 +790,13 @@ class Chains:
                 pending = [i for i in pending if outcomes[i] is None]
                 if not pending:
                     break
-            if state is None or state.acked:
+            status = D.status_of(state)
+            if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
+                _, kind = D.NOT_LANDED_STEP[("stamp", status)]
                 for i in pending:
-                    outcomes[i] = TagNotFound(tag)
+                    outcomes[i] = D.refusal(kind, tag, state)
                 break
-            if state.failed:
-                for i in pending:
-                    outcomes[i] = ChainFailed(tag, state.reason or "failed")
-                break
+            assert state is not None
             batch: list[int] = []
             later: list[int] = []
             batch_tokens: set[bytes] = set()
@@ -882,15 +838,17 @@ class Chains:
                 yield Call("update_item", params, batch=True)
             except (ClientError, BotoCoreError) as exc:
                 failure: Exception | None = None
-                if _error_code(exc) == CONDITION_FAILED:
+                reply, sent = D.reply_of(exc)
+                if reply is Reply.CONDITION_FAILED:
                     assert isinstance(exc, ClientError)
                     refused = True
                     current = yield from self._after_failed_condition(tag, exc)
+                    twice = sent is D.Sent.MAYBE_TWICE
                     try:
-                        landed = self._landed(state, current, proof, tag, _maybe_sent_twice(exc))
+                        landed = self._landed(state, current, proof, tag, twice)
                     except AmbiguousWrite as ambiguous:
                         failure = ambiguous
-                elif _error_code(exc) == TRANSACTION_CONFLICT and not _maybe_sent_twice(exc):
+                elif reply is Reply.TRANSACTION_CONFLICT:
                     # A transaction held the item (another client's ``stamp_many``
                     # with transact=True): refused before anything was written, a race.
                     current = yield from self._read(tag)
@@ -1030,7 +988,8 @@ class Chains:
             contended = set(tags)
         for tag, reason in zip(tags, reasons, strict=False):
             code = reason.get("Code") or "None"
-            if code == "ConditionalCheckFailed":
+            step, _ = D.CANCELLATION.get(code, D.OTHER_CANCELLATION)
+            if step is Step.REREAD:  # its condition failed: the item tells the rest
                 contended.add(tag)
                 raw = reason.get("Item")
                 if raw:
@@ -1042,9 +1001,9 @@ class Chains:
                     self.remember(fresh[tag], tag)
                 else:
                     to_read.append(tag)
-            elif code in RETRYABLE_CANCELLATIONS:
+            elif step is Step.RETRY:
                 contended.add(tag)
-            elif code != "None":
+            elif step is Step.REFUSE:
                 errors[tag] = TransactionItemRejected(tag, code, str(reason.get("Message", "")))
                 errors[tag].__cause__ = cancelled
         if to_read:
@@ -1092,12 +1051,11 @@ class Chains:
             writes: list[tuple[str, bytes, dict[str, Any], ChainState]] = []
             for tag in pending:
                 entry, state = entries[tag], states.get(tag)
+                status = D.status_of(state)
                 if state is not None and entry.token is not None and entry.token in state.tokens:
                     outcomes[tag] = state.stamp  # landed before: apply nothing
-                elif state is None or state.acked:
-                    outcomes[tag] = TagNotFound(tag)
-                elif state.failed:
-                    outcomes[tag] = ChainFailed(tag, state.reason or "failed")
+                elif state is None or status is not Status.LIVE:
+                    outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
                 elif len(entry.stamp) != len(state.stamp):
                     outcomes[tag] = BufferLengthsUnequal()
                 else:
@@ -1139,7 +1097,7 @@ class Chains:
             assert isinstance(error, ClientError)
             fresh, contended, rejected = yield from self._after_cancel(tags, error)
             outcomes.update(rejected)
-            if _maybe_sent_twice(error):
+            if D.sent_of(error) is D.Sent.MAYBE_TWICE:
                 # An earlier send of this very transaction may have landed (all of it).
                 current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
                 self._judge_resent(writes, states, current, outcomes, error)
@@ -1298,9 +1256,11 @@ class Chains:
         state = yield from self._read(tag)
         attempt = 0
         while True:
-            if state is None:
-                raise TagNotFound(tag)
-            if not state.live:
+            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state))]
+            if step is Step.REFUSE:
+                raise D.refusal(kind, tag, state)
+            if step is Step.DONE:  # already closed: acked stays acked, failed stays failed
+                assert state is not None
                 self.forget(tag)
                 return state
             if attempt >= 3:
@@ -1312,7 +1272,7 @@ class Chains:
             try:
                 response = yield Call("update_item", self._fail_params(tag, reason))
             except ClientError as exc:
-                if _error_code(exc) != CONDITION_FAILED:
+                if D.reply_of(exc)[0] is not Reply.CONDITION_FAILED:
                     raise
                 # Closed, gone or expired since the read, or damaged (CorruptItem).
                 state = yield from self._after_failed_condition(tag, exc)
@@ -1389,11 +1349,12 @@ class Chains:
         try:
             yield Call("delete_item", params)
         except ClientError as exc:
-            if _error_code(exc) != CONDITION_FAILED:
-                raise
-            if _maybe_sent_twice(exc):
+            _, step, kind = self._reply_step("delete", exc)
+            if step is Step.DONE:
                 return  # a re-send found it gone: the first send most likely removed it
-            raise TagNotFound(tag) from exc
+            if kind == D.REPLY_ERROR:
+                raise
+            raise D.refusal(kind, tag, None) from exc
 
     def wait(
         self, tag: str, timeout: float, poll_interval: float = 0.2
