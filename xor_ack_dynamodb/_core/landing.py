@@ -24,7 +24,7 @@ from typing import Literal, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .._attempts import earlier_send_may_have_landed, may_have_landed
-from ..errors import ChainFailed, StaleLocalData, TagExists, TagNotFound, TransactionItemRejected
+from ..errors import ChainFailed, TagExists, TagNotFound, TransactionItemRejected
 from ..item import ChainState
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -94,7 +94,6 @@ Refusal: TypeAlias = (
     type[TagNotFound]
     | type[ChainFailed]
     | type[TagExists]
-    | type[StaleLocalData]
     | type[TransactionItemRejected]
     | Literal["the reply's error"]
     | None
@@ -135,7 +134,7 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     ("stamp", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),  # a race: RETRY
     ("stamp", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("stamp", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # landed: done; not: error
-    ("create", Reply.CONDITION_FAILED, ONCE): (None, Step.REREAD, None),  # CREATE_STEP
+    ("create", Reply.CONDITION_FAILED, ONCE): (None, Step.REREAD, None),  # token, NOT_LANDED
     ("create", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
     ("create", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("create", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # its token, or the error
