@@ -9,6 +9,7 @@ items and cancelled transactions.  The last tests walk every row of the tables o
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -398,34 +399,98 @@ def test_write_verdict_covers_every_situation() -> None:
     assert set(D.WRITE_VERDICT) == {(sent, seen) for sent in D.Sent for seen in D.Seen}
 
 
-#: An error of each (reply, sent) the tables name.
-REPLIES: dict[tuple[D.Reply, D.Sent], Any] = {
-    (D.Reply.OK, D.Sent.ONCE): None,
-    (D.Reply.CONDITION_FAILED, D.Sent.ONCE): condition_failed(throttled=1),
-    (D.Reply.CONDITION_FAILED, D.Sent.MAYBE_TWICE): condition_failed(resent=True),
-    (D.Reply.TRANSACTION_CONFLICT, D.Sent.ONCE): client_error("TransactionConflictException"),
-    (D.Reply.REFUSED, D.Sent.ONCE): client_error("ThrottlingException", retries=2),
-    (D.Reply.UNKNOWN, D.Sent.MAYBE_TWICE): client_error("InternalServerError", status=500),
+#: A fresh error of each (reply, sent) the tables name (None: the write went through).
+REPLIES: dict[tuple[D.Reply, D.Sent], Callable[[], Any]] = {
+    (D.Reply.OK, D.Sent.ONCE): lambda: None,
+    (D.Reply.CONDITION_FAILED, D.Sent.ONCE): lambda: condition_failed(throttled=1),
+    (D.Reply.CONDITION_FAILED, D.Sent.MAYBE_TWICE): lambda: condition_failed(resent=True),
+    (D.Reply.TRANSACTION_CONFLICT, D.Sent.ONCE): lambda: client_error(
+        "TransactionConflictException"
+    ),
+    (D.Reply.REFUSED, D.Sent.ONCE): lambda: client_error("ThrottlingException", retries=2),
+    (D.Reply.UNKNOWN, D.Sent.MAYBE_TWICE): lambda: client_error("InternalServerError", status=500),
 }
+LIVE = item(ROOT, tokens=OLD[:2])
+
+
+def test_transport_errors_are_classified_by_whether_a_send_connected() -> None:
+    assert D.reply_of(lost_connection()) == (D.Reply.UNKNOWN, D.Sent.MAYBE_TWICE)
+    assert D.reply_of(lost_connection(never_sent=True)) == (D.Reply.REFUSED, D.Sent.ONCE)
+
+
+def _run_reply(op: str, error: Any, reread: bool, ran: Ran) -> Any:
+    """Run ``op`` whose (first) write is answered with ``error``; reads find nothing moved.
+
+    ``reread``: the script answers one read after the write (``drive`` fails if the
+    operation sends it without it being scripted, or never sends a scripted one).
+    """
+    answer = ok() if error is None else error
+    core = chains(retry=None)
+    if op == "stamp":
+        return drive(
+            stamp(core, A),
+            [("get_item", got(LIVE)), ("update_item", answer), ("get_item", got(LIVE))][
+                : 2 + reread
+            ],
+            ran,
+        ).result
+    if op == "create":
+        script: list[Any] = [("update_item", answer)]
+        if reread:
+            script.append(("get_item", got(None)))
+        if D.reply_of(error)[0] is D.Reply.CONDITION_FAILED:
+            script.append(("update_item", ok()))  # the tag is free now: sent again
+        return drive(core.create(TAG, ROOT), script, ran).result
+    if op == "fail":
+        closed = item(ROOT, version=2, reason="failed")
+        answer = {"Attributes": closed} if error is None else error
+        script = [("get_item", got(LIVE)), ("update_item", answer)]
+        if reread:
+            script.append(("get_item", got(closed)))
+        return drive(core.fail(TAG), script, ran).result
+    if op == "delete":
+        return drive(core.delete(TAG), [("delete_item", answer)], ran).result
+    assert op == "transact"
+    found = {"Responses": {"tbl": [item(ROOT, tag=tag, tokens=OLD[:2]) for tag in "ab"]}}
+    script = [("batch_get_item", found), ("transact_write_items", answer)]
+    if reread:
+        script.append(("batch_get_item", found))
+    return drive(core.stamp_transact({"a": Entry(A), "b": Entry(A)}), script, ran).result
 
 
 @pytest.mark.parametrize("key", list(D.REPLY_STEP))
-def test_every_reply_row_is_what_reply_of_classifies(key: tuple[str, D.Reply, D.Sent]) -> None:
+def test_every_reply_row(key: tuple[str, D.Reply, D.Sent]) -> None:
+    """Each row's reply is what ``reply_of`` classifies, and the operation does its step.
+
+    REFUSE with the reply's error: raised (or reported) with no read after the write;
+    REREAD: a read follows the write; DONE: the result, with no read.
+    """
     op, reply, sent = key
-    assert D.reply_of(REPLIES[(reply, sent)]) == (reply, sent)
-    assert D.reply_of(lost_connection()) == (D.Reply.UNKNOWN, D.Sent.MAYBE_TWICE)
-    assert D.reply_of(lost_connection(never_sent=True)) == (D.Reply.REFUSED, D.Sent.ONCE)
-    if op == "delete":  # delete decides from the reply alone: drive it
-        error = REPLIES[(reply, sent)]
-        script = [("delete_item", ok() if error is None else error)]
-        _, step, kind = D.REPLY_STEP[key]
-        if step is D.Step.DONE:
-            assert drive(chains().delete(TAG), script).result is None
-        else:
-            expected = type(error) if kind == D.REPLY_ERROR else kind
-            assert isinstance(expected, type)
-            with pytest.raises(expected):
-                drive(chains().delete(TAG), script)
+    error = REPLIES[(reply, sent)]()
+    assert D.reply_of(error) == (reply, sent)
+    _, step, kind = D.REPLY_STEP[key]
+    write = {"stamp": 1, "create": 0, "fail": 1, "delete": 0, "transact": 1}[op]
+    ran = Ran()
+    try:
+        result = _run_reply(op, error, step is D.Step.REREAD, ran)
+    except AssertionError:
+        raise
+    except Exception as raised:
+        result = raised
+    outcomes = list(result.values()) if isinstance(result, dict) else [result]
+    if isinstance(result, list):
+        outcomes = result
+    if step is D.Step.REFUSE:
+        expected = type(error) if kind == D.REPLY_ERROR else kind
+        assert isinstance(expected, type)
+        assert all(isinstance(outcome, expected) for outcome in outcomes), outcomes
+        assert len(ran.calls) == write + 1  # nothing read after the write
+    elif step is D.Step.REREAD:
+        assert ran.ops[write + 1] in ("get_item", "batch_get_item")  # scripted, and sent
+    else:
+        assert step is D.Step.DONE
+        assert not any(isinstance(outcome, Exception) for outcome in outcomes), outcomes
+        assert len(ran.calls) == write + 1
 
 
 STATUS_ITEMS = {
