@@ -290,8 +290,8 @@ class SingleChain(Reads):
             try:
                 response = yield Call("update_item", self._fail_params(tag, reason))
             except ClientError as exc:
-                if D.reply_of(exc)[0] is not Reply.CONDITION_FAILED:
-                    raise
+                if self._reply_step("fail", exc)[1] is Step.REFUSE:
+                    raise  # not its condition: refused, or unknown (fail is never re-read)
                 # Closed, gone or expired since the read, or damaged (CorruptItem).
                 state = yield from self._after_failed_condition(tag, exc)
                 continue

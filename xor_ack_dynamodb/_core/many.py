@@ -323,8 +323,8 @@ class Chains(SingleChain):
                 if token in state.tokens:
                     self.stats.resent_writes_recognised += 1
                     outcomes[tag] = values[tag]  # our own create, sent twice
-                elif state.live:
-                    exists = TagExists(tag)
+                elif D.NOT_LANDED_STEP[("create", D.status_of(state))][0] is Step.REFUSE:
+                    exists = TagExists(tag)  # a live chain holds the tag
                     exists.__cause__ = error
                     outcomes[tag] = exists
             if not cancelled:
