@@ -26,7 +26,7 @@ from ..item import ChainState
 from ..stamps import Stamp, as_stamp
 from . import landing as D
 from .effects import Call, Effect, Entry, Outcome, Sleep
-from .landing import CONDITION_FAILED, Reply, Status, Step
+from .landing import CONDITION_FAILED, Reply, Status, Step, Verdict
 from .reads import Reads
 from .validate import WRITE_TOKEN_BYTES, check_fits, check_reason, check_tag, check_ttl, check_wait
 
@@ -198,6 +198,7 @@ class SingleChain(Reads):
             except (ClientError, BotoCoreError) as exc:
                 failure: Exception | None = None
                 reply, sent = D.reply_of(exc)
+                verdict, step, _ = D.REPLY_STEP[("stamp", reply, sent)]
                 if reply is Reply.CONDITION_FAILED:
                     assert isinstance(exc, ClientError)
                     refused = True
@@ -207,7 +208,7 @@ class SingleChain(Reads):
                         landed = self._landed(state, current, proof, tag, twice)
                     except AmbiguousWrite as ambiguous:
                         failure = ambiguous
-                elif reply is Reply.TRANSACTION_CONFLICT:
+                elif verdict is Verdict.NOT_LANDED and step is Step.REREAD:
                     # A transaction held the item (another client's ``stamp_many``
                     # with transact=True): refused before anything was written, a race.
                     current = yield from self._read(tag)

@@ -9,8 +9,13 @@ cancellation reason per item), and the item as read back afterwards
 (:class:`Verdict`: landed, not landed, unknown) and the next step
 (:class:`Step`), with the error to refuse with where the step is ``REFUSE``.
 
-The operations in ``_ops`` look their decisions up here; the rules that do not
-fit a table are written below it, with why.  A corrupt item is not a row: the
+The operations (``reads``, ``chains``, ``many``) look their decisions up here:
+``WRITE_VERDICT`` in ``Reads._landed`` (``stamp``, and a transaction that may have
+landed), ``REPLY_STEP`` in ``_settle`` / ``_settle_many``, ``stamp``'s and
+``fail``'s and ``delete``'s replies, ``NOT_LANDED_STEP`` wherever a chain read back
+decides (``stamp``, ``stamp_many``, ``create``, ``create_many``, ``fail``),
+``CANCELLATION`` in ``_after_cancel``.  The rules that do not fit a table are
+written below it, with why.  A corrupt item is not a row: the
 item is decoded before any verdict, and ``CorruptItem`` is raised (before any
 write on the paths that read first: ``stamp``, ``fail``, ``stamp_many``).
 """
@@ -127,11 +132,16 @@ OPERATIONS = ("stamp", "create", "fail", "delete", "transact")
 #: (operation, reply, how it was sent) -> (verdict or None: the item decides, step, error).
 REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     **{(op, Reply.OK, ONCE): (L, Step.DONE, None) for op in OPERATIONS},
-    # A transaction held the item: refused before anything was written.
-    **{(op, Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REFUSE, REPLY_ERROR) for op in OPERATIONS},
+    # A transaction held the item: refused before anything was written.  For a stamp
+    # it is a lost race (another client's transaction): re-read, then RETRY.
+    **{
+        (op, Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REFUSE, REPLY_ERROR)
+        for op in OPERATIONS
+        if op != "stamp"
+    },
+    ("stamp", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
     ("stamp", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
     ("stamp", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
-    ("stamp", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),  # a race: RETRY
     ("stamp", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("stamp", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # landed: done; not: error
     ("create", Reply.CONDITION_FAILED, ONCE): (None, Step.REREAD, None),  # token, NOT_LANDED
