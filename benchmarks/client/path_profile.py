@@ -57,7 +57,7 @@ def path_category(func: Func) -> str | None:
         return SCHEDULER
     if module == "_batches.py":
         return BATCHES
-    if module == "_ops.py":
+    if module == "_ops.py" or "/_core/" in filename:
         return CORE
     return PACKAGE
 

@@ -1,0 +1,562 @@
+"""The core's decisions against a scripted peer: no server, every Call and Sleep checked.
+
+Each test runs one ``_ops`` generator with ``peer.drive`` and answers its Calls by
+hand: lost responses, throttles, lost races, re-created tags, tombstones, damaged
+items and cancelled transactions.  The last tests walk every row of the tables of
+``_core/landing.py``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb import xor
+from xor_ack_dynamodb._core import landing as D
+from xor_ack_dynamodb._ops import Chains, Entry
+from xor_ack_dynamodb.errors import (
+    AmbiguousWrite,
+    ChainFailed,
+    CorruptItem,
+    StaleLocalData,
+    TagExists,
+    TagNotFound,
+    TransactionItemRejected,
+)
+from xor_ack_dynamodb.item import ChainState
+from xor_ack_dynamodb.retry import RetryPolicy
+from xor_ack_dynamodb.stamps import Stamp
+
+from .peer import (
+    CHAIN,
+    OTHER_CHAIN,
+    TAG,
+    Ran,
+    client_error,
+    condition_failed,
+    drive,
+    got,
+    item,
+    lost_connection,
+    ok,
+    written,
+)
+
+WINDOW = 4
+ROOT = Stamp(b"\x0f" * 16)
+A = Stamp(b"\x05" * 16)  # a stamp that leaves ROOT ^ A live
+OLD = [bytes([n]) * 8 for n in range(1, WINDOW + 1)]  # a full token list
+
+
+THREE_TRIES = RetryPolicy(max_attempts=3)
+
+
+def chains(retry: RetryPolicy | None = THREE_TRIES) -> Chains:
+    return Chains(table="tbl", retry=retry, token_window=WINDOW, rng=random.Random(7))
+
+
+def stamp(core: Chains, *stamps: bytes) -> Any:
+    return core.stamp_batch(TAG, [Entry(Stamp(s)) for s in stamps])
+
+
+def planned(call: Any) -> tuple[str, str]:
+    """The (chain_id, version) a stamp write was conditioned on."""
+    values = call.params["ExpressionAttributeValues"]
+    return values[":c"]["B"], values[":old"]["N"]
+
+
+# -- a lost response ---------------------------------------------------------
+
+
+def test_lost_response_that_landed_is_recognised_not_applied_twice() -> None:
+    core = chains()
+    landed: dict[str, Any] = {}
+
+    def resent(call: Any) -> Exception:  # botocore re-sent it; the first send had landed
+        landed.update(written(call))
+        return condition_failed(landed, resent=True)
+
+    ran = drive(
+        stamp(core, A),
+        [("get_item", got(item(ROOT, tokens=OLD[:2]))), ("update_item", resent)],
+    )
+    assert ran.result == [xor(ROOT, A)]
+    assert ran.ops == ["get_item", "update_item"]
+    assert ran.sleeps == []
+    assert core.stats.resent_writes_recognised == 1
+
+
+def test_lost_connection_settled_by_a_read_that_shows_it_landed() -> None:
+    core = chains()
+    sent: list[Any] = []
+
+    def drop(call: Any) -> Exception:
+        sent.append(call)
+        return lost_connection()
+
+    ran = drive(
+        stamp(core, A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", drop),
+            ("get_item", lambda _: got(written(sent[0]))),
+        ],
+    )
+    assert ran.result == [xor(ROOT, A)]
+    assert core.stats.resent_writes_recognised == 1
+
+
+def test_lost_connection_proven_not_landed_reports_the_transport_error() -> None:
+    error = lost_connection()
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", error),
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),  # unchanged: nothing landed
+        ],
+    )
+    assert ran.result == [error]
+
+
+def test_connection_never_opened_is_not_read_back() -> None:
+    error = lost_connection(never_sent=True)
+    ran = drive(
+        stamp(chains(), A),
+        [("get_item", got(item(ROOT, tokens=OLD[:2]))), ("update_item", error)],
+    )
+    assert ran.result == [error]
+    assert ran.ops == ["get_item", "update_item"]
+
+
+def test_lost_response_beyond_the_token_window_is_ambiguous() -> None:
+    beyond = item(ROOT, version=9, tokens=[b"\xee" * 8] * WINDOW)
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", condition_failed(beyond, resent=True)),
+        ],
+    )
+    (outcome,) = ran.result
+    assert isinstance(outcome, AmbiguousWrite)
+    assert ran.sleeps == []
+
+
+# -- lost races ----------------------------------------------------------------
+
+
+def test_throttled_then_condition_failed_is_a_plain_lost_race() -> None:
+    # The same item after a lost response would be ambiguous (the test above); after
+    # sends that were only throttled it is a lost race: back off, plan again, write.
+    moved = item(ROOT, version=9, tokens=[b"\xee" * 8] * WINDOW)
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", condition_failed(moved, throttled=2)),
+            ("update_item", ok),
+        ],
+    )
+    assert ran.result == [xor(ROOT, A)]
+    assert len(ran.sleeps) == 1
+    assert planned(ran.calls[1]) == (CHAIN, "1")
+    assert planned(ran.calls[2]) == (CHAIN, "9")
+
+
+def test_lost_race_without_retry_is_stale_local_data() -> None:
+    moved = item(xor(ROOT, A), version=2, tokens=OLD[:3])
+    ran = drive(
+        stamp(chains(retry=None), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", condition_failed(moved)),
+        ],
+    )
+    (outcome,) = ran.result
+    assert isinstance(outcome, StaleLocalData)
+    assert ran.sleeps == []
+
+
+def test_lost_races_until_the_policy_is_spent() -> None:
+    core = chains(retry=RetryPolicy(max_attempts=2, base_delay=0.001))
+    script: list[Any] = [("get_item", got(item(ROOT, tokens=OLD[:2])))]
+    for version in (2, 3):
+        script.append(("update_item", condition_failed(item(ROOT, version=version))))
+    ran = drive(stamp(core, A), script)
+    (outcome,) = ran.result
+    assert isinstance(outcome, StaleLocalData)
+    assert len(ran.sleeps) == 1
+    assert core.stats.conflicts == 2 and core.stats.retries == 1
+
+
+def test_transaction_holding_the_item_is_a_race() -> None:
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", client_error("TransactionConflictException")),
+            ("get_item", got(item(ROOT, version=2, tokens=OLD[:3]))),
+            ("update_item", ok),
+        ],
+    )
+    assert ran.result == [xor(ROOT, A)]
+    assert len(ran.sleeps) == 1
+    assert planned(ran.calls[3]) == (CHAIN, "2")
+
+
+def test_refused_write_reports_the_botocore_error_without_a_read() -> None:
+    throttled = client_error("ProvisionedThroughputExceededException", retries=3)
+    ran = drive(
+        stamp(chains(), A),
+        [("get_item", got(item(ROOT, tokens=OLD[:2]))), ("update_item", throttled)],
+    )
+    assert ran.result == [throttled]
+
+
+# -- create -----------------------------------------------------------------------
+
+
+def test_concurrent_create_is_tag_exists() -> None:
+    other = item(ROOT, chain_id=OTHER_CHAIN, tokens=OLD[:1])
+    ran = Ran()
+    with pytest.raises(TagExists):
+        drive(chains().create(TAG, ROOT), [("update_item", condition_failed(other))], ran)
+    assert ran.ops == ["update_item"]
+
+
+def test_lost_create_response_is_our_own_create() -> None:
+    ran = drive(
+        chains().create(TAG, ROOT),
+        [("update_item", lambda call: condition_failed(written(call), resent=True))],
+    )
+    assert ran.result == ROOT
+
+
+def test_create_over_a_tombstone_is_sent_again() -> None:
+    tombstone = item(Stamp(bytes(16)), acked=True)
+    ran = drive(
+        chains().create(TAG, ROOT),
+        [("update_item", condition_failed(tombstone)), ("update_item", ok)],
+    )
+    assert ran.result == ROOT
+    assert ran.sleeps == []
+
+
+# -- re-created tags, tombstones, damaged items -----------------------------------
+
+
+def test_recreated_tag_after_lost_response_is_retried_on_the_new_chain() -> None:
+    recreated = item(ROOT, chain_id=OTHER_CHAIN, tokens=OLD[:1])
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", condition_failed(recreated, resent=True)),
+            ("update_item", ok),
+        ],
+    )
+    assert ran.result == [xor(ROOT, A)]
+    assert planned(ran.calls[2]) == (OTHER_CHAIN, "1")
+
+
+def test_recreated_tag_with_a_full_token_list_is_ambiguous() -> None:
+    recreated = item(ROOT, chain_id=OTHER_CHAIN, version=7, tokens=OLD)
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", condition_failed(recreated, resent=True)),
+        ],
+    )
+    assert isinstance(ran.result[0], AmbiguousWrite)
+
+
+@pytest.mark.parametrize(
+    ("tombstone", "error"),
+    [
+        (item(Stamp(bytes(16)), acked=True), TagNotFound),
+        (item(ROOT, reason="timeout"), ChainFailed),
+    ],
+)
+def test_tombstone_refuses_the_stamp_without_a_write(
+    tombstone: dict[str, Any], error: type[Exception]
+) -> None:
+    ran = drive(stamp(chains(), A), [("get_item", got(tombstone))])
+    (outcome,) = ran.result
+    assert isinstance(outcome, error)
+    assert ran.ops == ["get_item"]
+
+
+def test_chain_failed_while_the_write_was_in_flight() -> None:
+    ran = drive(
+        stamp(chains(), A),
+        [
+            ("get_item", got(item(ROOT, tokens=OLD[:2]))),
+            ("update_item", condition_failed(item(ROOT, version=2, reason="timeout"))),
+        ],
+    )
+    (outcome,) = ran.result
+    assert isinstance(outcome, ChainFailed) and outcome.reason == "timeout"
+    assert ran.ops == ["get_item", "update_item"]
+
+
+def test_corrupt_item_is_refused_before_any_write() -> None:
+    damaged = item(ROOT)
+    damaged["version"] = {"N": "1.5"}
+    for op in (stamp(chains(), A), chains().fail(TAG)):
+        ran = Ran()
+        with pytest.raises(CorruptItem):
+            drive(op, [("get_item", got(damaged))], ran)
+        assert ran.ops == ["get_item"]
+
+
+def test_fail_on_an_acked_chain_returns_it_unchanged() -> None:
+    ran = drive(chains().fail(TAG), [("get_item", got(item(Stamp(bytes(16)), acked=True)))])
+    assert ran.result.acked
+    with pytest.raises(TagNotFound):
+        drive(chains().fail(TAG), [("get_item", got(None))])
+
+
+def test_delete_resent_and_found_gone_is_done() -> None:
+    gone = client_error("ConditionalCheckFailedException", retries=1, unknown_before=1)
+    assert drive(chains().delete(TAG), [("delete_item", gone)]).result is None
+    with pytest.raises(TagNotFound):
+        drive(chains().delete(TAG), [("delete_item", condition_failed())])
+
+
+# -- transactions cancelled per item ------------------------------------------------
+
+
+def test_transaction_cancelled_per_item() -> None:
+    core = chains()
+    tags = ["a", "b", "c"]
+    found = {"Responses": {"tbl": [item(ROOT, tag=tag, tokens=OLD[:2]) for tag in tags]}}
+    reasons = [
+        {"Code": "ConditionalCheckFailed", "Item": item(ROOT, tag="a", version=2)},
+        {"Code": "TransactionConflict"},
+        {"Code": "ValidationError", "Message": "too big"},
+    ]
+    cancelled = client_error("TransactionCanceledException", reasons=reasons)
+    ran = drive(
+        core.stamp_transact({tag: Entry(A) for tag in tags}),
+        [
+            ("batch_get_item", found),
+            ("transact_write_items", cancelled),
+            ("transact_write_items", ok),
+        ],
+    )
+    assert ran.result["a"] == ran.result["b"] == xor(ROOT, A)
+    rejected = ran.result["c"]
+    assert isinstance(rejected, TransactionItemRejected) and rejected.__cause__ is cancelled
+    assert len(ran.sleeps) == 1  # a and b met another writer: back off once
+    retried = ran.calls[2].params["TransactItems"]
+    assert [u["Update"]["Key"]["tagID"]["S"] for u in retried] == ["a", "b"]
+    assert retried[0]["Update"]["ExpressionAttributeValues"][":old"]["N"] == "2"
+
+
+# -- every row of the tables -------------------------------------------------------
+
+
+def state(version: int = 1, tokens: tuple[bytes, ...] = (), chain: bytes = CHAIN) -> ChainState:
+    return ChainState(TAG, ROOT, chain, version, tokens, 1.0, 1.0)
+
+
+PROOF = b"\xaa" * 8
+BEFORE = state(3, tuple(OLD[2:]))
+#: A (before, now) pair for each kind of item read back.
+SEEN: dict[D.Seen, tuple[ChainState | None, ChainState | None]] = {
+    D.Seen.PROOF: (BEFORE, state(4, (*OLD[3:], PROOF))),
+    D.Seen.ABSENT: (None, None),
+    D.Seen.GONE: (BEFORE, None),
+    D.Seen.UNCHANGED: (BEFORE, BEFORE),
+    D.Seen.SHORT: (BEFORE, state(4, (*OLD[2:], b"\x10" * 8))),
+    D.Seen.REACHES_BACK: (BEFORE, state(5, (*OLD[2:], b"\x10" * 8, b"\x11" * 8))),
+    D.Seen.BEYOND: (BEFORE, state(9, tuple(bytes([n]) * 8 for n in range(20, 20 + WINDOW)))),
+    D.Seen.OTHER_SHORT: (BEFORE, state(1, (b"\x10" * 8,), OTHER_CHAIN)),
+    D.Seen.OTHER_FULL: (BEFORE, state(4, tuple(OLD), OTHER_CHAIN)),
+}
+
+
+@pytest.mark.parametrize(("sent", "seen"), list(D.WRITE_VERDICT))
+def test_every_write_verdict_row(sent: D.Sent, seen: D.Seen) -> None:
+    before, now = SEEN[seen]
+    assert D.seen_of(before, now, [PROOF], WINDOW) is seen
+    verdict = D.WRITE_VERDICT[(sent, seen)]
+    core = chains()
+    twice = sent is D.Sent.MAYBE_TWICE
+    if verdict is D.Verdict.UNKNOWN:
+        with pytest.raises(AmbiguousWrite):
+            core._landed(before, now, [PROOF], TAG, twice)
+    else:
+        assert core._landed(before, now, [PROOF], TAG, twice) is (verdict is D.Verdict.LANDED)
+
+
+def test_write_verdict_covers_every_situation() -> None:
+    assert set(D.WRITE_VERDICT) == {(sent, seen) for sent in D.Sent for seen in D.Seen}
+
+
+#: A fresh error of each (reply, sent) the tables name (None: the write went through).
+REPLIES: dict[tuple[D.Reply, D.Sent], Callable[[], Any]] = {
+    (D.Reply.OK, D.Sent.ONCE): lambda: None,
+    (D.Reply.CONDITION_FAILED, D.Sent.ONCE): lambda: condition_failed(throttled=1),
+    (D.Reply.CONDITION_FAILED, D.Sent.MAYBE_TWICE): lambda: condition_failed(resent=True),
+    (D.Reply.TRANSACTION_CONFLICT, D.Sent.ONCE): lambda: client_error(
+        "TransactionConflictException"
+    ),
+    (D.Reply.REFUSED, D.Sent.ONCE): lambda: client_error("ThrottlingException", retries=2),
+    (D.Reply.UNKNOWN, D.Sent.MAYBE_TWICE): lambda: client_error("InternalServerError", status=500),
+}
+LIVE = item(ROOT, tokens=OLD[:2])
+
+
+def test_transport_errors_are_classified_by_whether_a_send_connected() -> None:
+    assert D.reply_of(lost_connection()) == (D.Reply.UNKNOWN, D.Sent.MAYBE_TWICE)
+    assert D.reply_of(lost_connection(never_sent=True)) == (D.Reply.REFUSED, D.Sent.ONCE)
+
+
+def _run_reply(op: str, error: Any, reread: bool, ran: Ran) -> Any:
+    """Run ``op`` whose (first) write is answered with ``error``; reads find nothing moved.
+
+    ``reread``: the script answers one read after the write (``drive`` fails if the
+    operation sends it without it being scripted, or never sends a scripted one).
+    """
+    answer = ok() if error is None else error
+    core = chains(retry=None)
+    if op == "stamp":
+        return drive(
+            stamp(core, A),
+            [("get_item", got(LIVE)), ("update_item", answer), ("get_item", got(LIVE))][
+                : 2 + reread
+            ],
+            ran,
+        ).result
+    if op == "create":
+        script: list[Any] = [("update_item", answer)]
+        if reread:
+            script.append(("get_item", got(None)))
+        if D.reply_of(error)[0] is D.Reply.CONDITION_FAILED:
+            script.append(("update_item", ok()))  # the tag is free now: sent again
+        return drive(core.create(TAG, ROOT), script, ran).result
+    if op == "fail":
+        closed = item(ROOT, version=2, reason="failed")
+        answer = {"Attributes": closed} if error is None else error
+        script = [("get_item", got(LIVE)), ("update_item", answer)]
+        if reread:
+            script.append(("get_item", got(closed)))
+        return drive(core.fail(TAG), script, ran).result
+    if op == "delete":
+        return drive(core.delete(TAG), [("delete_item", answer)], ran).result
+    assert op == "transact"
+    found = {"Responses": {"tbl": [item(ROOT, tag=tag, tokens=OLD[:2]) for tag in "ab"]}}
+    script = [("batch_get_item", found), ("transact_write_items", answer)]
+    if reread:
+        script.append(("batch_get_item", found))
+    return drive(core.stamp_transact({"a": Entry(A), "b": Entry(A)}), script, ran).result
+
+
+@pytest.mark.parametrize("key", list(D.REPLY_STEP))
+def test_every_reply_row(key: tuple[str, D.Reply, D.Sent]) -> None:
+    """Each row's reply is what ``reply_of`` classifies, and the operation does its step.
+
+    REFUSE with the reply's error: raised (or reported) with no read after the write;
+    REREAD: a read follows the write; DONE: the result, with no read.
+    """
+    op, reply, sent = key
+    error = REPLIES[(reply, sent)]()
+    assert D.reply_of(error) == (reply, sent)
+    _, step, kind = D.REPLY_STEP[key]
+    write = {"stamp": 1, "create": 0, "fail": 1, "delete": 0, "transact": 1}[op]
+    ran = Ran()
+    try:
+        result = _run_reply(op, error, step is D.Step.REREAD, ran)
+    except AssertionError:
+        raise
+    except Exception as raised:
+        result = raised
+    outcomes = list(result.values()) if isinstance(result, dict) else [result]
+    if isinstance(result, list):
+        outcomes = result
+    if step is D.Step.REFUSE:
+        expected = type(error) if kind == D.REPLY_ERROR else kind
+        assert isinstance(expected, type)
+        assert all(isinstance(outcome, expected) for outcome in outcomes), outcomes
+        assert len(ran.calls) == write + 1  # nothing read after the write
+    elif step is D.Step.REREAD:
+        assert ran.ops[write + 1] in ("get_item", "batch_get_item")  # scripted, and sent
+    else:
+        assert step is D.Step.DONE
+        assert not any(isinstance(outcome, Exception) for outcome in outcomes), outcomes
+        assert len(ran.calls) == write + 1
+
+
+STATUS_ITEMS = {
+    D.Status.LIVE: item(ROOT, version=2),
+    D.Status.ABSENT: None,
+    D.Status.ACKED: item(Stamp(bytes(16)), version=2, acked=True),
+    D.Status.FAILED: item(ROOT, version=2, reason="timeout"),
+}
+
+
+@pytest.mark.parametrize("key", list(D.NOT_LANDED_STEP))
+def test_every_not_landed_row(key: tuple[str, D.Status]) -> None:
+    op, status = key
+    step, kind = D.NOT_LANDED_STEP[key]
+    raw = STATUS_ITEMS[status]
+    # A lost race backs off before the item's status is looked at: with retry=None a
+    # live chain is StaleLocalData at once; the others are refused after one back-off.
+    core = chains(retry=None if status is D.Status.LIVE else THREE_TRIES)
+    if op == "stamp":
+        script: list[Any] = [("get_item", got(item(ROOT, tokens=OLD[:2])))]
+        script.append(("update_item", condition_failed(raw)))
+        if raw is None:
+            script.append(("get_item", got(None)))  # no ALL_OLD: the core reads
+        (outcome,) = drive(stamp(core, A), script).result
+        expected = StaleLocalData if step is D.Step.RETRY else kind
+        assert isinstance(expected, type) and isinstance(outcome, expected)
+    elif op == "create":
+        script = [("update_item", condition_failed(raw))]
+        if raw is None:
+            script.append(("get_item", got(None)))
+        if step is D.Step.RESEND:
+            assert drive(core.create(TAG, ROOT), [*script, ("update_item", ok)]).result == ROOT
+        else:
+            with pytest.raises(TagExists):
+                drive(core.create(TAG, ROOT), script)
+    else:
+        assert op == "fail"
+        script = [("get_item", got(raw))]
+        if step is D.Step.RESEND:  # a live chain: the write goes out
+            closed = item(ROOT, version=3, reason="failed")
+            script.append(("update_item", {"Attributes": closed}))
+            assert drive(core.fail(TAG), script).result.failed
+        elif step is D.Step.DONE:
+            assert drive(core.fail(TAG), script).result.version == 2
+        else:
+            assert isinstance(kind, type)
+            with pytest.raises(kind):
+                drive(core.fail(TAG), script)
+
+
+@pytest.mark.parametrize(
+    "code", [*D.CANCELLATION, "ValidationError", "ItemCollectionSizeLimitExceeded"]
+)
+def test_every_cancellation_row(code: str) -> None:
+    step, kind = D.CANCELLATION.get(code, D.OTHER_CANCELLATION)
+    reason: dict[str, Any] = {"Code": code}
+    if step is D.Step.REREAD:
+        reason["Item"] = item(ROOT, tag="a", version=2)
+    cancelled = client_error("TransactionCanceledException", reasons=[reason, {"Code": "None"}])
+    ran = drive(chains()._after_cancel(["a", "b"], cancelled), [])
+    fresh, contended, errors = ran.result
+    assert ("a" in contended) is (step in (D.Step.RETRY, D.Step.REREAD))
+    assert ("a" in fresh) is (step is D.Step.REREAD)
+    if step is D.Step.REFUSE:
+        assert kind is TransactionItemRejected
+        assert isinstance(errors["a"], TransactionItemRejected)
+    else:
+        assert "a" not in errors
+    assert "b" not in contended and "b" not in errors  # "None": sent again as it is

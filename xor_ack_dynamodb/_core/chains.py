@@ -1,0 +1,337 @@
+"""The operations on one chain: create, stamp (merged entries), fail, delete, wait.
+
+Each is a generator of effects (``effects``); what a reply means is looked up in
+``landing``'s tables, through ``Reads``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .. import item as I
+from ..errors import (
+    AmbiguousWrite,
+    BufferLengthsUnequal,
+    ChainFailed,
+    ChainTimeout,
+    StaleLocalData,
+    TagExists,
+    TagNotFound,
+)
+from ..item import ChainState
+from ..stamps import Stamp, as_stamp
+from . import landing as D
+from .effects import Call, Effect, Entry, Outcome, Sleep
+from .landing import CONDITION_FAILED, Reply, Status, Step, Verdict
+from .reads import Reads
+from .validate import WRITE_TOKEN_BYTES, check_fits, check_reason, check_tag, check_ttl, check_wait
+
+
+def _copy_error(error: Exception, cause: BaseException) -> Exception:
+    """One error per caller (tracebacks of a shared instance would pile up across tasks)."""
+    if isinstance(error, AmbiguousWrite):
+        copy: Exception = AmbiguousWrite(error.tag, error.window)
+    elif isinstance(error, StaleLocalData):
+        copy = StaleLocalData(error.tag, error.attempts)
+    else:
+        return error
+    copy.__cause__ = cause
+    return copy
+
+
+def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:
+    """Apply ``entries`` in order to ``state`` as one write would.
+
+    Returns the state each entry would have seen had it been applied alone and
+    in order, the state to write, and how many entries go into the write: the
+    first prefix that reaches zero completes the chain, so the entries after it
+    are left out (they would have stamped a completed chain).
+    """
+    size = len(state)
+    acc = int.from_bytes(state, "big")
+    seen: list[Stamp] = []
+    for entry in entries:
+        acc ^= int.from_bytes(entry.stamp, "big")
+        seen.append(Stamp(acc.to_bytes(size, "big")))
+        if acc == 0:
+            break
+    return seen, seen[-1] if seen else state, len(seen)
+
+
+class SingleChain(Reads):
+    """The operations of one table's core on one chain at a time."""
+
+    def create(
+        self, tag: str, stamp: bytes, ttl: float | None = None
+    ) -> Generator[Effect, Any, Stamp]:
+        """Start a chain: a conditional write that only a free tag lets through."""
+        check_tag(tag)
+        value = as_stamp(stamp)
+        ttl = check_ttl(ttl)
+        check_fits(tag, value, self.token_window)
+        attempt = 0
+        while True:
+            attempt += 1
+            now = self._now()
+            token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+            chain_id = secrets.token_bytes(8)
+            params = self._create_params(tag, value, ttl, now, token, chain_id)
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            try:
+                yield Call("update_item", params)
+            except (ClientError, BotoCoreError) as exc:
+                if not isinstance(exc, ClientError) or D.error_code(exc) != CONDITION_FAILED:
+                    current = yield from self._settle(tag, exc, "create")
+                    if current is not None and token in current.tokens:
+                        self.stats.resent_writes_recognised += 1
+                        return value
+                    raise
+                current = yield from self._after_failed_condition(tag, exc)
+                if current is not None and token in current.tokens:
+                    self.stats.resent_writes_recognised += 1
+                    return value  # our own create, re-sent after a lost response
+                step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current))]
+                if step is Step.REFUSE or attempt >= 3:
+                    # A live chain holds the tag; or, at the third write, the tag keeps
+                    # being completed, failed or expired between condition and read.
+                    raise TagExists(tag) from exc
+                continue
+            self.remember(self._created_state(tag, value, params, now, token), tag)
+            return value
+
+    def stamp_batch(
+        self,
+        tag: str,
+        entries: Sequence[Entry],
+        known: ChainState | None = None,
+        known_fresh: bool = True,
+    ) -> Generator[Effect, Any, list[Outcome]]:
+        """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
+
+        Returns, per entry, the state it brought the chain to, or the error that
+        kept it out: a typed error, or the botocore error of a write that is
+        proven not to have landed (safe to retry).  A read error before the
+        first write propagates.
+
+        A write planned on a remembered state (the cache, or ``known`` with
+        ``known_fresh=False``) that fails its condition did not lose a race to a
+        concurrent writer: the cache was old.  It is planned again once on the
+        item the failure returned, as if this call had read it, and not counted
+        as a lost race (``StaleLocalData`` with ``retry=None`` means a write landed
+        between this call's own read and its write).
+        """
+        check_tag(tag)
+        outcomes: list[Outcome | None] = [None] * len(entries)
+        pending = list(range(len(entries)))
+        started = self.monotonic()
+        # ``known``: a state the caller has (just read, unless ``known_fresh`` is False).
+        state = known or self.cached(tag)
+        remembered = state is not None and (known is None or not known_fresh)
+        if state is not None and state.expired(self.clock()):
+            self.forget(tag)
+            state = None
+        if state is None:
+            remembered = False
+            state = yield from self._read(tag)
+        attempt = 0
+        while pending:
+            if state is not None:
+                # A stamp whose token the chain already holds landed before (a re-sent
+                # task, a retried call): report the current state, apply nothing.
+                done = [i for i in pending if entries[i].token in state.tokens]
+                for i in done:
+                    outcomes[i] = state.stamp
+                pending = [i for i in pending if outcomes[i] is None]
+                if not pending:
+                    break
+            status = D.status_of(state)
+            if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
+                _, kind = D.NOT_LANDED_STEP[("stamp", status)]
+                for i in pending:
+                    outcomes[i] = D.refusal(kind, tag, state)
+                break
+            assert state is not None
+            batch: list[int] = []
+            later: list[int] = []
+            batch_tokens: set[bytes] = set()
+            for i in pending:
+                token = entries[i].token
+                if len(entries[i].stamp) != len(state.stamp):
+                    outcomes[i] = BufferLengthsUnequal()
+                elif token is not None and (
+                    token in batch_tokens or len(batch_tokens) >= self.token_window // 2
+                ):
+                    # A repeated token waits for the next write (where it is found
+                    # applied); a write never carries more tokens than half the window.
+                    later.append(i)
+                else:
+                    if token is not None:
+                        batch_tokens.add(token)
+                    batch.append(i)
+            if not batch:
+                break
+            seen, new_state, n = plan_batch(state.stamp, [entries[i] for i in batch])
+            included, excluded = batch[:n], batch[n:]
+            caller_tokens = [t for i in included if (t := entries[i].token) is not None]
+            write_tokens = list(caller_tokens)
+            if len(caller_tokens) < len(included):
+                write_tokens.append(secrets.token_bytes(WRITE_TOKEN_BYTES))
+                proof = write_tokens[-1:]  # a token no other write carries
+            else:
+                proof = write_tokens  # caller tokens only: all of them must be there
+            tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
+            attempt += 1
+            now = self._now()
+            params, planned = self._stamp_params(tag, state, new_state, tokens, now)
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            landed = True
+            refused = False  # the write failed its condition (not a transaction's conflict)
+            current: ChainState | None = None
+            try:
+                yield Call("update_item", params, batch=True)
+            except (ClientError, BotoCoreError) as exc:
+                failure: Exception | None = None
+                reply, sent = D.reply_of(exc)
+                verdict, step, _ = D.REPLY_STEP[("stamp", reply, sent)]
+                if reply is Reply.CONDITION_FAILED:
+                    assert isinstance(exc, ClientError)
+                    refused = True
+                    current = yield from self._after_failed_condition(tag, exc)
+                    twice = sent is D.Sent.MAYBE_TWICE
+                    try:
+                        landed = self._landed(state, current, proof, tag, twice)
+                    except AmbiguousWrite as ambiguous:
+                        failure = ambiguous
+                elif verdict is Verdict.NOT_LANDED and step is Step.REREAD:
+                    # A transaction held the item (another client's ``stamp_many``
+                    # with transact=True): refused before anything was written, a race.
+                    current = yield from self._read(tag)
+                    landed = False
+                else:
+                    # Not a lost race: an error of DynamoDB or of the transport. The
+                    # stamps did not land if that is proven, and the caller gets the
+                    # error (and may retry them); if it is not, AmbiguousWrite.
+                    try:
+                        current = yield from self._settle(tag, exc)
+                        landed = self._landed(state, current, proof, tag, True)
+                    except AmbiguousWrite as ambiguous:
+                        failure = ambiguous
+                    except (ClientError, BotoCoreError) as read_error:
+                        failure = read_error
+                    if not landed and failure is None:
+                        failure = exc
+                if failure is not None:
+                    for i in batch + later:
+                        outcomes[i] = _copy_error(failure, exc)
+                    break
+                if landed:
+                    self.stats.resent_writes_recognised += 1
+            if landed:
+                for i, value in zip(included, seen, strict=False):
+                    outcomes[i] = value
+                self.stats.stamps += len(included)
+                for i in excluded:
+                    outcomes[i] = TagNotFound(tag)  # the batch's own earlier stamps completed it
+                if current is None or current.version <= state.version:
+                    current = planned
+                self.remember(current, tag)
+                pending, state, attempt, started = later, current, 0, self.monotonic()
+                continue
+            if remembered and refused and current is not None:
+                # The remembered state was old, not raced: plan again on the item now.
+                remembered = False
+                self.stats.cache_refreshes += 1
+                attempt -= 1
+                pending, state = batch + later, current
+                continue
+            # Lost a race: ``current`` is the fresh state; back off and try again.
+            if not (yield from self._back_off(attempt, started)):
+                for i in batch + later:
+                    outcomes[i] = StaleLocalData(tag, attempt)
+                break
+            pending, state = batch + later, current
+        return [o if o is not None else TagNotFound(tag) for o in outcomes]
+
+    def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
+        """Close a live chain as failed, so waiters learn it and late stamps are refused.
+
+        A chain that is already acked stays acked (its zero state wins over a late
+        fail, as in Storm) and one already failed stays as it is: both are returned.
+        An item this client cannot read raises ``CorruptItem`` and is not written.
+        """
+        check_tag(tag)
+        check_reason(reason)
+        # Read and validate first: a condition can check the attributes' types (and
+        # does, below, so an item damaged after the read is refused by DynamoDB
+        # itself, atomically), but not every rule of a readable item (a token list
+        # whose length is a multiple of 8, a whole-number version).  The read costs
+        # one request on a path that is rare, and spares the write on a closed chain.
+        state = yield from self._read(tag)
+        attempt = 0
+        while True:
+            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state))]
+            if step is Step.REFUSE:
+                raise D.refusal(kind, tag, state)
+            if step is Step.DONE:  # already closed: acked stays acked, failed stays failed
+                assert state is not None
+                self.forget(tag)
+                return state
+            if attempt >= 3:
+                # Its condition failed each time, yet the item reads as live: give up.
+                raise StaleLocalData(tag, attempt)
+            attempt += 1
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            try:
+                response = yield Call("update_item", self._fail_params(tag, reason))
+            except ClientError as exc:
+                if self._reply_step("fail", exc)[1] is Step.REFUSE:
+                    raise  # not its condition: refused, or unknown (fail is never re-read)
+                # Closed, gone or expired since the read, or damaged (CorruptItem).
+                state = yield from self._after_failed_condition(tag, exc)
+                continue
+            self.forget(tag)
+            return I.decode(response["Attributes"], self.partition_key, tag)
+
+    def delete(self, tag: str) -> Generator[Effect, Any, None]:
+        """Remove the chain's item (live or tombstone); TagNotFound when there is none."""
+        check_tag(tag)
+        self.forget(tag)
+        params = self._delete_params(tag)
+        self.stats.requests["DeleteItem"] += 1
+        self.stats.writes += 1
+        try:
+            yield Call("delete_item", params)
+        except ClientError as exc:
+            _, step, kind = self._reply_step("delete", exc)
+            if step is Step.DONE:
+                return  # a re-send found it gone: the first send most likely removed it
+            if kind == D.REPLY_ERROR:
+                raise
+            raise D.refusal(kind, tag, None) from exc
+
+    def wait(
+        self, tag: str, timeout: float, poll_interval: float = 0.2
+    ) -> Generator[Effect, Any, ChainState]:
+        """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
+        check_tag(tag)
+        check_wait(timeout, poll_interval)
+        deadline = self.monotonic() + timeout
+        while True:
+            state = yield from self._read(tag)
+            if state is None:
+                raise TagNotFound(tag)
+            if state.acked:
+                return state
+            if state.failed:
+                raise ChainFailed(tag, state.reason or "failed")
+            remaining = deadline - self.monotonic()
+            if remaining <= 0:
+                raise ChainTimeout(tag, timeout)
+            yield Sleep(min(poll_interval, remaining))

@@ -1,0 +1,340 @@
+"""The operations on many chains per request: transactions of stamps and of creates.
+
+``Chains`` is the whole core of one table: ``SingleChain``'s operations and these.
+A cancelled transaction is read per item through ``landing.CANCELLATION``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import (
+    AmbiguousWrite,
+    BufferLengthsUnequal,
+    CorruptItem,
+    StaleLocalData,
+    TagExists,
+    TagNotFound,
+    TransactionItemRejected,
+)
+from ..item import ChainState
+from ..stamps import Stamp
+from . import landing as D
+from .chains import SingleChain, plan_batch
+from .effects import Call, CancelReport, Effect, Entry, Outcome
+from .landing import TRANSACTION_CANCELED, Status, Step
+from .validate import (
+    MAX_TRANSACTION_BYTES,
+    MAX_TRANSACTION_ITEMS,
+    WRITE_TOKEN_BYTES,
+    check_ttl,
+    chunked,
+    create_entries,
+    transaction_bytes,
+)
+
+
+def _moved(before: ChainState | None, now: ChainState | None) -> bool:
+    """Is ``now`` a later state of the chain ``before`` was (another write landed since)?"""
+    return (
+        before is not None
+        and now is not None
+        and now.chain_id == before.chain_id
+        and now.version > before.version
+    )
+
+
+class Chains(SingleChain):
+    """Decision logic for one table; both clients drive its generators.
+
+    Holds the configuration, a bounded cache of the last state seen per tag
+    (so an uncontended stamp costs one request), and the statistics.
+    """
+
+    def transactions(self, items: Mapping[str, Stamp | Entry]) -> list[dict[str, Any]]:
+        """``items`` (stamps or entries by tag) in pieces that fit one transaction each.
+
+        At most 100 chains and, by :func:`transaction_bytes`, 4 MiB per piece.
+        """
+        return chunked(
+            items,
+            MAX_TRANSACTION_ITEMS,
+            lambda tag, value: transaction_bytes(tag, value, self.token_window),
+            MAX_TRANSACTION_BYTES,
+        )
+
+    def _transact(
+        self, params: Sequence[dict[str, Any]]
+    ) -> Generator[Effect, Any, ClientError | BotoCoreError | None]:
+        """Send Update actions as one transaction: the error, or None when it went through."""
+        self.stats.requests["TransactWriteItems"] += 1
+        self.stats.writes += len(params)
+        try:
+            yield Call("transact_write_items", {"TransactItems": [{"Update": p} for p in params]})
+        except (ClientError, BotoCoreError) as exc:
+            return exc
+        return None
+
+    def _after_cancel(
+        self, tags: Sequence[str], cancelled: ClientError
+    ) -> Generator[Effect, Any, CancelReport]:
+        """What a cancelled transaction tells of each item: its state now, or an error.
+
+        Returns (fresh states of the items whose condition failed, the items that
+        met another writer, errors of items that cannot be written at all, caused
+        by ``cancelled``).  Items the server gave no ``Item`` for are read
+        (BatchGetItem), all of them when it gave no reasons that fit the items.
+        """
+        reasons = list(cancelled.response.get("CancellationReasons") or [])
+        if len(reasons) != len(tags):
+            reasons = []
+        fresh: dict[str, ChainState | None] = {}
+        to_read: list[str] = []
+        errors: dict[str, Exception] = {}
+        contended: set[str] = set()
+        if not reasons:
+            to_read = list(tags)
+            contended = set(tags)
+        for tag, reason in zip(tags, reasons, strict=False):
+            code = reason.get("Code") or "None"
+            step, _ = D.CANCELLATION.get(code, D.OTHER_CANCELLATION)
+            if step is Step.REREAD:  # its condition failed: the item tells the rest
+                contended.add(tag)
+                raw = reason.get("Item")
+                if raw:
+                    try:
+                        fresh[tag] = self._decode(raw, tag=tag)
+                    except CorruptItem as damaged:
+                        errors[tag] = damaged
+                        continue
+                    self.remember(fresh[tag], tag)
+                else:
+                    to_read.append(tag)
+            elif step is Step.RETRY:
+                contended.add(tag)
+            elif step is Step.REFUSE:
+                errors[tag] = TransactionItemRejected(tag, code, str(reason.get("Message", "")))
+                errors[tag].__cause__ = cancelled
+        if to_read:
+            states, corrupt = yield from self._read_many(to_read)
+            fresh.update(states)
+            errors.update(corrupt)
+        return fresh, contended, errors
+
+    def stamp_transact(
+        self, entries: Mapping[str, Entry]
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """One stamp on each of up to 100 chains, written as one transaction per attempt.
+
+        The same decisions as :meth:`stamp_batch`, per chain: states come from the
+        cache or one BatchGetItem, each chain's write is conditioned on the version
+        it was planned on, a stamp whose token a chain holds is not applied again.
+        A cancelled transaction applied nothing: the items whose condition failed
+        come back with their current state (``ALL_OLD``), chains that refuse the
+        stamp (failed, complete, gone) leave the batch, and the rest is sent again
+        after a backoff.  Once a single chain is left, it goes on as
+        :meth:`stamp_batch` (a plain write costs half the write units).
+        """
+        if len(entries) > MAX_TRANSACTION_ITEMS:
+            raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
+        outcomes: dict[str, Outcome] = {}
+        states: dict[str, ChainState | None] = {}
+        unknown: list[str] = []
+        remembered: set[str] = set()  # planned on the cache, not on this call's own read
+        now_wall = self.clock()
+        for tag in entries:
+            state = self.cached(tag)
+            if state is None or state.expired(now_wall):
+                unknown.append(tag)
+            else:
+                states[tag] = state
+                remembered.add(tag)
+        if unknown:
+            found, corrupt = yield from self._read_many(unknown)
+            states.update(found)
+            outcomes.update(corrupt)  # an item this client cannot read: nothing is written
+        pending = [tag for tag in entries if tag not in outcomes]
+        attempt = 0
+        started = self.monotonic()
+        while pending:
+            writes: list[tuple[str, bytes, dict[str, Any], ChainState]] = []
+            for tag in pending:
+                entry, state = entries[tag], states.get(tag)
+                status = D.status_of(state)
+                if state is not None and entry.token is not None and entry.token in state.tokens:
+                    outcomes[tag] = state.stamp  # landed before: apply nothing
+                elif state is None or status is not Status.LIVE:
+                    outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
+                elif len(entry.stamp) != len(state.stamp):
+                    outcomes[tag] = BufferLengthsUnequal()
+                else:
+                    token = entry.token or secrets.token_bytes(WRITE_TOKEN_BYTES)
+                    tokens = (*state.tokens, token)[-self.token_window :]
+                    _, new_state, _ = plan_batch(state.stamp, [entry])
+                    params, planned = self._stamp_params(tag, state, new_state, tokens, self._now())
+                    writes.append((tag, token, params, planned))
+            if len(writes) <= 1:
+                for tag, _, _, _ in writes:
+                    try:
+                        (outcomes[tag],) = yield from self.stamp_batch(
+                            tag, [entries[tag]], states.get(tag), tag not in remembered
+                        )
+                    except CorruptItem as damaged:
+                        outcomes[tag] = damaged
+                break
+            attempt += 1
+            tags = [tag for tag, _, _, _ in writes]
+            error = yield from self._transact([params for _, _, params, _ in writes])
+            if error is None:
+                for tag, _, _, planned in writes:
+                    outcomes[tag] = planned.stamp
+                    self.remember(planned, tag)
+                self.stats.stamps += len(writes)
+                break
+            if D.error_code(error) != TRANSACTION_CANCELED:
+                # Not a cancellation: a transport or server error, settled as one write's.
+                try:
+                    current, corrupt = yield from self._settle_many(tags, error)
+                except (ClientError, BotoCoreError) as failure:
+                    outcomes.update(dict.fromkeys(tags, failure))
+                    break
+                outcomes.update(corrupt)
+                self._judge_resent(writes, states, current, outcomes, error)
+                for tag in tags:
+                    outcomes.setdefault(tag, error)
+                break
+            assert isinstance(error, ClientError)
+            fresh, contended, rejected = yield from self._after_cancel(tags, error)
+            outcomes.update(rejected)
+            if D.sent_of(error) is D.Sent.MAYBE_TWICE:
+                # An earlier send of this very transaction may have landed (all of it).
+                current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
+                self._judge_resent(writes, states, current, outcomes, error)
+            # Chains whose remembered state was old were not raced: each is planned
+            # again once on the item the cancellation returned, without a back-off.
+            refreshed = {
+                tag for tag in remembered.intersection(fresh) if _moved(states.get(tag), fresh[tag])
+            }
+            remembered -= refreshed
+            self.stats.cache_refreshes += len(refreshed)
+            states.update(fresh)
+            pending = [tag for tag in tags if tag not in outcomes]
+            if not pending:
+                break
+            raced = contended.intersection(pending) - refreshed
+            if refreshed and not raced:
+                attempt -= 1
+                continue
+            if (raced or not rejected) and not (yield from self._back_off(attempt, started)):
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
+                break
+        return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
+
+    def _judge_resent(
+        self,
+        writes: Sequence[tuple[str, bytes, dict[str, Any], ChainState]],
+        before: Mapping[str, ChainState | None],
+        current: Mapping[str, ChainState | None],
+        outcomes: dict[str, Outcome],
+        error: BaseException,
+    ) -> None:
+        """After a transaction that may have landed: the outcome of each write proven either way.
+
+        Writes proven landed get their planned state; writes proven not landed are
+        left out of ``outcomes`` (the caller retries or reports them); a write that
+        cannot be told gets ``AmbiguousWrite``.
+        """
+        for tag, token, _, planned in writes:
+            if tag in outcomes:
+                continue
+            try:
+                landed = self._landed(before.get(tag), current.get(tag), [token], tag, True)
+            except AmbiguousWrite as ambiguous:
+                ambiguous.__cause__ = error
+                outcomes[tag] = ambiguous
+                continue
+            if landed:
+                self.stats.resent_writes_recognised += 1
+                self.stats.stamps += 1
+                outcomes[tag] = planned.stamp
+
+    def create_transact(
+        self, stamps: Mapping[str, bytes], ttl: float | None = None
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """Start up to 100 chains with one transaction per attempt (see :meth:`create`).
+
+        Each chain's outcome is its stamp, ``TagExists`` (a live chain holds the
+        tag), or the error that kept it out.  A cancelled transaction wrote
+        nothing: the chains that exist leave it and the rest is sent again.
+        """
+        if len(stamps) > MAX_TRANSACTION_ITEMS:
+            raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
+        values = create_entries(stamps, ttl, self.token_window)
+        ttl = check_ttl(ttl)
+        outcomes: dict[str, Outcome] = {}
+        pending = list(values)
+        attempt = 0
+        started = self.monotonic()
+        while pending:
+            if len(pending) == 1:
+                (tag,) = pending
+                try:
+                    outcomes[tag] = yield from self.create(tag, values[tag], ttl)
+                except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
+                    outcomes[tag] = exc
+                break
+            attempt += 1
+            now = self._now()
+            writes = []
+            for tag in pending:
+                token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+                params = self._create_params(
+                    tag, values[tag], ttl, now, token, secrets.token_bytes(8)
+                )
+                writes.append((tag, token, params))
+            error = yield from self._transact([params for _, _, params in writes])
+            if error is None:
+                for tag, token, params in writes:
+                    self.remember(self._created_state(tag, values[tag], params, now, token), tag)
+                    outcomes[tag] = values[tag]
+                break
+            tags = [tag for tag, _, _ in writes]
+            cancelled = D.error_code(error) == TRANSACTION_CANCELED
+            contended: set[str] = set(tags)
+            if cancelled:
+                assert isinstance(error, ClientError)
+                current, contended, rejected = yield from self._after_cancel(tags, error)
+                outcomes.update(rejected)
+            else:
+                try:
+                    current, corrupt = yield from self._settle_many(tags, error)
+                except (ClientError, BotoCoreError) as failure:
+                    outcomes.update(dict.fromkeys(tags, failure))
+                    break
+                outcomes.update(corrupt)
+            for tag, token, _ in writes:
+                state = current.get(tag)
+                if tag in outcomes or state is None:
+                    continue
+                if token in state.tokens:
+                    self.stats.resent_writes_recognised += 1
+                    outcomes[tag] = values[tag]  # our own create, sent twice
+                elif D.NOT_LANDED_STEP[("create", D.status_of(state))][0] is Step.REFUSE:
+                    exists = TagExists(tag)  # a live chain holds the tag
+                    exists.__cause__ = error
+                    outcomes[tag] = exists
+            if not cancelled:
+                for tag in tags:
+                    outcomes.setdefault(tag, error)
+                break
+            pending = [tag for tag in tags if tag not in outcomes]
+            if contended.intersection(pending) and not (
+                yield from self._back_off(attempt, started)
+            ):
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
+                break
+        return {tag: outcomes[tag] for tag in values}
