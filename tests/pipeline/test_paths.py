@@ -264,3 +264,21 @@ def test_a_single_file_and_missing_inputs(tmp_path: Path) -> None:
     with pytest.raises(InputEmpty):
         list_local(str(tmp_path / "empty"))
     assert InputFile("file:/x", 0).problem is None
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--table", ""), ("--endpoint-url", "nope"), ("--region", "x y"), ("--partition-key", "")],
+)
+def test_bad_connection_options_are_usage_errors_before_anything(
+    tree: Path, no_spark: None, option: str, value: str
+) -> None:
+    from xor_ack_dynamodb.cli import cli
+
+    before = snapshot(tree)
+    args = ["wordcount", str(tree / "in"), "-o", str(tree / "o"), option, value]
+    result = CliRunner().invoke(cli, args)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and f"Invalid value for '{option}'" in lines[0], result.output
+    assert snapshot(tree) == before

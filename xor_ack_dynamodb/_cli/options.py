@@ -48,7 +48,7 @@ class Settings:
         return SyncXorAckDynamoDB(self.client(), table=self.table, partition_key=self.partition_key)
 
 
-def _check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
     parts = urlsplit(value)
@@ -61,7 +61,7 @@ def _check_endpoint(ctx: click.Context, param: click.Parameter, value: str | Non
     return value
 
 
-def _check_region(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def check_region(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not _REGION.fullmatch(value):
         raise click.BadParameter(f"{value!r} is not an AWS region, e.g. us-east-1")
     return value
@@ -74,13 +74,13 @@ def _check_spec(**field: str) -> None:
         raise click.BadParameter(str(exc)) from exc
 
 
-def _check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
         _check_spec(name=value)
     return value
 
 
-def _check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
         _check_spec(partition_key=value)
     return value
@@ -101,20 +101,20 @@ def _connection_options(*, root: bool) -> list[click.Option]:
         click.Option(
             ["--endpoint-url"],
             metavar="URL",
-            callback=_check_endpoint,
+            callback=check_endpoint,
             help="DynamoDB endpoint, e.g. http://127.0.0.1:8000 "
             "[default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS]",
         ),
         click.Option(
             ["--region"],
             metavar="REGION",
-            callback=_check_region,
+            callback=check_region,
             help="AWS region [default: AWS_REGION, AWS_DEFAULT_REGION, the AWS profile's]",
         ),
         click.Option(
             ["--table"],
             metavar="NAME",
-            callback=_check_table,
+            callback=check_table,
             help="Table of the chains [env: XOR_ACK_TABLE]"
             if root
             else f"Table of the chains [default: XOR_ACK_TABLE, else {DEFAULT_TABLE}]",
@@ -123,7 +123,7 @@ def _connection_options(*, root: bool) -> list[click.Option]:
         click.Option(
             ["--partition-key"],
             metavar="NAME",
-            callback=_check_key,
+            callback=check_key,
             help="Partition key attribute (holds the tag) [env: XOR_ACK_PARTITION_KEY]"
             if root
             else "Partition key attribute (holds the tag) "

@@ -14,6 +14,7 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .._cli.errors import RefusedUsage, UserError, explain
+from .._cli.options import check_endpoint, check_key, check_region, check_table
 from ..errors import XorAckError
 from .chains_table import _maybe_tracker
 from .errors import Refused
@@ -52,14 +53,20 @@ def _master(master: str | None, faults_on: bool) -> str | None:
     help="Write the JSON report here.",
 )
 @click.option("--master", help="Spark master [default: local[*], or spark-submit's].")
-@click.option("--endpoint-url", metavar="URL", help="DynamoDB endpoint (the table must exist).")
+@click.option(
+    "--endpoint-url",
+    metavar="URL",
+    callback=check_endpoint,
+    help="DynamoDB endpoint (the table must exist).",
+)
 @click.option(
     "--table",
+    callback=check_table,
     help="Chains table (must exist). Without --table or an endpoint, "
     "a local DynamoDB is started and stopped by the command.",
 )
-@click.option("--region", help="AWS region [default: the AWS environment].")
-@click.option("--partition-key", default="tagID", show_default=True)
+@click.option("--region", callback=check_region, help="AWS region [default: the AWS environment].")
+@click.option("--partition-key", default="tagID", show_default=True, callback=check_key)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
