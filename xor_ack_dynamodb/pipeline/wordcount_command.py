@@ -18,7 +18,7 @@ from .._cli.options import check_endpoint, check_key, check_region, check_table
 from ..errors import XorAckError
 from .chains_table import _maybe_tracker
 from .errors import Refused
-from .interruption import INTERRUPTED, _interrupted, _signals_interrupt
+from .interruption import INTERRUPTED, _interrupted, _signals_interrupt, exit_now
 from .paths import (
     check_paths,
     check_report,
@@ -225,7 +225,7 @@ def wordcount(
                     stop_session(spark)
         except KeyboardInterrupt as exc:
             click.echo(_interrupted(exc, job, output), err=True)
-            ctx.exit(INTERRUPTED)
+            exit_now(INTERRUPTED)
         except Refused as exc:
             raise RefusedUsage(explain(exc) or str(exc)) from exc
         except FileNotFoundError as exc:
