@@ -16,7 +16,18 @@ One item per tag::
     failed_at        N     epoch seconds of fail() (tombstones only)
     reason           S     why it failed ("failed", "timeout", ...; tombstones only)
     expires_at       N     TTL attribute (epoch seconds): set on tombstones, and on live
-                           chains created with a ttl; an item past it counts as absent
+                           chains created with a ttl; an item past it counts as absent.
+                           Garbage collection only: always later than the deadline
+    deadline         N     epoch seconds by which the chain must ack (live chains created
+                           with a timeout or idle_timeout); a write after it is refused
+                           by its own condition and the chain is failed with "timeout"
+    idle_timeout     N     seconds; each landed stamp moves the deadline to now + this
+    open_shard       N     live chains only: key of the sparse index OPEN_INDEX,
+                           shard_of(tag), so that no index partition runs hot
+    due_at           N     live chains only: sort key of OPEN_INDEX, the deadline, or
+                           NEVER_DUE for a chain without one ("overdue" is due_at < now)
+    failed_shard     N     failed tombstones only: key of the sparse index FAILED_INDEX
+                           (sort key failed_at)
 
 Other attributes a user adds survive every write: all writes are UpdateItem.
 An item whose attributes above are missing (``stamp``, ``version``), of another
@@ -28,6 +39,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -47,6 +59,27 @@ FAILED_AT = "failed_at"
 REASON = "reason"
 #: The TTL attribute; the CloudFormation template and ``table.py`` enable TTL on it.
 EXPIRES_AT = "expires_at"
+DEADLINE = "deadline"
+IDLE_TIMEOUT = "idle_timeout"
+OPEN_SHARD = "open_shard"
+DUE_AT = "due_at"
+FAILED_SHARD = "failed_shard"
+
+#: The sparse global secondary indexes of the inventory: an item is in OPEN_INDEX
+#: while it is live (keys OPEN_SHARD, DUE_AT) and in FAILED_INDEX once failed
+#: (keys FAILED_SHARD, FAILED_AT). Both project keys only, so a stamp that moves
+#: neither key costs no index write.
+OPEN_INDEX = "xor_ack_open"
+FAILED_INDEX = "xor_ack_failed"
+#: How many partitions each index is spread over (a list queries all of them).
+INVENTORY_SHARDS = 16
+#: DUE_AT of a live chain without a deadline: 9999-12-31T23:59:59Z, never overdue.
+NEVER_DUE = 253_402_300_799
+
+
+def shard_of(tag: str, shards: int = INVENTORY_SHARDS) -> int:
+    """The index shard of ``tag``: stable across processes and Python versions."""
+    return zlib.crc32(tag.encode("utf-8", "surrogatepass")) % shards
 
 
 @dataclass(frozen=True)
