@@ -75,6 +75,26 @@ FAILED_INDEX = "xor_ack_failed"
 INVENTORY_SHARDS = 16
 #: DUE_AT of a live chain without a deadline: 9999-12-31T23:59:59Z, never overdue.
 NEVER_DUE = 253_402_300_799
+#: Every attribute the chain item uses: none may be the table's partition key.
+ATTRIBUTES = frozenset(
+    {
+        STAMP,
+        CHAIN_ID,
+        VERSION,
+        TOKENS,
+        CREATED_AT,
+        UPDATED_AT,
+        ACKED_AT,
+        FAILED_AT,
+        REASON,
+        EXPIRES_AT,
+        DEADLINE,
+        IDLE_TIMEOUT,
+        OPEN_SHARD,
+        DUE_AT,
+        FAILED_SHARD,
+    }
+)
 
 
 def shard_of(tag: str, shards: int = INVENTORY_SHARDS) -> int:

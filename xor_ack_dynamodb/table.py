@@ -20,13 +20,34 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from .errors import XorAckError
-from .item import DEFAULT_PARTITION_KEY, EXPIRES_AT
+from .item import (
+    ATTRIBUTES as ITEM_ATTRIBUTES,
+)
+from .item import (
+    DEFAULT_PARTITION_KEY,
+    DUE_AT,
+    EXPIRES_AT,
+    FAILED_AT,
+    FAILED_INDEX,
+    FAILED_SHARD,
+    OPEN_INDEX,
+    OPEN_SHARD,
+)
 
 DEFAULT_TABLE = "xor-ack-chains"
 #: DynamoDB type of the partition key: the tag is a string.
 KEY_TYPE = "S"
 #: The TTL attribute, fixed by the item layout (``item.EXPIRES_AT``).
 TTL_ATTRIBUTE = EXPIRES_AT
+#: The sparse inventory indexes (name -> (partition key, sort key)), both numbers,
+#: both KEYS_ONLY: see ``item.OPEN_INDEX``.
+INDEXES: dict[str, tuple[str, str]] = {
+    OPEN_INDEX: (OPEN_SHARD, DUE_AT),
+    FAILED_INDEX: (FAILED_SHARD, FAILED_AT),
+}
+#: The table's stream: both images, so a consumer sees each transition
+#: (created, acked, failed, expired, deleted) from one record.
+STREAM_VIEW = "NEW_AND_OLD_IMAGES"
 
 BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED"]
 BILLING_MODES: tuple[BillingMode, ...] = ("PAY_PER_REQUEST", "PROVISIONED")
@@ -62,9 +83,11 @@ class TableSpec:
             raise InvalidTableSpec(
                 f"partition key {self.partition_key!r} is not valid: 1 to 255 bytes"
             )
-        if self.partition_key == TTL_ATTRIBUTE:
+        if self.partition_key in ITEM_ATTRIBUTES:
             raise InvalidTableSpec(
-                f"partition key cannot be {TTL_ATTRIBUTE!r}: that is the TTL attribute"
+                f"partition key cannot be {self.partition_key!r}: the chain item uses that "
+                "attribute; pick another name (the default is "
+                f"{DEFAULT_PARTITION_KEY!r})"
             )
         if self.billing_mode not in BILLING_MODES:
             raise InvalidTableSpec(
@@ -81,7 +104,28 @@ class TableSpec:
         return [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
 
     def attribute_definitions(self) -> list[dict[str, str]]:
-        return [{"AttributeName": self.partition_key, "AttributeType": KEY_TYPE}]
+        index_keys = sorted({name for keys in INDEXES.values() for name in keys})
+        return [{"AttributeName": self.partition_key, "AttributeType": KEY_TYPE}] + [
+            {"AttributeName": name, "AttributeType": "N"} for name in index_keys
+        ]
+
+    def index_request(self, name: str) -> dict[str, Any]:
+        """The ``GlobalSecondaryIndexes`` entry of inventory index ``name``."""
+        shard, sort = INDEXES[name]
+        index: dict[str, Any] = {
+            "IndexName": name,
+            "KeySchema": [
+                {"AttributeName": shard, "KeyType": "HASH"},
+                {"AttributeName": sort, "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
+        if self.billing_mode == "PROVISIONED":
+            index["ProvisionedThroughput"] = {
+                "ReadCapacityUnits": self.read_capacity,
+                "WriteCapacityUnits": self.write_capacity,
+            }
+        return index
 
     def create_request(self) -> dict[str, Any]:
         """The ``CreateTable`` parameters for this table."""
@@ -90,6 +134,8 @@ class TableSpec:
             "AttributeDefinitions": self.attribute_definitions(),
             "KeySchema": self.key_schema(),
             "BillingMode": self.billing_mode,
+            "GlobalSecondaryIndexes": [self.index_request(name) for name in INDEXES],
+            "StreamSpecification": {"StreamEnabled": True, "StreamViewType": STREAM_VIEW},
         }
         if self.billing_mode == "PROVISIONED":
             request["ProvisionedThroughput"] = {

@@ -63,10 +63,18 @@ def test_table_definition_is_tablespec(
 ) -> None:
     props = Resolver(template, **parameters).resource("ChainTable")["Properties"]
     declared = {key: props.get(key) for key in spec.create_request()}
+
+    def numbers(throughput: dict[str, Any]) -> dict[str, int]:
+        return {k: int(v) for k, v in throughput.items()}
+
     if "ProvisionedThroughput" in declared:
-        declared["ProvisionedThroughput"] = {
-            k: int(v) for k, v in declared["ProvisionedThroughput"].items()
-        }
+        declared["ProvisionedThroughput"] = numbers(declared["ProvisionedThroughput"])
+    for index in declared["GlobalSecondaryIndexes"]:
+        if "ProvisionedThroughput" in index:
+            index["ProvisionedThroughput"] = numbers(index["ProvisionedThroughput"])
+    # CloudFormation has no StreamEnabled: a StreamSpecification turns the stream on.
+    assert "StreamEnabled" not in declared["StreamSpecification"]
+    declared["StreamSpecification"] = {"StreamEnabled": True, **declared["StreamSpecification"]}
     assert declared == spec.create_request()
     assert "ProvisionedThroughput" in props or spec.billing_mode == "PAY_PER_REQUEST"
     assert props["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
