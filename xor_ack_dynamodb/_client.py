@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic, TypeVar
 
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
@@ -11,8 +11,11 @@ from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
 from .stamps import xor
 
+#: The injected DynamoDB client: aiobotocore's for the async client, boto3's for the sync one.
+ClientT = TypeVar("ClientT")
 
-class ClientBase:
+
+class ClientBase(Generic[ClientT]):
     """Holds the injected DynamoDB client and the sans-I/O core both clients drive.
 
     ``retry``: the policy for lost races (``None``: raise ``StaleLocalData`` at once).
@@ -38,7 +41,7 @@ class ClientBase:
 
     def __init__(
         self,
-        client: Any,
+        client: ClientT,
         *,
         table: str,
         partition_key: str = DEFAULT_PARTITION_KEY,

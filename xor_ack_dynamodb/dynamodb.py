@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -34,8 +34,11 @@ from .errors import CorruptItem, CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .stamps import Stamp
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
-class XorAckDynamoDB(ClientBase):
+
+class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
     """Ack chains in a DynamoDB table, async.
 
     ``client`` is an aiobotocore DynamoDB client (for example from
@@ -43,6 +46,8 @@ class XorAckDynamoDB(ClientBase):
     Concurrent :meth:`stamp` calls on one tag are merged into one conditional
     write while a write for that tag is in flight (``coalesce=False`` turns it off).
     """
+
+    _client: DynamoDBClient  # aiobotocore's, typed by types-aiobotocore-dynamodb
 
     def _setup(self) -> None:
         self._merging: Merging[asyncio.Future[Outcome]] = Merging()

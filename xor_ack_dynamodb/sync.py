@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from queue import SimpleQueue
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -37,9 +37,14 @@ from .errors import CorruptItem, CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY, ChainState
 from .stamps import Stamp
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
-class SyncXorAckDynamoDB(ClientBase):
+
+class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     """Ack chains in a DynamoDB table, blocking; ``client`` is a boto3 DynamoDB client."""
+
+    _client: DynamoDBClient  # boto3's, typed by mypy-boto3-dynamodb
 
     def _setup(self) -> None:
         # The core's cache and counters are shared by the threads: one lock guards

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
 
 from .. import _aws
 from ..table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ..sync import SyncXorAckDynamoDB
 
 #: The root group's options that every command also takes after its name.
 CONNECTION_OPTIONS = ("endpoint_url", "region", "table", "partition_key")
@@ -25,12 +30,12 @@ class Settings:
     region: str | None
     table: str
     partition_key: str
-    _client: Any = field(default=None, init=False, repr=False)
+    _client: DynamoDBClient | None = field(default=None, init=False, repr=False)
 
     def spec(self, **options: Any) -> TableSpec:
         return TableSpec(name=self.table, partition_key=self.partition_key, **options)
 
-    def client(self) -> Any:
+    def client(self) -> DynamoDBClient:
         """A boto3 DynamoDB client for these settings (made once; see ``_aws``).
 
         Fails fast by hand: three attempts, not the clients' ten.
@@ -42,7 +47,7 @@ class Settings:
             )
         return self._client
 
-    def chains(self) -> Any:
+    def chains(self) -> SyncXorAckDynamoDB:
         from ..sync import SyncXorAckDynamoDB
 
         return SyncXorAckDynamoDB(self.client(), table=self.table, partition_key=self.partition_key)

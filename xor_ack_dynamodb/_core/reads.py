@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import item as I
+from .._aws import condition_item
 from ..errors import AmbiguousWrite, CorruptItem, GetManyFailed
 from ..item import ChainState
 from ..retry import DEFAULT_RETRY
@@ -132,7 +133,7 @@ class Reads(Requests):
         An absent ``Item`` means either that the item does not exist or that the
         server ignores ``ReturnValuesOnConditionCheckFailure``; the read tells.
         """
-        raw = exc.response.get("Item")
+        raw = condition_item(exc)
         if raw:
             state = self._decode(raw, tag=tag)
             self.remember(state, tag)
