@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase
 from ._coalescing import Merge, Merging
+from ._core.expressions import Update
 from ._ops import (
     Entry,
     Op,
@@ -96,8 +97,8 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
                     effect = op.send(None)
                     continue
                 try:
-                    if effect.batch and self._batcher is not None:
-                        response = await self._write(effect.params)
+                    if effect.batch is not None and self._batcher is not None:
+                        response = await self._write(effect.params, effect.batch)
                     else:
                         response = await getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
@@ -107,14 +108,14 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         except StopIteration as stop:
             return stop.value
 
-    async def _write(self, params: dict[str, Any]) -> Any:
+    async def _write(self, params: dict[str, Any], update: Update) -> Any:
         """A stamp write, sent alone at once or, while the slots are taken, in a batch."""
         assert self._batcher is not None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        write = self._batcher.prepare(params, future)
+        write = self._batcher.prepare(params, update, future)
         if write is None:
             return await self._client.update_item(**params)
-        for writes in self._batcher.plan.offer(item_key(params), write):
+        for writes in self._batcher.plan.offer(item_key(update), write):
             if len(writes) == 1 and writes[0] is write:
                 await self._flush(writes)  # a free slot: this task sends its own write
             else:

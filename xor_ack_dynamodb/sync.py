@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase
 from ._coalescing import Merge, Merging
+from ._core.expressions import Update
 from ._ops import (
     Entry,
     Op,
@@ -89,8 +90,8 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                         effect = op.send(None)
                     continue
                 try:
-                    if effect.batch and self._batcher is not None:
-                        response = self._write(effect.params)
+                    if effect.batch is not None and self._batcher is not None:
+                        response = self._write(effect.params, effect.batch)
                     else:
                         response = getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
@@ -102,7 +103,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         except StopIteration as stop:
             return stop.value
 
-    def _write(self, params: dict[str, Any]) -> Any:
+    def _write(self, params: dict[str, Any], update: Update) -> Any:
         """A stamp write, sent alone at once or, while the slots are taken, in a batch.
 
         Whoever makes a batch ready hands it to the thread of the batch's first
@@ -111,11 +112,11 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         """
         assert self._batcher is not None
         inbox: SimpleQueue[tuple[str, Any]] = SimpleQueue()
-        write = self._batcher.prepare(params, inbox)
+        write = self._batcher.prepare(params, update, inbox)
         if write is None:
             return self._client.update_item(**params)
         with self._queue_lock:
-            ready = self._batcher.plan.offer(item_key(params), write)
+            ready = self._batcher.plan.offer(item_key(update), write)
         for writes in ready:
             writes[0].waiter.put(("lead", writes))
         while True:

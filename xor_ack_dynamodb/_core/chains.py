@@ -187,14 +187,14 @@ class SingleChain(Reads):
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
             attempt += 1
             now = self._now()
-            params, planned = self._stamp_params(tag, state, new_state, tokens, now)
+            update, planned = self._stamp_update(tag, state, new_state, tokens, now)
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             landed = True
             refused = False  # the write failed its condition (not a transaction's conflict)
             current: ChainState | None = None
             try:
-                yield Call("update_item", params, batch=True)
+                yield Call("update_item", update.request(), batch=update)
             except (ClientError, BotoCoreError) as exc:
                 failure: Exception | None = None
                 reply, sent = D.reply_of(exc)
