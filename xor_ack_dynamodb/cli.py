@@ -30,6 +30,7 @@ from ._cli.errors import UserError, explain
 from ._cli.group import _LAZY_COMMANDS, XorAckGroup
 from ._cli.local import NOT_RUNNING, local
 from ._cli.options import _AFTER_THE_VERB, CONNECTION_OPTIONS, Settings, _connection_options
+from ._cli.stats import chain_stats
 from ._cli.table import table
 
 __all__ = [
@@ -75,6 +76,7 @@ def cli(
 cli.add_command(table)
 cli.add_command(local)
 cli.add_command(chain)
+chain.add_command(chain_stats)  # its own module (_cli/stats.py): reads the table's stream
 
 
 def main() -> None:

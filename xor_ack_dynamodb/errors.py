@@ -267,3 +267,16 @@ class CorruptRecord(XorAckError):
         )
         self.record = record
         self.problem = problem
+
+
+class StreamNotEnabled(XorAckError):
+    """The table has no DynamoDB stream to read events from."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"table {table} has no stream: enable one with view type NEW_AND_OLD_IMAGES "
+            "(tables made by `xor-ack table create` have it; `aws dynamodb update-table "
+            f"--table-name {table} --stream-specification "
+            "StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES` adds it)"
+        )
+        self.table = table
