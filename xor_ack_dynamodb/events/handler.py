@@ -39,6 +39,7 @@ or its ``DynamoDBStreamEvent`` (anything with ``.raw_event``).
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -92,7 +93,7 @@ class StreamHandler:
         on_deleted: Callback | None = None,
         on_event: Callable[[ChainEvent], object] | None = None,
         on_corrupt: Callable[[CorruptRecord], object] | None = None,
-        partition_key: str = DEFAULT_PARTITION_KEY,
+        partition_key: str | None = None,
         seen: RecentIds | None = None,
     ) -> None:
         """``on_<kind>(event)`` per kind; ``on_event(event)`` for every event after it.
@@ -100,7 +101,8 @@ class StreamHandler:
         ``on_corrupt(error)``: a record that is not a chain's transition is given to it
         and counted as handled; without it, the record fails the batch there (after the
         mapping's retries it reaches the on-failure destination).  ``partition_key``:
-        the table's.  ``seen``: skip events whose id it holds, add each handled one.
+        the table's (default: ``XOR_ACK_PARTITION_KEY``, else ``tagID``).  ``seen``:
+        skip events whose id it holds, add each handled one.
         """
         callbacks: dict[Kind, Callback | None] = {
             "created": on_created,
@@ -116,7 +118,9 @@ class StreamHandler:
         self._callbacks = callbacks
         self._on_event = on_event
         self._on_corrupt = on_corrupt
-        self._partition_key = partition_key
+        self._partition_key = partition_key or os.environ.get(
+            "XOR_ACK_PARTITION_KEY", DEFAULT_PARTITION_KEY
+        )
         self._seen = seen
 
     def handle(self, record: Mapping[str, Any]) -> None:
