@@ -19,11 +19,6 @@ from .errors import UserError, _one_line, explain
 # Commands that live in modules with heavy imports (PySpark): listed in the help
 # with their summary, imported only when invoked.
 _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "events": (
-        "xor_ack_dynamodb._cli.events",
-        "events",
-        "Follow the chain events of a table's stream (created, acked, failed, ...).",
-    ),
     "wordcount": (
         "xor_ack_dynamodb.pipeline.cli",
         "wordcount",

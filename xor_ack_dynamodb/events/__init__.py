@@ -18,6 +18,7 @@ See docs/events.md.
 from __future__ import annotations
 
 from ..errors import CorruptRecord
+from .follow import StreamReader, follow, read, stream_arn, streams_client
 from .handler import RecentIds, StreamHandler
 from .kinds import (
     CLASSES,
@@ -34,6 +35,7 @@ from .kinds import (
     TimedOut,
 )
 from .records import StreamRecord, parse
+from .stats import Summary
 from .transitions import NEW_CHAIN, REMOVED, REPLACED, SAME_CHAIN, decode, events_of
 
 __all__ = [
@@ -55,9 +57,15 @@ __all__ = [
     "Kind",
     "RecentIds",
     "StreamHandler",
+    "StreamReader",
     "StreamRecord",
+    "Summary",
     "TimedOut",
     "decode",
     "events_of",
+    "follow",
     "parse",
+    "read",
+    "stream_arn",
+    "streams_client",
 ]

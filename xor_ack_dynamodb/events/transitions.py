@@ -92,7 +92,9 @@ def _event(kind: Kind, chain: ChainState, record: StreamRecord) -> ChainEvent:
         return Created(chain.tag, chain.chain_id, chain.created_at)
     if kind == "acked":
         acked_at = chain.acked_at if chain.acked_at is not None else chain.updated_at
-        return Acked(chain.tag, chain.chain_id, acked_at, acked_at - chain.created_at)
+        # Times are stored to the millisecond: round away the float subtraction's noise.
+        latency = round(acked_at - chain.created_at, 6)
+        return Acked(chain.tag, chain.chain_id, acked_at, latency)
     if kind in ("failed", "timed_out"):
         failed_at = chain.failed_at if chain.failed_at is not None else chain.updated_at
         return failure(chain.tag, chain.chain_id, failed_at, chain.reason or "failed")
