@@ -26,6 +26,7 @@ class FakeStreams:
         self.shards = shards
         self.records = records
         self.expire_once: set[str] = set()
+        self.empty_once: set[str] = set()  # iterators answered empty once (a gap)
         self.calls: list[tuple[str, str]] = []
 
     def describe_stream(self, StreamArn: str, ExclusiveStartShardId: str | None = None) -> Any:
@@ -56,6 +57,9 @@ class FakeStreams:
         if ShardIterator in self.expire_once:
             self.expire_once.discard(ShardIterator)
             raise ExpiredIteratorException(ShardIterator)
+        if ShardIterator in self.empty_once:
+            self.empty_once.discard(ShardIterator)
+            return {"Records": [], "NextShardIterator": ShardIterator}
         records = self.records[shard_id][int(position) : int(position) + 2]
         end = int(position) + len(records)
         shard = next(s for s in self.shards if s["ShardId"] == shard_id)
@@ -86,6 +90,13 @@ def test_read_takes_every_page_of_shards_and_the_parent_first() -> None:
     got = [record for record, _ in events.read(fake, "arn")]
     assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
     assert ("parent", "AFTER_SEQUENCE_NUMBER") in fake.calls  # the expired iterator renewed
+
+
+def test_read_goes_past_empty_answers_of_an_open_shard() -> None:
+    fake = split_stream()
+    fake.empty_once.update({"child:0", "child:2"})  # the open shard answers empty twice
+    got = [record for record, _ in events.read(fake, "arn")]
+    assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
 
 
 def test_follow_from_latest_sees_only_new_records_and_stops() -> None:

@@ -85,6 +85,7 @@ class _Shard:
     iterator: str | None = None
     last_sequence: str | None = None
     done: bool = False
+    empty: int = 0  #: empty answers in a row
 
 
 @dataclass
@@ -95,6 +96,9 @@ class StreamReader:
     arn: str
     #: Where shards open at the start are read from: the oldest record, or new ones only.
     from_start: bool = False
+    #: Empty answers in a row after which an open shard counts as read to its end for now:
+    #: GetRecords may answer empty before a later part of a shard that holds records.
+    empty_at_end: int = 1
     _shards: dict[str, _Shard] = field(default_factory=dict)
     _started: bool = False
 
@@ -154,9 +158,11 @@ class StreamReader:
                 more = True
                 continue
             batch = answer.get("Records", [])
+            shard.empty = 0 if batch else shard.empty + 1
             if batch:
                 shard.last_sequence = batch[-1].get("dynamodb", {}).get("SequenceNumber")
                 records.extend(batch)
+            if shard.empty < self.empty_at_end:
                 more = True
             shard.iterator = answer.get("NextShardIterator")
             if shard.iterator is None:
@@ -215,8 +221,11 @@ def follow(
 def read(
     streams: Any, arn: str, *, partition_key: str = DEFAULT_PARTITION_KEY
 ) -> Iterator[Decoded]:
-    """Every record the stream holds now (at most 24 hours' worth), oldest first."""
-    reader = StreamReader(streams, arn, from_start=True)
+    """Every record the stream holds now (at most 24 hours' worth), oldest first.
+
+    An open shard counts as read once it answers empty three times in a row.
+    """
+    reader = StreamReader(streams, arn, from_start=True, empty_at_end=3)
     reader.refresh()
     while True:
         records, more = reader.poll()
