@@ -88,7 +88,7 @@ def test_a_chains_life_from_dynamodb_local(ddb_local_endpoint: str, ddb_table: T
     state_before = found[0]
     assert acked.chain_id == state_before.chain_id and len(acked.chain_id) > 0
     assert acked.latency is not None and 0 <= acked.latency < 30
-    assert acked.latency == pytest.approx(acked.time - state_before.time)
+    assert acked.latency == pytest.approx(acked.time - state_before.time, abs=1e-6)
     failed = found[3]
     assert isinstance(failed, events.Failed) and failed.reason == "worker lost"
     timed_out = found[5]
