@@ -93,8 +93,9 @@ def test_follow_from_start_prints_one_line_per_event(
     assert second.split()[1:3] == ["acked", "ok-0"] and "latency=" in second
 
 
-def test_follow_tails_and_stops_cleanly_on_sigterm(
-    ddb_local_endpoint: str, ddb_table: TableSpec
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_follow_tails_and_stops_cleanly_on_a_signal(
+    ddb_local_endpoint: str, ddb_table: TableSpec, stop: signal.Signals
 ) -> None:
     client = chains(ddb_local_endpoint, ddb_table)
     client.create("before", b"\x01" * 8)  # before the follower: not printed (LATEST)
@@ -116,7 +117,7 @@ def test_follow_tails_and_stops_cleanly_on_sigterm(
         client.stamp("after", b"\x02" * 8)
         got: list[dict[str, Any]] = [json.loads(proc.stdout.readline()) for _ in range(2)]
         assert [(e["kind"], e["tag"]) for e in got] == [("created", "after"), ("acked", "after")]
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop)
         assert proc.wait(timeout=10) == 0
         assert proc.stdout.read() == ""
         assert "Traceback" not in proc.stderr.read()
