@@ -25,6 +25,7 @@ from .stamps import Stamp, as_stamp
 
 if TYPE_CHECKING:
     from ._ackcore import EntryLike
+    from .events.trackers import EventListener
 
 #: Entry flags (the same values as ``_ackcore.ADDED`` / ``_ackcore.FAILED``).
 ADDED = 1
@@ -196,10 +197,17 @@ class _AckMethods(GenerationsConfig):
     def on(self, event: Literal["acked"], listener: AckedListener) -> AckedListener: ...
     @overload
     def on(self, event: Literal["failed"], listener: FailedListener) -> FailedListener: ...
+    @overload
+    def on(self, event: Literal["event"], listener: EventListener) -> EventListener: ...
     def on(
-        self, event: str, listener: AckedListener | FailedListener
-    ) -> AckedListener | FailedListener:
+        self, event: str, listener: AckedListener | FailedListener | EventListener
+    ) -> AckedListener | FailedListener | EventListener:
         """Call ``listener(tag)`` on ``"acked"``, ``listener(tag, reason)`` on ``"failed"``.
+
+        ``"event"``: ``listener(event)`` with the typed events of
+        :mod:`xor_ack_dynamodb.events` (``Acked``, ``Failed``, ``TimedOut``), the ones
+        the DynamoDB stream gives; it is registered as one ``acked`` and one ``failed``
+        listener, so nothing is made for events while none is registered.
 
         Listeners run after the tracker has forgotten the chain, in the order they
         were added.  If one raises, the others still run, then the exception is
@@ -207,20 +215,35 @@ class _AckMethods(GenerationsConfig):
         ``tick``); several become an ``ExceptionGroup``.  The chain is finished
         either way.
         """
+        if event == "event":
+            from .events.trackers import AckAcked, AckFailed, check_listener
+
+            fn = check_listener(listener)
+            self._acked_listeners = (*self._acked_listeners, AckAcked(fn))
+            self._failed_listeners = (*self._failed_listeners, AckFailed(fn))
+            return listener
         if registers_acked(event, listener):
             self._acked_listeners = (*self._acked_listeners, listener)  # type: ignore[arg-type]
         else:
             self._failed_listeners = (*self._failed_listeners, listener)  # type: ignore[arg-type]
         return listener
 
-    def off(self, event: Literal["acked", "failed"], listener: Callable[..., object]) -> bool:
+    def off(
+        self, event: Literal["acked", "failed", "event"], listener: Callable[..., object]
+    ) -> bool:
         """Remove one registration of ``listener``; False if it was not registered."""
+        if event == "event":
+            acked = self._off("acked", listener)
+            return self._off("failed", listener) and acked
+        if event not in ("acked", "failed"):
+            raise ValueError(f'event must be "acked", "failed" or "event", not {event!r}')
+        return self._off(event, listener)
+
+    def _off(self, event: Literal["acked", "failed"], listener: Callable[..., object]) -> bool:
         if event == "acked":
             listeners: tuple[Callable[..., object], ...] = self._acked_listeners
-        elif event == "failed":
-            listeners = self._failed_listeners
         else:
-            raise ValueError(f'event must be "acked" or "failed", not {event!r}')
+            listeners = self._failed_listeners
         for i, registered in enumerate(listeners):
             if registered == listener:
                 remaining = listeners[:i] + listeners[i + 1 :]

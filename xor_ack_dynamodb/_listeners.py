@@ -45,5 +45,5 @@ def registers_acked(event: object, listener: object) -> bool:
     if not callable(listener):
         raise TypeError(f"listener must be callable, not {listener!r}")
     if event not in ("acked", "failed"):
-        raise ValueError(f'event must be "acked" or "failed", not {event!r}')
+        raise ValueError(f'event must be "acked", "failed" or "event", not {event!r}')
     return event == "acked"

@@ -45,7 +45,7 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable, Hashable, Sequence
-from typing import Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from ._acker_messages import (
     Acked,
@@ -64,6 +64,9 @@ from ._generations import Generations, GenerationsConfig
 from ._listeners import call_all, raise_errors, registers_acked
 from .errors import TagExists, ZeroBufferNoOp
 from .memory import FailReason
+
+if TYPE_CHECKING:
+    from .events.trackers import EventListener
 
 __all__ = [
     "INT64_MAX",
@@ -173,10 +176,24 @@ class Acker(GenerationsConfig):
     def on(self, event: Literal["acked"], listener: AckedListener) -> AckedListener: ...
     @overload
     def on(self, event: Literal["failed"], listener: NackedListener) -> NackedListener: ...
+    @overload
+    def on(self, event: Literal["event"], listener: EventListener) -> EventListener: ...
     def on(
-        self, event: str, listener: AckedListener | NackedListener
-    ) -> AckedListener | NackedListener:
-        """``fn(Acked)`` when a tree completes, ``fn(Nacked)`` when it fails."""
+        self, event: str, listener: AckedListener | NackedListener | EventListener
+    ) -> AckedListener | NackedListener | EventListener:
+        """``fn(Acked)`` when a tree completes, ``fn(Nacked)`` when it fails.
+
+        ``"event"``: ``fn(event)`` with the typed events of :mod:`xor_ack_dynamodb.events`
+        (``Acked``, ``Failed``, ``TimedOut``; tag ``str(anchor_id)``), registered as one
+        ``acked`` and one ``failed`` listener.
+        """
+        if event == "event":
+            from .events.trackers import AckerAcked, AckerFailed, check_listener
+
+            fn = check_listener(listener)
+            self._acked_listeners = (*self._acked_listeners, AckerAcked(fn))
+            self._nacked_listeners = (*self._nacked_listeners, AckerFailed(fn))
+            return listener
         if registers_acked(event, listener):
             self._acked_listeners = (*self._acked_listeners, listener)  # type: ignore[arg-type]
         else:

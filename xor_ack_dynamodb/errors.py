@@ -249,3 +249,34 @@ class RegionMissing(XorAckError):
             "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), pass --region / "
             "region_name=, or set region in the AWS profile (~/.aws/config)"
         )
+
+
+class CorruptRecord(XorAckError):
+    """A DynamoDB Streams record that is not a chain's transition: not a stream record of
+    the expected shape, an image missing (the stream must be ``NEW_AND_OLD_IMAGES``), or an
+    image that is not a chain item (``item.decode`` refused it).
+
+    ``.record`` names the record (sequence number and event id); the other records of
+    the batch are decoded all the same.
+    """
+
+    def __init__(self, record: str, problem: str) -> None:
+        super().__init__(
+            f"stream {record} {problem}: it is not a transition of an xor-ack chain (check "
+            "that the stream is NEW_AND_OLD_IMAGES and the table holds only chains)"
+        )
+        self.record = record
+        self.problem = problem
+
+
+class StreamNotEnabled(XorAckError):
+    """The table has no DynamoDB stream to read events from."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"table {table} has no stream: enable one with view type NEW_AND_OLD_IMAGES "
+            "(tables made by `xor-ack table create` have it; `aws dynamodb update-table "
+            f"--table-name {table} --stream-specification "
+            "StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES` adds it)"
+        )
+        self.table = table

@@ -63,6 +63,8 @@ def test_every_verb_has_help() -> None:
         ("chain", "get"),
         ("chain", "fail"),
         ("chain", "delete"),
+        ("chain", "stats"),
+        ("events", "follow"),
     }
     assert expected <= set(verbs)
     for path in [(), *verbs]:
@@ -405,8 +407,8 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_every_verb_shows_an_example_and_the_option_rule() -> None:
-    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain")]
-    assert len(verbs) == 11
+    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain", "events")]
+    assert len(verbs) == 13
     for path in verbs:
         text = run(*path, "--help").output
         example = rf"^  Example:\n    .*xor-ack {path[0]} {path[1]}"
