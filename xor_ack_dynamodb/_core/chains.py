@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -30,6 +30,9 @@ from .effects import Call, Effect, Entry, Outcome, Sleep
 from .landing import Reply, Status, Step, Verdict
 from .reads import Reads
 from .validate import WRITE_TOKEN_BYTES, check_fits, check_reason, check_tag, check_ttl, check_wait
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
 
 
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
@@ -301,7 +304,9 @@ class SingleChain(Reads):
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
-                response = yield Call("update_item", self._fail_params(tag, reason))
+                response: UpdateItemOutputTypeDef = yield Call(
+                    "update_item", self._fail_params(tag, reason)
+                )
             except ClientError as exc:
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:
                     raise  # not its condition: refused, or unknown (fail is never re-read)
