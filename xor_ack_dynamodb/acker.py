@@ -45,8 +45,9 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
+from typing import ClassVar, TypeVar
 
+from ._ack_report import counters_of
 from ._acker_messages import (
     Acked,
     AckerMsg,
@@ -61,12 +62,9 @@ from ._acker_messages import (
     Track,
 )
 from ._generations import Generations, GenerationsConfig
-from ._listeners import call_all, raise_errors, registers_acked
+from ._listeners import Listeners, call_all, raise_errors
 from .errors import TagExists, ZeroBufferNoOp
 from .memory import FailReason
-
-if TYPE_CHECKING:
-    from .events.trackers import EventListener
 
 __all__ = [
     "INT64_MAX",
@@ -152,7 +150,7 @@ AckedListener = Callable[[Acked], object]
 NackedListener = Callable[[Nacked], object]
 
 
-class Acker(GenerationsConfig):
+class Acker(GenerationsConfig, Listeners[AckedListener, NackedListener]):
     """One acker task: tuple trees by anchor id, with timeouts and a high-water mark.
 
     Feed it messages with :meth:`handle` (or the verb methods); it reports each
@@ -162,60 +160,24 @@ class Acker(GenerationsConfig):
     (shard trees over several ackers with :func:`acker_for`).
     """
 
+    _event_adapters: ClassVar[tuple[str, str]] = ("AckerAcked", "AckerFailed")
+
     def __init__(self, *, buckets: int = 3, high_water: int | None = None) -> None:
         self._generations: Generations[int, _Tree] = Generations(buckets, high_water)
         self._trees = self._generations.entries
         self._acked_listeners: tuple[AckedListener, ...] = ()
-        self._nacked_listeners: tuple[NackedListener, ...] = ()
+        self._failed_listeners: tuple[NackedListener, ...] = ()
         self._tracked = self._acked = self._failed = self._expired = self._overflowed = 0
         self._untracked = self._orphaned = self._dropped = 0
 
     # -- listeners ----------------------------------------------------------------
-
-    @overload
-    def on(self, event: Literal["acked"], listener: AckedListener) -> AckedListener: ...
-    @overload
-    def on(self, event: Literal["failed"], listener: NackedListener) -> NackedListener: ...
-    @overload
-    def on(self, event: Literal["event"], listener: EventListener) -> EventListener: ...
-    def on(
-        self, event: str, listener: AckedListener | NackedListener | EventListener
-    ) -> AckedListener | NackedListener | EventListener:
-        """``fn(Acked)`` when a tree completes, ``fn(Nacked)`` when it fails.
-
-        ``"event"``: ``fn(event)`` with the typed events of :mod:`xor_ack_dynamodb.events`
-        (``Acked``, ``Failed``, ``TimedOut``; tag ``str(anchor_id)``), registered as one
-        ``acked`` and one ``failed`` listener.
-        """
-        if event == "event":
-            from .events.trackers import AckerAcked, AckerFailed, check_listener
-
-            fn = check_listener(listener)
-            self._acked_listeners = (*self._acked_listeners, AckerAcked(fn))
-            self._nacked_listeners = (*self._nacked_listeners, AckerFailed(fn))
-            return listener
-        if registers_acked(event, listener):
-            self._acked_listeners = (*self._acked_listeners, listener)  # type: ignore[arg-type]
-        else:
-            self._nacked_listeners = (*self._nacked_listeners, listener)  # type: ignore[arg-type]
-        return listener
 
     # -- inspection -------------------------------------------------------------------
 
     @property
     def stats(self) -> AckerStats:
         pending = len(self._trees) - self._untracked
-        return AckerStats(
-            tracked=self._tracked,
-            acked=self._acked,
-            failed=self._failed,
-            expired=self._expired,
-            overflowed=self._overflowed,
-            pending=pending,
-            untracked=self._untracked,
-            orphaned=self._orphaned,
-            dropped=self._dropped,
-        )
+        return counters_of(AckerStats, self, pending=pending)
 
     def state(self, anchor_id: int) -> Pending | None:
         """The tree ``anchor_id`` as the acker holds it, or None (never seen, or ended)."""
@@ -323,7 +285,7 @@ class Acker(GenerationsConfig):
         self._expired += len(nacks)
         errors = None
         for nack in nacks:
-            errors = call_all(self._nacked_listeners, (nack,), errors)
+            errors = call_all(self._failed_listeners, (nack,), errors)
         raise_errors(errors, "failed")
         return nacks
 
@@ -375,5 +337,5 @@ class Acker(GenerationsConfig):
         self, anchor_id: int, task_id: Hashable, source_id: Hashable, reason: FailReason
     ) -> Nacked:
         nacked = Nacked(anchor_id, task_id, source_id, reason)
-        raise_errors(call_all(self._nacked_listeners, (nacked,)), "failed")
+        raise_errors(call_all(self._failed_listeners, (nacked,)), "failed")
         return nacked

@@ -124,13 +124,16 @@ class TableSpec:
                 {"AttributeName": sort, "KeyType": "RANGE"},
             ],
             "Projection": {"ProjectionType": "KEYS_ONLY"},
+            **self.throughput(),
         }
-        if self.billing_mode == "PROVISIONED":
-            index["ProvisionedThroughput"] = {
-                "ReadCapacityUnits": self.read_capacity,
-                "WriteCapacityUnits": self.write_capacity,
-            }
         return index
+
+    def throughput(self) -> dict[str, Any]:
+        """``ProvisionedThroughput`` for a provisioned table (or index), else nothing."""
+        if self.billing_mode != "PROVISIONED":
+            return {}
+        units = {"ReadCapacityUnits": self.read_capacity, "WriteCapacityUnits": self.write_capacity}
+        return {"ProvisionedThroughput": units}
 
     def create_request(self) -> dict[str, Any]:
         """The ``CreateTable`` parameters for this table."""

@@ -18,6 +18,7 @@ from infra.event_patterns import matches
 from xor_ack_dynamodb import SyncXorAckDynamoDB, events
 from xor_ack_dynamodb.errors import StreamNotEnabled
 from xor_ack_dynamodb.events.follow import read, stream_arn, streams_client
+from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.table import TableSpec
 
 pytestmark = pytest.mark.ddblocal
@@ -134,8 +135,17 @@ def table_without_indexes(db: Any) -> TableSpec:
 
 
 @pytest.mark.slow_ttl
-def test_real_ttl_deletions_on_dynamodb_local(ddb_local_endpoint: str) -> None:
-    """THE slow test: waits (up to 90 s) for DynamoDB Local's TTL job to delete two items."""
+def test_real_ttl_deletions_on_dynamodb_local() -> None:
+    """THE slow test: waits (up to 90 s) for DynamoDB Local's TTL job to delete two items.
+
+    On a DynamoDB Local of its own: the session's server holds hundreds of tables by
+    now, and its TTL job takes minutes to reach one of them.
+    """
+    with LocalDynamoDB(backend="dynamodb-local") as server:
+        _expire_two_chains(server.endpoint_url)
+
+
+def _expire_two_chains(ddb_local_endpoint: str) -> None:
     db = client(ddb_local_endpoint)
     spec = table_without_indexes(db)
     chains = SyncXorAckDynamoDB(db, table=spec.name, tombstone_ttl=1)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import click
 
 from .. import _aws
+from .._local.server import Backend
 from ..table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
 
 if TYPE_CHECKING:
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 
 #: The root group's options that every command also takes after its name.
 CONNECTION_OPTIONS = ("endpoint_url", "region", "table", "partition_key")
+F = TypeVar("F", bound=Callable[..., Any])
 _REGION = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
@@ -51,6 +54,17 @@ class Settings:
         from ..sync import SyncXorAckDynamoDB
 
         return SyncXorAckDynamoDB(self.client(), table=self.table, partition_key=self.partition_key)
+
+
+def backend_option(name: str, help: str) -> Callable[[F], F]:
+    """The option that picks a local DynamoDB server: ``_local``'s ``Backend``, ``auto`` first."""
+    return click.option(
+        name,
+        type=click.Choice(sorted(get_args(Backend))),
+        default="auto",
+        show_default=True,
+        help=help,
+    )
 
 
 def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
