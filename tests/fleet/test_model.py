@@ -74,7 +74,7 @@ async def test_a_parent_that_dies_after_sending_reannounces_the_same_children(
     harness_factory: Any,
 ) -> None:
     async with harness_factory(token_window=4, page_size=2) as h:
-        await h.fleet.submit("job-rerun", {"width": 6, "depth": 1})
+        await h.fleet.submit("job-rerun", {"width": 12, "depth": 1})
         root = h.queue.pop()
         real_apply = h.fleet.once.apply
 
@@ -87,14 +87,18 @@ async def test_a_parent_that_dies_after_sending_reannounces_the_same_children(
         h.fleet.once.apply = real_apply  # type: ignore[method-assign]
         first = list(h.queue)
         h.queue.clear()
-        for env in first:  # the orphans run first and land before their parent
+        for env in first[:-1]:  # the orphans run first and land before their parent
             assert (await h.fleet.handle(env.to_json())).verdict is Verdict.APPLIED
         assert not (await h.fleet.ack.get("job-rerun")).acked  # type: ignore[union-attr]
+        # The parent runs again, long after: its window no longer holds the children's tokens.
         again = await h.fleet.handle(root.to_json(), receive_count=2)
-        assert again.verdict is Verdict.APPLIED and again.acked
+        assert again.verdict is Verdict.APPLIED and not again.acked
         assert [e.id for e in h.queue] == [e.id for e in first]  # the same children, again
-        for env in h.queue:  # the chain is acked: a duplicate finds it closed, applies nothing
-            assert (await h.fleet.handle(env.to_json())).verdict is not Verdict.APPLIED
+        for env in h.queue[:-1]:  # re-sent copies of children that landed: found in pages
+            assert (await h.fleet.handle(env.to_json())).verdict is Verdict.DUPLICATE
+        last = await h.fleet.handle(first[-1].to_json())
+        assert last.verdict is Verdict.APPLIED and last.acked
+        assert (await h.fleet.handle(h.queue[-1].to_json())).verdict is not Verdict.APPLIED
         assert len(h.completed) == 1
 
 

@@ -98,6 +98,13 @@ def _queue_url(ctx: click.Context, param: click.Parameter, value: str | None) ->
     show_default=True,
     help="On SIGTERM, seconds the messages in hand may take before they are released.",
 )
+@click.option(
+    "--token-window",
+    type=click.IntRange(2, 400),
+    default=64,
+    show_default=True,
+    help="Tokens each chain item keeps; every client of the fleet's chains must use the same.",
+)
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info")
 @click.pass_context
 def worker(
@@ -111,6 +118,7 @@ def worker(
     wait_time: int,
     visibility_timeout: int,
     shutdown_grace: float,
+    token_window: int,
     log_level: str,
 ) -> None:
     """Run a fleet worker: handle messages of an SQS queue until SIGTERM or SIGINT.
@@ -139,6 +147,7 @@ def worker(
             wait_time=wait_time,
             visibility_timeout=visibility_timeout,
             shutdown_grace=shutdown_grace,
+            token_window=token_window,
         )
     )
     click.echo(json.dumps({"event": "stopped", **stats}, sort_keys=True))
@@ -166,7 +175,12 @@ async def _run(
                 handler=options.pop("handler"),
                 send=SqsSender(sqs, queue_url),
                 continuation=options.pop("continuation"),
+                token_window=options.pop("token_window"),
             )
         )
         worker = Worker(fleet, sqs, queue_url, **options)
-        return dict(await worker.run(stop))
+        stats = dict(await worker.run(stop))
+        stats["dynamodb_writes"] = fleet.write_requests
+        stats["marker_writes"] = fleet.markers.writes
+        stats["dynamodb_reads"] = fleet.ack.stats.requests["GetItem"] + fleet.markers.reads
+        return stats

@@ -17,6 +17,7 @@ The handler must be deterministic in the children it returns for a payload.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -175,17 +176,25 @@ class Fleet:
         if isinstance(checked, Result):
             return await self._settled(env, checked)
         message = Message(env.payload, env.tag, env.message_id, receive_count)
-        result = self.handler(message)
-        if inspect.isawaitable(result):
-            result = await result
+        if inspect.iscoroutinefunction(self.handler):
+            result = await self.handler(message)
+        else:  # a plain function runs in a thread: it may block, the worker's loop may not
+            result = await asyncio.to_thread(self.handler, message)
+            if inspect.isawaitable(result):
+                result = await result
         payloads = list(result or ())
-        children = [env.child(i, p, checked.version) for i, p in enumerate(payloads)]
+        # A child's lower bound is its parent's, not the version read now: this run may
+        # be a re-run whose earlier run sent the same children, and they may have landed.
+        children = [env.child(i, p, env.sent) for i, p in enumerate(payloads)]
         if children:
             await self.send(children)
         value = env.stamp if not children else xor(env.stamp, *(c.stamp for c in children))
         before = self.once.conflicts
         try:
-            outcome = await self.once.apply(env, Stamp(value), checked)
+            # Read again just before the write: the chain moved while the handler ran
+            # (its siblings landed), and a write planned on that old state would be
+            # refused, costing a write unit, where a read costs a fifth of one.
+            outcome = await self.once.apply(env, Stamp(value))
         except AmbiguousWrite:
             self.telemetry.count("ambiguous_writes")
             raise

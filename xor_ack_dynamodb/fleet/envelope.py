@@ -13,8 +13,13 @@ On the wire an envelope is a JSON object::
      "parent": "<32 hex>" | null, "index": 0 | null, "sent": 12, "payload": ...}
 
 ``chain`` binds the message to one generation of the chain (a replay makes a new
-one), and ``sent`` is a lower bound of the chain's version when the message was
-sent: every write of the message lands after it (``once.py`` uses it).
+one), and ``sent`` is a lower bound of the chain's version when the first copy of
+the message was sent: every write of the message lands after it (``once.py``
+uses it).  A child inherits its parent's ``sent``, not the version its parent
+read: a parent may be a re-run whose earlier run sent the same children, and
+those may have landed long before (a test injecting such re-runs caught it).
+So fleet messages carry ``sent=1`` unless a sender knows better, and a far
+duplicate check reads the chain's pages, each once per process (they never change).
 """
 
 from __future__ import annotations
