@@ -13,8 +13,10 @@ from __future__ import annotations
 from .app import FLEET_TOKEN_WINDOW, Fleet, Handled, Message
 from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
+from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .once import Verdict
-from .sqs import SqsSender
+from .sqs import SqsSender, sqs_client
+from .worker import Worker, install_signal_handlers
 
 __all__ = [
     "FLEET_TOKEN_WINDOW",
@@ -24,9 +26,16 @@ __all__ = [
     "Handled",
     "Message",
     "QueueContinuation",
+    "SqsBatchHandler",
     "SqsSender",
+    "StreamCompletionHandler",
+    "SweepHandler",
     "Verdict",
+    "Worker",
     "child_id",
+    "from_environment",
+    "install_signal_handlers",
     "root_id",
+    "sqs_client",
     "stamp_of",
 ]

@@ -112,6 +112,10 @@ class SqsBatchHandler:
             return None
         return await fleet.handle(record["body"], _receive_count(record))
 
+    def close(self) -> None:
+        """Close the fleet and the event loop this handler keeps."""
+        self.environment.close()
+
     def record_handler(self, record: Any) -> Handled | None:
         """One record, raising on failure: powertools' ``record_handler``."""
         raw = _raw(record)
