@@ -95,6 +95,17 @@ def test_idle_timeout_alone_is_the_first_deadline_and_is_kept() -> None:
     assert values(call)[":dl"] == {"N": "930.0"} and values(call)[":idle"] == {"N": "30.0"}
 
 
+def test_timeout_is_the_first_deadline_and_idle_timeout_each_later_one() -> None:
+    core, clock = chains(900.0)
+    (create,) = drive(
+        core.create(TAG, ROOT, timeout=600, idle_timeout=30), [("update_item", ok)]
+    ).calls
+    assert values(create)[":dl"] == {"N": "1500.0"} and values(create)[":idle"] == {"N": "30.0"}
+    clock.now = 1000.0
+    ran = drive(stamp(core), [("update_item", ok)])  # cached: one write
+    assert values(ran.calls[0])[":dl"] == {"N": "1030.0"}
+
+
 def test_a_ttl_not_longer_than_the_first_deadline_is_refused_before_any_send() -> None:
     core, _ = chains()
     with pytest.raises(InvalidTTL, match="longer than the first deadline"):
