@@ -236,6 +236,17 @@ def test_a_chain_touched_in_time_is_not_timed_out() -> None:
     assert ran.result is None
 
 
+def test_a_stamp_on_an_old_cached_deadline_goes_on_when_another_client_touched_it() -> None:
+    core, clock = chains(900.0)
+    drive(core.get(TAG), [("get_item", got(item(ROOT, deadline=1000)))])  # cached
+    clock.now = 1100.0  # overdue by the cached state; another client touched it meanwhile
+    touched = item(ROOT, version=2, deadline=1200)
+    ran = drive(stamp(core), [("update_item", condition_failed(touched)), ("update_item", ok)])
+    assert not isinstance(ran.result[0], Exception)
+    assert values(ran.calls[1])[":old"] == {"N": "2"}  # the stamp, on the touched state
+    assert ":r" in values(ran.calls[0])  # the first write was the (refused) timeout
+
+
 def test_fail_after_the_deadline_fails_with_reason_timeout() -> None:
     core, _ = chains(1100.0)
     with pytest.raises(ChainTimeout):

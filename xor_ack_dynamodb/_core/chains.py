@@ -172,7 +172,8 @@ class SingleChain(Deadlines):
             if status is Status.OVERDUE:  # too late: the chain fails ("timeout"), once
                 assert state is not None
                 try:
-                    yield from self._refuse_late("stamp", tag, state)
+                    state = yield from self._refuse_late("stamp", tag, state)
+                    continue  # it was not overdue after all: go on with it as it is now
                 except ChainTimeout as late:
                     for i in pending:
                         outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
@@ -311,7 +312,8 @@ class SingleChain(Deadlines):
             step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
             if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
                 assert state is not None
-                yield from self._refuse_late("fail", tag, state)
+                state = yield from self._refuse_late("fail", tag, state)
+                continue
             if step is Step.REFUSE:
                 raise D.refusal(kind, tag, state)
             if step is Step.DONE:  # already closed: acked stays acked, failed stays failed

@@ -169,7 +169,7 @@ class Chains(SingleChain):
                 if state is not None and entry.token is not None and entry.token in state.tokens:
                     outcomes[tag] = state.stamp  # landed before: apply nothing
                 elif state is not None and status is Status.OVERDUE:
-                    outcomes[tag] = yield from self._late(tag, state)
+                    outcomes[tag] = yield from self._late(tag, entry, state)
                 elif state is None or status is not Status.LIVE:
                     outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
                 elif len(entry.stamp) != len(state.stamp):
@@ -237,13 +237,20 @@ class Chains(SingleChain):
                 break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
 
-    def _late(self, tag: str, state: ChainState) -> Generator[Effect, Any, Outcome]:
-        """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error."""
+    def _late(self, tag: str, entry: Entry, state: ChainState) -> Generator[Effect, Any, Outcome]:
+        """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error.
+
+        A chain found not overdue after all (an old cached state) is stamped alone.
+        """
         try:
-            yield from self._refuse_late("stamp", tag, state)
+            current = yield from self._refuse_late("stamp", tag, state)
         except (ChainTimeout, StaleLocalData, ClientError, BotoCoreError) as late:
             return late
-        raise AssertionError("_refuse_late returns only by raising")
+        try:
+            (outcome,) = yield from self.stamp_batch(tag, [entry], current)
+        except CorruptItem as damaged:
+            return damaged
+        return outcome
 
     def _judge_resent(
         self,
