@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
 
@@ -89,6 +90,8 @@ class ClientBase(Generic[ClientT]):
     server that checks statement conditions: DynamoDB or DynamoDB Local, not moto).
     ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
     once before the next ones wait (at most one request's time) to go together.
+    ``clock``: the wall clock (epoch seconds) every ``:now`` of a write comes from:
+    deadlines, TTL, timestamps (DynamoDB conditions have no clock of their own).
 
     The injected client gets event handlers (``_attempts.watch``) that note which
     of botocore's sends of a request may have landed (one key added to
@@ -112,6 +115,7 @@ class ClientBase(Generic[ClientT]):
         coalesce: bool = True,
         batch_writes: bool = False,
         write_slots: int = DEFAULT_WRITE_SLOTS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if write_slots < 1:
             raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
@@ -126,6 +130,7 @@ class ClientBase(Generic[ClientT]):
             token_window=token_window,
             tombstone_ttl=tombstone_ttl,
             cache_size=cache_size,
+            clock=clock,
         )
         self._coalesce = coalesce
         self._batcher = Batcher(self._core.stats, write_slots) if batch_writes else None
@@ -137,12 +142,17 @@ class ClientBase(Generic[ClientT]):
     # -- the *_many calls' inputs and results, before and after their I/O -------
 
     def _creates(
-        self, stamps: Mapping[str, bytes], ttl: float | None, concurrency: int
+        self,
+        stamps: Mapping[str, bytes],
+        ttl: float | None,
+        concurrency: int,
+        timeout: float | None,
+        idle_timeout: float | None,
     ) -> tuple[dict[str, Stamp], Callable[[dict[str, Any]], Op]]:
         """``create_many``'s validated stamps, and the transaction each piece of them runs."""
         check_concurrency(concurrency)
-        values = create_entries(stamps, ttl, self._core.token_window)
-        return values, lambda piece: self._core.create_transact(piece, ttl)
+        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
+        return values, lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout)
 
     @staticmethod
     def _created(values: Mapping[str, Stamp], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:

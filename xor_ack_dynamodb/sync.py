@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase, Connection, connection
 from ._coalescing import Merge, Merging
+from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
 from ._ops import (
     Entry,
@@ -159,9 +160,17 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
 
     # -- the API -------------------------------------------------------------
 
-    def create(self, tag: str, stamp: bytes, *, ttl: float | None = None) -> Stamp:
-        """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists."""
-        result: Stamp = self._run(self._core.create(tag, stamp, ttl))
+    def create(
+        self,
+        tag: str,
+        stamp: bytes,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Stamp:
+        """Start a chain for ``tag``; see ``XorAckDynamoDB.create`` (deadlines included)."""
+        result: Stamp = self._run(self._core.create(tag, stamp, ttl, timeout, idle_timeout))
         return result
 
     def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
@@ -200,10 +209,16 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return [merged[tag] for tag in items]
 
     def create_many(
-        self, stamps: Mapping[str, bytes], *, ttl: float | None = None, concurrency: int = 4
+        self,
+        stamps: Mapping[str, bytes],
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        concurrency: int = 4,
     ) -> dict[str, Stamp]:
         """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
-        values, op = self._creates(stamps, ttl, concurrency)
+        values, op = self._creates(stamps, ttl, concurrency, timeout, idle_timeout)
         return self._created(values, self._chunks(op, values, concurrency))
 
     def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
@@ -260,3 +275,32 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
         result: ChainState = self._run(self._core.wait(tag, timeout, poll_interval))
         return result
+
+    def touch(self, tag: str, *, timeout: float | None = None) -> ChainState:
+        """Extend a live chain's deadline; see ``XorAckDynamoDB.touch``."""
+        result: ChainState = self._run(self._core.touch(tag, timeout))
+        return result
+
+    def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:
+        """Fail every overdue chain once; see ``XorAckDynamoDB.sweep``."""
+        result: list[ChainState] = self._run(self._core.sweep(page_size))
+        return result
+
+    def list_chains(
+        self,
+        status: ListStatus = "open",
+        *,
+        limit: int | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> Iterator[ChainState]:
+        """The "open", "overdue" or "failed" chains; see ``XorAckDynamoDB.list_chains``.
+
+        The arguments are checked at the call, before anything is sent.
+        """
+        listing = Listing(self._core, check_listing(status, limit, page_size), limit, page_size)
+        return self._pages(listing)
+
+    def _pages(self, listing: Listing) -> Iterator[ChainState]:
+        while (page := listing.next_page()) is not None:
+            states: list[ChainState] = self._run(page)
+            yield from states

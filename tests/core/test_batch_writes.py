@@ -55,10 +55,15 @@ def _state(version: int = 3) -> ChainState:
     return ChainState("file-1", new_stamp(), b"c" * 16, version, (b"t" * 8,), 1.0, 2.0)
 
 
+@pytest.mark.parametrize("idle", [False, True])
 @pytest.mark.parametrize("acked", [False, True])
-def test_a_stamp_write_becomes_the_same_conditional_update_statement(acked: bool) -> None:
+def test_a_stamp_write_becomes_the_same_conditional_update_statement(
+    acked: bool, idle: bool
+) -> None:
     core = Chains(table="my.table-1")
     state = _state()
+    if idle:  # a deadline (so the statement carries its condition) that each stamp moves
+        state = replace(state, deadline=11.0, idle_timeout=30.0)
     new_state = Stamp(bytes(16)) if acked else new_stamp()
     update, _ = core._stamp_update("file-1", state, new_state, (b"t" * 8, b"u" * 8), 10.0)
     params = update.request()
@@ -70,16 +75,22 @@ def test_a_stamp_write_becomes_the_same_conditional_update_statement(acked: bool
     set_values = [values[v] for v in (":s", ":v", ":t", ":now")]
     if acked:
         sets += ['SET "acked_at" = ?', 'SET "expires_at" = ?']
+        sets += ['REMOVE "open_shard"', 'REMOVE "due_at"', 'REMOVE "deadline"']
         set_values += [values[":now"], values[":exp"]]
+    elif idle:
+        sets += ['SET "deadline" = ?', 'SET "due_at" = ?']
+        set_values += [{"N": "40.0"}, {"N": "40.0"}]
+    late = ' AND "deadline" > ?' if idle else ""
     assert statement["Statement"] == (
         f'UPDATE "my.table-1" {" ".join(sets)} '
-        f'WHERE "tagID" = ? AND "{names["#v"]}" = ? AND "{names["#c"]}" = ?'
+        f'WHERE "tagID" = ? AND "{names["#v"]}" = ? AND "{names["#c"]}" = ?{late}'
     )
     assert statement["Parameters"] == [
         *set_values,
         {"S": "file-1"},
         {"N": str(state.version)},
         {"B": state.chain_id},
+        *([values[":now"]] if idle else []),
     ]
     assert statement["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
 

@@ -26,10 +26,17 @@ from ..errors import (
 from ..item import ChainState
 from ..stamps import Stamp, as_stamp
 from . import landing as D
+from .deadlines import Deadlines
 from .effects import Call, Effect, Entry, Outcome, Sleep
 from .landing import Reply, Status, Step, Verdict
-from .reads import Reads
-from .validate import WRITE_TOKEN_BYTES, check_fits, check_reason, check_tag, check_ttl, check_wait
+from .validate import (
+    WRITE_TOKEN_BYTES,
+    check_deadline,
+    check_fits,
+    check_reason,
+    check_tag,
+    check_wait,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
@@ -66,16 +73,26 @@ def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Sta
     return seen, seen[-1] if seen else state, len(seen)
 
 
-class SingleChain(Reads):
+class SingleChain(Deadlines):
     """The operations of one table's core on one chain at a time."""
 
     def create(
-        self, tag: str, stamp: bytes, ttl: float | None = None
+        self,
+        tag: str,
+        stamp: bytes,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> Generator[Effect, Any, Stamp]:
-        """Start a chain: a conditional write that only a free tag lets through."""
+        """Start a chain: a conditional write that only a free tag lets through.
+
+        ``timeout``: the chain's first deadline, from now; ``idle_timeout``: each
+        landed stamp moves the deadline to now + this (and is the first deadline
+        when ``timeout`` is not given).  Checked with ``ttl`` before any I/O.
+        """
         check_tag(tag)
         value = as_stamp(stamp)
-        ttl = check_ttl(ttl)
+        ttl, timeout, idle_timeout = check_deadline(ttl, timeout, idle_timeout)
         check_fits(tag, value, self.token_window)
         attempt = 0
         while True:
@@ -83,7 +100,9 @@ class SingleChain(Reads):
             now = self._now()
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
-            params = self._create_params(tag, value, ttl, now, token, chain_id)
+            params = self._create_params(
+                tag, value, ttl, now, token, chain_id, timeout=timeout, idle_timeout=idle_timeout
+            )
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
@@ -102,7 +121,7 @@ class SingleChain(Reads):
                     return value  # our own create, re-sent after a lost response
                 if step is Step.REFUSE:
                     raise  # the reply's error: not landed, and not a failed condition
-                step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current))]
+                step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current, self.clock()))]
                 if step is Step.REFUSE or attempt >= 3:
                     # A live chain holds the tag; or, at the third write, the tag keeps
                     # being completed, failed or expired between condition and read.
@@ -156,7 +175,19 @@ class SingleChain(Reads):
                 pending = [i for i in pending if outcomes[i] is None]
                 if not pending:
                     break
-            status = D.status_of(state)
+            status = D.status_of(state, self.clock())
+            if status is Status.OVERDUE:  # too late: the chain fails ("timeout"), once
+                assert state is not None
+                try:
+                    state = yield from self._refuse_late("stamp", tag, state)
+                    continue  # it was not overdue after all: go on with it as it is now
+                except ChainTimeout as late:
+                    for i in pending:
+                        outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
+                except (ClientError, BotoCoreError, StaleLocalData) as unsent:
+                    for i in pending:  # the timeout write failed: the stamps did not land
+                        outcomes[i] = _copy_error(unsent, unsent)
+                break
             if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
                 _, kind = D.NOT_LANDED_STEP[("stamp", status)]
                 for i in pending:
@@ -250,6 +281,9 @@ class SingleChain(Reads):
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
+            if refused and D.status_of(current, self.clock()) is Status.OVERDUE:
+                pending, state = batch + later, current  # refused for being late: no race
+                continue
             if D.STAMP_AGAIN[(remembered, refused and current is not None)] is Step.REPLAN:
                 # The remembered state was old, not raced: plan again on the item now.
                 remembered = False
@@ -290,7 +324,11 @@ class SingleChain(Reads):
         state = yield from self._read(tag)
         attempt = 0
         while True:
-            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state))]
+            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
+            if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
+                assert state is not None
+                state = yield from self._refuse_late("fail", tag, state)
+                continue
             if step is Step.REFUSE:
                 raise D.refusal(kind, tag, state)
             if step is Step.DONE:  # already closed: acked stays acked, failed stays failed

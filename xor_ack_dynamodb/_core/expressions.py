@@ -245,3 +245,28 @@ class Delete:
             if names.values:
                 params["ExpressionAttributeValues"] = names.values
         return params
+
+
+@dataclass(frozen=True)
+class Query:
+    """One page of a ``Query`` on an index: its key condition as terms (ANDed)."""
+
+    table: str
+    index: str
+    key: tuple[Term, ...]
+    limit: int
+    start: dict[str, AttributeValue] | None = None
+
+    def request(self, partition_key: str) -> dict[str, Any]:
+        names = _Names(partition_key)
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": self.index,
+            "KeyConditionExpression": names.condition(self.key),
+            "ExpressionAttributeNames": names.names,
+            "ExpressionAttributeValues": names.values,
+            "Limit": self.limit,
+        }
+        if self.start is not None:
+            params["ExclusiveStartKey"] = self.start
+        return params
