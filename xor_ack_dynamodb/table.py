@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
@@ -191,6 +191,11 @@ class TableInfo:
     ttl_attribute: str | None
     deletion_protection: bool
     sse_status: str | None
+    #: The stream's view type, None when the table has no stream enabled.
+    stream_view: str | None = None
+    stream_arn: str | None = None
+    #: Global secondary indexes: name -> status (ACTIVE, CREATING, ...).
+    indexes: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -223,6 +228,7 @@ def describe_table(client: Any, name: str) -> TableInfo:
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
     throughput = table.get("ProvisionedThroughput") or {}
     billing = (table.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
+    stream = table.get("StreamSpecification") or {}
     return TableInfo(
         name=table["TableName"],
         arn=table.get("TableArn", ""),
@@ -238,6 +244,12 @@ def describe_table(client: Any, name: str) -> TableInfo:
         ttl_attribute=ttl.get("AttributeName"),
         deletion_protection=_flag(table.get("DeletionProtectionEnabled", False)),
         sse_status=(table.get("SSEDescription") or {}).get("Status"),
+        stream_view=str(stream["StreamViewType"]) if stream.get("StreamEnabled") else None,
+        stream_arn=table.get("LatestStreamArn") if stream.get("StreamEnabled") else None,
+        indexes={
+            str(index["IndexName"]): str(index.get("IndexStatus", ""))
+            for index in table.get("GlobalSecondaryIndexes") or []
+        },
     )
 
 

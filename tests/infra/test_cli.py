@@ -55,6 +55,7 @@ def test_every_verb_has_help() -> None:
         ("table", "create"),
         ("table", "describe"),
         ("table", "delete"),
+        ("table", "upgrade"),
         ("local", "start"),
         ("local", "stop"),
         ("local", "status"),
@@ -121,7 +122,8 @@ def test_table_create_describe_delete(endpoint: str) -> None:
     created = run(*base, "table", "create")
     assert created.exit_code == 0, created.output
     assert created.output == (
-        f"table {name} created: key tagID (S), TTL on {TTL_ATTRIBUTE}, PAY_PER_REQUEST\n"
+        f"table {name} created: key tagID (S), TTL on {TTL_ATTRIBUTE}, PAY_PER_REQUEST, "
+        "stream NEW_AND_OLD_IMAGES, indexes xor_ack_open, xor_ack_failed\n"
     )
     again = run(*base, "table", "create")
     assert again.exit_code == 0 and "already exists, checked" in again.output
@@ -406,7 +408,7 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_every_verb_shows_an_example_and_the_option_rule() -> None:
     verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain")]
-    assert len(verbs) == 11
+    assert len(verbs) == 12
     for path in verbs:
         text = run(*path, "--help").output
         example = rf"^  Example:\n    .*xor-ack {path[0]} {path[1]}"
