@@ -27,7 +27,6 @@ DynamoDB and DynamoDB Local check the conditions.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -35,6 +34,7 @@ from typing import Any, Generic, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._attempts import earlier_send_may_have_landed, mark_sent_before, may_have_landed
+from ._core.expressions import Update
 from ._ops import Call, ClientStats, Effect
 
 logger = logging.getLogger(__name__)
@@ -43,10 +43,6 @@ logger = logging.getLogger(__name__)
 MAX_BATCH_STATEMENTS = 25
 #: Stamp writes of one client in flight on their own before the next ones wait and batch.
 DEFAULT_WRITE_SLOTS = 2
-
-_ASSIGN = re.compile(r"(#\w+) = (:\w+)")
-_SET = re.compile(r"SET (#\w+ = :\w+(?:, #\w+ = :\w+)*)")
-_CONDITION = re.compile(r"#\w+ = :\w+(?: AND #\w+ = :\w+)*")
 
 #: A statement's error code (BatchStatementError) -> the code its UpdateItem would have got.
 _SINGLE_CODE = {
@@ -74,64 +70,9 @@ _UNSUPPORTED = {
 }
 
 
-def _quote(identifier: str) -> str | None:
-    """``"name"``; None for a name PartiQL could not take quoted as it is."""
-    if not identifier or '"' in identifier:
-        return None
-    return f'"{identifier}"'
-
-
-def _resolve(
-    pairs: list[tuple[str, str]], names: dict[str, str], values: dict[str, Any]
-) -> list[tuple[str, Any]] | None:
-    """``(#name, :value)`` placeholders as (quoted attribute, value); None if one cannot be."""
-    resolved: list[tuple[str, Any]] = []
-    for name, value in pairs:
-        quoted = _quote(names.get(name, ""))
-        if quoted is None or value not in values:
-            return None
-        resolved.append((quoted, values[value]))
-    return resolved
-
-
-def to_statement(params: dict[str, Any]) -> dict[str, Any] | None:
-    """The PartiQL statement of a conditional ``UpdateItem``, or None if it has no such form.
-
-    Only the shape of a stamp write translates: ``SET #a = :x, ...`` (no REMOVE,
-    no arithmetic) under a condition ``#v = :y AND ...``; the item is named by its
-    full key.  Anything else stays an ``UpdateItem``.
-    """
-    update = _SET.fullmatch(params.get("UpdateExpression", ""))
-    condition = params.get("ConditionExpression", "")
-    if update is None or not _CONDITION.fullmatch(condition):
-        return None
-    names: dict[str, str] = params.get("ExpressionAttributeNames", {})
-    values: dict[str, Any] = params.get("ExpressionAttributeValues", {})
-    key: dict[str, Any] = params["Key"]
-    table = _quote(params.get("TableName", ""))
-    sets = _resolve(_ASSIGN.findall(update.group(1)), names, values)
-    where = _resolve([(k, k) for k in key], {k: k for k in key}, key)
-    conditions = _resolve(_ASSIGN.findall(condition), names, values)
-    if table is None or sets is None or where is None or conditions is None:
-        return None
-    where += conditions
-    statement: dict[str, Any] = {
-        "Statement": f"UPDATE {table} "
-        + " ".join(f"SET {attribute} = ?" for attribute, _ in sets)
-        + " WHERE "
-        + " AND ".join(f"{attribute} = ?" for attribute, _ in where),
-        "Parameters": [value for _, value in sets + where],
-    }
-    if "ReturnValuesOnConditionCheckFailure" in params:
-        statement["ReturnValuesOnConditionCheckFailure"] = params[
-            "ReturnValuesOnConditionCheckFailure"
-        ]
-    return statement
-
-
-def item_key(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+def item_key(update: Update) -> tuple[tuple[str, str], ...]:
     """The item a write is for (two writes of one item never share a batch)."""
-    return tuple(sorted((name, repr(value)) for name, value in params["Key"].items()))
+    return tuple(sorted((name, repr(value)) for name, value in update.key.items()))
 
 
 @dataclass(frozen=True)
@@ -293,11 +234,15 @@ class Batcher:
     def __post_init__(self) -> None:
         self.plan = BatchPlan(slots=self.slots)
 
-    def prepare(self, params: dict[str, Any], waiter: Any) -> Write | None:
-        """The write to offer to the plan, or None: send it as an UpdateItem, unplanned."""
+    def prepare(self, params: dict[str, Any], update: Update, waiter: Any) -> Write | None:
+        """The write to offer to the plan, or None: send it as an UpdateItem, unplanned.
+
+        ``params`` is ``update.request()``; the statement is rendered from the same
+        structured write (``Update.statement``), never parsed back from ``params``.
+        """
         if not self.enabled:
             return None
-        statement = to_statement(params)
+        statement = update.statement()
         return None if statement is None else Write(params, statement, waiter)
 
     def _stop(self, why: str) -> None:

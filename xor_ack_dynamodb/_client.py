@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ._attempts import watch
@@ -26,6 +28,8 @@ class ClientBase:
     server that checks statement conditions: DynamoDB or DynamoDB Local, not moto).
     ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
     once before the next ones wait (at most one request's time) to go together.
+    ``clock``: the wall clock (epoch seconds) every ``:now`` of a write comes from:
+    deadlines, TTL, timestamps (DynamoDB conditions have no clock of their own).
 
     The injected client gets event handlers (``_attempts.watch``) that note which
     of botocore's sends of a request may have landed (one key added to
@@ -49,6 +53,7 @@ class ClientBase:
         coalesce: bool = True,
         batch_writes: bool = False,
         write_slots: int = DEFAULT_WRITE_SLOTS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if write_slots < 1:
             raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
@@ -63,6 +68,7 @@ class ClientBase:
             token_window=token_window,
             tombstone_ttl=tombstone_ttl,
             cache_size=cache_size,
+            clock=clock,
         )
         self._coalesce = coalesce
         self._batcher = Batcher(self._core.stats, write_slots) if batch_writes else None

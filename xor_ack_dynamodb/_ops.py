@@ -10,9 +10,11 @@ a response or an error means and when to retry is decided in ``_core``, once:
 
 - ``_core/effects.py``   Call, Sleep, Entry, outcomes, ClientStats
 - ``_core/validate.py``  input checks, DynamoDB's limits, cutting ``*_many`` into requests
+- ``_core/expressions.py``  a write as a structured value, rendered to expressions once
 - ``_core/requests.py``  the configuration and every request's parameters (Requests)
 - ``_core/landing.py``   landed / not landed / unknown, and the next step: the tables
 - ``_core/reads.py``     the cache, reads, settling a failed write (Reads)
+- ``_core/deadlines.py`` the timeout write (once), touch, sweep, list_chains (Deadlines)
 - ``_core/chains.py``    create, stamp, fail, delete, wait on one chain (SingleChain)
 - ``_core/many.py``      transactions over many chains; ``Chains``, the whole core
 

@@ -19,6 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase
 from ._coalescing import Merge, Merging
+from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
+from ._core.expressions import Update
 from ._ops import (
     Entry,
     Op,
@@ -91,8 +93,8 @@ class XorAckDynamoDB(ClientBase):
                     effect = op.send(None)
                     continue
                 try:
-                    if effect.batch and self._batcher is not None:
-                        response = await self._write(effect.params)
+                    if effect.batch is not None and self._batcher is not None:
+                        response = await self._write(effect.params, effect.batch)
                     else:
                         response = await getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
@@ -102,14 +104,14 @@ class XorAckDynamoDB(ClientBase):
         except StopIteration as stop:
             return stop.value
 
-    async def _write(self, params: dict[str, Any]) -> Any:
+    async def _write(self, params: dict[str, Any], update: Update) -> Any:
         """A stamp write, sent alone at once or, while the slots are taken, in a batch."""
         assert self._batcher is not None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        write = self._batcher.prepare(params, future)
+        write = self._batcher.prepare(params, update, future)
         if write is None:
             return await self._client.update_item(**params)
-        for writes in self._batcher.plan.offer(item_key(params), write):
+        for writes in self._batcher.plan.offer(item_key(update), write):
             if len(writes) == 1 and writes[0] is write:
                 await self._flush(writes)  # a free slot: this task sends its own write
             else:
@@ -178,12 +180,25 @@ class XorAckDynamoDB(ClientBase):
 
     # -- the API -------------------------------------------------------------
 
-    async def create(self, tag: str, stamp: bytes, *, ttl: float | None = None) -> Stamp:
+    async def create(
+        self,
+        tag: str,
+        stamp: bytes,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Stamp:
         """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists.
 
-        ``ttl`` (seconds) makes an abandoned chain expire: it then counts as absent.
+        ``timeout`` (seconds): the chain must ack by now + ``timeout``, or its next
+        write (or a :meth:`sweep`) fails it with reason "timeout" and that writer gets
+        ``ChainTimeout``.  ``idle_timeout``: each landed stamp moves the deadline to
+        now + ``idle_timeout`` in the same write (also the first deadline without a
+        ``timeout``).  ``ttl`` (seconds) is garbage collection only: an abandoned chain
+        expires and counts as absent; it must be longer than the first deadline.
         """
-        result: Stamp = await self._run(self._core.create(tag, stamp, ttl))
+        result: Stamp = await self._run(self._core.create(tag, stamp, ttl, timeout, idle_timeout))
         return result
 
     async def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
@@ -230,7 +245,13 @@ class XorAckDynamoDB(ClientBase):
         return [merged[tag] for tag in items]
 
     async def create_many(
-        self, stamps: Mapping[str, bytes], *, ttl: float | None = None, concurrency: int = 4
+        self,
+        stamps: Mapping[str, bytes],
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        concurrency: int = 4,
     ) -> dict[str, Stamp]:
         """Start many chains (``{tag: stamp}``), up to 100 per transaction.
 
@@ -242,9 +263,11 @@ class XorAckDynamoDB(ClientBase):
         """
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl, self._core.token_window)
+        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
         outcomes = await self._chunks(
-            lambda piece: self._core.create_transact(piece, ttl), values, concurrency
+            lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout),
+            values,
+            concurrency,
         )
         return collect_many(values, outcomes, CreateManyFailed)
 
@@ -310,3 +333,45 @@ class XorAckDynamoDB(ClientBase):
         """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
         result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
         return result
+
+    async def touch(self, tag: str, *, timeout: float | None = None) -> ChainState:
+        """Move a live chain's deadline to now + its ``idle_timeout`` (Storm's ``resetTimeout``).
+
+        ``timeout`` moves it to now + ``timeout`` instead (needed for a chain created
+        with a fixed ``timeout`` only: ``InvalidTimeout`` otherwise, nothing written).
+        A touch only extends: a later deadline, or a chain without one, is returned as
+        it is.  Past the deadline: the chain is failed ("timeout") and ``ChainTimeout``
+        raised.  One conditional write (a read first if the chain is not cached).
+        """
+        result: ChainState = await self._run(self._core.touch(tag, timeout))
+        return result
+
+    async def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:
+        """Fail every overdue chain with reason "timeout"; the tombstones this sweep made.
+
+        Safe with any number of sweepers at once (each chain is failed by one
+        conditional write); one Query per index shard and page (keys only), a
+        consistent BatchGetItem per page, one write per overdue chain.
+        """
+        result: list[ChainState] = await self._run(self._core.sweep(page_size))
+        return result
+
+    async def list_chains(
+        self,
+        status: ListStatus = "open",
+        *,
+        limit: int | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> AsyncIterator[ChainState]:
+        """The chains that are "open" (live), "overdue" (live past the deadline) or "failed".
+
+        An async iterator, one index page in memory at a time: the sparse index of
+        each shard is queried (keys only), then the items are read consistently and
+        only those still in that status are yielded (at most ``limit``).  Order: by
+        shard, then by deadline ("open", "overdue") or failure time ("failed").
+        """
+        listing = Listing(self._core, check_listing(status, limit, page_size), limit, page_size)
+        while (page := listing.next_page()) is not None:
+            states: list[ChainState] = await self._run(page)
+            for state in states:
+                yield state

@@ -62,7 +62,11 @@ class InvalidTag(XorAckError):
 
 
 class InvalidTTL(XorAckError, ValueError):
-    """A ``ttl`` is not a finite number of seconds above zero (and at most 100 years).
+    """A ``ttl`` is not a finite number of seconds above zero (and at most 100 years), or
+    not longer than the chain's first deadline (``timeout``, else ``idle_timeout``).
+
+    TTL is garbage collection only: an item must outlive its deadline, so a ``ttl``
+    that would end first is refused rather than silently lengthened.
 
     Also a ``ValueError``, which is what earlier versions raised for a ``ttl`` <= 0.
     """
@@ -124,11 +128,26 @@ class AmbiguousWrite(_TagError):
 
 
 class ChainTimeout(_TagError):
-    """``wait()`` gave up before the chain was acked."""
+    """The chain did not ack in time.
 
-    def __init__(self, tag: str, seconds: float) -> None:
-        super().__init__(tag, f'"{tag}" was not acked within {seconds:g} s')
+    Raised by ``wait()`` when it gives up (``.seconds``: how long it waited; the chain
+    is unchanged), and by ``stamp``, ``touch``, ``fail`` and the ``*_many`` forms when
+    the write met the chain live past its deadline (``.deadline``, epoch seconds): the
+    write was refused by its own condition and the chain was failed with reason
+    ``"timeout"`` (by this call or by a sweep or another late call: once).
+    """
+
+    def __init__(self, tag: str, seconds: float | None = None, *, deadline: float | None = None):
+        if deadline is not None:
+            message = (
+                f'"{tag}" missed its deadline ({deadline:.3f}) and was failed with reason'
+                ' "timeout"; nothing of this call was written: replay its input under a new chain'
+            )
+        else:
+            message = f'"{tag}" was not acked within {seconds or 0:g} s'
+        super().__init__(tag, message)
         self.seconds = seconds
+        self.deadline = deadline
 
 
 class ChainFailed(_TagError):
@@ -144,6 +163,19 @@ class InvalidWait(XorAckError, ValueError):
     or a ``poll_interval`` that is not a finite number above 0.
 
     A NaN timeout would otherwise poll forever.  Also a ``ValueError``.
+    """
+
+
+class InvalidTimeout(XorAckError, ValueError):
+    """A ``timeout`` or ``idle_timeout`` is not a finite number of seconds above zero
+    and at most a year.  Also a ``ValueError``.
+    """
+
+
+class InvalidListing(XorAckError, ValueError):
+    """``list_chains`` / ``sweep`` got a ``status`` other than "open", "overdue" or
+    "failed", a ``limit`` that is not an int >= 0, or a ``page_size`` outside 1..100.
+    Also a ``ValueError``.
     """
 
 

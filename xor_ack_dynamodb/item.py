@@ -117,6 +117,10 @@ class ChainState:
     failed_at: float | None = None
     reason: str | None = None
     expires_at: float | None = None
+    #: Epoch seconds by which the chain must ack (None: no deadline); live chains only.
+    deadline: float | None = None
+    #: Seconds each landed stamp moves the deadline ahead to (None: a fixed deadline).
+    idle_timeout: float | None = None
 
     @property
     def acked(self) -> bool:
@@ -131,6 +135,11 @@ class ChainState:
     def live(self) -> bool:
         """Neither acked nor failed: stamps may still land."""
         return not self.acked and not self.failed
+
+    def overdue(self, now: float | None = None) -> bool:
+        """Live past its deadline: no write lands on it any more, a sweep fails it ("timeout")."""
+        moment = time.time() if now is None else now
+        return self.live and self.deadline is not None and self.deadline <= moment
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and self.expires_at <= (
@@ -167,6 +176,14 @@ def _number(item: dict[str, Any], name: str, tag: str) -> float | None:
     if not math.isfinite(value):
         raise CorruptItem(tag, name, f"is not a finite number ({text!r})")
     return int(value) if value.is_integer() else value
+
+
+def _positive(item: dict[str, Any], name: str, tag: str) -> float | None:
+    """An optional duration attribute: a finite number of seconds above zero."""
+    value = _number(item, name, tag)
+    if value is not None and value <= 0:
+        raise CorruptItem(tag, name, f"is not a number of seconds above 0 ({value!r})")
+    return value
 
 
 def _version(item: dict[str, Any], tag: str) -> int:
@@ -216,4 +233,6 @@ def decode(item: dict[str, Any], partition_key: str, tag: str | None = None) -> 
         failed_at=_number(item, FAILED_AT, tag),
         reason=_value(item, REASON, "S", tag, required=False),
         expires_at=_number(item, EXPIRES_AT, tag),
+        deadline=_number(item, DEADLINE, tag),
+        idle_timeout=_positive(item, IDLE_TIMEOUT, tag),
     )

@@ -22,6 +22,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._batches import Write, item_key
 from ._client import ClientBase
 from ._coalescing import Merge, Merging
+from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
+from ._core.expressions import Update
 from ._ops import (
     Entry,
     Op,
@@ -84,8 +86,8 @@ class SyncXorAckDynamoDB(ClientBase):
                         effect = op.send(None)
                     continue
                 try:
-                    if effect.batch and self._batcher is not None:
-                        response = self._write(effect.params)
+                    if effect.batch is not None and self._batcher is not None:
+                        response = self._write(effect.params, effect.batch)
                     else:
                         response = getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
@@ -97,7 +99,7 @@ class SyncXorAckDynamoDB(ClientBase):
         except StopIteration as stop:
             return stop.value
 
-    def _write(self, params: dict[str, Any]) -> Any:
+    def _write(self, params: dict[str, Any], update: Update) -> Any:
         """A stamp write, sent alone at once or, while the slots are taken, in a batch.
 
         Whoever makes a batch ready hands it to the thread of the batch's first
@@ -106,11 +108,11 @@ class SyncXorAckDynamoDB(ClientBase):
         """
         assert self._batcher is not None
         inbox: SimpleQueue[tuple[str, Any]] = SimpleQueue()
-        write = self._batcher.prepare(params, inbox)
+        write = self._batcher.prepare(params, update, inbox)
         if write is None:
             return self._client.update_item(**params)
         with self._queue_lock:
-            ready = self._batcher.plan.offer(item_key(params), write)
+            ready = self._batcher.plan.offer(item_key(update), write)
         for writes in ready:
             writes[0].waiter.put(("lead", writes))
         while True:
@@ -165,9 +167,17 @@ class SyncXorAckDynamoDB(ClientBase):
 
     # -- the API -------------------------------------------------------------
 
-    def create(self, tag: str, stamp: bytes, *, ttl: float | None = None) -> Stamp:
-        """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists."""
-        result: Stamp = self._run(self._core.create(tag, stamp, ttl))
+    def create(
+        self,
+        tag: str,
+        stamp: bytes,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Stamp:
+        """Start a chain for ``tag``; see ``XorAckDynamoDB.create`` (deadlines included)."""
+        result: Stamp = self._run(self._core.create(tag, stamp, ttl, timeout, idle_timeout))
         return result
 
     def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
@@ -212,14 +222,22 @@ class SyncXorAckDynamoDB(ClientBase):
         return [merged[tag] for tag in items]
 
     def create_many(
-        self, stamps: Mapping[str, bytes], *, ttl: float | None = None, concurrency: int = 4
+        self,
+        stamps: Mapping[str, bytes],
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        concurrency: int = 4,
     ) -> dict[str, Stamp]:
         """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl, self._core.token_window)
+        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
         outcomes = self._chunks(
-            lambda piece: self._core.create_transact(piece, ttl), values, concurrency
+            lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout),
+            values,
+            concurrency,
         )
         return collect_many(values, outcomes, CreateManyFailed)
 
@@ -278,3 +296,32 @@ class SyncXorAckDynamoDB(ClientBase):
         """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
         result: ChainState = self._run(self._core.wait(tag, timeout, poll_interval))
         return result
+
+    def touch(self, tag: str, *, timeout: float | None = None) -> ChainState:
+        """Extend a live chain's deadline; see ``XorAckDynamoDB.touch``."""
+        result: ChainState = self._run(self._core.touch(tag, timeout))
+        return result
+
+    def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:
+        """Fail every overdue chain once; see ``XorAckDynamoDB.sweep``."""
+        result: list[ChainState] = self._run(self._core.sweep(page_size))
+        return result
+
+    def list_chains(
+        self,
+        status: ListStatus = "open",
+        *,
+        limit: int | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> Iterator[ChainState]:
+        """The "open", "overdue" or "failed" chains; see ``XorAckDynamoDB.list_chains``.
+
+        The arguments are checked at the call, before anything is sent.
+        """
+        listing = Listing(self._core, check_listing(status, limit, page_size), limit, page_size)
+        return self._pages(listing)
+
+    def _pages(self, listing: Listing) -> Iterator[ChainState]:
+        while (page := listing.next_page()) is not None:
+            states: list[ChainState] = self._run(page)
+            yield from states

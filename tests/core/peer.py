@@ -75,6 +75,9 @@ def item(
     tag: str = TAG,
     acked: bool = False,
     reason: str | None = None,
+    deadline: float | None = None,
+    idle_timeout: float | None = None,
+    expires_at: float | None = None,
 ) -> dict[str, Any]:
     """A chain's item, as DynamoDB returns it."""
     raw: dict[str, Any] = {
@@ -91,6 +94,13 @@ def item(
     if reason is not None:
         raw["failed_at"] = {"N": "2"}
         raw["reason"] = {"S": reason}
+    for name, value in (
+        ("deadline", deadline),
+        ("idle_timeout", idle_timeout),
+        ("expires_at", expires_at),
+    ):
+        if value is not None:
+            raw[name] = {"N": str(value)}
     return raw
 
 

@@ -31,9 +31,11 @@ from xor_ack_dynamodb.errors import (
     CorruptItem,
     CreateManyFailed,
     GetManyFailed,
+    InvalidListing,
     InvalidReason,
     InvalidStamp,
     InvalidTag,
+    InvalidTimeout,
     InvalidToken,
     InvalidTTL,
     InvalidWait,
@@ -102,6 +104,8 @@ DAMAGES: dict[str, tuple[str, dict[str, Any]]] = {
     "created_at a string": ("created_at", damaged(created_at={"S": "yesterday"})),
     "expires_at a string": ("expires_at", damaged(expires_at={"S": "never"})),
     "reason a number": ("reason", damaged(reason={"N": "1"})),
+    "deadline a string": ("deadline", damaged(deadline={"S": "soon"})),
+    "idle_timeout 0": ("idle_timeout", damaged(idle_timeout={"N": "0"})),
 }
 
 
@@ -245,6 +249,36 @@ CASES: list[Case] = [
     Case("ttl over 100 years", lambda a: a.create("new", S, ttl=1e300), InvalidTTL),
     Case("create_many ttl inf", lambda a: a.create_many({"new": S}, ttl=math.inf), InvalidTTL),
     Case("create_many ttl nan", lambda a: a.create_many({"new": S}, ttl=math.nan), InvalidTTL),
+    # -- deadlines: timeout, idle_timeout (and a ttl that would end first)
+    Case("timeout nan", lambda a: a.create("new", S, timeout=math.nan), InvalidTimeout),
+    Case("timeout 0", lambda a: a.create("new", S, timeout=0), InvalidTimeout),
+    Case("timeout negative", lambda a: a.create("new", S, timeout=-1), InvalidTimeout),
+    Case("timeout a bool", lambda a: a.create("new", S, timeout=True), InvalidTimeout),
+    Case("timeout over a year", lambda a: a.create("new", S, timeout=4e7), InvalidTimeout),
+    Case("idle_timeout inf", lambda a: a.create("new", S, idle_timeout=math.inf), InvalidTimeout),
+    Case("idle_timeout a str", lambda a: a.create("new", S, idle_timeout="9"), InvalidTimeout),
+    Case(
+        "ttl not longer than the timeout",
+        lambda a: a.create("new", S, ttl=60, timeout=60),
+        InvalidTTL,
+    ),
+    Case(
+        "create_many timeout nan",
+        lambda a: a.create_many({"new": S}, timeout=math.nan),
+        InvalidTimeout,
+    ),
+    Case(
+        "create_many ttl shorter than idle_timeout",
+        lambda a: a.create_many({"new": S}, ttl=5, idle_timeout=10),
+        InvalidTTL,
+    ),
+    Case("touch timeout 0", lambda a: a.touch("good", timeout=0), InvalidTimeout),
+    Case("touch a chain without idle_timeout", lambda a: a.touch("good"), InvalidTimeout),
+    # -- the inventory's arguments
+    Case("list_chains status unknown", lambda a: drain(a, "done"), InvalidListing),
+    Case("list_chains limit negative", lambda a: drain(a, "open", limit=-1), InvalidListing),
+    Case("list_chains page_size 101", lambda a: drain(a, "open", page_size=101), InvalidListing),
+    Case("sweep page_size 0", lambda a: a.sweep(page_size=0), InvalidListing),
     # -- wait()'s durations
     Case("wait timeout nan", lambda a: a.wait("good", timeout=math.nan), InvalidWait),
     Case("wait timeout negative", lambda a: a.wait("good", timeout=-1), InvalidWait),
@@ -265,6 +299,16 @@ CASES: list[Case] = [
     # -- items this client cannot read
     *corrupt_cases(),
 ]
+
+
+async def drain(ack: Any, *args: Any, **options: Any) -> list[Any]:
+    """``list_chains`` to its end, on either client (the sync one returns an iterator)."""
+    result = ack.list_chains(*args, **options)
+    if inspect.isawaitable(result):
+        result = await result
+    if hasattr(result, "__aiter__"):
+        return [state async for state in result]
+    return list(result)
 
 
 def snapshot(raw: Any, table: str) -> dict[str, dict[str, Any]]:

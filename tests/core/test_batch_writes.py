@@ -16,12 +16,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, new_stamp, xor
@@ -33,8 +34,8 @@ from xor_ack_dynamodb._batches import (
     Refused,
     SendAlone,
     read_batch,
-    to_statement,
 )
+from xor_ack_dynamodb._core.expressions import PLACEHOLDERS, Compare, Exists, Update, Value
 from xor_ack_dynamodb._ops import Chains, ClientStats
 from xor_ack_dynamodb.item import ChainState
 from xor_ack_dynamodb.retry import RetryPolicy
@@ -54,13 +55,19 @@ def _state(version: int = 3) -> ChainState:
     return ChainState("file-1", new_stamp(), b"c" * 16, version, (b"t" * 8,), 1.0, 2.0)
 
 
+@pytest.mark.parametrize("idle", [False, True])
 @pytest.mark.parametrize("acked", [False, True])
-def test_a_stamp_write_becomes_the_same_conditional_update_statement(acked: bool) -> None:
+def test_a_stamp_write_becomes_the_same_conditional_update_statement(
+    acked: bool, idle: bool
+) -> None:
     core = Chains(table="my.table-1")
     state = _state()
+    if idle:  # a deadline (so the statement carries its condition) that each stamp moves
+        state = replace(state, deadline=11.0, idle_timeout=30.0)
     new_state = Stamp(bytes(16)) if acked else new_stamp()
-    params, _ = core._stamp_params("file-1", state, new_state, (b"t" * 8, b"u" * 8), 10.0)
-    statement = to_statement(params)
+    update, _ = core._stamp_update("file-1", state, new_state, (b"t" * 8, b"u" * 8), 10.0)
+    params = update.request()
+    statement = update.statement()
     assert statement is not None
     names = params["ExpressionAttributeNames"]
     values = params["ExpressionAttributeValues"]
@@ -68,60 +75,95 @@ def test_a_stamp_write_becomes_the_same_conditional_update_statement(acked: bool
     set_values = [values[v] for v in (":s", ":v", ":t", ":now")]
     if acked:
         sets += ['SET "acked_at" = ?', 'SET "expires_at" = ?']
+        sets += ['REMOVE "open_shard"', 'REMOVE "due_at"', 'REMOVE "deadline"']
         set_values += [values[":now"], values[":exp"]]
+    elif idle:
+        sets += ['SET "deadline" = ?', 'SET "due_at" = ?']
+        set_values += [{"N": "40.0"}, {"N": "40.0"}]
+    late = ' AND "deadline" > ?' if idle else ""
     assert statement["Statement"] == (
         f'UPDATE "my.table-1" {" ".join(sets)} '
-        f'WHERE "tagID" = ? AND "{names["#v"]}" = ? AND "{names["#c"]}" = ?'
+        f'WHERE "tagID" = ? AND "{names["#v"]}" = ? AND "{names["#c"]}" = ?{late}'
     )
     assert statement["Parameters"] == [
         *set_values,
         {"S": "file-1"},
         {"N": str(state.version)},
         {"B": state.chain_id},
+        *([values[":now"]] if idle else []),
     ]
     assert statement["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
 
 
 def test_writes_of_another_shape_stay_update_items() -> None:
     core = Chains(table="chains")
-    create = core._create_params("f", new_stamp(), None, 1.0, b"t" * 8, b"c" * 16)
-    assert to_statement(create) is None  # REMOVE and attribute_not_exists
-    params, _ = core._stamp_params("f", _state(), new_stamp(), (b"t" * 8,), 1.0)
-    arithmetic = {**params, "UpdateExpression": "SET #v = #v + :v"}
-    assert to_statement(arithmetic) is None
-    quoted = {**params, "ExpressionAttributeNames": {**params["ExpressionAttributeNames"]}}
-    quoted["ExpressionAttributeNames"]["#s"] = 'st"amp'
-    assert to_statement(quoted) is None
-    unknown = {**params, "ConditionExpression": "#v = :missing"}
-    assert to_statement(unknown) is None
+    create = core._create_update("f", new_stamp(), None, 1.0, b"t" * 8, b"c" * 16)
+    assert create.statement() is None  # an OR of attribute_not_exists and comparisons
+    update, _ = core._stamp_update("f", _state(), new_stamp(), (b"t" * 8,), 1.0)
+    assert update.statement() is not None
+    one = Value(":one", {"N": "1"})
+    assert replace(update, increment=(("version", one),)).statement() is None
+    assert replace(update, set=(('st"amp', one),)).statement() is None
+    assert replace(update, table='my"table').statement() is None
+    assert replace(update, condition=(Exists("stamp", False),)).statement() is None
 
 
-names_ = st.from_regex(r"[a-z_][a-z0-9_.\-]{0,12}", fullmatch=True)
+def test_removals_and_comparisons_render_in_both_forms_from_one_value() -> None:
+    now = Value(":now", {"N": "5"})
+    update = Update(
+        "chains",
+        {"tagID": {"S": "k"}},
+        set=(("stamp", Value(":s", {"B": b"\x01"})), ("updated_at", now)),
+        remove=("due_at", "open_shard"),
+        condition=(
+            Compare("version", "=", Value(":old", {"N": "2"})),
+            Compare("deadline", ">", now),
+        ),
+    )
+    params = update.request()
+    assert params["UpdateExpression"] == "SET #s = :s, #u = :now REMOVE #due, #os"
+    assert params["ConditionExpression"] == "#v = :old AND #d > :now"
+    assert params["ExpressionAttributeValues"] == {
+        ":s": {"B": b"\x01"},
+        ":now": {"N": "5"},
+        ":old": {"N": "2"},
+    }
+    statement = update.statement()
+    assert statement is not None
+    assert statement["Statement"] == (
+        'UPDATE "chains" SET "stamp" = ? SET "updated_at" = ? REMOVE "due_at" REMOVE "open_shard"'
+        ' WHERE "tagID" = ? AND "version" = ? AND "deadline" > ?'
+    )
+    assert statement["Parameters"] == [
+        {"B": b"\x01"},
+        {"N": "5"},
+        {"S": "k"},
+        {"N": "2"},
+        {"N": "5"},
+    ]
+
+
+names_ = st.sampled_from(sorted(PLACEHOLDERS))
 
 
 @given(
     sets=st.lists(names_, min_size=1, max_size=6, unique=True),
     conds=st.lists(names_, min_size=1, max_size=3, unique=True),
-    key=names_,
+    key=st.from_regex(r"[a-z_][a-z0-9_.\-]{0,12}", fullmatch=True),
 )
 def test_every_value_lands_on_its_own_placeholder(
     sets: list[str], conds: list[str], key: str
 ) -> None:
-    params = {
-        "TableName": "chains",
-        "Key": {key: {"S": "k"}},
-        "UpdateExpression": "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))),
-        "ConditionExpression": " AND ".join(f"#c{i} = :c{i}" for i in range(len(conds))),
-        "ExpressionAttributeNames": {
-            **{f"#s{i}": n for i, n in enumerate(sets)},
-            **{f"#c{i}": n for i, n in enumerate(conds)},
-        },
-        "ExpressionAttributeValues": {
-            **{f":s{i}": {"N": str(i)} for i in range(len(sets))},
-            **{f":c{i}": {"N": str(100 + i)} for i in range(len(conds))},
-        },
-    }
-    statement = to_statement(params)
+    assume(key not in PLACEHOLDERS)
+    update = Update(
+        "chains",
+        {key: {"S": "k"}},
+        set=tuple((n, Value(f":s{i}", {"N": str(i)})) for i, n in enumerate(sets)),
+        condition=tuple(
+            Compare(n, "=", Value(f":c{i}", {"N": str(100 + i)})) for i, n in enumerate(conds)
+        ),
+    )
+    statement = update.statement()
     assert statement is not None
     text, values = statement["Statement"], statement["Parameters"]
     assert text.count("?") == len(values) == len(sets) + 1 + len(conds)
@@ -133,6 +175,11 @@ def test_every_value_lands_on_its_own_placeholder(
         {"S": "k"},
         *({"N": str(100 + i)} for i in range(len(conds))),
     ]
+    params = update.request()
+    names, placeholders = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
+    for i, name in enumerate(sets):
+        assert f"{PLACEHOLDERS[name]} = :s{i}" in params["UpdateExpression"]
+        assert names[PLACEHOLDERS[name]] == name and placeholders[f":s{i}"] == {"N": str(i)}
 
 
 # -- reading a batch's answer ----------------------------------------------------
@@ -259,8 +306,8 @@ def test_writes_waiting_when_batching_stopped_go_one_by_one() -> None:
     core = Chains(table="chains")
     writes = []
     for tag in ("a", "b", "c"):
-        params, _ = core._stamp_params(tag, _state(), new_stamp(), (b"t" * 8,), 1.0)
-        write = batcher.prepare(params, None)
+        update, _ = core._stamp_update(tag, _state(), new_stamp(), (b"t" * 8,), 1.0)
+        write = batcher.prepare(update.request(), update, None)
         assert write is not None
         writes.append(write)
     batcher.enabled = False  # a refusal stopped batching while these waited in the plan
@@ -268,7 +315,7 @@ def test_writes_waiting_when_batching_stopped_go_one_by_one() -> None:
     assert calls == ["update_item"] * 3
     assert results == [{"ok": 1}] * 3
     assert stats.requests["BatchExecuteStatement"] == 0 and stats.batched_writes == 0
-    assert batcher.prepare(writes[0].params, None) is None  # new writes skip the plan
+    assert batcher.prepare(update.request(), update, None) is None  # new writes skip the plan
 
 
 # -- against DynamoDB Local ------------------------------------------------------------

@@ -9,17 +9,20 @@ items and cancelled transactions.  The last tests walk every row of the tables o
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb import xor
 from xor_ack_dynamodb._core import landing as D
 from xor_ack_dynamodb._ops import Chains, Entry
 from xor_ack_dynamodb.errors import (
     AmbiguousWrite,
     ChainFailed,
+    ChainTimeout,
     CorruptItem,
     StaleLocalData,
     TagExists,
@@ -450,6 +453,18 @@ def _run_reply(op: str, error: Any, reread: bool, ran: Ran) -> Any:
         return drive(core.fail(TAG), script, ran).result
     if op == "delete":
         return drive(core.delete(TAG), [("delete_item", answer)], ran).result
+    if op == "touch":
+        soon = item(ROOT, tokens=OLD[:2], deadline=time.time() + 5)
+        script = [("get_item", got(soon)), ("update_item", answer)]
+        if reread:
+            script.append(("get_item", got(soon)))
+        return drive(core.touch(TAG, 60), script, ran).result
+    if op == "timeout":
+        answer = {"Attributes": TIMED_OUT} if error is None else error
+        script = [("update_item", answer)]
+        if reread:
+            script.append(("get_item", got(TIMED_OUT)))  # closed: nothing more to do
+        return drive(core._time_out(TAG, I.decode(OVERDUE, "tagID")), script, ran).result
     assert op == "transact"
     found = {"Responses": {"tbl": [item(ROOT, tag=tag, tokens=OLD[:2]) for tag in "ab"]}}
     script = [("batch_get_item", found), ("transact_write_items", answer)]
@@ -469,7 +484,7 @@ def test_every_reply_row(key: tuple[str, D.Reply, D.Sent]) -> None:
     error = REPLIES[(reply, sent)]()
     assert D.reply_of(error) == (reply, sent)
     _, step, kind = D.REPLY_STEP[key]
-    write = {"stamp": 1, "create": 0, "fail": 1, "delete": 0, "transact": 1}[op]
+    write = {"stamp": 1, "create": 0, "fail": 1, "delete": 0, "transact": 1, "touch": 1}.get(op, 0)
     ran = Ran()
     try:
         result = _run_reply(op, error, step is D.Step.REREAD, ran)
@@ -493,8 +508,13 @@ def test_every_reply_row(key: tuple[str, D.Reply, D.Sent]) -> None:
         assert len(ran.calls) == write + 1
 
 
+#: A live chain past its deadline (by any clock), and the tombstone its timeout leaves.
+OVERDUE = item(ROOT, version=2, deadline=1)
+TIMED_OUT = item(ROOT, version=3, reason="timeout")
+
 STATUS_ITEMS = {
     D.Status.LIVE: item(ROOT, version=2),
+    D.Status.OVERDUE: OVERDUE,
     D.Status.ABSENT: None,
     D.Status.ACKED: item(Stamp(bytes(16)), version=2, acked=True),
     D.Status.FAILED: item(ROOT, version=2, reason="timeout"),
@@ -509,11 +529,14 @@ def test_every_not_landed_row(key: tuple[str, D.Status]) -> None:
     # A lost race backs off before the item's status is looked at: with retry=None a
     # live chain is StaleLocalData at once; the others are refused after one back-off.
     core = chains(retry=None if status is D.Status.LIVE else THREE_TRIES)
+    timeout_write = ("update_item", {"Attributes": TIMED_OUT})  # the TIME_OUT step's write
     if op == "stamp":
         script: list[Any] = [("get_item", got(item(ROOT, tokens=OLD[:2])))]
         script.append(("update_item", condition_failed(raw)))
         if raw is None:
             script.append(("get_item", got(None)))  # no ALL_OLD: the core reads
+        if step is D.Step.TIME_OUT:
+            script.append(timeout_write)
         (outcome,) = drive(stamp(core, A), script).result
         expected = StaleLocalData if step is D.Step.RETRY else kind
         assert isinstance(expected, type) and isinstance(outcome, expected)
@@ -526,15 +549,42 @@ def test_every_not_landed_row(key: tuple[str, D.Status]) -> None:
         else:
             with pytest.raises(TagExists):
                 drive(core.create(TAG, ROOT), script)
+    elif op == "touch":
+        if step is D.Step.RETRY:  # its write lost a race: with retry=None, StaleLocalData
+            soon = item(ROOT, version=2, deadline=time.time() + 5)
+            script = [("get_item", got(soon)), ("update_item", condition_failed(soon))]
+            with pytest.raises(StaleLocalData):
+                drive(core.touch(TAG, 60), script)
+        else:
+            script = [("get_item", got(raw))]
+            if step is D.Step.TIME_OUT:
+                script.append(timeout_write)
+            assert isinstance(kind, type)
+            with pytest.raises(kind):
+                drive(core.touch(TAG, 60), script)
+    elif op == "timeout":
+        script = [("update_item", condition_failed(raw))]
+        if raw is None:
+            script.append(("get_item", got(None)))
+        result = drive(
+            core._time_out(TAG, I.decode(OVERDUE, "tagID")),
+            [*script, timeout_write][: len(script) + (step is D.Step.RESEND)],
+        ).result
+        assert (result is not None) is (step is D.Step.RESEND)  # a tombstone: this write's
     else:
         assert op == "fail"
         script = [("get_item", got(raw))]
+        if step is D.Step.TIME_OUT:
+            script.append(timeout_write)
         if step is D.Step.RESEND:  # a live chain: the write goes out
             closed = item(ROOT, version=3, reason="failed")
             script.append(("update_item", {"Attributes": closed}))
             assert drive(core.fail(TAG), script).result.failed
         elif step is D.Step.DONE:
             assert drive(core.fail(TAG), script).result.version == 2
+        elif step is D.Step.TIME_OUT:
+            with pytest.raises(ChainTimeout):
+                drive(core.fail(TAG), script)
         else:
             assert isinstance(kind, type)
             with pytest.raises(kind):

@@ -25,10 +25,17 @@ from ..errors import (
 from ..item import ChainState
 from ..stamps import Stamp, as_stamp
 from . import landing as D
+from .deadlines import Deadlines
 from .effects import Call, Effect, Entry, Outcome, Sleep
 from .landing import CONDITION_FAILED, Reply, Status, Step, Verdict
-from .reads import Reads
-from .validate import WRITE_TOKEN_BYTES, check_fits, check_reason, check_tag, check_ttl, check_wait
+from .validate import (
+    WRITE_TOKEN_BYTES,
+    check_deadline,
+    check_fits,
+    check_reason,
+    check_tag,
+    check_wait,
+)
 
 
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
@@ -62,16 +69,26 @@ def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Sta
     return seen, seen[-1] if seen else state, len(seen)
 
 
-class SingleChain(Reads):
+class SingleChain(Deadlines):
     """The operations of one table's core on one chain at a time."""
 
     def create(
-        self, tag: str, stamp: bytes, ttl: float | None = None
+        self,
+        tag: str,
+        stamp: bytes,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> Generator[Effect, Any, Stamp]:
-        """Start a chain: a conditional write that only a free tag lets through."""
+        """Start a chain: a conditional write that only a free tag lets through.
+
+        ``timeout``: the chain's first deadline, from now; ``idle_timeout``: each
+        landed stamp moves the deadline to now + this (and is the first deadline
+        when ``timeout`` is not given).  Checked with ``ttl`` before any I/O.
+        """
         check_tag(tag)
         value = as_stamp(stamp)
-        ttl = check_ttl(ttl)
+        ttl, timeout, idle_timeout = check_deadline(ttl, timeout, idle_timeout)
         check_fits(tag, value, self.token_window)
         attempt = 0
         while True:
@@ -79,7 +96,9 @@ class SingleChain(Reads):
             now = self._now()
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
-            params = self._create_params(tag, value, ttl, now, token, chain_id)
+            params = self._create_params(
+                tag, value, ttl, now, token, chain_id, timeout=timeout, idle_timeout=idle_timeout
+            )
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
@@ -95,7 +114,7 @@ class SingleChain(Reads):
                 if current is not None and token in current.tokens:
                     self.stats.resent_writes_recognised += 1
                     return value  # our own create, re-sent after a lost response
-                step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current))]
+                step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current, self.clock()))]
                 if step is Step.REFUSE or attempt >= 3:
                     # A live chain holds the tag; or, at the third write, the tag keeps
                     # being completed, failed or expired between condition and read.
@@ -149,7 +168,18 @@ class SingleChain(Reads):
                 pending = [i for i in pending if outcomes[i] is None]
                 if not pending:
                     break
-            status = D.status_of(state)
+            status = D.status_of(state, self.clock())
+            if status is Status.OVERDUE:  # too late: the chain fails ("timeout"), once
+                assert state is not None
+                try:
+                    yield from self._refuse_late("stamp", tag, state)
+                except ChainTimeout as late:
+                    for i in pending:
+                        outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
+                except (ClientError, BotoCoreError, StaleLocalData) as unsent:
+                    for i in pending:  # the timeout write failed: the stamps did not land
+                        outcomes[i] = _copy_error(unsent, unsent)
+                break
             if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
                 _, kind = D.NOT_LANDED_STEP[("stamp", status)]
                 for i in pending:
@@ -187,14 +217,14 @@ class SingleChain(Reads):
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
             attempt += 1
             now = self._now()
-            params, planned = self._stamp_params(tag, state, new_state, tokens, now)
+            update, planned = self._stamp_update(tag, state, new_state, tokens, now)
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             landed = True
             refused = False  # the write failed its condition (not a transaction's conflict)
             current: ChainState | None = None
             try:
-                yield Call("update_item", params, batch=True)
+                yield Call("update_item", update.request(), batch=update)
             except (ClientError, BotoCoreError) as exc:
                 failure: Exception | None = None
                 reply, sent = D.reply_of(exc)
@@ -243,6 +273,9 @@ class SingleChain(Reads):
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
+            if refused and D.status_of(current, self.clock()) is Status.OVERDUE:
+                pending, state = batch + later, current  # refused for being late: no race
+                continue
             if remembered and refused and current is not None:
                 # The remembered state was old, not raced: plan again on the item now.
                 remembered = False
@@ -275,7 +308,10 @@ class SingleChain(Reads):
         state = yield from self._read(tag)
         attempt = 0
         while True:
-            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state))]
+            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
+            if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
+                assert state is not None
+                yield from self._refuse_late("fail", tag, state)
             if step is Step.REFUSE:
                 raise D.refusal(kind, tag, state)
             if step is Step.DONE:  # already closed: acked stays acked, failed stays failed

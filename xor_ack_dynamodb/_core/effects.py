@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..errors import CorruptItem
 from ..item import ChainState
 from ..stamps import Stamp
+from .expressions import Update
 
 #: Errors of one chain that a client hands to the callers of that chain's write (its
 #: entries of a ``*_many`` call, its merged stamps) as their outcome, not to everyone.
@@ -22,13 +23,14 @@ ENTRY_ERRORS = (ClientError, BotoCoreError, CorruptItem)
 class Call:
     """Send ``op`` (a low-level DynamoDB client method name) with ``params``.
 
-    ``batch``: a stamp write, which a client with ``batch_writes`` may send in a
-    PartiQL batch with other chains' writes (``_batches``); its outcome is the same.
+    ``batch``: a stamp write, as the structured value ``params`` was rendered from,
+    which a client with ``batch_writes`` may send in a PartiQL batch with other
+    chains' writes (``_batches`` renders its statement from it); its outcome is the same.
     """
 
     op: str
     params: dict[str, Any]
-    batch: bool = False
+    batch: Update | None = None
 
 
 @dataclass(frozen=True)

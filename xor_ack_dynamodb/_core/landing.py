@@ -29,7 +29,7 @@ from typing import Literal, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .._attempts import earlier_send_may_have_landed, may_have_landed
-from ..errors import ChainFailed, TagExists, TagNotFound, TransactionItemRejected
+from ..errors import ChainFailed, ChainTimeout, TagExists, TagNotFound, TransactionItemRejected
 from ..item import ChainState
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -75,6 +75,7 @@ class Status(Enum):
 
     ABSENT = "absent or expired"
     LIVE = "live"
+    OVERDUE = "live, past its deadline"
     ACKED = "acked (tombstone)"
     FAILED = "failed (tombstone)"
 
@@ -91,12 +92,17 @@ class Step(Enum):
     RESEND = "send again"  # nothing wrong with this item: it goes with the next attempt
     REREAD = "re-read"  # the item decides: from ALL_OLD, or a consistent read
     REFUSE = "refuse"  # raise (or report) the row's error
+    #: The chain is live past its deadline: fail it with reason "timeout" (a conditional
+    #: write that only one of any number of late callers and sweepers lands), then
+    #: refuse with the row's error (``ChainTimeout``), or report the tombstone (sweep).
+    TIME_OUT = "fail it with reason timeout, once"
 
 
 #: The reply's own botocore error, raised as it is.
 REPLY_ERROR: Literal["the reply's error"] = "the reply's error"
 Refusal: TypeAlias = (
     type[TagNotFound]
+    | type[ChainTimeout]
     | type[ChainFailed]
     | type[TagExists]
     | type[TransactionItemRejected]
@@ -125,8 +131,9 @@ WRITE_VERDICT: dict[tuple[Sent, Seen], Verdict] = {
     (TWICE, Seen.OTHER_FULL): U,
 }
 
-#: The operations whose writes REPLY_STEP covers ("transact": a TransactWriteItems).
-OPERATIONS = ("stamp", "create", "fail", "delete", "transact")
+#: The operations whose writes REPLY_STEP covers ("transact": a TransactWriteItems;
+#: "touch": a later deadline; "timeout": the write that fails an overdue chain).
+OPERATIONS = ("stamp", "create", "fail", "delete", "transact", "touch", "timeout")
 
 #: What a single write's reply tells, per operation, before the item is looked at:
 #: (operation, reply, how it was sent) -> (verdict or None: the item decides, step, error).
@@ -156,6 +163,19 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     ("delete", Reply.CONDITION_FAILED, TWICE): (L, Step.DONE, None),
     ("delete", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("delete", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
+    # touch is a stamp that moves the deadline: the same rows.
+    ("touch", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
+    ("touch", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
+    ("touch", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
+    ("touch", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
+    ("touch", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
+    # timeout: its condition failed (closed, or moved since the read) or its outcome is
+    # unknown: the item read back decides (its token proves this write landed).
+    ("timeout", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
+    ("timeout", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
+    ("timeout", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
+    ("timeout", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
+    ("timeout", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
     # A transaction that failed without a cancellation: settled by reading every item.
     ("transact", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("transact", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
@@ -177,6 +197,21 @@ NOT_LANDED_STEP: dict[tuple[str, Status], tuple[Step, Refusal]] = {
     ("fail", Status.ABSENT): (Step.REFUSE, TagNotFound),
     ("fail", Status.ACKED): (Step.DONE, None),  # an acked chain stays acked: its state
     ("fail", Status.FAILED): (Step.DONE, None),
+    # A chain past its deadline takes no write but the one that fails it, once.
+    ("stamp", Status.OVERDUE): (Step.TIME_OUT, ChainTimeout),
+    ("create", Status.OVERDUE): (Step.REFUSE, TagExists),  # live until it is failed
+    ("fail", Status.OVERDUE): (Step.TIME_OUT, ChainTimeout),
+    ("touch", Status.LIVE): (Step.RETRY, None),  # a lost race
+    ("touch", Status.OVERDUE): (Step.TIME_OUT, ChainTimeout),
+    ("touch", Status.ABSENT): (Step.REFUSE, TagNotFound),
+    ("touch", Status.ACKED): (Step.REFUSE, TagNotFound),
+    ("touch", Status.FAILED): (Step.REFUSE, ChainFailed),
+    # The timeout write (a sweep's, a late caller's) met another state than it read.
+    ("timeout", Status.OVERDUE): (Step.RESEND, None),  # moved, still overdue: at most 3
+    ("timeout", Status.LIVE): (Step.DONE, None),  # not overdue any more (touched in time)
+    ("timeout", Status.ABSENT): (Step.DONE, None),  # deleted or expired: nothing to fail
+    ("timeout", Status.ACKED): (Step.DONE, None),  # acked in time: zero wins
+    ("timeout", Status.FAILED): (Step.DONE, None),  # failed by another: once
 }
 
 #: One item of a cancelled transaction, by its cancellation reason: (step, error).  The
@@ -212,6 +247,11 @@ OTHER_CANCELLATION: tuple[Step, Refusal] = (Step.REFUSE, TransactionItemRejected
 # - ``stamp`` looks at the status of the item a failed condition returned after the
 #   back-off of a lost race: with ``retry=None`` (or a spent policy) a write that met
 #   a chain closed meanwhile is StaleLocalData, not TagNotFound / ChainFailed.
+# - OVERDUE is judged by this client's clock (``status_of(state, now)``), and every
+#   write to a chain with a deadline carries ``deadline > :now`` by the same clock, so
+#   DynamoDB itself refuses a write that a stale read let through.  TIME_OUT writes
+#   once per read state (``Deadlines._time_out``: at most 3 writes, each conditioned on
+#   the version read); a late caller gets ``ChainTimeout`` whoever's write failed it.
 # - A re-sent ``delete`` whose condition failed is taken as landed: it carries no token
 #   to prove it, and the likeliest reason is that its first send removed the item.
 
@@ -273,18 +313,23 @@ def seen_of(
     return Seen.OTHER_FULL if full else Seen.OTHER_SHORT
 
 
-def status_of(state: ChainState | None) -> Status:
+def status_of(state: ChainState | None, now: float | None = None) -> Status:
+    """The chain's status; ``OVERDUE`` only when ``now`` (this client's clock) is given."""
     if state is None:
         return Status.ABSENT
     if state.acked:
         return Status.ACKED
-    return Status.FAILED if state.failed else Status.LIVE
+    if state.failed:
+        return Status.FAILED
+    return Status.OVERDUE if now is not None and state.overdue(now) else Status.LIVE
 
 
 def refusal(kind: Refusal, tag: str, state: ChainState | None) -> Exception:
     """The error a row refuses with (not ``REPLY_ERROR``: the caller raises its own)."""
     if kind is ChainFailed:
         return ChainFailed(tag, (state.reason if state else None) or "failed")
+    if kind is ChainTimeout:
+        return ChainTimeout(tag, deadline=state.deadline if state else None)
     if kind is TagExists:
         return TagExists(tag)
     if kind is TagNotFound:

@@ -15,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
+    ChainTimeout,
     CorruptItem,
     StaleLocalData,
     TagExists,
@@ -31,7 +32,7 @@ from .validate import (
     MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,
     WRITE_TOKEN_BYTES,
-    check_ttl,
+    check_deadline,
     chunked,
     create_entries,
     transaction_bytes,
@@ -164,9 +165,11 @@ class Chains(SingleChain):
             writes: list[tuple[str, bytes, dict[str, Any], ChainState]] = []
             for tag in pending:
                 entry, state = entries[tag], states.get(tag)
-                status = D.status_of(state)
+                status = D.status_of(state, self.clock())
                 if state is not None and entry.token is not None and entry.token in state.tokens:
                     outcomes[tag] = state.stamp  # landed before: apply nothing
+                elif state is not None and status is Status.OVERDUE:
+                    outcomes[tag] = yield from self._late(tag, state)
                 elif state is None or status is not Status.LIVE:
                     outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
                 elif len(entry.stamp) != len(state.stamp):
@@ -234,6 +237,14 @@ class Chains(SingleChain):
                 break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
 
+    def _late(self, tag: str, state: ChainState) -> Generator[Effect, Any, Outcome]:
+        """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error."""
+        try:
+            yield from self._refuse_late("stamp", tag, state)
+        except (ChainTimeout, StaleLocalData, ClientError, BotoCoreError) as late:
+            return late
+        raise AssertionError("_refuse_late returns only by raising")
+
     def _judge_resent(
         self,
         writes: Sequence[tuple[str, bytes, dict[str, Any], ChainState]],
@@ -263,7 +274,11 @@ class Chains(SingleChain):
                 outcomes[tag] = planned.stamp
 
     def create_transact(
-        self, stamps: Mapping[str, bytes], ttl: float | None = None
+        self,
+        stamps: Mapping[str, bytes],
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> Generator[Effect, Any, dict[str, Outcome]]:
         """Start up to 100 chains with one transaction per attempt (see :meth:`create`).
 
@@ -273,8 +288,8 @@ class Chains(SingleChain):
         """
         if len(stamps) > MAX_TRANSACTION_ITEMS:
             raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
-        values = create_entries(stamps, ttl, self.token_window)
-        ttl = check_ttl(ttl)
+        values = create_entries(stamps, ttl, self.token_window, timeout, idle_timeout)
+        ttl, timeout, idle_timeout = check_deadline(ttl, timeout, idle_timeout)
         outcomes: dict[str, Outcome] = {}
         pending = list(values)
         attempt = 0
@@ -283,7 +298,9 @@ class Chains(SingleChain):
             if len(pending) == 1:
                 (tag,) = pending
                 try:
-                    outcomes[tag] = yield from self.create(tag, values[tag], ttl)
+                    outcomes[tag] = yield from self.create(
+                        tag, values[tag], ttl, timeout, idle_timeout
+                    )
                 except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
                     outcomes[tag] = exc
                 break
@@ -293,7 +310,14 @@ class Chains(SingleChain):
             for tag in pending:
                 token = secrets.token_bytes(WRITE_TOKEN_BYTES)
                 params = self._create_params(
-                    tag, values[tag], ttl, now, token, secrets.token_bytes(8)
+                    tag,
+                    values[tag],
+                    ttl,
+                    now,
+                    token,
+                    secrets.token_bytes(8),
+                    timeout=timeout,
+                    idle_timeout=idle_timeout,
                 )
                 writes.append((tag, token, params))
             error = yield from self._transact([params for _, _, params in writes])

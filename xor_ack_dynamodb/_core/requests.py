@@ -11,6 +11,7 @@ import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from .. import item as I
@@ -18,21 +19,24 @@ from ..item import ChainState
 from ..retry import DEFAULT_RETRY, RetryPolicy
 from ..stamps import Stamp
 from .effects import ClientStats
+from .expressions import (
+    PLACEHOLDERS,
+    AnyOf,
+    AttributeValue,
+    Compare,
+    Delete,
+    Exists,
+    Not,
+    SizeAbove,
+    Term,
+    TypeIs,
+    Update,
+    Value,
+)
 from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL
 
-#: The expression placeholder of each attribute; a request names the ones it uses.
-_ATTRIBUTES = {
-    "#s": I.STAMP,
-    "#c": I.CHAIN_ID,
-    "#v": I.VERSION,
-    "#t": I.TOKENS,
-    "#ca": I.CREATED_AT,
-    "#u": I.UPDATED_AT,
-    "#a": I.ACKED_AT,
-    "#f": I.FAILED_AT,
-    "#r": I.REASON,
-    "#e": I.EXPIRES_AT,
-}
+#: The expression placeholder of each attribute of the item (rendered in ``expressions``).
+_ATTRIBUTES = {placeholder: attribute for attribute, placeholder in PLACEHOLDERS.items()}
 
 
 def _names(*placeholders: str, key: str | None = None) -> dict[str, str]:
@@ -41,6 +45,10 @@ def _names(*placeholders: str, key: str | None = None) -> dict[str, str]:
     if key is not None:
         names["#pk"] = key
     return names
+
+
+def _n(number: float | int) -> AttributeValue:
+    return {"N": str(number)}
 
 
 class Requests:
@@ -94,36 +102,77 @@ class Requests:
         return {"N": str(math.ceil(now + ttl))}
 
     def _create_params(
-        self, tag: str, value: Stamp, ttl: float | None, now: float, token: bytes, chain_id: bytes
+        self,
+        tag: str,
+        value: Stamp,
+        ttl: float | None,
+        now: float,
+        token: bytes,
+        chain_id: bytes,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> dict[str, Any]:
         """The conditional write that starts a chain (a free tag, or a closed or expired one)."""
-        names = _names(*_ATTRIBUTES, key=self.partition_key)
-        values: dict[str, Any] = {
-            ":s": {"B": bytes(value)},
-            ":c": {"B": chain_id},
-            ":v": {"N": "1"},
-            ":t": {"B": token},
-            ":now": {"N": str(now)},
-        }
-        update = "SET #s = :s, #c = :c, #v = :v, #t = :t, #ca = :now, #u = :now"
+        return self._create_update(
+            tag, value, ttl, now, token, chain_id, timeout=timeout, idle_timeout=idle_timeout
+        ).request()
+
+    def _create_update(
+        self,
+        tag: str,
+        value: Stamp,
+        ttl: float | None,
+        now: float,
+        token: bytes,
+        chain_id: bytes,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Update:
+        """:meth:`_create_params` as a structured write.
+
+        A live chain is in the open index (``open_shard``, ``due_at``: its deadline,
+        or ``NEVER_DUE``); the first deadline is ``timeout`` from now, else
+        ``idle_timeout`` (validated before: a ``ttl`` ends after it).
+        """
+        at = Value(":now", _n(now))
+        sets: list[tuple[str, Value]] = [
+            (I.STAMP, Value(":s", {"B": bytes(value)})),
+            (I.CHAIN_ID, Value(":c", {"B": chain_id})),
+            (I.VERSION, Value(":v", _n(1))),
+            (I.TOKENS, Value(":t", {"B": token})),
+            (I.CREATED_AT, at),
+            (I.UPDATED_AT, at),
+            (I.OPEN_SHARD, Value(":os", _n(I.shard_of(tag)))),
+        ]
+        remove = [I.ACKED_AT, I.FAILED_AT, I.REASON, I.FAILED_SHARD]
         if ttl is not None:
-            update += ", #e = :exp"
-            values[":exp"] = self._expiry(now, ttl)
-            update += " REMOVE #a, #f, #r"
+            sets.append((I.EXPIRES_AT, Value(":exp", self._expiry(now, ttl))))
         else:
-            update += " REMOVE #a, #f, #r, #e"
-        return {
-            "TableName": self.table,
-            "Key": self._key(tag),
-            "UpdateExpression": update,
-            "ConditionExpression": (
-                "attribute_not_exists(#pk) OR attribute_exists(#a) OR attribute_exists(#f)"
-                " OR #e <= :now"
-            ),
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+            remove.append(I.EXPIRES_AT)
+        span = timeout if timeout is not None else idle_timeout
+        if span is not None:
+            deadline = Value(":dl", _n(round(now + span, 3)))
+            sets += [(I.DEADLINE, deadline), (I.DUE_AT, deadline)]
+        else:
+            sets.append((I.DUE_AT, Value(":due", _n(I.NEVER_DUE))))
+            remove.append(I.DEADLINE)
+        if idle_timeout is not None:
+            sets.append((I.IDLE_TIMEOUT, Value(":idle", _n(idle_timeout))))
+        else:
+            remove.append(I.IDLE_TIMEOUT)
+        free = AnyOf(
+            (
+                Exists(self.partition_key, False),
+                Exists(I.ACKED_AT),
+                Exists(I.FAILED_AT),
+                Compare(I.EXPIRES_AT, "<=", at),
+            )
+        )
+        return Update(
+            self.table, self._key(tag), set=tuple(sets), remove=tuple(remove), condition=(free,)
+        )
 
     @staticmethod
     def _created_expiry(params: dict[str, Any]) -> float | None:
@@ -133,111 +182,205 @@ class Requests:
     def _created_state(
         self, tag: str, value: Stamp, params: dict[str, Any], now: float, token: bytes
     ) -> ChainState:
-        chain_id = params["ExpressionAttributeValues"][":c"]["B"]
-        expires_at = self._created_expiry(params)
-        return ChainState(tag, value, chain_id, 1, (token,), now, now, expires_at=expires_at)
+        values = params["ExpressionAttributeValues"]
+        deadline, idle = values.get(":dl"), values.get(":idle")
+        return ChainState(
+            tag,
+            value,
+            values[":c"]["B"],
+            1,
+            (token,),
+            now,
+            now,
+            expires_at=self._created_expiry(params),
+            deadline=None if deadline is None else float(deadline["N"]),
+            idle_timeout=None if idle is None else float(idle["N"]),
+        )
+
+    def _moved_deadline(
+        self, state: ChainState, deadline: float, sets: list[tuple[str, Value]]
+    ) -> float | None:
+        """SET a later ``deadline`` (and ``due_at``); the ``expires_at`` that keeps its lead.
+
+        TTL is garbage collection: an expiry moves with the deadline, by as much.
+        """
+        value = Value(":dl", _n(deadline))
+        sets += [(I.DEADLINE, value), (I.DUE_AT, value)]
+        expires_at = state.expires_at
+        if expires_at is not None and state.deadline is not None and deadline > state.deadline:
+            expires_at = float(math.ceil(expires_at + deadline - state.deadline))
+            sets.append((I.EXPIRES_AT, Value(":exp", _n(int(expires_at)))))
+        return expires_at
+
+    @staticmethod
+    def _in_time(state: ChainState, at: Value) -> tuple[Term, ...]:
+        """The condition that refuses a write after the chain's deadline (none without one)."""
+        return () if state.deadline is None else (Compare(I.DEADLINE, ">", at),)
 
     def _stamp_params(
         self, tag: str, state: ChainState, new_state: Stamp, tokens: tuple[bytes, ...], now: float
     ) -> tuple[dict[str, Any], ChainState]:
+        """:meth:`_stamp_update`'s write as ``UpdateItem`` parameters, and the state it leads to."""
+        update, after = self._stamp_update(tag, state, new_state, tokens, now)
+        return update.request(), after
+
+    def _stamp_update(
+        self, tag: str, state: ChainState, new_state: Stamp, tokens: tuple[bytes, ...], now: float
+    ) -> tuple[Update, ChainState]:
         """The conditional write of one stamp (or merged stamps), and the state it leads to."""
-        names = _names("#s", "#v", "#t", "#u", "#c")
-        values: dict[str, Any] = {
-            ":s": {"B": bytes(new_state)},
-            ":v": {"N": str(state.version + 1)},
-            ":old": {"N": str(state.version)},
-            ":c": {"B": state.chain_id},
-            ":t": {"B": b"".join(tokens)},
-            ":now": {"N": str(now)},
-        }
-        update = "SET #s = :s, #v = :v, #t = :t, #u = :now"
-        acked_at = expires_at = None
+        at = Value(":now", _n(now))
+        sets: list[tuple[str, Value]] = [
+            (I.STAMP, Value(":s", {"B": bytes(new_state)})),
+            (I.VERSION, Value(":v", _n(state.version + 1))),
+            (I.TOKENS, Value(":t", {"B": b"".join(tokens)})),
+            (I.UPDATED_AT, at),
+        ]
+        acked_at = None
+        expires_at, deadline = state.expires_at, state.deadline
+        remove: tuple[str, ...] = ()
         if new_state.acked:
-            names.update(_names("#a", "#e"))
-            values[":exp"] = self._expiry(now, self.tombstone_ttl)
-            update += ", #a = :now, #e = :exp"
-            acked_at, expires_at = now, float(values[":exp"]["N"])
-        params = {
-            "TableName": self.table,
-            "Key": self._key(tag),
-            "UpdateExpression": update,
-            "ConditionExpression": "#v = :old AND #c = :c",
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        after = ChainState(
-            tag,
-            new_state,
-            state.chain_id,
-            state.version + 1,
-            tokens,
-            state.created_at,
-            now,
+            expiry = Value(":exp", self._expiry(now, self.tombstone_ttl))
+            sets += [(I.ACKED_AT, at), (I.EXPIRES_AT, expiry)]
+            acked_at, expires_at, deadline = now, float(expiry.value["N"]), None
+            remove = (I.OPEN_SHARD, I.DUE_AT, I.DEADLINE)  # out of the open index
+        elif state.idle_timeout is not None:  # progress: the deadline moves, in this write
+            deadline = round(now + state.idle_timeout, 3)
+            expires_at = self._moved_deadline(state, deadline, sets)
+        condition: tuple[Term, ...] = (
+            Compare(I.VERSION, "=", Value(":old", _n(state.version))),
+            Compare(I.CHAIN_ID, "=", Value(":c", {"B": state.chain_id})),
+            *self._in_time(state, at),
+        )
+        update = Update(
+            self.table, self._key(tag), set=tuple(sets), remove=remove, condition=condition
+        )
+        after = replace(
+            state,
+            stamp=new_state,
+            version=state.version + 1,
+            tokens=tokens,
+            updated_at=now,
             acked_at=acked_at,
             expires_at=expires_at,
+            deadline=deadline,
         )
-        return params, after
+        return update, after
 
-    #: The types fail()'s write requires of the attributes it keeps: (placeholder,
+    def _touch_update(
+        self, tag: str, state: ChainState, deadline: float, tokens: tuple[bytes, ...], now: float
+    ) -> tuple[Update, ChainState]:
+        """The write of ``touch``: a later deadline, conditioned as a stamp (in time, unchanged)."""
+        at = Value(":now", _n(now))
+        sets: list[tuple[str, Value]] = [
+            (I.VERSION, Value(":v", _n(state.version + 1))),
+            (I.TOKENS, Value(":t", {"B": b"".join(tokens)})),
+            (I.UPDATED_AT, at),
+        ]
+        expires_at = self._moved_deadline(state, deadline, sets)
+        condition = (
+            Compare(I.VERSION, "=", Value(":old", _n(state.version))),
+            Compare(I.CHAIN_ID, "=", Value(":c", {"B": state.chain_id})),
+            *self._in_time(state, at),
+        )
+        update = Update(self.table, self._key(tag), set=tuple(sets), condition=condition)
+        after = replace(
+            state,
+            version=state.version + 1,
+            tokens=tokens,
+            updated_at=now,
+            expires_at=expires_at,
+            deadline=deadline,
+        )
+        return update, after
+
+    def _timeout_update(
+        self, tag: str, state: ChainState, tokens: tuple[bytes, ...], now: float
+    ) -> Update:
+        """Fail an overdue chain with reason "timeout": only the state read, still overdue.
+
+        Conditioned on the chain and version read (so it was live then, and nothing
+        landed since) and on its deadline having passed by this client's clock: of
+        any number of late callers and sweepers, one write lands.
+        """
+        at = Value(":now", _n(now))
+        return Update(
+            self.table,
+            self._key(tag),
+            set=(
+                (I.FAILED_AT, at),
+                (I.REASON, Value(":r", {"S": "timeout"})),
+                (I.EXPIRES_AT, Value(":exp", self._expiry(now, self.tombstone_ttl))),
+                (I.UPDATED_AT, at),
+                (I.VERSION, Value(":v", _n(state.version + 1))),
+                (I.TOKENS, Value(":t", {"B": b"".join(tokens)})),
+                (I.FAILED_SHARD, Value(":fs", _n(I.shard_of(tag)))),
+            ),
+            remove=(I.OPEN_SHARD, I.DUE_AT, I.DEADLINE),
+            condition=(
+                Compare(I.VERSION, "=", Value(":old", _n(state.version))),
+                Compare(I.CHAIN_ID, "=", Value(":c", {"B": state.chain_id})),
+                Compare(I.DEADLINE, "<=", at),
+                AnyOf((Exists(I.EXPIRES_AT, False), Compare(I.EXPIRES_AT, ">", at))),
+            ),
+            return_values="ALL_NEW",
+        )
+
+    #: The types fail()'s write requires of the attributes it keeps: (attribute,
     #: type, required).  What ``item.decode`` checks of types, as a condition.
     _FAIL_TYPES = (
-        ("#s", "B", True),
-        ("#v", "N", True),
-        ("#c", "B", False),
-        ("#t", "B", False),
-        ("#ca", "N", False),
-        ("#u", "N", False),
-        ("#r", "S", False),
+        (I.STAMP, "B", True),
+        (I.VERSION, "N", True),
+        (I.CHAIN_ID, "B", False),
+        (I.TOKENS, "B", False),
+        (I.CREATED_AT, "N", False),
+        (I.UPDATED_AT, "N", False),
+        (I.REASON, "S", False),
     )
 
     def _fail_params(self, tag: str, reason: str) -> dict[str, Any]:
         """The write that closes a live chain as failed, refused by a closed or damaged item."""
-        now = self._now()
-        types = [
-            f"attribute_type({p}, :type{kind})"
-            if required
-            else f"(attribute_not_exists({p}) OR attribute_type({p}, :type{kind}))"
-            for p, kind, required in self._FAIL_TYPES
+        at = self._now()
+        now = Value(":now", _n(at))
+        kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
+        types: list[Term] = [
+            TypeIs(a, kinds[k]) if required else AnyOf((Exists(a, False), TypeIs(a, kinds[k])))
+            for a, k, required in self._FAIL_TYPES
         ]
-        return {
-            "TableName": self.table,
-            "Key": self._key(tag),
-            "UpdateExpression": "SET #f = :now, #r = :r, #e = :exp, #u = :now, #v = #v + :one",
-            "ConditionExpression": (
-                "attribute_exists(#pk) AND attribute_not_exists(#a) AND attribute_not_exists(#f)"
-                " AND (attribute_not_exists(#e) OR #e > :now) AND size(#s) > :zero AND "
-                + " AND ".join(types)
+        return Update(
+            self.table,
+            self._key(tag),
+            set=(
+                (I.FAILED_AT, now),
+                (I.REASON, Value(":r", {"S": reason})),
+                (I.EXPIRES_AT, Value(":exp", self._expiry(at, self.tombstone_ttl))),
+                (I.UPDATED_AT, now),
+                (I.FAILED_SHARD, Value(":fs", _n(I.shard_of(tag)))),
             ),
-            "ExpressionAttributeNames": _names(
-                "#s", "#c", "#t", "#ca", "#f", "#r", "#e", "#u", "#v", "#a", key=self.partition_key
+            increment=((I.VERSION, Value(":one", _n(1))),),
+            remove=(I.OPEN_SHARD, I.DUE_AT, I.DEADLINE),  # from the open to the failed index
+            condition=(
+                Exists(self.partition_key),
+                Exists(I.ACKED_AT, False),
+                Exists(I.FAILED_AT, False),
+                AnyOf((Exists(I.EXPIRES_AT, False), Compare(I.EXPIRES_AT, ">", now))),
+                AnyOf((Exists(I.DEADLINE, False), Compare(I.DEADLINE, ">", now))),
+                SizeAbove(I.STAMP, Value(":zero", _n(0))),
+                *types,
             ),
-            "ExpressionAttributeValues": {
-                ":now": {"N": str(now)},
-                ":r": {"S": reason},
-                ":one": {"N": "1"},
-                ":zero": {"N": "0"},
-                ":exp": self._expiry(now, self.tombstone_ttl),
-                **{f":type{kind}": {"S": kind} for kind in ("B", "N", "S")},
-            },
-            "ReturnValues": "ALL_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+            return_values="ALL_NEW",
+        ).request()
 
     def _delete_params(self, tag: str) -> dict[str, Any]:
         """The write that removes a chain's item, live or tombstone (not an expired one)."""
-        return {
-            "TableName": self.table,
-            "Key": self._key(tag),
-            # An expires_at that is not a number (a damaged item) does not hide the item:
-            # delete() is how a CorruptItem is removed.
-            "ConditionExpression": (
-                "attribute_exists(#pk) AND (attribute_not_exists(#e)"
-                " OR NOT attribute_type(#e, :typeN) OR #e > :now)"
-            ),
-            "ExpressionAttributeNames": _names("#e", key=self.partition_key),
-            "ExpressionAttributeValues": {
-                ":now": {"N": str(self._now())},
-                ":typeN": {"S": "N"},
-            },
-        }
+        # An expires_at that is not a number (a damaged item) does not hide the item:
+        # delete() is how a CorruptItem is removed.
+        not_expired = AnyOf(
+            (
+                Exists(I.EXPIRES_AT, False),
+                Not(TypeIs(I.EXPIRES_AT, Value(":typeN", {"S": "N"}))),
+                Compare(I.EXPIRES_AT, ">", Value(":now", _n(self._now()))),
+            )
+        )
+        return Delete(
+            self.table, self._key(tag), condition=(Exists(self.partition_key), not_expired)
+        ).request()

@@ -16,6 +16,7 @@ from ..errors import (
     InvalidReason,
     InvalidStamp,
     InvalidTag,
+    InvalidTimeout,
     InvalidToken,
     InvalidTTL,
     InvalidWait,
@@ -37,6 +38,8 @@ MAX_UNPROCESSED_ROUNDS = 8
 MAX_TAG_BYTES = 2048  # DynamoDB's limit for a partition key value
 MAX_TOKEN_BYTES = 16
 MAX_TTL = 100 * 365 * 86_400.0  # 100 years: far beyond any chain, and a valid DynamoDB number
+#: The longest ``timeout`` / ``idle_timeout``: a year (a deadline is for work, not archives).
+MAX_TIMEOUT = 366 * 86_400.0
 WRITE_TOKEN_BYTES = 8
 DEFAULT_TOKEN_WINDOW = 32
 DEFAULT_TOMBSTONE_TTL = 86_400.0
@@ -95,6 +98,43 @@ def check_ttl(ttl: object) -> float | None:
             f"ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not {ttl!r}"
         )
     return float(ttl)
+
+
+def check_timeout(name: str, value: object) -> float | None:
+    """Validate a ``timeout`` / ``idle_timeout``: None, or seconds in (0, MAX_TIMEOUT]."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_TIMEOUT
+    ):
+        raise InvalidTimeout(
+            f"{name} must be a number of seconds above 0 and at most {MAX_TIMEOUT:.0f}"
+            f" (a year), not {value!r}"
+        )
+    return float(value)
+
+
+def check_deadline(
+    ttl: object, timeout: object, idle_timeout: object
+) -> tuple[float | None, float | None, float | None]:
+    """Validate ``create``'s ``ttl``, ``timeout`` and ``idle_timeout`` together.
+
+    The first deadline is ``timeout`` (else ``idle_timeout``) from now; a ``ttl``
+    must end after it (TTL is garbage collection, never the deadline).
+    """
+    checked_ttl = check_ttl(ttl)
+    first = check_timeout("timeout", timeout)
+    idle = check_timeout("idle_timeout", idle_timeout)
+    span = first if first is not None else idle
+    if checked_ttl is not None and span is not None and checked_ttl <= span:
+        raise InvalidTTL(
+            f"ttl ({checked_ttl:g} s) must be longer than the first deadline ({span:g} s):"
+            " TTL only collects garbage after the deadline; pass a longer ttl, or none"
+        )
+    return checked_ttl, first, idle
 
 
 def check_wait(timeout: object, poll_interval: object) -> None:
@@ -158,10 +198,14 @@ def many_entries(stamps: Mapping[str, bytes], tokens: object) -> dict[str, Entry
 
 
 def create_entries(
-    stamps: Mapping[str, bytes], ttl: object, token_window: int = DEFAULT_TOKEN_WINDOW
+    stamps: Mapping[str, bytes],
+    ttl: object,
+    token_window: int = DEFAULT_TOKEN_WINDOW,
+    timeout: object = None,
+    idle_timeout: object = None,
 ) -> dict[str, Stamp]:
     """Validate every input of ``create_many`` before anything is sent."""
-    check_ttl(ttl)
+    check_deadline(ttl, timeout, idle_timeout)
     values = {check_tag(tag): as_stamp(value) for tag, value in _check_mapping(stamps).items()}
     for tag, value in values.items():
         check_fits(tag, value, token_window)

@@ -1,0 +1,319 @@
+"""Deadlines, sweeps and the inventory on moto and DynamoDB Local, both clients.
+
+Every client here runs on an injected clock (``clock=``): DynamoDB conditions
+have no "now" of their own, every ``:now`` is the client's, so moving the clock
+is moving time for the table, and no test sleeps.  The races (a late stamp vs a
+sweeper vs ``fail()``, many sweepers at once, an ack in time vs sweepers whose
+clocks are past the deadline) run on DynamoDB Local only: moto's server was
+seen letting two concurrent conditional writes on one item both pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from typing import Any
+
+import boto3
+import pytest
+
+from xor_ack_dynamodb import ChainState, new_stamp, xor
+from xor_ack_dynamodb import item as I
+from xor_ack_dynamodb.errors import ChainFailed, ChainTimeout, XorAckError
+from xor_ack_dynamodb.table import TableSpec
+
+from .facade import open_client
+
+T0 = 1_800_000_000.0
+
+
+class Clock:
+    """A settable clock, shared by the clients of one test."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def listed(ack: Any, status: str, **options: Any) -> list[ChainState]:
+    """``list_chains`` on either client (the sync one returns a plain iterator)."""
+    result = ack.list_chains(status, **options)
+    if hasattr(result, "__aiter__"):
+        return [state async for state in result]
+    return list(await result)
+
+
+def index_tags(raw: Any, table: str, index: str, shard_key: str) -> set[str]:
+    """What an index holds, every shard: to see that it is sparse."""
+    tags: set[str] = set()
+    for shard in range(I.INVENTORY_SHARDS):
+        pages = raw.get_paginator("query").paginate(
+            TableName=table,
+            IndexName=index,
+            KeyConditionExpression="#k = :s",
+            ExpressionAttributeNames={"#k": shard_key},
+            ExpressionAttributeValues={":s": {"N": str(shard)}},
+        )
+        tags |= {item["tagID"]["S"] for page in pages for item in page["Items"]}
+    return tags
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def ack(kind: str, backend: tuple[str, TableSpec], clock: Clock) -> AsyncIterator[Any]:
+    endpoint, spec = backend
+    async with open_client(kind, endpoint, spec.name, clock=clock) as client:
+        yield client
+
+
+@pytest.fixture
+def raw(backend: tuple[str, TableSpec]) -> Any:
+    return boto3.client("dynamodb", endpoint_url=backend[0], region_name="us-east-1")
+
+
+def get_raw(raw: Any, table: str, tag: str) -> dict[str, Any]:
+    item: dict[str, Any] = raw.get_item(
+        TableName=table, Key={"tagID": {"S": tag}}, ConsistentRead=True
+    )["Item"]
+    return item
+
+
+# -- behaviour, on both backends and both clients ---------------------------------------
+
+
+async def test_a_late_stamp_is_refused_and_the_chain_failed_once(
+    ack: Any, clock: Clock, raw: Any, backend: tuple[str, TableSpec]
+) -> None:
+    table = backend[1].name
+    root, child = new_stamp(), new_stamp()
+    await ack.create("late", root, timeout=60)
+    await ack.stamp("late", xor(root, child))
+    assert float(get_raw(raw, table, "late")["due_at"]["N"]) == T0 + 60
+    clock.now = T0 + 61
+    with pytest.raises(ChainTimeout) as caught:
+        await ack.stamp("late", child)  # would have acked: too late
+    assert caught.value.tag == "late" and caught.value.deadline == T0 + 60
+    state = await ack.get("late")
+    assert state.failed and state.reason == "timeout" and not state.acked
+    item = get_raw(raw, table, "late")
+    assert int(item["failed_shard"]["N"]) == I.shard_of("late")
+    assert not {"open_shard", "due_at", "deadline"} & set(item)
+    assert state.version == 3  # create, stamp, the timeout: nothing else landed
+    with pytest.raises(ChainFailed):  # already failed: nothing more is written
+        await ack.stamp("late", child)
+    with pytest.raises(ChainFailed):
+        await ack.touch("late", timeout=10)
+    assert (await ack.get("late")).version == 3
+
+
+async def test_idle_timeout_under_steady_progress_never_fires(ack: Any, clock: Clock) -> None:
+    root = new_stamp()
+    await ack.create("busy", root, idle_timeout=10, ttl=30)
+    last = root
+    for i in range(20):  # 20 stamps 9 s apart: 180 s, far past the first deadline
+        clock.now += 9
+        child = new_stamp()
+        await ack.stamp("busy", xor(last, child))
+        last = child
+        if i % 5 == 4:
+            assert await ack.sweep() == []
+    chain = await ack.get("busy")
+    assert chain.live and chain.deadline == pytest.approx(clock.now + 10)
+    assert chain.expires_at is not None and chain.expires_at > chain.deadline  # TTL moved along
+    clock.now += 9
+    assert (await ack.stamp("busy", last)).acked
+    clock.now += 100
+    assert await ack.sweep() == []
+    assert (await ack.get("busy")).acked
+
+
+async def test_touch_extends_the_deadline(ack: Any, clock: Clock) -> None:
+    root = new_stamp()
+    await ack.create("slow", root, timeout=10)
+    clock.now += 5
+    touched = await ack.touch("slow", timeout=30)
+    assert touched.deadline == T0 + 35
+    clock.now = T0 + 20
+    child = new_stamp()
+    await ack.stamp("slow", xor(root, child))  # in time thanks to the touch
+    clock.now = T0 + 36
+    with pytest.raises(ChainTimeout):
+        await ack.touch("slow", timeout=30)  # too late even to touch
+    assert (await ack.get("slow")).reason == "timeout"
+
+
+async def test_fail_after_the_deadline_is_a_timeout(ack: Any, clock: Clock) -> None:
+    await ack.create("f", new_stamp(), timeout=5)
+    clock.now += 6
+    with pytest.raises(ChainTimeout):
+        await ack.fail("f", "my reason")
+    assert (await ack.get("f")).reason == "timeout"
+
+
+async def test_the_index_lists_exactly_the_open_overdue_and_failed_chains(
+    ack: Any, clock: Clock, raw: Any, backend: tuple[str, TableSpec]
+) -> None:
+    table = backend[1].name
+    root = new_stamp()
+    await ack.create("no-deadline", new_stamp())
+    await ack.create_many({"soon-1": new_stamp(), "soon-2": new_stamp()}, timeout=10)
+    await ack.create("later", new_stamp(), timeout=1000)
+    await ack.create("acked", root, timeout=10)
+    await ack.stamp("acked", root)
+    await ack.create("failed", new_stamp())
+    await ack.fail("failed", "by hand")
+    clock.now += 20
+    open_ = {"no-deadline", "soon-1", "soon-2", "later"}
+    assert {s.tag for s in await listed(ack, "open")} == open_
+    assert {s.tag for s in await listed(ack, "overdue")} == {"soon-1", "soon-2"}
+    assert {s.tag for s in await listed(ack, "failed")} == {"failed"}
+    # the indexes themselves are sparse: only live chains, only failed tombstones
+    assert index_tags(raw, table, I.OPEN_INDEX, I.OPEN_SHARD) == open_
+    assert index_tags(raw, table, I.FAILED_INDEX, I.FAILED_SHARD) == {"failed"}
+    swept = await ack.sweep(page_size=1)
+    assert sorted(s.tag for s in swept) == ["soon-1", "soon-2"]
+    assert all(s.reason == "timeout" and s.failed for s in swept)
+    assert await listed(ack, "overdue") == []
+    assert {s.tag for s in await listed(ack, "failed")} == {"failed", "soon-1", "soon-2"}
+    assert index_tags(raw, table, I.OPEN_INDEX, I.OPEN_SHARD) == {"no-deadline", "later"}
+    assert len(await listed(ack, "open", limit=1, page_size=1)) == 1
+    assert await ack.sweep() == []
+
+
+async def test_bad_listing_arguments_are_refused_before_anything_is_sent(ack: Any) -> None:
+    with pytest.raises(XorAckError, match="status"):
+        await listed(ack, "done")
+    with pytest.raises(XorAckError, match="page_size"):
+        await listed(ack, "open", page_size=0)
+
+
+# -- races, on DynamoDB Local ---------------------------------------------------------------
+
+
+@pytest.fixture
+async def clients(
+    local: tuple[str, TableSpec],
+) -> AsyncIterator[Any]:
+    """A factory of clients on one DynamoDB Local table, each with its own clock."""
+    endpoint, spec = local
+    async with AsyncExitStack() as stack:
+
+        async def make(kind: str, now: float) -> Any:
+            return await stack.enter_async_context(
+                open_client(kind, endpoint, spec.name, clock=Clock(now))
+            )
+
+        yield make
+
+
+async def test_n_sweepers_at_once_fail_each_chain_exactly_once(clients: Any) -> None:
+    maker = await clients("async", T0)
+    tags = [f"job-{i:02d}" for i in range(30)]
+    await maker.create_many({tag: new_stamp() for tag in tags}, timeout=10)
+    sweepers = [await clients(kind, T0 + 11) for kind in ("async", "sync") * 3]
+    results = await asyncio.gather(*(sweeper.sweep(page_size=7) for sweeper in sweepers))
+    reported = [state.tag for result in results for state in result]
+    assert sorted(reported) == tags  # each chain reported by exactly one sweeper
+    states = await maker.get_many(tags)
+    assert all(s is not None and s.reason == "timeout" and s.version == 2 for s in states.values())
+
+
+async def test_a_late_stamp_a_sweeper_and_fail_race_and_the_chain_fails_once(
+    clients: Any,
+) -> None:
+    maker = await clients("async", T0)
+    roots = {f"race-{i:02d}": new_stamp() for i in range(12)}
+    await maker.create_many(roots, timeout=10)
+    late = await clients("async", T0 + 11)
+    failer = await clients("sync", T0 + 11)
+    sweeper = await clients("sync", T0 + 12)
+
+    async def outcome(call: Any) -> str:
+        try:
+            await call
+        except (ChainTimeout, ChainFailed) as exc:
+            return exc.code
+        return "ok"
+
+    stamps = [outcome(late.stamp(tag, root)) for tag, root in roots.items()]
+    fails = [outcome(failer.fail(tag, "mine")) for tag in roots]
+    seen = await asyncio.gather(sweeper.sweep(), *stamps, *fails)
+    late_stamps, late_fails = seen[1 : 1 + len(roots)], seen[1 + len(roots) :]
+    assert all(code in ("ChainTimeout", "ChainFailed") for code in late_stamps)
+    # fail() on a chain already failed returns it as it is (failed stays failed)
+    assert all(code in ("ChainTimeout", "ok") for code in late_fails)
+    states = await maker.get_many(list(roots))
+    for state in states.values():
+        assert state is not None and state.failed and not state.acked
+        assert state.reason == "timeout" and state.version == 2  # one write after create
+
+
+async def test_a_chain_acked_in_time_is_never_failed_by_sweepers_past_its_deadline(
+    clients: Any,
+) -> None:
+    maker = await clients("async", T0)
+    roots = {f"ack-{i:02d}": new_stamp() for i in range(12)}
+    await maker.create_many(roots, timeout=10)
+    await maker.get_many(list(roots))  # cached: each stamp is one write
+    in_time = await clients("async", T0 + 9.9)  # its clock: before the deadline
+    await in_time.get_many(list(roots))
+    sweepers = [await clients("sync", T0 + 10.5) for _ in range(3)]
+    results = await asyncio.gather(
+        *(in_time.stamp(tag, root) for tag, root in roots.items()),
+        *(sweeper.sweep() for sweeper in sweepers),
+        return_exceptions=True,
+    )
+    acks, sweeps = results[: len(roots)], results[len(roots) :]
+    failed = {state.tag for result in sweeps for state in result}  # type: ignore[union-attr]
+    states = await maker.get_many(list(roots))
+    for (tag, state), outcome in zip(states.items(), acks, strict=True):
+        assert state is not None and state.version == 2  # exactly one write landed
+        assert state.acked != state.failed
+        assert state.acked == (not isinstance(outcome, Exception))
+        assert (tag in failed) == state.failed
+
+
+async def test_batched_stamps_carry_the_deadline_condition_to_the_server(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """PartiQL statements: an idle stamp moves the deadline, an ack leaves the open index,
+    and a statement whose chain is overdue on the server (not in the client's cache) is
+    refused by its own ``deadline > ?`` and leads to the timeout."""
+    endpoint, spec = local
+    raw = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    clock = Clock()
+    options: dict[str, Any] = {"batch_writes": True, "write_slots": 1, "clock": clock}
+    async with open_client(kind, endpoint, spec.name, **options) as ack:
+        roots = {f"b{i}": new_stamp() for i in range(12)}
+        kids = {tag: new_stamp() for tag in roots}
+        await ack.create_many(roots, idle_timeout=30)
+        clock.now += 20
+        await asyncio.gather(*(ack.stamp(t, xor(roots[t], kids[t])) for t in roots))
+        assert ack.stats.batched_writes > 0
+        assert all(s and s.deadline == T0 + 50 for s in (await ack.get_many(roots)).values())
+        late = ["b0", "b1", "b2"]
+        for tag in late:  # the deadline moved behind this client's back (same version)
+            raw.update_item(
+                TableName=spec.name,
+                Key={"tagID": {"S": tag}},
+                UpdateExpression="SET deadline = :d",
+                ExpressionAttributeValues={":d": {"N": str(T0 + 21)}},
+            )
+        clock.now += 5
+        outcomes = await asyncio.gather(
+            *(ack.stamp(t, kids[t]) for t in roots), return_exceptions=True
+        )
+    for tag, outcome in zip(roots, outcomes, strict=True):
+        if tag in late:
+            assert isinstance(outcome, ChainTimeout), outcome
+        else:
+            assert not isinstance(outcome, BaseException) and outcome.acked
+    assert index_tags(raw, spec.name, I.OPEN_INDEX, I.OPEN_SHARD) == set()
+    assert index_tags(raw, spec.name, I.FAILED_INDEX, I.FAILED_SHARD) == set(late)

@@ -1,0 +1,272 @@
+"""Writes as structured values, rendered to DynamoDB's expressions in one place.
+
+The core builds each write as an :class:`Update` (or a :class:`Delete`): the
+attributes it sets, increments and removes, and its condition as a conjunction
+of small typed terms.  :meth:`Update.request` renders it as ``UpdateItem``
+parameters (also a ``TransactWriteItems`` action) and :meth:`Update.statement`
+as the PartiQL ``UPDATE`` of ``BatchExecuteStatement``; nothing parses an
+expression back.  Placeholders are stable and short (``#s`` is ``stamp``,
+values are named by the core: ``:now``, ``:old``, ...) so requests stay small
+and readable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from .. import item as I
+
+#: A low-level DynamoDB attribute value: ``{"N": "3"}``, ``{"B": b"..."}``, ...
+AttributeValue: TypeAlias = dict[str, Any]
+
+#: The expression placeholder of each attribute of the item; the key is ``#pk``.
+PLACEHOLDERS = {
+    I.STAMP: "#s",
+    I.CHAIN_ID: "#c",
+    I.VERSION: "#v",
+    I.TOKENS: "#t",
+    I.CREATED_AT: "#ca",
+    I.UPDATED_AT: "#u",
+    I.ACKED_AT: "#a",
+    I.FAILED_AT: "#f",
+    I.REASON: "#r",
+    I.EXPIRES_AT: "#e",
+    I.DEADLINE: "#d",
+    I.IDLE_TIMEOUT: "#i",
+    I.OPEN_SHARD: "#os",
+    I.DUE_AT: "#due",
+    I.FAILED_SHARD: "#fs",
+}
+
+
+@dataclass(frozen=True)
+class Value:
+    """A value of a request, under its placeholder (one placeholder, one value)."""
+
+    name: str
+    value: AttributeValue
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``attribute <op> value``."""
+
+    attribute: str
+    op: Literal["=", "<>", "<", "<=", ">", ">="]
+    value: Value
+
+
+@dataclass(frozen=True)
+class Exists:
+    """``attribute_exists(attribute)``, or ``attribute_not_exists`` when ``present`` is False."""
+
+    attribute: str
+    present: bool = True
+
+
+@dataclass(frozen=True)
+class TypeIs:
+    """``attribute_type(attribute, value)`` (``value`` holds ``{"S": "N"}`` and the like)."""
+
+    attribute: str
+    value: Value
+
+
+@dataclass(frozen=True)
+class SizeAbove:
+    """``size(attribute) > value``."""
+
+    attribute: str
+    value: Value
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """At least one of ``terms`` holds."""
+
+    terms: tuple[Term, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """``term`` does not hold."""
+
+    term: Term
+
+
+Term: TypeAlias = Compare | Exists | TypeIs | SizeAbove | AnyOf | Not
+
+
+class _Names:
+    """The placeholders one request uses, in order of use."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.names: dict[str, str] = {}
+        self.values: dict[str, AttributeValue] = {}
+
+    def name(self, attribute: str) -> str:
+        placeholder = "#pk" if attribute == self.key else PLACEHOLDERS[attribute]
+        self.names[placeholder] = attribute
+        return placeholder
+
+    def value(self, value: Value) -> str:
+        known = self.values.setdefault(value.name, value.value)
+        if known != value.value:
+            raise ValueError(f"placeholder {value.name} holds two values")
+        return value.name
+
+    def term(self, term: Term, nested: bool = False) -> str:
+        if isinstance(term, Compare):
+            return f"{self.name(term.attribute)} {term.op} {self.value(term.value)}"
+        if isinstance(term, Exists):
+            verb = "attribute_exists" if term.present else "attribute_not_exists"
+            return f"{verb}({self.name(term.attribute)})"
+        if isinstance(term, TypeIs):
+            return f"attribute_type({self.name(term.attribute)}, {self.value(term.value)})"
+        if isinstance(term, SizeAbove):
+            return f"size({self.name(term.attribute)}) > {self.value(term.value)}"
+        if isinstance(term, Not):
+            return f"NOT {self.term(term.term, nested=True)}"
+        text = " OR ".join(self.term(t, nested=True) for t in term.terms)
+        return f"({text})" if nested else text
+
+    def condition(self, terms: Sequence[Term]) -> str:
+        return " AND ".join(self.term(t, nested=len(terms) > 1) for t in terms)
+
+
+def _quote(identifier: str) -> str | None:
+    """``"name"`` for PartiQL; None for a name it could not take quoted as it is."""
+    if not identifier or '"' in identifier:
+        return None
+    return f'"{identifier}"'
+
+
+@dataclass(frozen=True)
+class Update:
+    """One conditional write of one item: what it sets, increments, removes, and its condition.
+
+    ``increment`` renders as ``SET #v = #v + :one`` (an arithmetic SET, not an ADD
+    clause: the attribute must exist, which the condition says).
+    """
+
+    table: str
+    key: dict[str, AttributeValue]
+    set: tuple[tuple[str, Value], ...] = ()
+    increment: tuple[tuple[str, Value], ...] = ()
+    remove: tuple[str, ...] = ()
+    condition: tuple[Term, ...] = ()
+    return_values: str | None = None
+    on_condition_failure: str | None = "ALL_OLD"
+
+    @property
+    def key_name(self) -> str:
+        (name,) = self.key
+        return name
+
+    def request(self) -> dict[str, Any]:
+        """The ``UpdateItem`` parameters (also a transaction's ``Update``, without ReturnValues)."""
+        names = _Names(self.key_name)
+        parts = [f"{names.name(a)} = {names.value(v)}" for a, v in self.set]
+        for attribute, value in self.increment:
+            name = names.name(attribute)
+            parts.append(f"{name} = {name} + {names.value(value)}")
+        expression = "SET " + ", ".join(parts)
+        if self.remove:
+            expression += " REMOVE " + ", ".join(names.name(a) for a in self.remove)
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": self.key,
+            "UpdateExpression": expression,
+        }
+        if self.condition:
+            params["ConditionExpression"] = names.condition(self.condition)
+        params["ExpressionAttributeNames"] = names.names
+        params["ExpressionAttributeValues"] = names.values
+        if self.return_values is not None:
+            params["ReturnValues"] = self.return_values
+        if self.on_condition_failure is not None:
+            params["ReturnValuesOnConditionCheckFailure"] = self.on_condition_failure
+        return params
+
+    def statement(self) -> dict[str, Any] | None:
+        """The PartiQL ``UPDATE`` of this write, or None where it has no such form.
+
+        The form covers plain assignments, removals, and a condition of comparisons
+        (``=``, ``<``, ...) and ``attribute_exists``; an increment, a function or an
+        OR stays an ``UpdateItem``, as does a name PartiQL cannot quote.
+        """
+        table = _quote(self.table)
+        quoted = {a: _quote(a) for a in [*(a for a, _ in self.set), *self.remove, *self.key]}
+        if self.increment or table is None or None in quoted.values():
+            return None
+        where: list[tuple[str, str, Value | None]] = [
+            (a, "=", Value(a, v)) for a, v in self.key.items()
+        ]
+        for term in self.condition:
+            if isinstance(term, Compare) and _quote(term.attribute) is not None:
+                where.append((term.attribute, term.op, term.value))
+            elif isinstance(term, Exists) and term.present and _quote(term.attribute) is not None:
+                where.append((term.attribute, "exists", None))
+            else:
+                return None
+        clauses = [f"SET {quoted[a]} = ?" for a, _ in self.set]
+        clauses += [f"REMOVE {quoted[a]}" for a in self.remove]
+        conditions = [
+            f"attribute_exists({_quote(a)})" if op == "exists" else f"{_quote(a)} {op} ?"
+            for a, op, _ in where
+        ]
+        statement: dict[str, Any] = {
+            "Statement": f"UPDATE {table} {' '.join(clauses)} WHERE {' AND '.join(conditions)}",
+            "Parameters": [v.value for _, v in self.set]
+            + [v.value for _, _, v in where if v is not None],
+        }
+        if self.on_condition_failure is not None:
+            statement["ReturnValuesOnConditionCheckFailure"] = self.on_condition_failure
+        return statement
+
+
+@dataclass(frozen=True)
+class Delete:
+    """One conditional ``DeleteItem``."""
+
+    table: str
+    key: dict[str, AttributeValue]
+    condition: tuple[Term, ...] = ()
+
+    def request(self) -> dict[str, Any]:
+        names = _Names(next(iter(self.key)))
+        params: dict[str, Any] = {"TableName": self.table, "Key": self.key}
+        if self.condition:
+            params["ConditionExpression"] = names.condition(self.condition)
+            params["ExpressionAttributeNames"] = names.names
+            if names.values:
+                params["ExpressionAttributeValues"] = names.values
+        return params
+
+
+@dataclass(frozen=True)
+class Query:
+    """One page of a ``Query`` on an index: its key condition as terms (ANDed)."""
+
+    table: str
+    index: str
+    key: tuple[Term, ...]
+    limit: int
+    start: dict[str, AttributeValue] | None = None
+
+    def request(self, partition_key: str) -> dict[str, Any]:
+        names = _Names(partition_key)
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": self.index,
+            "KeyConditionExpression": names.condition(self.key),
+            "ExpressionAttributeNames": names.names,
+            "ExpressionAttributeValues": names.values,
+            "Limit": self.limit,
+        }
+        if self.start is not None:
+            params["ExclusiveStartKey"] = self.start
+        return params
