@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from cfnlint.helpers import REGIONS  # type: ignore[import-untyped]
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, sweeper
 
 from .cfn import ROOT, Resolver, load_template
 from .test_stack import Stack, _client, _drop
@@ -38,10 +42,10 @@ def test_the_function_runs_the_sweeper_handler_with_the_table_s_settings() -> No
         CodeS3Key="k",
     )
     function = resolver.resource("SweeperFunction")["Properties"]
-    assert function["Handler"] == "xor_ack_dynamodb.sweeper.handler"
+    assert function["Handler"] == f"{sweeper.__name__}.{sweeper.handler.__name__}"
     assert function["Environment"]["Variables"] == {
-        "XOR_ACK_TABLE": "jobs",
-        "XOR_ACK_PARTITION_KEY": "fileID",
+        sweeper.ENV_TABLE: "jobs",
+        sweeper.ENV_PARTITION_KEY: "fileID",
     }
     role = resolver.resource("SweeperRole")["Properties"]
     assert role["ManagedPolicyArns"] == [
@@ -84,7 +88,9 @@ def _code_zip() -> bytes:
     return buffer.getvalue()
 
 
-def test_sweeper_stack_in_moto(table_stack: Stack) -> None:
+def test_sweeper_stack_in_moto(
+    table_stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     endpoint = table_stack.endpoint
     s3 = _client("s3", endpoint)
     bucket = f"code-{uuid.uuid4().hex[:10]}"
@@ -121,3 +127,14 @@ def test_sweeper_stack_in_moto(table_stack: Stack) -> None:
     invoke = json.loads(lam.get_policy(FunctionName=outputs["FunctionName"])["Policy"])
     (grant,) = invoke["Statement"]
     assert grant["Principal"] == {"Service": "events.amazonaws.com"}
+
+    # The handler, with the function's environment, sweeps the stack's table.
+    ack = SyncXorAckDynamoDB(_client("dynamodb", endpoint), table=table_stack.table)
+    ack.create("late", new_stamp(), timeout=0.3)
+    time.sleep(0.5)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+    summary: dict[str, Any] = sweeper.handler({}, None)
+    assert (summary["table"], summary["tags"]) == (table_stack.table, ["late"])
+    assert json.loads(capsys.readouterr().out)["failed"] == 1
