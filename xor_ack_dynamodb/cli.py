@@ -8,6 +8,8 @@
     xor-ack chain create job-1     # a chain with a random stamp, printed
     xor-ack chain stamp job-1 HEX  # XOR a stamp in
     xor-ack chain get job-1
+    xor-ack chain list --status overdue
+    xor-ack sweep --watch 60       # fail overdue chains, every minute
 
 Every command takes ``--endpoint-url``, ``--region``, ``--table`` and
 ``--partition-key``, before or after the command (``xor-ack --table T chain get X``
@@ -30,6 +32,7 @@ from ._cli.errors import UserError, explain
 from ._cli.group import _LAZY_COMMANDS, XorAckGroup
 from ._cli.local import NOT_RUNNING, local
 from ._cli.options import _AFTER_THE_VERB, CONNECTION_OPTIONS, Settings, _connection_options
+from ._cli.sweep import sweep
 from ._cli.table import table
 
 __all__ = [
@@ -75,6 +78,7 @@ def cli(
 cli.add_command(table)
 cli.add_command(local)
 cli.add_command(chain)
+cli.add_command(sweep)
 
 
 def main() -> None:

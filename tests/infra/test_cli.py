@@ -62,8 +62,12 @@ def test_every_verb_has_help() -> None:
         ("chain", "create"),
         ("chain", "stamp"),
         ("chain", "get"),
+        ("chain", "show"),
+        ("chain", "touch"),
+        ("chain", "list"),
         ("chain", "fail"),
         ("chain", "delete"),
+        ("sweep",),
     }
     assert expected <= set(verbs)
     for path in [(), *verbs]:
@@ -377,7 +381,7 @@ def test_no_command_prints_a_traceback_on_bad_input(run_dir: Path) -> None:
             ["--endpoint-url", "nowhere", *path],
             [*path, "x", "y", "z", "w"],
         ]
-        if path[0] in ("table", "chain"):
+        if path[0] in ("table", "chain", "sweep"):
             bad_inputs.append([*path, "x", "--endpoint-url", nowhere, "--table", ""])
         for args in bad_inputs:
             result = run(*args)
@@ -407,10 +411,10 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_every_verb_shows_an_example_and_the_option_rule() -> None:
-    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain")]
-    assert len(verbs) == 12
+    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain", "sweep")]
+    assert len(verbs) == 16
     for path in verbs:
         text = run(*path, "--help").output
-        example = rf"^  Example:\n    .*xor-ack {path[0]} {path[1]}"
+        example = rf"^  Example:\n    .*xor-ack {' '.join(path)}"
         assert re.search(example, text, re.MULTILINE), text
         assert "given in both places, the one after the command wins" in text, text
