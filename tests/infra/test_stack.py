@@ -248,3 +248,45 @@ def test_provisioned_stack_with_a_kms_key(moto_endpoint: str) -> None:
         }
     finally:
         _drop(made)
+
+
+def test_sweeper_runs_on_the_stack_table_within_its_policy(stack: Stack) -> None:
+    """sweep() and list_chains() send only what SweeperPolicy allows, on the ARNs it names."""
+    ddb = _client("dynamodb", stack.endpoint)
+    table_arn = stack.outputs["TableArn"]
+    setup = SyncXorAckDynamoDB(ddb, table=stack.table)
+    setup.create("late", new_stamp(), timeout=0.3)
+    setup.create("open", new_stamp(), timeout=600)
+    setup.create("lost", new_stamp())
+    setup.fail("lost", "worker lost")
+    time.sleep(0.5)
+
+    sweeper_ddb = _client("dynamodb", stack.endpoint)
+    sent: list[tuple[str, str]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        index = params.get("IndexName")
+        arn = f"{table_arn}/index/{index}" if index else table_arn
+        sent.append((f"dynamodb:{model.name}", arn))
+
+    sweeper_ddb.meta.events.register("before-parameter-build.dynamodb", record)
+    ack = SyncXorAckDynamoDB(sweeper_ddb, table=stack.table)
+    assert [s.tag for s in ack.list_chains(status="overdue")] == ["late"]
+    assert [s.tag for s in ack.sweep()] == ["late"]
+    assert {s.tag for s in ack.list_chains(status="failed")} == {"late", "lost"}
+    assert [s.tag for s in ack.list_chains(status="open")] == ["open"]
+
+    allowed = {
+        (action, arn)
+        for statement in stack.policy("SweeperPolicyArn")["Statement"]
+        for action in _listed(statement["Action"])
+        for arn in _listed(statement["Resource"])
+    }
+    used = set(sent)
+    assert used <= allowed, f"the sweeper sends {used - allowed}, which its policy does not allow"
+    # GetItem is granted for the re-read after a lost write response, which this run has none of
+    assert {action for action, _ in allowed - used} <= {"dynamodb:GetItem"}
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
