@@ -9,6 +9,8 @@
     xor-ack chain stamp job-1 HEX  # XOR a stamp in
     xor-ack chain get job-1
     xor-ack events follow          # the chains' events, from the table's stream
+    xor-ack chain list --status overdue
+    xor-ack sweep --watch 60       # fail overdue chains, every minute
 
 Every command takes ``--endpoint-url``, ``--region``, ``--table`` and
 ``--partition-key``, before or after the command (``xor-ack --table T chain get X``
@@ -33,6 +35,7 @@ from ._cli.group import _LAZY_COMMANDS, XorAckGroup
 from ._cli.local import NOT_RUNNING, local
 from ._cli.options import _AFTER_THE_VERB, CONNECTION_OPTIONS, Settings, _connection_options
 from ._cli.stats import chain_stats
+from ._cli.sweep import sweep
 from ._cli.table import table
 
 __all__ = [
@@ -80,6 +83,7 @@ cli.add_command(local)
 cli.add_command(chain)
 chain.add_command(chain_stats)  # its own module (_cli/stats.py): reads the table's stream
 cli.add_command(events)
+cli.add_command(sweep)
 
 
 def main() -> None:

@@ -354,3 +354,34 @@ class ReplayRefused(_TagError):
 
 class UnsuitableClient(XorAckError):
     """The DynamoDB client given to a fleet does not meet its needs (see the message)."""
+
+
+class StreamViewConflict(XorAckError):
+    """The table already has a stream of another view type than the events need.
+
+    Nothing was changed.  DynamoDB keeps one stream per table, so the upgrade does not
+    replace a stream another consumer may read.
+    """
+
+    def __init__(self, table: str, view: str, needed: str) -> None:
+        super().__init__(
+            f"table {table} already has a stream with view type {view}; the chain events need "
+            f"{needed}. Nothing was changed. If no other consumer reads that stream, turn it off "
+            f"(aws dynamodb update-table --table-name {table} --stream-specification "
+            "StreamEnabled=false) and run `xor-ack table upgrade` again"
+        )
+        self.table = table
+        self.view = view
+
+
+class UpgradeTimeout(XorAckError):
+    """An index the upgrade created was not ACTIVE within the time allowed."""
+
+    def __init__(self, table: str, index: str, status: str, seconds: float) -> None:
+        super().__init__(
+            f"index {index} of table {table} is still {status} after {seconds:g} s (DynamoDB "
+            "backfills it from every item); nothing is lost: run `xor-ack table upgrade` "
+            "again later to wait for it and finish (or pass a longer --timeout)"
+        )
+        self.table = table
+        self.index = index

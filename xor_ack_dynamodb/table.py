@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
@@ -37,7 +37,7 @@ from .item import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TableDescriptionTypeDef
+    from mypy_boto3_dynamodb.type_defs import StreamSpecificationTypeDef, TableDescriptionTypeDef
 
 DEFAULT_TABLE = "xor-ack-chains"
 #: DynamoDB type of the partition key: the tag is a string.
@@ -199,6 +199,11 @@ class TableInfo:
     ttl_attribute: str | None
     deletion_protection: bool
     sse_status: str | None
+    #: The stream's view type, None when the table has no stream enabled.
+    stream_view: str | None = None
+    stream_arn: str | None = None
+    #: Global secondary indexes: name -> status (ACTIVE, CREATING, ...).
+    indexes: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -228,6 +233,7 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
     throughput = table.get("ProvisionedThroughput") or {}
     billing = (table.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
+    stream: StreamSpecificationTypeDef | dict[str, Any] = table.get("StreamSpecification") or {}
     return TableInfo(
         name=table["TableName"],
         arn=table.get("TableArn", ""),
@@ -243,6 +249,12 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
         ttl_attribute=ttl.get("AttributeName"),
         deletion_protection=_flag(table.get("DeletionProtectionEnabled", False)),
         sse_status=(table.get("SSEDescription") or {}).get("Status"),
+        stream_view=str(stream["StreamViewType"]) if stream.get("StreamEnabled") else None,
+        stream_arn=table.get("LatestStreamArn") if stream.get("StreamEnabled") else None,
+        indexes={
+            str(index["IndexName"]): str(index.get("IndexStatus", ""))
+            for index in table.get("GlobalSecondaryIndexes") or []
+        },
     )
 
 

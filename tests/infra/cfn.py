@@ -1,8 +1,8 @@
 """Read infra/table.yaml as CloudFormation would: tags decoded, parameters and conditions resolved.
 
 Only the intrinsic functions the template uses are resolved (Ref, Fn::If, Fn::Equals,
-Fn::Not, Fn::Sub with plain ${Name} references); Fn::GetAtt stays symbolic as
-``"<Resource>.<Attribute>"``.  Anything else fails the test that meets it.
+Fn::Not, Fn::Sub with plain ${Name} and ${Resource.Attribute} references); Fn::GetAtt
+stays symbolic as ``"<Resource>.<Attribute>"``.  Anything else fails the test that meets it.
 """
 
 from __future__ import annotations
@@ -93,11 +93,17 @@ class Resolver:
                 return not self.resolve(arg[0])
             if key == "Fn::Sub":
                 assert isinstance(arg, str), "only the one-string form of Fn::Sub is resolved"
-                return re.sub(r"\$\{([^}!]+)\}", lambda m: str(self.resolve({"Ref": m[1]})), arg)
+                return re.sub(r"\$\{([^}!]+)\}", lambda m: self._sub(m[1]), arg)
             assert not key.startswith("Fn::"), f"{key} is not resolved by this helper"
         return {
             k: r for k, r in ((k, self._resolve(v)) for k, v in node.items()) if r is not _NO_VALUE
         }
+
+    def _sub(self, name: str) -> str:
+        """A ``${Name}`` of Fn::Sub: a parameter or resource, or ``${Resource.Attribute}``."""
+        if "." in name and name.split(".", 1)[0] in self.template["Resources"]:
+            return name  # symbolic, as Fn::GetAtt
+        return str(self.resolve({"Ref": name}))
 
     def resource(self, name: str) -> dict[str, Any]:
         """The resource with its Properties resolved."""

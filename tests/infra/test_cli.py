@@ -55,16 +55,21 @@ def test_every_verb_has_help() -> None:
         ("table", "create"),
         ("table", "describe"),
         ("table", "delete"),
+        ("table", "upgrade"),
         ("local", "start"),
         ("local", "stop"),
         ("local", "status"),
         ("chain", "create"),
         ("chain", "stamp"),
         ("chain", "get"),
+        ("chain", "show"),
+        ("chain", "touch"),
+        ("chain", "list"),
         ("chain", "fail"),
         ("chain", "delete"),
         ("chain", "stats"),
         ("events", "follow"),
+        ("sweep",),
     }
     assert expected <= set(verbs)
     for path in [(), *verbs]:
@@ -123,7 +128,8 @@ def test_table_create_describe_delete(endpoint: str) -> None:
     created = run(*base, "table", "create")
     assert created.exit_code == 0, created.output
     assert created.output == (
-        f"table {name} created: key tagID (S), TTL on {TTL_ATTRIBUTE}, PAY_PER_REQUEST\n"
+        f"table {name} created: key tagID (S), TTL on {TTL_ATTRIBUTE}, PAY_PER_REQUEST, "
+        "stream NEW_AND_OLD_IMAGES, indexes xor_ack_open, xor_ack_failed\n"
     )
     again = run(*base, "table", "create")
     assert again.exit_code == 0 and "already exists, checked" in again.output
@@ -377,7 +383,7 @@ def test_no_command_prints_a_traceback_on_bad_input(run_dir: Path) -> None:
             ["--endpoint-url", "nowhere", *path],
             [*path, "x", "y", "z", "w"],
         ]
-        if path[0] in ("table", "chain"):
+        if path[0] in ("table", "chain", "sweep"):
             bad_inputs.append([*path, "x", "--endpoint-url", nowhere, "--table", ""])
         for args in bad_inputs:
             result = run(*args)
@@ -407,10 +413,12 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_every_verb_shows_an_example_and_the_option_rule() -> None:
-    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain", "events")]
-    assert len(verbs) == 13
+    verbs = [
+        path for path in _leaves() if path[0] in ("table", "local", "chain", "events", "sweep")
+    ]
+    assert len(verbs) == 18
     for path in verbs:
         text = run(*path, "--help").output
-        example = rf"^  Example:\n    .*xor-ack {path[0]} {path[1]}"
+        example = rf"^  Example:\n    .*xor-ack {' '.join(path)}"
         assert re.search(example, text, re.MULTILINE), text
         assert "given in both places, the one after the command wins" in text, text

@@ -23,10 +23,10 @@ import pytest
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.errors import TagNotFound
-from xor_ack_dynamodb.table import TableSpec, delete_table, describe_table
+from xor_ack_dynamodb.table import INDEXES, STREAM_VIEW, TableSpec, delete_table, describe_table
 
 from .cfn import TEMPLATE
-from .test_template import KMS_KEY, POLICY_ACTIONS
+from .test_template import KMS_KEY, POLICY_ACTIONS, STREAM_ACTIONS, SWEEPER_TABLE_ACTIONS
 
 #: The action IAM checks for the operations inside a transaction or a PartiQL batch.
 INNER_ACTIONS = {"TransactWriteItems": "UpdateItem", "BatchExecuteStatement": "PartiQLUpdate"}
@@ -59,9 +59,9 @@ class Stack:
         stack = cfn.describe_stacks(StackName=self.name)["Stacks"][0]
         self.outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
 
-    def policy(self) -> dict[str, Any]:
+    def policy(self, output: str = "PolicyArn") -> dict[str, Any]:
         iam = _client("iam", self.endpoint)
-        arn = self.outputs["PolicyArn"]
+        arn = self.outputs[output]
         version = iam.get_policy(PolicyArn=arn)["Policy"]["DefaultVersionId"]
         document: dict[str, Any] = iam.get_policy_version(PolicyArn=arn, VersionId=version)[
             "PolicyVersion"
@@ -104,6 +104,22 @@ def test_stack_outputs_and_table(stack: Stack) -> None:
     assert info.deletion_protection is True
     tags = ddb.list_tags_of_resource(ResourceArn=table["TableArn"])["Tags"]
     assert {"Key": "project", "Value": "xor-ack-dynamodb"} in tags
+
+
+def test_stack_stream_and_the_sweeper_and_stream_reader_policies(stack: Stack) -> None:
+    ddb = _client("dynamodb", stack.endpoint)
+    table = ddb.describe_table(TableName=stack.table)["Table"]
+    assert stack.outputs["StreamArn"] == table["LatestStreamArn"]
+    assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": STREAM_VIEW}
+    assert {i["IndexName"] for i in table["GlobalSecondaryIndexes"]} == set(INDEXES)
+    items, inventory = stack.policy("SweeperPolicyArn")["Statement"]
+    assert set(items["Action"]) == SWEEPER_TABLE_ACTIONS
+    assert items["Resource"] == table["TableArn"]
+    assert inventory["Resource"] == [f"{table['TableArn']}/index/{name}" for name in INDEXES]
+    stream, listing = stack.policy("StreamReaderPolicyArn")["Statement"]
+    assert set(stream["Action"]) == STREAM_ACTIONS
+    assert stream["Resource"] == table["LatestStreamArn"]
+    assert listing["Resource"] == "*"
 
 
 def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
@@ -232,3 +248,45 @@ def test_provisioned_stack_with_a_kms_key(moto_endpoint: str) -> None:
         }
     finally:
         _drop(made)
+
+
+def test_sweeper_runs_on_the_stack_table_within_its_policy(stack: Stack) -> None:
+    """sweep() and list_chains() send only what SweeperPolicy allows, on the ARNs it names."""
+    ddb = _client("dynamodb", stack.endpoint)
+    table_arn = stack.outputs["TableArn"]
+    setup = SyncXorAckDynamoDB(ddb, table=stack.table)
+    setup.create("late", new_stamp(), timeout=0.3)
+    setup.create("open", new_stamp(), timeout=600)
+    setup.create("lost", new_stamp())
+    setup.fail("lost", "worker lost")
+    time.sleep(0.5)
+
+    sweeper_ddb = _client("dynamodb", stack.endpoint)
+    sent: list[tuple[str, str]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        index = params.get("IndexName")
+        arn = f"{table_arn}/index/{index}" if index else table_arn
+        sent.append((f"dynamodb:{model.name}", arn))
+
+    sweeper_ddb.meta.events.register("before-parameter-build.dynamodb", record)
+    ack = SyncXorAckDynamoDB(sweeper_ddb, table=stack.table)
+    assert [s.tag for s in ack.list_chains(status="overdue")] == ["late"]
+    assert [s.tag for s in ack.sweep()] == ["late"]
+    assert {s.tag for s in ack.list_chains(status="failed")} == {"late", "lost"}
+    assert [s.tag for s in ack.list_chains(status="open")] == ["open"]
+
+    allowed = {
+        (action, arn)
+        for statement in stack.policy("SweeperPolicyArn")["Statement"]
+        for action in _listed(statement["Action"])
+        for arn in _listed(statement["Resource"])
+    }
+    used = set(sent)
+    assert used <= allowed, f"the sweeper sends {used - allowed}, which its policy does not allow"
+    # GetItem is granted for the re-read after a lost write response, which this run has none of
+    assert {action for action, _ in allowed - used} <= {"dynamodb:GetItem"}
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import cfnlint  # type: ignore[import-untyped]
 import pytest
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from cfnlint.helpers import REGIONS  # type: ignore[import-untyped]
 
 from xor_ack_dynamodb.item import DEFAULT_PARTITION_KEY, EXPIRES_AT
-from xor_ack_dynamodb.table import DEFAULT_TABLE, TTL_ATTRIBUTE, TableSpec
+from xor_ack_dynamodb.table import DEFAULT_TABLE, INDEXES, TTL_ATTRIBUTE, TableSpec
 
 from .cfn import TEMPLATE, Resolver, load_template
 
@@ -22,6 +25,10 @@ POLICY_ACTIONS = {
     "dynamodb:DeleteItem",
     "dynamodb:DescribeTable",
 }
+#: What a sweeper sends: Query on the indexes, the reads and the failing write on the table.
+SWEEPER_TABLE_ACTIONS = {"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+#: What a stream reader sends, on the stream's ARN (ListStreams: on "*", see the template).
+STREAM_ACTIONS = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
 KMS_KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 
@@ -97,8 +104,10 @@ def test_table_is_durable_and_encrypted(template: dict[str, Any]) -> None:
     assert props["DeletionProtectionEnabled"] == "false"
 
 
-def _statements(template: dict[str, Any], **parameters: str) -> list[dict[str, Any]]:
-    policy = Resolver(template, **parameters).resource("ClientPolicy")
+def _statements(
+    template: dict[str, Any], policy_name: str = "ClientPolicy", **parameters: str
+) -> list[dict[str, Any]]:
+    policy = Resolver(template, **parameters).resource(policy_name)
     assert policy["Type"] == "AWS::IAM::ManagedPolicy"
     document = policy["Properties"]["PolicyDocument"]
     assert document["Version"] == "2012-10-17"
@@ -138,4 +147,55 @@ def test_outputs_name_the_table_its_arn_and_the_policy(template: dict[str, Any])
         "PartitionKeyName": DEFAULT_PARTITION_KEY,
         "TableArn": "ChainTable.Arn",
         "PolicyArn": "Ref:ClientPolicy",
+        "StreamArn": "ChainTable.StreamArn",
+        "SweeperPolicyArn": "Ref:SweeperPolicy",
+        "StreamReaderPolicyArn": "Ref:StreamReaderPolicy",
     }
+
+
+def _key_statement(statement: dict[str, Any]) -> None:
+    assert statement == {
+        "Sid": "ChainTableKeyViaDynamoDB",
+        "Effect": "Allow",
+        "Action": "kms:Decrypt",
+        "Resource": KMS_KEY,
+        "Condition": {"StringEquals": {"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"}},
+    }
+
+
+def test_sweeper_policy_queries_the_two_indexes_and_fails_chains_on_the_table(
+    template: dict[str, Any],
+) -> None:
+    items, inventory = _statements(template, "SweeperPolicy")
+    assert items["Effect"] == inventory["Effect"] == "Allow"
+    assert set(items["Action"]) == SWEEPER_TABLE_ACTIONS
+    assert len(items["Action"]) == len(SWEEPER_TABLE_ACTIONS)
+    assert items["Resource"] == "ChainTable.Arn"
+    assert inventory["Action"] == "dynamodb:Query"
+    # the indexes only: a Query on the table itself (or a Scan) is not granted
+    assert inventory["Resource"] == [f"ChainTable.Arn/index/{name}" for name in INDEXES]
+    assert all("Condition" not in s and "NotAction" not in s for s in (items, inventory))
+    *same, key = _statements(template, "SweeperPolicy", KmsKeyArn=KMS_KEY)
+    assert same == [items, inventory]
+    _key_statement(key)
+
+
+def test_stream_reader_policy_reads_this_table_s_stream_only(template: dict[str, Any]) -> None:
+    stream, listing = _statements(template, "StreamReaderPolicy")
+    assert set(stream["Action"]) == STREAM_ACTIONS and len(stream["Action"]) == 3
+    assert stream["Resource"] == "ChainTable.StreamArn"
+    # IAM has no resource-level permission for ListStreams (cfn-lint's policy data agrees)
+    assert (listing["Action"], listing["Resource"]) == ("dynamodb:ListStreams", "*")
+    *same, key = _statements(template, "StreamReaderPolicy", KmsKeyArn=KMS_KEY)
+    assert same == [stream, listing]
+    _key_statement(key)
+
+
+def test_iam_knows_no_resource_for_list_streams_and_an_index_for_query() -> None:
+    """The resource types the template relies on, from cfn-lint's copy of IAM's reference."""
+    data = Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json"
+    actions = json.loads(data.read_text())["dynamodb"]["Actions"]
+    assert actions["liststreams"] == {}
+    assert "index" in actions["query"]["Resources"]
+    for name in ("describestream", "getrecords", "getsharditerator"):
+        assert actions[name]["Resources"] == ["stream"]

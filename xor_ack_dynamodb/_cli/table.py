@@ -1,4 +1,4 @@
-"""``xor-ack table``: create, describe or delete the chains table."""
+"""``xor-ack table``: create, describe, upgrade or delete the chains table."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ from typing import Any
 
 import click
 
-from ..table import TTL_ATTRIBUTE, create_table, delete_table
+from ..table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, create_table, delete_table
 from ..table import describe_table as describe_table_info
+from ..upgrade import plan_upgrade, upgrade_table
 from .options import Verbs, _settings
 from .show import _echo_pairs
+
+_UPGRADE_HINT = "run `xor-ack table upgrade` to add it"
 
 
 @click.group(cls=Verbs)
 def table() -> None:
-    """Create, describe or delete the chains table."""
+    """Create, describe, upgrade or delete the chains table."""
 
 
 @table.command("create")
@@ -35,8 +38,11 @@ def table_create(
 ) -> None:
     """Create the table the clients expect (idempotent; TTL on expires_at).
 
-    An existing table is checked: its key must be the partition key (type S),
-    and TTL is turned on if it is off.  For production, prefer the
+    The table gets a stream (NEW_AND_OLD_IMAGES) and the two sparse inventory
+    indexes.  An existing table is checked: its key must be the partition key
+    (type S), and TTL is turned on if it is off; what it lacks (a table made by
+    an earlier release) is named, and `xor-ack table upgrade` adds it.  For
+    production, prefer the
     CloudFormation template infra/table.yaml (PITR, encryption, deletion
     protection, an IAM policy).
 
@@ -48,12 +54,59 @@ def table_create(
     spec = settings.spec(
         billing_mode=billing_mode, read_capacity=read_capacity, write_capacity=write_capacity
     )
-    created = create_table(settings.client(), spec, wait=wait)
-    verb = "created" if created else "already exists, checked"
-    click.echo(
-        f"table {spec.name} {verb}: key {spec.partition_key} (S), TTL on {TTL_ATTRIBUTE}, "
-        f"{spec.billing_mode}"
-    )
+    client = settings.client()
+    created = create_table(client, spec, wait=wait)
+    if created:
+        click.echo(
+            f"table {spec.name} created: key {spec.partition_key} (S), TTL on {TTL_ATTRIBUTE}, "
+            f"{spec.billing_mode}, stream {STREAM_VIEW}, indexes {', '.join(INDEXES)}"
+        )
+        return
+    click.echo(f"table {spec.name} already exists, checked: key {spec.partition_key} (S)")
+    table = client.describe_table(TableName=spec.name)["Table"]
+    ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
+    for change in plan_upgrade(spec, table, ttl):
+        click.echo(
+            f"warning: table {spec.name} needs: {change} (`xor-ack table upgrade` does it)",
+            err=True,
+        )
+
+
+@table.command("upgrade")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3600.0,
+    show_default=True,
+    help="Seconds to wait for each new index to be ACTIVE (DynamoDB backfills it).",
+)
+@click.pass_context
+def table_upgrade(ctx: click.Context, timeout: float) -> None:
+    """Add the stream, the inventory indexes and TTL to a table made before them.
+
+    One change at a time (DynamoDB builds one index at a time), waiting for each
+    index to be ACTIVE.  Idempotent: an up-to-date table is left as it is, and an
+    interrupted upgrade resumes.  A table whose stream has another view type is
+    refused, with nothing changed.  Chains written before the upgrade are not in
+    the inventory (they carry no index keys); they expire by their TTL.
+
+    \b
+    Example:
+      xor-ack table upgrade --table my-chains
+    """
+    settings = _settings(ctx)
+    spec = settings.spec()
+
+    def progress(line: str) -> None:
+        click.echo(f"table {spec.name}: {line}", err=True)
+
+    changes = upgrade_table(settings.client(), spec, timeout=timeout, progress=progress)
+    if not changes:
+        click.echo(f"table {spec.name} is up to date: nothing changed")
+        return
+    for change in changes:
+        click.echo(f"table {spec.name}: {change}: done")
+    click.echo(f"table {spec.name} upgraded: {len(changes)} change(s)")
 
 
 @table.command("describe")
@@ -85,6 +138,8 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             ("ttl", ttl),
             ("deletion protection", "on" if info.deletion_protection else "off"),
             ("encryption", info.sse_status or "AWS owned key"),
+            ("stream", _stream_line(info)),
+            ("indexes", _indexes_line(info)),
             ("items", f"{info.item_count} (~{info.size_bytes} bytes, updated every ~6 h on AWS)"),
         ]
     )
@@ -94,6 +149,10 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             f"pass --partition-key {info.partition_key}",
             err=True,
         )
+    missing = [name for name in INDEXES if name not in info.indexes]
+    if info.stream_view is None or missing:
+        lacks = ([] if info.stream_view else ["a stream"]) + [f"index {n}" for n in missing]
+        click.echo(f"warning: the table has no {' and no '.join(lacks)}: {_UPGRADE_HINT}", err=True)
     if info.ttl_attribute not in (None, TTL_ATTRIBUTE):
         click.echo(
             f"warning: TTL is on {info.ttl_attribute}, the clients expire chains via "
@@ -118,3 +177,15 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
         click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
     delete_table(settings.client(), settings.table, wait=wait)
     click.echo(f"table {settings.table} deleted")
+
+
+def _stream_line(info: TableInfo) -> str:
+    if info.stream_view is None:
+        return "off"
+    return f"{info.stream_view} ({info.stream_arn or '-'})"
+
+
+def _indexes_line(info: TableInfo) -> str:
+    if not info.indexes:
+        return "none"
+    return ", ".join(f"{name} ({status})" for name, status in sorted(info.indexes.items()))

@@ -1,0 +1,231 @@
+"""`xor-ack chain list|show|touch|fail`, `chain create --timeout` and `xor-ack sweep`,
+against DynamoDB Local (its index and conditional writes are the reference)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from click.testing import CliRunner, Result
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+from xor_ack_dynamodb._cli import sweep as sweep_verb
+from xor_ack_dynamodb.cli import Settings, cli
+from xor_ack_dynamodb.table import TableSpec
+
+from .test_cli import assert_usage_error, assert_user_error
+
+#: A deadline this short has passed once the test sleeps OVERDUE_AFTER.
+SHORT = 0.3
+OVERDUE_AFTER = 0.5
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def _json_lines(result: Result) -> list[dict[str, Any]]:
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def _client(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
+    ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    return SyncXorAckDynamoDB(ddb, table=spec.name, partition_key=spec.partition_key)
+
+
+def test_list_show_fail_and_sweep(ddb_local_endpoint: str, ddb_table: TableSpec) -> None:
+    base = ("--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name)
+    assert run(*base, "chain", "create", "plain").exit_code == 0
+    made = run(*base, "chain", "create", "later", "--timeout", "600")
+    assert made.exit_code == 0, made.output
+    assert run(*base, "chain", "create", "late", "--timeout", str(SHORT)).exit_code == 0
+    assert run(*base, "chain", "create", "idle", "--idle-timeout", "600").exit_code == 0
+    assert run(*base, "chain", "create", "lost", "--timeout", "600").exit_code == 0
+    failed = run(*base, "chain", "fail", "lost", "--reason", "worker lost")
+    assert failed.stdout == "lost failed (worker lost)\n"
+    time.sleep(OVERDUE_AFTER)
+
+    def listed(status: str, *more: str) -> dict[str, dict[str, Any]]:
+        return {
+            c["tag"]: c
+            for c in _json_lines(run(*base, "chain", "list", "--json", "--status", status, *more))
+        }
+
+    assert set(listed("open")) == {"plain", "later", "late", "idle"}
+    overdue = listed("overdue")
+    assert set(overdue) == {"late"}
+    assert (overdue["late"]["state"], overdue["late"]["overdue"]) == ("overdue", True)
+    assert set(listed("failed")) == {"lost"}
+    assert listed("failed")["lost"]["reason"] == "worker lost"
+    assert len(listed("open", "--limit", "2")) == 2
+
+    shown = json.loads(run(*base, "chain", "show", "later", "--json").stdout)
+    assert (shown["state"], shown["overdue"], shown["idle_timeout"]) == ("pending", False, None)
+    assert shown["deadline"] == pytest.approx(time.time() + 600, abs=30)
+    idle = json.loads(run(*base, "chain", "show", "idle", "--json").stdout)
+    assert idle["idle_timeout"] == 600
+    text = run(*base, "chain", "show", "late")
+    assert text.exit_code == 0, text.output
+    assert "state:    overdue" in text.stdout
+    assert "deadline:" in text.stdout and "(overdue by " in text.stdout
+    assert "(each stamp moves the deadline)" in run(*base, "chain", "show", "idle").stdout
+    assert "deadline:" not in run(*base, "chain", "show", "plain").stdout
+
+    swept = run(*base, "sweep")
+    assert swept.exit_code == 0, swept.output
+    lines = swept.stdout.splitlines()
+    assert lines[0].startswith("late failed (timeout) at ")
+    assert lines[1].startswith(f"swept {ddb_table.name}: 1 chain(s) failed (")
+    assert len(lines) == 2
+    again = _json_lines(run(*base, "sweep", "--json"))
+    assert [(s["table"], s["failed"], s["tags"]) for s in again] == [(ddb_table.name, 0, [])]
+    assert set(listed("failed")) == {"lost", "late"}
+    assert listed("failed")["late"]["reason"] == "timeout"
+    assert set(listed("open")) == {"plain", "later", "idle"}
+    assert listed("overdue") == {}
+    shown = json.loads(run(*base, "chain", "show", "late", "--json").stdout)
+    assert (shown["state"], shown["reason"], shown["overdue"]) == ("failed", "timeout", False)
+
+    text_list = run(*base, "chain", "list", "--status", "failed")
+    assert text_list.stderr == "2 failed chain(s)\n"
+    rows = sorted(line.split("\t") for line in text_list.stdout.splitlines())
+    assert [(r[0], r[1], r[3]) for r in rows] == [
+        ("late", "failed", "timeout"),
+        ("lost", "failed", "worker lost"),
+    ]
+
+
+def test_a_late_stamp_or_touch_is_refused_and_touch_extends(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    base = ("--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name)
+    assert run(*base, "chain", "create", "slow", "ab" * 8, "--timeout", str(SHORT)).exit_code == 0
+    assert run(*base, "chain", "create", "kept", "cd" * 8, "--idle-timeout", "60").exit_code == 0
+    before = json.loads(run(*base, "chain", "show", "kept", "--json").stdout)["deadline"]
+    time.sleep(OVERDUE_AFTER)
+    touched = run(*base, "chain", "touch", "kept", "--timeout", "600")
+    assert touched.exit_code == 0, touched.output
+    after = json.loads(run(*base, "chain", "show", "kept", "--json").stdout)["deadline"]
+    assert after > before + 500
+    assert_user_error(run(*base, "chain", "stamp", "slow", "ab" * 8), 'ChainTimeout: "slow"')
+    shown = json.loads(run(*base, "chain", "show", "slow", "--json").stdout)
+    assert (shown["state"], shown["reason"]) == ("failed", "timeout")
+    assert _json_lines(run(*base, "sweep", "--json"))[0]["failed"] == 0  # already failed
+
+
+def test_sweep_watch_ends_cleanly_on_sigterm(ddb_local_endpoint: str, ddb_table: TableSpec) -> None:
+    ack = _client(ddb_local_endpoint, ddb_table)
+    ack.create("watched", new_stamp(), timeout=SHORT)
+    time.sleep(OVERDUE_AFTER)
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL_DYNAMODB": ddb_local_endpoint,
+        "XOR_ACK_TABLE": ddb_table.name,
+    }
+    code = "from xor_ack_dynamodb.cli import main; main()"
+    with subprocess.Popen(
+        [sys.executable, "-c", code, "sweep", "--watch", "0.2", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        first = json.loads(process.stdout.readline())
+        second = json.loads(process.stdout.readline())  # it keeps sweeping
+        process.send_signal(signal.SIGTERM)
+        rest, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert (first["failed"], first["tags"]) == (1, ["watched"])
+    assert second["failed"] == 0
+    sweeps = 2 + len(rest.splitlines())
+    assert stderr == (
+        f"stopped by SIGTERM after {sweeps} sweep(s) of {ddb_table.name}: 1 chain(s) failed\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (("chain", "list", "--status", "late"), "Invalid value for '--status'"),
+        (("chain", "list", "--limit", "0"), "Invalid value for '--limit'"),
+        (("chain", "show", ""), "Invalid value for 'TAG': a tag cannot be empty"),
+        (("chain", "show", "x", "--table", ""), "Invalid value for '--table'"),
+        (("chain", "touch", "x", "--timeout", "0"), "Invalid value for '--timeout'"),
+        (("chain", "create", "x", "--timeout", "-1"), "Invalid value for '--timeout'"),
+        (("chain", "create", "x", "--idle-timeout", "0"), "Invalid value for '--idle-timeout'"),
+        (("sweep", "--watch", "0"), "Invalid value for '--watch'"),
+        (("sweep", "--region", ""), "Invalid value for '--region'"),
+        (("sweep", "--endpoint-url", "nowhere"), "Invalid value for '--endpoint-url'"),
+    ],
+)
+def test_bad_values_are_one_line_usage_errors(
+    moto_endpoint: str, args: tuple[str, ...], starts: str
+) -> None:
+    assert_usage_error(run("--endpoint-url", moto_endpoint, *args), starts)
+
+
+def test_user_mistakes_are_one_line(moto_endpoint: str, moto_table: TableSpec) -> None:
+    base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
+    assert_user_error(run(*base, "chain", "show", "nobody"), '"nobody" does not exist')
+    assert_user_error(run(*base, "chain", "touch", "nobody"), 'TagNotFound: "nobody"')
+    assert run(*base, "chain", "create", "open-ended").exit_code == 0
+    assert_user_error(run(*base, "chain", "touch", "open-ended"), "InvalidTimeout")
+    missing = ("--endpoint-url", moto_endpoint, "--table", "no-such-table")
+    assert_user_error(run(*missing, "sweep"), "ResourceNotFoundException")
+    assert_user_error(run(*missing, "chain", "list"), "ResourceNotFoundException")
+
+
+class _Stopping:
+    """Stands in for the signal-set event: the watch loop ends after ``waits`` intervals."""
+
+    signal = "SIGTERM"
+
+    def __init__(self, waits: int) -> None:
+        self.left = waits
+
+    def wait(self, seconds: float) -> bool:
+        self.left -= 1
+        return self.left < 0
+
+
+def test_watch_reports_a_later_error_and_sweeps_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No server: a sweep that fails after the first is one stderr line, not the end."""
+    answers: list[Any] = [[], "throttled", []]
+
+    class Chains:
+        def sweep(self) -> list[Any]:
+            answer = answers.pop(0)
+            if answer == "throttled":
+                error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
+                raise ClientError(error, "Query")  # type: ignore[arg-type]
+            return list(answer)
+
+    @contextmanager
+    def stopping() -> Any:
+        yield _Stopping(waits=2)
+
+    monkeypatch.setattr(Settings, "chains", lambda self: Chains())
+    monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
+    result = run("--table", "jobs", "sweep", "--watch", "5", "--json")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["failed"] for line in result.stdout.splitlines()] == [0, 0]
+    assert result.stderr.splitlines() == [
+        "error: ThrottlingException: slow down (sweeping again in 5 s)",
+        "stopped by SIGTERM after 3 sweep(s) of jobs: 0 chain(s) failed",
+    ]
+
+
+def test_watch_ends_when_the_first_sweep_fails(moto_endpoint: str) -> None:
+    missing = ("--endpoint-url", moto_endpoint, "--table", "no-such-table")
+    assert_user_error(run(*missing, "sweep", "--watch", "1"), "ResourceNotFoundException")
