@@ -77,6 +77,10 @@ class Markers:
             ExpressionAttributeValues=values,
         )
 
+    def has_page(self, tag: str, chain_id: bytes, page: int) -> bool:
+        """Is the page known to exist (written or read by this process)?"""
+        return page_key(tag, chain_id, page) in self._pages
+
     async def put_page(self, tag: str, chain_id: bytes, page: int, tokens: bytes) -> None:
         """Write a page (its content is fixed by the chain's history: a re-write is the same)."""
         key = page_key(tag, chain_id, page)
