@@ -172,3 +172,26 @@ def test_the_cli_worker_stops_on_sigterm(
         process.kill()
     assert process.returncode == 0, err
     assert '"event": "stopped"' in out
+
+
+async def test_the_worker_fails_the_chains_of_dead_letters(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, dlq = make_queues(moto_endpoint)
+    idle, _ = make_queues(moto_endpoint)  # the worker's own work queue stays empty
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
+    ) as (fleet, client):
+        root = await fleet.submit("dead-job", None)  # its root is never handled
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=root.to_json())
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody="not a fleet message")
+        worker = Worker(fleet, client, idle, wait_time=1, dead_letter_queue_url=dlq)
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await wait_for(lambda: worker.stats["dead_letters"] == 2, 20)
+        stop.set()
+        await running
+        state = await fleet.ack.get("dead-job")
+    assert state is not None and state.failed and state.reason == "dead-letter"
+    left = sqs(moto_endpoint).receive_message(QueueUrl=dlq, WaitTimeSeconds=0)
+    assert not left.get("Messages")  # both taken off the dead-letter queue

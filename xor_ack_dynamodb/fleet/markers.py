@@ -54,23 +54,37 @@ class Markers:
         self._pages: OrderedDict[str, bytes] = OrderedDict()
         self._cache_size = cache_size
 
-    def _item(self, key: str, chain_id: bytes, tokens: bytes | None = None) -> dict[str, Any]:
+    async def _write(self, key: str, chain_id: bytes, tokens: bytes | None = None) -> None:
+        """Write the marker ``key`` (an UpdateItem, as every write of the table: one permission)."""
         now = time.time()
-        item: dict[str, Any] = {
-            self.partition_key: {"S": key},
-            I.CHAIN_ID: {"B": chain_id},
-            I.CREATED_AT: {"N": str(int(now))},
-            I.EXPIRES_AT: {"N": str(int(now + self.ttl))},
+        names = {"#c": I.CHAIN_ID, "#n": I.CREATED_AT, "#e": I.EXPIRES_AT}
+        values: dict[str, Any] = {
+            ":c": {"B": chain_id},
+            ":n": {"N": str(int(now))},
+            ":e": {"N": str(int(now + self.ttl))},
         }
+        update = "SET #c = :c, #n = :n, #e = :e"
         if tokens is not None:
-            item[I.TOKENS] = {"B": tokens}
-        return item
+            names["#t"] = I.TOKENS
+            values[":t"] = {"B": tokens}
+            update += ", #t = :t"
+        self.writes += 1
+        await self._client.update_item(
+            TableName=self.table,
+            Key={self.partition_key: {"S": key}},
+            UpdateExpression=update,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def has_page(self, tag: str, chain_id: bytes, page: int) -> bool:
+        """Is the page known to exist (written or read by this process)?"""
+        return page_key(tag, chain_id, page) in self._pages
 
     async def put_page(self, tag: str, chain_id: bytes, page: int, tokens: bytes) -> None:
         """Write a page (its content is fixed by the chain's history: a re-write is the same)."""
         key = page_key(tag, chain_id, page)
-        self.writes += 1
-        await self._client.put_item(TableName=self.table, Item=self._item(key, chain_id, tokens))
+        await self._write(key, chain_id, tokens)
         self._remember(key, tokens)
 
     def _remember(self, key: str, tokens: bytes) -> None:
@@ -123,5 +137,4 @@ class Markers:
         return "Item" in response
 
     async def put(self, key: str, chain_id: bytes) -> None:
-        self.writes += 1
-        await self._client.put_item(TableName=self.table, Item=self._item(key, chain_id))
+        await self._write(key, chain_id)

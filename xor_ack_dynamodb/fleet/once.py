@@ -153,8 +153,9 @@ class Once:
         if len(state.tokens) < self.window:
             return  # this write evicts nothing
         evicted = state.version - len(state.tokens) + 1
-        if (evicted - 1) % self.page_size == 0:
+        page, first = divmod(evicted - 1, self.page_size)
+        # Pages never change: one this process wrote (or read) need not be written again
+        # when a write is retried after a lost race.
+        if first == 0 and not self.markers.has_page(env.tag, env.chain_id, page):
             tokens = b"".join(state.tokens[: self.page_size])
-            await self.markers.put_page(
-                env.tag, env.chain_id, (evicted - 1) // self.page_size, tokens
-            )
+            await self.markers.put_page(env.tag, env.chain_id, page, tokens)
