@@ -12,13 +12,14 @@ from typing import Any
 
 from ..pipeline.faults import FaultConfig
 from .conf import chains_config
-from .errors import OutputSchemaMismatch, RemoteFilesUnsupported, TrackingNotConfigured
+from .errors import BatchFailed, OutputSchemaMismatch, RemoteFilesUnsupported, TrackingNotConfigured
 from .job import JobSpec, TrackedJob
 from .report import InputResult, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import Process
 
 __all__ = [
+    "BatchFailed",
     "FaultConfig",
     "InputResult",
     "JobSpec",
@@ -31,6 +32,7 @@ __all__ = [
     "TrackingNotConfigured",
     "chains_config",
     "track",
+    "track_stream",
 ]
 
 
@@ -81,3 +83,6 @@ def track(
         run_id=run_id,
     )
     return TrackedJob(spark, spec).run()
+
+
+from .streaming import track_stream  # noqa: E402 - it calls track, defined above

@@ -15,3 +15,7 @@ class RemoteFilesUnsupported(PipelineError):
 
 class OutputSchemaMismatch(PipelineError):
     """The user's function returned columns that do not fit the declared output schema."""
+
+
+class BatchFailed(PipelineError):
+    """A micro-batch of a tracked stream ended with inputs that failed (the query stops)."""
