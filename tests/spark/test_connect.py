@@ -81,3 +81,26 @@ def test_wordcount_over_spark_connect_exact_under_faults(
     assert any(i["attempts"] > 1 for i in report["inputs"]), "no replay: the faults proved nothing"
     assert read_counts(out) == dict(independent_count(corpus))
 
+
+def test_xor_ack_wordcount_remote_over_spark_connect(
+    connect_url: str, corpus: Path, tmp_path: Path, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """``xor-ack wordcount --remote`` (from the thin client) counts exactly, with faults."""
+    out = tmp_path / "counts"
+    report_path = tmp_path / "report.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SPARK_REMOTE", None)
+    run = subprocess.run(
+        [
+            str(client_python()), "-m", "xor_ack_dynamodb.pipeline", "wordcount", str(corpus),
+            "--output", str(out), "--report", str(report_path), "--remote", connect_url,
+            "--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name,
+            "--region", "us-east-1", "--fail-rate", "0.3", "--seed", "5", "--partitions", "8",
+        ],
+        env=env, capture_output=True, text=True, timeout=280, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert all(i["status"] == "acked" for i in report["inputs"])
+    assert any(i["attempts"] > 1 for i in report["inputs"]), "no replay: the faults proved nothing"
+    assert read_counts(out) == dict(independent_count(corpus))

@@ -21,6 +21,7 @@ runs on classic Spark and over Spark Connect.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -47,6 +48,8 @@ from .report import InputResult, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import ID, INPUT, MARKER, SUM, TAG, Process, RoundSpec
 
+#: The last line of a Python traceback: ``SomeError: what``.
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string"
 
 
@@ -316,8 +319,12 @@ def _arrow_schema(struct: Any) -> Any:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The line of a failed job's error that says what happened (the Python error, if any)."""
     text = str(exc).strip() or type(exc).__name__
-    for line in text.splitlines():
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
         if "InjectedFault" in line or "OutputSchemaMismatch" in line:
-            return line.strip()[:300]
-    return f"spark job failed: {text.splitlines()[0][:300]}"
+            return line[:300]
+    python_errors = [line for line in lines if _PYTHON_ERROR.match(line)]
+    first = python_errors[-1] if python_errors else lines[0]
+    return f"spark job failed: {first[:300]}"
