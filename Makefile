@@ -98,4 +98,4 @@ bench-pipeline: $(BENCH) dynamodb-local
 bench: doctor bench-memory bench-client bench-pipeline
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .venv-connect $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

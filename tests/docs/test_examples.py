@@ -47,6 +47,7 @@ PUBLIC_MODULES = frozenset(
         "xor_ack_dynamodb.acker",
         "xor_ack_dynamodb.tuple_tree",
         "xor_ack_dynamodb.fleet",
+        "xor_ack_dynamodb.spark",
     }
 )
 MAX_NO_RUN = 3
