@@ -72,7 +72,16 @@ typecheck: $(DEV)
 infra: $(DEV)
 	CFN_LINT=$(VENV)/bin/cfn-lint CHECK_JSONSCHEMA=$(VENV)/bin/check-jsonschema .ci/validate-infra
 
-unit: $(DEV) dynamodb-local
+# The Spark Connect client (pyspark-client, which conflicts with pyspark) in its own
+# virtualenv, for tests/spark/test_connect.py; the package itself comes from the checkout.
+CONNECT := .venv-connect/.installed
+$(CONNECT): pyproject.toml | doctor
+	$(PYTHON) -m venv .venv-connect
+	.venv-connect/bin/python -m pip install --disable-pip-version-check 'pyspark-client>=4.0,<5' \
+		'pyarrow>=15' 'pandas>=2.2' 'aioboto3>=13' 'boto3>=1.34' 'click>=8.1' 'rich>=13'
+	@touch $@
+
+unit: $(DEV) dynamodb-local $(CONNECT)
 	SPARK_LOCAL_IP=127.0.0.1 XOR_ACK_REQUIRE_EXTENSION=1 $(PY) -m pytest -q
 
 test: doctor lint typecheck infra unit

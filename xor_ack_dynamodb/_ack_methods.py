@@ -14,17 +14,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, ClassVar, Literal, overload
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from ._ack_report import AckedListener, AckStats, FailedListener, FailReason
+from ._ack_report import AckedListener, AckStats, FailedListener, FailReason, counters_of
 from ._generations import Generations, GenerationsConfig, check_buckets
-from ._listeners import call_all, raise_errors, registers_acked
+from ._listeners import Listeners, call_all, raise_errors
 from ._ticker import Ticker
 from .errors import BufferLengthsUnequal, InvalidTag, TagExists
 from .stamps import Stamp, as_stamp
 
 if TYPE_CHECKING:
-    from ._ackcore import EntryLike
+    from ._ackcore import CoreAttributes, EntryLike
+else:
+    # Kept by the core (C attributes or PyAck slots), read and written here too: the
+    # stubs declare them once (``_ackcore.pyi``); nothing to inherit at run time.
+    CoreAttributes = object
 
 #: Entry flags (the same values as ``_ackcore.ADDED`` / ``_ackcore.FAILED``).
 ADDED = 1
@@ -74,7 +78,7 @@ PYTHON_SLOTS = (
 )
 
 
-class _AckMethods(GenerationsConfig):
+class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], CoreAttributes):
     """Everything of :class:`Ack` except the hot path (``add`` / ``stamp``).
 
     Shared by both cores: :class:`PyAck` (pure Python) and ``CAck`` (C).  The
@@ -95,18 +99,7 @@ class _AckMethods(GenerationsConfig):
 
     implementation: ClassVar[str]
     _entry_type: ClassVar[type[EntryLike]]
-
-    # Kept by the core (C attributes or PyAck slots), read and written here too.
-    _chains: dict[str, EntryLike]
-    _buckets: list[dict[str, EntryLike]]
-    _acked_listeners: tuple[AckedListener, ...]
-    _high_water: int
-    _gen: int
-    _added: int
-    _acked: int
-    _pending: int
-    _ack_time_total: float
-    _ack_time_max: float
+    _event_adapters: ClassVar[tuple[str, str]] = ("AckAcked", "AckFailed")
 
     def __init__(
         self,
@@ -154,19 +147,7 @@ class _AckMethods(GenerationsConfig):
 
     @property
     def stats(self) -> AckStats:
-        return AckStats(
-            added=self._added,
-            acked=self._acked,
-            failed=self._failed,
-            expired=self._expired,
-            overflowed=self._overflowed,
-            pending=self._pending,
-            unclaimed=self._unclaimed,
-            orphaned=self._orphaned,
-            dropped=self._dropped,
-            ack_time_total=self._ack_time_total,
-            ack_time_max=self._ack_time_max,
-        )
+        return counters_of(AckStats, self)
 
     def __len__(self) -> int:
         """The number of pending chains (added, not finished)."""
@@ -192,35 +173,22 @@ class _AckMethods(GenerationsConfig):
 
     # -- listeners -------------------------------------------------------------
 
-    @overload
-    def on(self, event: Literal["acked"], listener: AckedListener) -> AckedListener: ...
-    @overload
-    def on(self, event: Literal["failed"], listener: FailedListener) -> FailedListener: ...
-    def on(
-        self, event: str, listener: AckedListener | FailedListener
-    ) -> AckedListener | FailedListener:
-        """Call ``listener(tag)`` on ``"acked"``, ``listener(tag, reason)`` on ``"failed"``.
-
-        Listeners run after the tracker has forgotten the chain, in the order they
-        were added.  If one raises, the others still run, then the exception is
-        raised to whoever caused the event (``stamp``, ``add``, ``fail`` or
-        ``tick``); several become an ``ExceptionGroup``.  The chain is finished
-        either way.
-        """
-        if registers_acked(event, listener):
-            self._acked_listeners = (*self._acked_listeners, listener)  # type: ignore[arg-type]
-        else:
-            self._failed_listeners = (*self._failed_listeners, listener)  # type: ignore[arg-type]
-        return listener
-
-    def off(self, event: Literal["acked", "failed"], listener: Callable[..., object]) -> bool:
+    def off(
+        self, event: Literal["acked", "failed", "event"], listener: Callable[..., object]
+    ) -> bool:
         """Remove one registration of ``listener``; False if it was not registered."""
+        if event == "event":
+            acked = self._off("acked", listener)
+            return self._off("failed", listener) and acked
+        if event not in ("acked", "failed"):
+            raise ValueError(f'event must be "acked", "failed" or "event", not {event!r}')
+        return self._off(event, listener)
+
+    def _off(self, event: Literal["acked", "failed"], listener: Callable[..., object]) -> bool:
         if event == "acked":
             listeners: tuple[Callable[..., object], ...] = self._acked_listeners
-        elif event == "failed":
-            listeners = self._failed_listeners
         else:
-            raise ValueError(f'event must be "acked" or "failed", not {event!r}')
+            listeners = self._failed_listeners
         for i, registered in enumerate(listeners):
             if registered == listener:
                 remaining = listeners[:i] + listeners[i + 1 :]
@@ -243,15 +211,19 @@ class _AckMethods(GenerationsConfig):
         """An entry for ``Generations.insert``, which sets its generation."""
         return self._entry_type(value, nbytes, self._generations.gen, t_added, flags)
 
-    def _complete(self, tag: str, entry: EntryLike) -> None:
-        """The chain's state is zero: forget it, count it, tell the listeners."""
-        self._generations.remove(tag, entry)
-        elapsed = perf_counter() - entry.t_added
+    def _count_ack(self, t_added: float) -> None:
+        """Count one chain acked, added at ``t_added`` (``perf_counter``)."""
+        elapsed = perf_counter() - t_added
         self._acked += 1
         self._pending -= 1
         self._ack_time_total += elapsed
         if elapsed > self._ack_time_max:
             self._ack_time_max = elapsed
+
+    def _complete(self, tag: str, entry: EntryLike) -> None:
+        """The chain's state is zero: forget it, count it, tell the listeners."""
+        self._generations.remove(tag, entry)
+        self._count_ack(entry.t_added)
         raise_errors(call_all(self._acked_listeners, (tag,)), "acked")
 
     def _add_slow(self, tag: object, stamp: object) -> bool:

@@ -6,8 +6,11 @@ Shared by both cores of ``Ack`` and by the Storm-style acker (``FailReason``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class FailReason(StrEnum):
@@ -16,6 +19,17 @@ class FailReason(StrEnum):
     FAILED = "failed"  #: ``fail(tag)`` was called
     TIMEOUT = "timeout"  #: not complete within its timeout
     OVERFLOW = "overflow"  #: added while the tracker held ``high_water`` chains
+
+
+def counters_of(report: type[T], tracker: object, **given: Any) -> T:
+    """A snapshot ``report`` (a dataclass) of ``tracker``'s counters: each field ``name``
+    is the tracker's ``_name``, unless ``given``.  ``AckStats`` of an ``Ack``,
+    ``AckerStats`` of an ``Acker``."""
+    values = dict(given)
+    for field in fields(report):  # type: ignore[arg-type]
+        if field.name not in values:
+            values[field.name] = getattr(tracker, "_" + field.name)
+    return report(**values)
 
 
 AckedListener = Callable[[str], object]

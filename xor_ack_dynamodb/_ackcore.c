@@ -45,6 +45,30 @@ perf_counter(void)
 #endif
 }
 
+/* A getter and a setter of the number attribute ``field`` of ``Object``, named
+ * ``prefix``_get_``field`` / ``prefix``_set_``field``: ``to_py`` reads it, ``from_py``
+ * converts what is assigned (returning -1 with an exception set when it cannot);
+ * deleting it raises ``del_error`` with ``del_message``.  Entry's and Core's
+ * numbers all go through it. */
+#define NUMBER_ACCESSORS(prefix, Object, field, ctype, to_py, from_py, del_error, del_message) \
+    static PyObject *prefix##_get_##field(Object *self, void *closure)                         \
+    {                                                                                          \
+        return to_py(self->field);                                                             \
+    }                                                                                          \
+    static int prefix##_set_##field(Object *self, PyObject *value, void *closure)              \
+    {                                                                                          \
+        if (value == NULL) {                                                                   \
+            PyErr_SetString(del_error, del_message);                                           \
+            return -1;                                                                         \
+        }                                                                                      \
+        ctype v = from_py(value);                                                              \
+        if (v == (ctype)-1 && PyErr_Occurred()) {                                              \
+            return -1;                                                                         \
+        }                                                                                      \
+        self->field = v;                                                                       \
+        return 0;                                                                              \
+    }
+
 /* ------------------------------------------------------------------ Entry */
 
 /* One chain: its XOR state as raw bytes (no Python int per operation), the
@@ -109,68 +133,13 @@ entry_get_nbytes(EntryObject *self, void *closure)
     return PyLong_FromSsize_t(Py_SIZE(self));
 }
 
-static PyObject *
-entry_get_gen(EntryObject *self, void *closure)
-{
-    return PyLong_FromLongLong(self->gen);
-}
+#define ENTRY_NUMBER(field, ctype, to_py, from_py) \
+    NUMBER_ACCESSORS(entry, EntryObject, field, ctype, to_py, from_py, PyExc_AttributeError, \
+                     "Entry." #field " cannot be deleted")
 
-static int
-entry_set_gen(EntryObject *self, PyObject *value, void *closure)
-{
-    if (value == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "Entry.gen cannot be deleted");
-        return -1;
-    }
-    long long gen = PyLong_AsLongLong(value);
-    if (gen == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    self->gen = gen;
-    return 0;
-}
-
-static PyObject *
-entry_get_t_added(EntryObject *self, void *closure)
-{
-    return PyFloat_FromDouble(self->t_added);
-}
-
-static int
-entry_set_t_added(EntryObject *self, PyObject *value, void *closure)
-{
-    if (value == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "Entry.t_added cannot be deleted");
-        return -1;
-    }
-    double t = PyFloat_AsDouble(value);
-    if (t == -1.0 && PyErr_Occurred()) {
-        return -1;
-    }
-    self->t_added = t;
-    return 0;
-}
-
-static PyObject *
-entry_get_flags(EntryObject *self, void *closure)
-{
-    return PyLong_FromLong(self->flags);
-}
-
-static int
-entry_set_flags(EntryObject *self, PyObject *value, void *closure)
-{
-    if (value == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "Entry.flags cannot be deleted");
-        return -1;
-    }
-    long flags = PyLong_AsLong(value);
-    if (flags == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    self->flags = (int)flags;
-    return 0;
-}
+ENTRY_NUMBER(gen, long long, PyLong_FromLongLong, PyLong_AsLongLong)
+ENTRY_NUMBER(t_added, double, PyFloat_FromDouble, PyFloat_AsDouble)
+ENTRY_NUMBER(flags, long, PyLong_FromLong, PyLong_AsLong)
 
 static PyGetSetDef entry_getset[] = {
     {"value", (getter)entry_get_value, (setter)entry_set_value,
@@ -272,21 +241,22 @@ core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+/* The Python objects a Core holds, each visited and cleared by the GC. */
+#define CORE_OBJECTS(X) X(chains) X(buckets) X(acked_listeners)
+#define VISIT_FIELD(field) Py_VISIT(self->field);
+#define CLEAR_FIELD(field) Py_CLEAR(self->field);
+
 static int
 core_traverse(CoreObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->chains);
-    Py_VISIT(self->buckets);
-    Py_VISIT(self->acked_listeners);
+    CORE_OBJECTS(VISIT_FIELD)
     return 0;
 }
 
 static int
 core_clear(CoreObject *self)
 {
-    Py_CLEAR(self->chains);
-    Py_CLEAR(self->buckets);
-    Py_CLEAR(self->acked_listeners);
+    CORE_OBJECTS(CLEAR_FIELD)
     return 0;
 }
 
@@ -451,6 +421,30 @@ done:
     return status;
 }
 
+/* Does the fast path of ``name`` (add or stamp) take these arguments?  Yes (1)
+ * when there are two, ``tag`` a non-empty str and ``stamp`` bytes, and the core's
+ * containers are its own kinds.  Otherwise 0, with ``*answer`` set to the call's
+ * answer: NULL (a TypeError) for a wrong number of arguments, else what Python's
+ * slow path (``slow``) returns for the call. */
+static int
+takes_fast(CoreObject *self, const char *name, PyObject *slow, PyObject *const *args,
+           Py_ssize_t nargs, PyObject **answer)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (tag, stamp), %zd given", name,
+                     nargs);
+        *answer = NULL;
+        return 0;
+    }
+    if (PyUnicode_CheckExact(args[0]) && PyUnicode_GET_LENGTH(args[0]) > 0
+        && PyBytes_Check(args[1]) && PyDict_CheckExact(self->chains)
+        && PyList_CheckExact(self->buckets)) {
+        return 1;
+    }
+    *answer = call_slow(self, slow, args, nargs);
+    return 0;
+}
+
 PyDoc_STRVAR(core_add_doc,
 "add(tag, stamp) -> bool\n\n"
 "Start the chain ``tag`` with ``stamp``; True if the add completed it.");
@@ -458,16 +452,12 @@ PyDoc_STRVAR(core_add_doc,
 static PyObject *
 core_add(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "add() takes 2 arguments (tag, stamp), %zd given", nargs);
-        return NULL;
+    PyObject *answer;
+    if (!takes_fast(self, "add", str_add_slow, args, nargs, &answer)) {
+        return answer;
     }
     PyObject *tag = args[0];
     PyObject *stamp = args[1];
-    if (!PyUnicode_CheckExact(tag) || PyUnicode_GET_LENGTH(tag) == 0 || !PyBytes_Check(stamp)
-        || !PyDict_CheckExact(self->chains) || !PyList_CheckExact(self->buckets)) {
-        return call_slow(self, str_add_slow, args, nargs);
-    }
     Py_ssize_t nbytes = PyBytes_GET_SIZE(stamp);
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(stamp);
     if (nbytes == 0 || all_zero(data, nbytes)
@@ -519,17 +509,12 @@ PyDoc_STRVAR(core_stamp_doc,
 static PyObject *
 core_stamp(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "stamp() takes 2 arguments (tag, stamp), %zd given",
-                     nargs);
-        return NULL;
+    PyObject *answer;
+    if (!takes_fast(self, "stamp", str_stamp_slow, args, nargs, &answer)) {
+        return answer;
     }
     PyObject *tag = args[0];
     PyObject *stamp = args[1];
-    if (!PyUnicode_CheckExact(tag) || !PyBytes_Check(stamp) || !PyDict_CheckExact(self->chains)
-        || !PyList_CheckExact(self->buckets)) {
-        return call_slow(self, str_stamp_slow, args, nargs);
-    }
     PyObject *found = PyDict_GetItemWithError(self->chains, tag);
     if (found == NULL) {
         if (PyErr_Occurred()) {
@@ -588,62 +573,41 @@ core_stamp(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 /* -------------------------------------------------- Core attribute access */
 
-static PyObject *
-core_get_chains(CoreObject *self, void *closure)
-{
-    return Py_NewRef(self->chains);
-}
-
+/* ``_buckets`` takes a non-empty list of dicts. */
 static int
-core_set_chains(CoreObject *self, PyObject *value, void *closure)
+is_bucket_list(PyObject *value)
 {
-    if (value == NULL || !PyDict_CheckExact(value)) {
-        PyErr_SetString(PyExc_TypeError, "_chains must be a dict");
-        return -1;
-    }
-    Py_SETREF(self->chains, Py_NewRef(value));
-    return 0;
-}
-
-static PyObject *
-core_get_buckets(CoreObject *self, void *closure)
-{
-    return Py_NewRef(self->buckets);
-}
-
-static int
-core_set_buckets(CoreObject *self, PyObject *value, void *closure)
-{
-    if (value == NULL || !PyList_CheckExact(value) || PyList_GET_SIZE(value) < 1) {
-        PyErr_SetString(PyExc_TypeError, "_buckets must be a non-empty list of dicts");
-        return -1;
+    if (!PyList_CheckExact(value) || PyList_GET_SIZE(value) < 1) {
+        return 0;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
         if (!PyDict_CheckExact(PyList_GET_ITEM(value, i))) {
-            PyErr_SetString(PyExc_TypeError, "_buckets must be a non-empty list of dicts");
-            return -1;
+            return 0;
         }
     }
-    Py_SETREF(self->buckets, Py_NewRef(value));
-    return 0;
+    return 1;
 }
 
-static PyObject *
-core_get_acked_listeners(CoreObject *self, void *closure)
-{
-    return Py_NewRef(self->acked_listeners);
-}
-
-static int
-core_set_acked_listeners(CoreObject *self, PyObject *value, void *closure)
-{
-    if (value == NULL || !PyTuple_CheckExact(value)) {
-        PyErr_SetString(PyExc_TypeError, "_acked_listeners must be a tuple");
-        return -1;
+/* A getter and a setter of the object attribute ``_field``: what is assigned must
+ * pass ``check``, else TypeError(``message``). */
+#define OBJECT_ACCESSORS(field, check, message)                                   \
+    static PyObject *core_get_##field(CoreObject *self, void *closure)            \
+    {                                                                             \
+        return Py_NewRef(self->field);                                            \
+    }                                                                             \
+    static int core_set_##field(CoreObject *self, PyObject *value, void *closure) \
+    {                                                                             \
+        if (value == NULL || !check(value)) {                                     \
+            PyErr_SetString(PyExc_TypeError, message);                            \
+            return -1;                                                            \
+        }                                                                         \
+        Py_SETREF(self->field, Py_NewRef(value));                                 \
+        return 0;                                                                 \
     }
-    Py_SETREF(self->acked_listeners, Py_NewRef(value));
-    return 0;
-}
+
+OBJECT_ACCESSORS(chains, PyDict_CheckExact, "_chains must be a dict")
+OBJECT_ACCESSORS(buckets, is_bucket_list, "_buckets must be a non-empty list of dicts")
+OBJECT_ACCESSORS(acked_listeners, PyTuple_CheckExact, "_acked_listeners must be a tuple")
 
 static PyObject *
 core_get_high_water(CoreObject *self, void *closure)
@@ -666,50 +630,16 @@ core_set_high_water(CoreObject *self, PyObject *value, void *closure)
     return 0;
 }
 
-#define LL_ACCESSORS(field)                                                      \
-    static PyObject *core_get_##field(CoreObject *self, void *closure)           \
-    {                                                                            \
-        return PyLong_FromLongLong(self->field);                                 \
-    }                                                                            \
-    static int core_set_##field(CoreObject *self, PyObject *value, void *closure) \
-    {                                                                            \
-        if (value == NULL) {                                                     \
-            PyErr_SetString(PyExc_TypeError, "_" #field " cannot be deleted");   \
-            return -1;                                                           \
-        }                                                                        \
-        long long v = PyLong_AsLongLong(value);                                  \
-        if (v == -1 && PyErr_Occurred()) {                                       \
-            return -1;                                                           \
-        }                                                                        \
-        self->field = v;                                                         \
-        return 0;                                                                \
-    }
+#define CORE_NUMBER(field, ctype, to_py, from_py)                            \
+    NUMBER_ACCESSORS(core, CoreObject, field, ctype, to_py, from_py, PyExc_TypeError, \
+                     "_" #field " cannot be deleted")
 
-#define DOUBLE_ACCESSORS(field)                                                  \
-    static PyObject *core_get_##field(CoreObject *self, void *closure)           \
-    {                                                                            \
-        return PyFloat_FromDouble(self->field);                                  \
-    }                                                                            \
-    static int core_set_##field(CoreObject *self, PyObject *value, void *closure) \
-    {                                                                            \
-        if (value == NULL) {                                                     \
-            PyErr_SetString(PyExc_TypeError, "_" #field " cannot be deleted");   \
-            return -1;                                                           \
-        }                                                                        \
-        double v = PyFloat_AsDouble(value);                                      \
-        if (v == -1.0 && PyErr_Occurred()) {                                     \
-            return -1;                                                           \
-        }                                                                        \
-        self->field = v;                                                         \
-        return 0;                                                                \
-    }
-
-LL_ACCESSORS(gen)
-LL_ACCESSORS(added)
-LL_ACCESSORS(acked)
-LL_ACCESSORS(pending)
-DOUBLE_ACCESSORS(ack_time_total)
-DOUBLE_ACCESSORS(ack_time_max)
+CORE_NUMBER(gen, long long, PyLong_FromLongLong, PyLong_AsLongLong)
+CORE_NUMBER(added, long long, PyLong_FromLongLong, PyLong_AsLongLong)
+CORE_NUMBER(acked, long long, PyLong_FromLongLong, PyLong_AsLongLong)
+CORE_NUMBER(pending, long long, PyLong_FromLongLong, PyLong_AsLongLong)
+CORE_NUMBER(ack_time_total, double, PyFloat_FromDouble, PyFloat_AsDouble)
+CORE_NUMBER(ack_time_max, double, PyFloat_FromDouble, PyFloat_AsDouble)
 
 #define GETSET(field) \
     {"_" #field, (getter)core_get_##field, (setter)core_set_##field, NULL, NULL}

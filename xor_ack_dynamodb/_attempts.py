@@ -32,6 +32,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
 
+from ._aws import http_status
+
 #: Key of ``ResponseMetadata``: attempts before the last one whose outcome is unknown.
 UNKNOWN_ATTEMPTS = "XorAckUnknownAttempts"
 _CONTEXT_KEY = "xor_ack_attempts"  # per request: one bool per attempt, True when unknown
@@ -165,8 +167,8 @@ def may_have_landed(exc: BaseException) -> bool:
     """
     if not isinstance(exc, ClientError):
         return not getattr(exc, _NEVER_SENT, False)
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if isinstance(status, int) and status >= 500:
+    status = http_status(exc)
+    if status is not None and status >= 500:
         return True
     return earlier_send_may_have_landed(exc.response)
 

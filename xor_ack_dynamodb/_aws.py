@@ -31,6 +31,10 @@ Credentials are botocore's default chain, except that a loopback endpoint with n
 and moto accept any, so ``xor-ack local start`` then ``xor-ack table create`` works on a machine
 without an AWS account.
 
+Errors: what an AWS error says (its code, message, status, the item a failed condition
+returned, a cancelled transaction's reasons) is read by the functions at the end, one per
+fact; nothing else in the package looks into ``ClientError.response``.
+
 Retries: :func:`botocore_config` (botocore's ``standard`` mode, 10 attempts, unless
 ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say otherwise).
 """
@@ -38,10 +42,19 @@ Retries: :func:`botocore_config` (botocore's ``standard`` mode, 10 attempts, unl
 from __future__ import annotations
 
 import os
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import urlsplit
 
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
 from .errors import RegionMissing
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
 
 #: The region used for a loopback endpoint when none is configured (any region works there).
 LOCAL_REGION = "us-east-1"
@@ -49,7 +62,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _TRUE = ("true", "1", "yes")
 
 
-def botocore_config(**overrides: object) -> Any:
+def botocore_config(**overrides: object) -> Config:
     """The ``botocore.config.Config`` the clients use when given none.
 
     Throttling, 5xx and connection errors are retried by botocore's ``standard``
@@ -60,13 +73,12 @@ def botocore_config(**overrides: object) -> Any:
     whose connection was lost is re-sent within milliseconds, not after the mode's
     backoff, so that few other writes can push its token out of the item.
     """
-    from botocore.config import Config
-
     options: dict[str, object] = {"connect_timeout": 5, "read_timeout": 30}
     if not os.environ.get("AWS_RETRY_MODE") and not os.environ.get("AWS_MAX_ATTEMPTS"):
         options["retries"] = {"mode": "standard", "max_attempts": 10}
     options.update(overrides)
-    return Config(**options)
+    config: Config = Config(**options)
+    return config
 
 
 def endpoint_url(explicit: str | None = None) -> str | None:
@@ -112,25 +124,30 @@ def region(explicit: str | None = None, *, session: Any = None, endpoint: str | 
     raise RegionMissing()
 
 
-def client_options(
-    *,
-    endpoint: str | None = None,
-    region_name: str | None = None,
-    session: Any = None,
-    config: Any = None,
-    local_credentials: bool | None = None,
-) -> dict[str, Any]:
-    """The keyword arguments of ``session.client("dynamodb", ...)`` for these settings.
+class Settings(TypedDict, total=False):
+    """What a client is made for, besides its session (every key may be left out).
 
     ``local_credentials``: True signs with dummy credentials, False never does, None
     (the default) does for a loopback endpoint when the environment names none.
     """
+
+    endpoint: str | None
+    region_name: str | None
+    config: Config | None
+    local_credentials: bool | None
+
+
+def client_options(*, session: Any = None, **settings: Unpack[Settings]) -> dict[str, Any]:
+    """The keyword arguments of ``session.client("dynamodb", ...)`` for these settings."""
+    endpoint = settings.get("endpoint")
+    config = settings.get("config")
     options: dict[str, Any] = {
-        "region_name": region(region_name, session=session, endpoint=endpoint),
+        "region_name": region(settings.get("region_name"), session=session, endpoint=endpoint),
         "config": config if config is not None else botocore_config(),
     }
     if endpoint:
         options["endpoint_url"] = endpoint
+    local_credentials = settings.get("local_credentials")
     if local_credentials is None:
         local_credentials = (
             is_loopback(endpoint_url(endpoint))
@@ -143,51 +160,70 @@ def client_options(
     return options
 
 
-def _dynamodb(
-    session: Any,
-    endpoint: str | None,
-    region_name: str | None,
-    config: Any,
-    local_credentials: bool | None,
-) -> Any:
-    """``session.client("dynamodb", ...)`` with :func:`client_options`, for either kind."""
-    return session.client(
-        "dynamodb",
-        **client_options(
-            endpoint=endpoint,
-            region_name=region_name,
-            session=session,
-            config=config,
-            local_credentials=local_credentials,
-        ),
-    )
-
-
-def sync_client(
-    *,
-    endpoint: str | None = None,
-    region_name: str | None = None,
-    session: Any = None,
-    config: Any = None,
-    local_credentials: bool | None = None,
-) -> Any:
+def sync_client(*, session: Any = None, **settings: Unpack[Settings]) -> DynamoDBClient:
     """A boto3 DynamoDB client (the caller closes it)."""
     import boto3
 
     session = session or boto3.session.Session()
-    return _dynamodb(session, endpoint, region_name, config, local_credentials)
+    client: DynamoDBClient = session.client(
+        "dynamodb", **client_options(session=session, **settings)
+    )
+    return client
 
 
 def async_client(
-    *,
-    endpoint: str | None = None,
-    region_name: str | None = None,
-    session: Any = None,
-    config: Any = None,
-    local_credentials: bool | None = None,
-) -> Any:
+    *, session: Any = None, **settings: Unpack[Settings]
+) -> AbstractAsyncContextManager[AsyncDynamoDBClient]:
     """An aiobotocore DynamoDB client, as the async context manager aioboto3 returns."""
     import aioboto3
 
     session = session or aioboto3.Session()
-    return _dynamodb(session, endpoint, region_name, config, local_credentials)
+    client: AbstractAsyncContextManager[AsyncDynamoDBClient] = session.client(
+        "dynamodb", **client_options(session=session, **settings)
+    )
+    return client
+
+
+# -- what an AWS error says: each fact read here, once ------------------------------
+
+
+class CancellationReason(TypedDict, total=False):
+    """One item's reason in a cancelled transaction (``CancellationReasons``)."""
+
+    Code: str  # "None" for an item that was fine
+    Message: str
+    Item: dict[str, AttributeValueTypeDef]  # ALL_OLD, on a failed condition
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a ``ClientError``; ``""`` for any other error (or none given)."""
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def error_message(exc: ClientError) -> str:
+    """The message AWS gave with the error (``""`` if none)."""
+    return str(exc.response.get("Error", {}).get("Message", ""))
+
+
+def http_status(exc: ClientError) -> int | None:
+    """The HTTP status of the response the error was built from, if known."""
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status if isinstance(status, int) else None
+
+
+def condition_item(exc: ClientError) -> dict[str, AttributeValueTypeDef] | None:
+    """The item a failed condition returned (``ReturnValuesOnConditionCheckFailure``)."""
+    raw = exc.response.get("Item")
+    return dict(raw) if raw else None
+
+
+def cancellation_reasons(exc: ClientError) -> list[CancellationReason]:
+    """A cancelled transaction's reasons, one per item in the order sent (may be empty)."""
+    return list(exc.response.get("CancellationReasons") or [])
+
+
+def cancellation_code(reason: CancellationReason) -> str:
+    """An item's cancellation code; ``"None"`` where AWS gave none (the item was fine)."""
+    return reason.get("Code") or "None"

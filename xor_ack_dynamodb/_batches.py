@@ -34,6 +34,7 @@ from typing import Any, Generic, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._attempts import earlier_send_may_have_landed, mark_sent_before, may_have_landed
+from ._aws import error_code
 from ._core.expressions import Update
 from ._ops import Call, ClientStats, Effect
 
@@ -136,7 +137,7 @@ def read_batch(response: dict[str, Any], count: int) -> list[Verdict]:
 
 def batch_unsupported(exc: ClientError) -> bool:
     """Does a whole batch's error say this client should not batch any more?"""
-    return str(exc.response.get("Error", {}).get("Code", "")) in _UNSUPPORTED
+    return error_code(exc) in _UNSUPPORTED
 
 
 def stops_batching(verdict: Verdict) -> bool:
@@ -272,7 +273,7 @@ class Batcher:
             if not batch_refused_whole(exc):
                 return [exc] * len(writes)  # re-sent by botocore: the core reads and judges
             if batch_unsupported(exc):
-                self._stop(_code(exc))
+                self._stop(error_code(exc) or "unknown error")
             results = []
             for write in writes:
                 self.stats.requests["UpdateItem"] += 1
@@ -304,7 +305,3 @@ class Batcher:
             failure: Exception = exc
             return failure
         return response
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "")) or "unknown error"

@@ -3,18 +3,80 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
 
 from ._attempts import watch
+from ._aws import Settings
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
-from ._ops import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Chains, ClientStats
+from ._ops import (
+    DEFAULT_TOKEN_WINDOW,
+    DEFAULT_TOMBSTONE_TTL,
+    Chains,
+    ClientStats,
+    Entry,
+    Op,
+    Outcome,
+    collect_many,
+    create_entries,
+    many_entries,
+)
+from .errors import CreateManyFailed
 from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
-from .stamps import xor
+from .stamps import Stamp, xor
+
+if TYPE_CHECKING:
+    from botocore.config import Config
 
 
-class ClientBase:
+class Options(TypedDict, total=False):
+    """The constructor's options after ``table`` (each one's meaning: ``ClientBase``)."""
+
+    partition_key: str
+    retry: RetryPolicy | None
+    token_window: int
+    tombstone_ttl: float
+    cache_size: int
+    coalesce: bool
+    batch_writes: bool
+    write_slots: int
+
+
+class Connection(Options, total=False):
+    """``connect``'s options: the constructor's, and how to make the boto client (``_aws``)."""
+
+    endpoint_url: str | None
+    region_name: str | None
+    session: Any  # a boto3 session for the sync client, an aioboto3 one for the async
+    config: Config | None
+
+
+def connection(options: Connection) -> tuple[Any, Settings, Options]:
+    """``connect``'s options split: the session, the boto client's settings, the rest."""
+    settings = Settings(
+        endpoint=options.get("endpoint_url"),
+        region_name=options.get("region_name"),
+        config=options.get("config"),
+    )
+    rest = {key: value for key, value in options.items() if key not in _CONNECTION}
+    return options.get("session"), settings, cast(Options, rest)
+
+
+#: The keys of ``Connection`` that are not the constructor's.
+_CONNECTION = frozenset(Connection.__annotations__) - frozenset(Options.__annotations__)
+
+
+def check_concurrency(concurrency: int) -> None:
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+
+
+#: The injected DynamoDB client: aiobotocore's for the async client, boto3's for the sync one.
+ClientT = TypeVar("ClientT")
+
+
+class ClientBase(Generic[ClientT]):
     """Holds the injected DynamoDB client and the sans-I/O core both clients drive.
 
     ``retry``: the policy for lost races (``None``: raise ``StaleLocalData`` at once).
@@ -42,7 +104,7 @@ class ClientBase:
 
     def __init__(
         self,
-        client: Any,
+        client: ClientT,
         *,
         table: str,
         partition_key: str = DEFAULT_PARTITION_KEY,
@@ -76,6 +138,37 @@ class ClientBase:
 
     def _setup(self) -> None:
         """Set up the driver's own state (its queues of stamps to merge)."""
+
+    # -- the *_many calls' inputs and results, before and after their I/O -------
+
+    def _creates(
+        self,
+        stamps: Mapping[str, bytes],
+        ttl: float | None,
+        concurrency: int,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> tuple[dict[str, Stamp], Callable[[dict[str, Any]], Op]]:
+        """``create_many``'s validated stamps, and the transaction each piece of them runs."""
+        check_concurrency(concurrency)
+        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
+        return values, lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout)
+
+    @staticmethod
+    def _created(values: Mapping[str, Stamp], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
+        return collect_many(values, outcomes, CreateManyFailed)
+
+    @staticmethod
+    def _stamps(
+        stamps: Mapping[str, bytes], tokens: Mapping[str, bytes | str] | None, concurrency: int
+    ) -> dict[str, Entry]:
+        """``stamp_many``'s validated entries."""
+        check_concurrency(concurrency)
+        return many_entries(stamps, tokens)
+
+    @staticmethod
+    def _stamped(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
+        return collect_many(entries, outcomes)
 
     @property
     def table(self) -> str:

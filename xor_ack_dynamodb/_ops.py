@@ -49,6 +49,7 @@ ever connected: then it is raised as proven not landed).
 
 from __future__ import annotations
 
+from ._aws import error_code as _error_code
 from ._core.chains import _copy_error, plan_batch
 from ._core.effects import (
     ENTRY_ERRORS,
@@ -67,7 +68,6 @@ from ._core.landing import (
     TRANSACTION_CANCELED,
     TRANSACTION_CONFLICT,
 )
-from ._core.landing import error_code as _error_code
 from ._core.landing import reaches_back as _reaches_back
 from ._core.many import Chains, _moved
 from ._core.requests import _ATTRIBUTES, _names

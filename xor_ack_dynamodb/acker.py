@@ -45,8 +45,9 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable, Hashable, Sequence
-from typing import Literal, TypeVar, overload
+from typing import ClassVar, TypeVar
 
+from ._ack_report import counters_of
 from ._acker_messages import (
     Acked,
     AckerMsg,
@@ -61,7 +62,7 @@ from ._acker_messages import (
     Track,
 )
 from ._generations import Generations, GenerationsConfig
-from ._listeners import call_all, raise_errors, registers_acked
+from ._listeners import Listeners, call_all, raise_errors
 from .errors import TagExists, ZeroBufferNoOp
 from .memory import FailReason
 
@@ -149,7 +150,7 @@ AckedListener = Callable[[Acked], object]
 NackedListener = Callable[[Nacked], object]
 
 
-class Acker(GenerationsConfig):
+class Acker(GenerationsConfig, Listeners[AckedListener, NackedListener]):
     """One acker task: tuple trees by anchor id, with timeouts and a high-water mark.
 
     Feed it messages with :meth:`handle` (or the verb methods); it reports each
@@ -159,46 +160,24 @@ class Acker(GenerationsConfig):
     (shard trees over several ackers with :func:`acker_for`).
     """
 
+    _event_adapters: ClassVar[tuple[str, str]] = ("AckerAcked", "AckerFailed")
+
     def __init__(self, *, buckets: int = 3, high_water: int | None = None) -> None:
         self._generations: Generations[int, _Tree] = Generations(buckets, high_water)
         self._trees = self._generations.entries
         self._acked_listeners: tuple[AckedListener, ...] = ()
-        self._nacked_listeners: tuple[NackedListener, ...] = ()
+        self._failed_listeners: tuple[NackedListener, ...] = ()
         self._tracked = self._acked = self._failed = self._expired = self._overflowed = 0
         self._untracked = self._orphaned = self._dropped = 0
 
     # -- listeners ----------------------------------------------------------------
-
-    @overload
-    def on(self, event: Literal["acked"], listener: AckedListener) -> AckedListener: ...
-    @overload
-    def on(self, event: Literal["failed"], listener: NackedListener) -> NackedListener: ...
-    def on(
-        self, event: str, listener: AckedListener | NackedListener
-    ) -> AckedListener | NackedListener:
-        """``fn(Acked)`` when a tree completes, ``fn(Nacked)`` when it fails."""
-        if registers_acked(event, listener):
-            self._acked_listeners = (*self._acked_listeners, listener)  # type: ignore[arg-type]
-        else:
-            self._nacked_listeners = (*self._nacked_listeners, listener)  # type: ignore[arg-type]
-        return listener
 
     # -- inspection -------------------------------------------------------------------
 
     @property
     def stats(self) -> AckerStats:
         pending = len(self._trees) - self._untracked
-        return AckerStats(
-            tracked=self._tracked,
-            acked=self._acked,
-            failed=self._failed,
-            expired=self._expired,
-            overflowed=self._overflowed,
-            pending=pending,
-            untracked=self._untracked,
-            orphaned=self._orphaned,
-            dropped=self._dropped,
-        )
+        return counters_of(AckerStats, self, pending=pending)
 
     def state(self, anchor_id: int) -> Pending | None:
         """The tree ``anchor_id`` as the acker holds it, or None (never seen, or ended)."""
@@ -306,7 +285,7 @@ class Acker(GenerationsConfig):
         self._expired += len(nacks)
         errors = None
         for nack in nacks:
-            errors = call_all(self._nacked_listeners, (nack,), errors)
+            errors = call_all(self._failed_listeners, (nack,), errors)
         raise_errors(errors, "failed")
         return nacks
 
@@ -358,5 +337,5 @@ class Acker(GenerationsConfig):
         self, anchor_id: int, task_id: Hashable, source_id: Hashable, reason: FailReason
     ) -> Nacked:
         nacked = Nacked(anchor_id, task_id, source_id, reason)
-        raise_errors(call_all(self._nacked_listeners, (nacked,)), "failed")
+        raise_errors(call_all(self._failed_listeners, (nacked,)), "failed")
         return nacked

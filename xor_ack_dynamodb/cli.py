@@ -8,6 +8,7 @@
     xor-ack chain create job-1     # a chain with a random stamp, printed
     xor-ack chain stamp job-1 HEX  # XOR a stamp in
     xor-ack chain get job-1
+    xor-ack events follow          # the chains' events, from the table's stream
     xor-ack chain list --status overdue
     xor-ack sweep --watch 60       # fail overdue chains, every minute
 
@@ -29,9 +30,11 @@ import click
 from ._aws import is_loopback as is_loopback  # re-exported for the pipeline's CLI
 from ._cli.chain import chain, chain_create
 from ._cli.errors import UserError, explain
+from ._cli.events import events
 from ._cli.group import _LAZY_COMMANDS, XorAckGroup
 from ._cli.local import NOT_RUNNING, local
 from ._cli.options import _AFTER_THE_VERB, CONNECTION_OPTIONS, Settings, _connection_options
+from ._cli.stats import chain_stats
 from ._cli.sweep import sweep
 from ._cli.table import table
 
@@ -78,6 +81,8 @@ def cli(
 cli.add_command(table)
 cli.add_command(local)
 cli.add_command(chain)
+chain.add_command(chain_stats)  # its own module (_cli/stats.py): reads the table's stream
+cli.add_command(events)
 cli.add_command(sweep)
 
 

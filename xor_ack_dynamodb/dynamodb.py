@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
-from ._client import ClientBase
+from ._client import ClientBase, Connection, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
@@ -26,18 +26,17 @@ from ._ops import (
     Op,
     Outcome,
     Sleep,
-    collect_many,
-    create_entries,
-    many_entries,
     one_entry,
     unwrap,
 )
-from .errors import CorruptItem, CreateManyFailed
-from .item import DEFAULT_PARTITION_KEY, ChainState
+from .item import ChainState
 from .stamps import Stamp
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
-class XorAckDynamoDB(ClientBase):
+
+class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
     """Ack chains in a DynamoDB table, async.
 
     ``client`` is an aiobotocore DynamoDB client (for example from
@@ -46,6 +45,8 @@ class XorAckDynamoDB(ClientBase):
     write while a write for that tag is in flight (``coalesce=False`` turns it off).
     """
 
+    _client: DynamoDBClient  # aiobotocore's, typed by types-aiobotocore-dynamodb
+
     def _setup(self) -> None:
         self._merging: Merging[asyncio.Future[Outcome]] = Merging()
         self._writers: set[asyncio.Task[None]] = set()
@@ -53,29 +54,21 @@ class XorAckDynamoDB(ClientBase):
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls,
-        *,
-        table: str,
-        partition_key: str = DEFAULT_PARTITION_KEY,
-        endpoint_url: str | None = None,
-        region_name: str | None = None,
-        session: Any = None,
-        config: Any = None,
-        **options: Any,
+        cls, *, table: str, **options: Unpack[Connection]
     ) -> AsyncIterator[XorAckDynamoDB]:
         """Open a client that owns its aioboto3 session and connection pool.
 
         Credentials, region and endpoint come from the standard AWS environment
-        (``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB``, profiles, ...) unless given;
+        (``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB``, profiles, ...) unless given
+        (``endpoint_url``, ``region_name``, an aioboto3 ``session``, a botocore ``config``);
         the order is in ``xor_ack_dynamodb._aws`` (``RegionMissing`` when there is no region).
-        ``options`` are the constructor's (``retry``, ``token_window``, ...).
+        The other ``options`` are the constructor's (``retry``, ``token_window``, ...).
         """
         from ._aws import async_client
 
-        async with async_client(
-            endpoint=endpoint_url, region_name=region_name, session=session, config=config
-        ) as client:
-            ack = cls(client, table=table, partition_key=partition_key, **options)
+        session, settings, rest = connection(options)
+        async with async_client(session=session, **settings) as client:
+            ack = cls(client, table=table, **rest)
             try:
                 yield ack
             finally:
@@ -213,11 +206,8 @@ class XorAckDynamoDB(ClientBase):
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
             return await self._submit(tag, entry)
-        try:
-            (outcome,) = await self._run(self._core.stamp_batch(tag, [entry]))
-        except CorruptItem as exc:
-            return exc  # this entry's own error, as a merged write gives it
-        return outcome  # type: ignore[no-any-return]
+        outcome: Outcome = await self._run(self._core.stamp_one(tag, entry))
+        return outcome
 
     async def _chunks(
         self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
@@ -231,10 +221,7 @@ class XorAckDynamoDB(ClientBase):
 
         async def one(piece: dict[str, Any]) -> dict[str, Outcome]:
             async with gate:
-                try:
-                    outcomes: dict[str, Outcome] = await self._run(op(piece))
-                except (ClientError, BotoCoreError) as exc:
-                    outcomes = dict.fromkeys(piece, exc)
+                outcomes: dict[str, Outcome] = await self._run(self._core.piece(op, piece))
                 return outcomes
 
         merged: dict[str, Outcome] = {}
@@ -261,15 +248,8 @@ class XorAckDynamoDB(ClientBase):
         Raises ``CreateManyFailed`` (created stamps and errors) if any was not
         created.  A transaction costs twice the write units of plain writes.
         """
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
-        outcomes = await self._chunks(
-            lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout),
-            values,
-            concurrency,
-        )
-        return collect_many(values, outcomes, CreateManyFailed)
+        values, op = self._creates(stamps, ttl, concurrency, timeout, idle_timeout)
+        return self._created(values, await self._chunks(op, values, concurrency))
 
     async def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
         """The states of many chains (strongly consistent), 100 per BatchGetItem request.
@@ -300,12 +280,10 @@ class XorAckDynamoDB(ClientBase):
         BatchGetItem): far fewer requests and less CPU on both ends, at twice the
         write units per chain on AWS.  The guarantees are the same.
         """
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        entries = many_entries(stamps, tokens)
+        entries = self._stamps(stamps, tokens, concurrency)
         if transact:
             outcomes = await self._chunks(self._core.stamp_transact, entries, concurrency)
-            return collect_many(entries, outcomes)
+            return self._stamped(entries, outcomes)
         gate = asyncio.Semaphore(concurrency)
 
         async def one(tag: str, entry: Entry) -> Outcome:
@@ -313,7 +291,7 @@ class XorAckDynamoDB(ClientBase):
                 return await self._stamp_entry(tag, entry)
 
         outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
-        return collect_many(entries, outcomes)
+        return self._stamped(entries, outcomes)
 
     async def fail(self, tag: str, reason: str = "failed") -> ChainState:
         """Close a live chain as failed; an acked chain stays acked (zero wins)."""

@@ -283,6 +283,79 @@ class RegionMissing(XorAckError):
         )
 
 
+class CorruptRecord(XorAckError):
+    """A DynamoDB Streams record that is not a chain's transition: not a stream record of
+    the expected shape, an image missing (the stream must be ``NEW_AND_OLD_IMAGES``), or an
+    image that is not a chain item (``item.decode`` refused it).
+
+    ``.record`` names the record (sequence number and event id); the other records of
+    the batch are decoded all the same.
+    """
+
+    def __init__(self, record: str, problem: str) -> None:
+        super().__init__(
+            f"stream {record} {problem}: it is not a transition of an xor-ack chain (check "
+            "that the stream is NEW_AND_OLD_IMAGES and the table holds only chains)"
+        )
+        self.record = record
+        self.problem = problem
+
+
+class StreamNotEnabled(XorAckError):
+    """The table has no DynamoDB stream to read events from."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"table {table} has no stream: enable one with view type NEW_AND_OLD_IMAGES "
+            "(tables made by `xor-ack table create` have it; `aws dynamodb update-table "
+            f"--table-name {table} --stream-specification "
+            "StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES` adds it)"
+        )
+        self.table = table
+
+
+# -- fleets (xor_ack_dynamodb.fleet) -------------------------------------------
+
+
+class InvalidEnvelope(XorAckError):
+    """A message body is not a fleet envelope (JSON with tag, chain, id, sent, payload).
+
+    Raised before any write; the message changes nothing.  A worker leaves such a
+    message to the queue's redrive policy, which moves it to the dead-letter queue.
+    """
+
+
+class MarkerMissing(_TagError):
+    """A fleet chain's page of evicted tokens is missing where the protocol wrote one.
+
+    Only writers outside the fleet (another client stamping the chain, a deleted
+    marker item) can cause it; whether the message was applied cannot be proven,
+    so nothing is written: fail the chain and replay its root.
+    """
+
+    def __init__(self, tag: str, page: int) -> None:
+        super().__init__(
+            tag,
+            f'"{tag}": page {page} of its evicted tokens is missing, so a re-delivered message'
+            " cannot be proven new or applied; fail the chain and replay its root",
+        )
+        self.page = page
+
+
+class ReplayRefused(_TagError):
+    """``replay()`` was asked for a chain that is live or acked: there is nothing to replay."""
+
+    def __init__(self, tag: str, state: str) -> None:
+        super().__init__(
+            tag, f'"{tag}" is {state}; only a failed, expired or missing chain can be replayed'
+        )
+        self.state = state
+
+
+class UnsuitableClient(XorAckError):
+    """The DynamoDB client given to a fleet does not meet its needs (see the message)."""
+
+
 class StreamViewConflict(XorAckError):
     """The table already has a stream of another view type than the events need.
 

@@ -145,12 +145,7 @@ class PyAck(_AckMethods):
                 del self._chains[tag]
                 buckets = self._buckets
                 buckets[entry.gen % len(buckets)].pop(tag, None)
-                elapsed = _perf_counter() - entry.t_added
-                self._acked += 1
-                self._pending -= 1
-                self._ack_time_total += elapsed
-                if elapsed > self._ack_time_max:
-                    self._ack_time_max = elapsed
+                self._count_ack(entry.t_added)
                 listeners = self._acked_listeners
                 if len(listeners) == 1:
                     listeners[0](tag)  # nothing else to run if it raises

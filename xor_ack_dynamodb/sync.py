@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from queue import SimpleQueue
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
-from ._client import ClientBase
+from ._client import ClientBase, Connection, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
@@ -29,19 +29,20 @@ from ._ops import (
     Op,
     Outcome,
     Sleep,
-    collect_many,
-    create_entries,
-    many_entries,
     one_entry,
     unwrap,
 )
-from .errors import CorruptItem, CreateManyFailed
-from .item import DEFAULT_PARTITION_KEY, ChainState
+from .item import ChainState
 from .stamps import Stamp
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
-class SyncXorAckDynamoDB(ClientBase):
+
+class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     """Ack chains in a DynamoDB table, blocking; ``client`` is a boto3 DynamoDB client."""
+
+    _client: DynamoDBClient  # boto3's, typed by mypy-boto3-dynamodb
 
     def _setup(self) -> None:
         # The core's cache and counters are shared by the threads: one lock guards
@@ -52,25 +53,17 @@ class SyncXorAckDynamoDB(ClientBase):
 
     @classmethod
     @contextmanager
-    def connect(
-        cls,
-        *,
-        table: str,
-        partition_key: str = DEFAULT_PARTITION_KEY,
-        endpoint_url: str | None = None,
-        region_name: str | None = None,
-        session: Any = None,
-        config: Any = None,
-        **options: Any,
-    ) -> Iterator[SyncXorAckDynamoDB]:
-        """Open a client that owns its boto3 client (closed on exit); see the async ``connect``."""
+    def connect(cls, *, table: str, **options: Unpack[Connection]) -> Iterator[SyncXorAckDynamoDB]:
+        """Open a client that owns its boto3 client (closed on exit); see the async ``connect``.
+
+        ``session``, if given, is a boto3 session.
+        """
         from ._aws import sync_client
 
-        client = sync_client(
-            endpoint=endpoint_url, region_name=region_name, session=session, config=config
-        )
+        session, settings, rest = connection(options)
+        client = sync_client(session=session, **settings)
         try:
-            yield cls(client, table=table, partition_key=partition_key, **options)
+            yield cls(client, table=table, **rest)
         finally:
             client.close()
 
@@ -188,11 +181,8 @@ class SyncXorAckDynamoDB(ClientBase):
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
             return self._submit(tag, entry)
-        try:
-            (outcome,) = self._run(self._core.stamp_batch(tag, [entry]))
-        except CorruptItem as exc:
-            return exc  # this entry's own error, as a merged write gives it
-        return outcome  # type: ignore[no-any-return]
+        outcome: Outcome = self._run(self._core.stamp_one(tag, entry))
+        return outcome
 
     def _chunks(
         self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
@@ -205,10 +195,7 @@ class SyncXorAckDynamoDB(ClientBase):
         pieces = self._core.transactions(items)
 
         def one(piece: dict[str, Any]) -> dict[str, Outcome]:
-            try:
-                outcomes: dict[str, Outcome] = self._run(op(piece))
-            except (ClientError, BotoCoreError) as exc:
-                outcomes = dict.fromkeys(piece, exc)
+            outcomes: dict[str, Outcome] = self._run(self._core.piece(op, piece))
             return outcomes
 
         merged: dict[str, Outcome] = {}
@@ -231,15 +218,8 @@ class SyncXorAckDynamoDB(ClientBase):
         concurrency: int = 4,
     ) -> dict[str, Stamp]:
         """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
-        outcomes = self._chunks(
-            lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout),
-            values,
-            concurrency,
-        )
-        return collect_many(values, outcomes, CreateManyFailed)
+        values, op = self._creates(stamps, ttl, concurrency, timeout, idle_timeout)
+        return self._created(values, self._chunks(op, values, concurrency))
 
     def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
         """The states of many chains (strongly consistent), 100 per BatchGetItem request.
@@ -264,19 +244,18 @@ class SyncXorAckDynamoDB(ClientBase):
         At most ``concurrency`` requests in flight (threads): single writes, or
         transactions of up to 100 chains with ``transact=True``.
         """
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        entries = many_entries(stamps, tokens)
+        entries = self._stamps(stamps, tokens, concurrency)
         if transact:
-            outcomes = self._chunks(self._core.stamp_transact, entries, concurrency)
-            return collect_many(entries, outcomes)
+            return self._stamped(
+                entries, self._chunks(self._core.stamp_transact, entries, concurrency)
+            )
 
         if concurrency == 1 or len(entries) <= 1:
             outcomes = [self._stamp_entry(tag, entry) for tag, entry in entries.items()]
         else:
             with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as pool:
                 outcomes = list(pool.map(self._stamp_entry, entries, entries.values()))
-        return collect_many(entries, outcomes)
+        return self._stamped(entries, outcomes)
 
     def fail(self, tag: str, reason: str = "failed") -> ChainState:
         """Close a live chain as failed; an acked chain stays acked (zero wins)."""

@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
+from ._aws import error_code
 from .errors import XorAckError
 from .item import (
     ATTRIBUTES as ITEM_ATTRIBUTES,
@@ -33,6 +34,10 @@ from .item import (
     OPEN_INDEX,
     OPEN_SHARD,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import StreamSpecificationTypeDef, TableDescriptionTypeDef
 
 DEFAULT_TABLE = "xor-ack-chains"
 #: DynamoDB type of the partition key: the tag is a string.
@@ -119,13 +124,16 @@ class TableSpec:
                 {"AttributeName": sort, "KeyType": "RANGE"},
             ],
             "Projection": {"ProjectionType": "KEYS_ONLY"},
+            **self.throughput(),
         }
-        if self.billing_mode == "PROVISIONED":
-            index["ProvisionedThroughput"] = {
-                "ReadCapacityUnits": self.read_capacity,
-                "WriteCapacityUnits": self.write_capacity,
-            }
         return index
+
+    def throughput(self) -> dict[str, Any]:
+        """``ProvisionedThroughput`` for a provisioned table (or index), else nothing."""
+        if self.billing_mode != "PROVISIONED":
+            return {}
+        units = {"ReadCapacityUnits": self.read_capacity, "WriteCapacityUnits": self.write_capacity}
+        return {"ProvisionedThroughput": units}
 
     def create_request(self) -> dict[str, Any]:
         """The ``CreateTable`` parameters for this table."""
@@ -151,7 +159,7 @@ class TableSpec:
             "TimeToLiveSpecification": {"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
         }
 
-    def check(self, table: dict[str, Any]) -> None:
+    def check(self, table: TableDescriptionTypeDef) -> None:
         """Raise ``TableMismatch`` unless a ``DescribeTable`` result has this key schema."""
         key = table.get("KeySchema", [])
         types = {
@@ -201,16 +209,12 @@ class TableInfo:
         return asdict(self)
 
 
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
 def _flag(value: Any) -> bool:
     # moto reports CloudFormation's "true"/"false" parameters as strings
     return value.lower() == "true" if isinstance(value, str) else bool(value)
 
 
-def describe_table(client: Any, name: str) -> TableInfo:
+def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
     """Describe the table and its TTL setting; ``ResourceNotFoundException`` when missing.
 
     Needs ``dynamodb:DescribeTable``; without ``dynamodb:DescribeTimeToLive`` the TTL
@@ -219,16 +223,17 @@ def describe_table(client: Any, name: str) -> TableInfo:
     table = client.describe_table(TableName=name)["Table"]
     try:
         ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+        ttl_status = str(ttl.get("TimeToLiveStatus", "DISABLED"))
     except ClientError as exc:
         # The clients' IAM policy (infra/table.yaml) grants DescribeTable, not DescribeTimeToLive.
-        if _code(exc) != "AccessDeniedException":
+        if error_code(exc) != "AccessDeniedException":
             raise
-        ttl = {"TimeToLiveStatus": "UNKNOWN (no dynamodb:DescribeTimeToLive permission)"}
+        ttl, ttl_status = {}, "UNKNOWN (no dynamodb:DescribeTimeToLive permission)"
     hash_key = next(k["AttributeName"] for k in table["KeySchema"] if k["KeyType"] == "HASH")
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
     throughput = table.get("ProvisionedThroughput") or {}
     billing = (table.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
-    stream = table.get("StreamSpecification") or {}
+    stream: StreamSpecificationTypeDef | dict[str, Any] = table.get("StreamSpecification") or {}
     return TableInfo(
         name=table["TableName"],
         arn=table.get("TableArn", ""),
@@ -240,7 +245,7 @@ def describe_table(client: Any, name: str) -> TableInfo:
         write_capacity=int(throughput.get("WriteCapacityUnits", 0)),
         item_count=int(table.get("ItemCount", 0)),
         size_bytes=int(table.get("TableSizeBytes", 0)),
-        ttl_status=str(ttl.get("TimeToLiveStatus", "DISABLED")),
+        ttl_status=ttl_status,
         ttl_attribute=ttl.get("AttributeName"),
         deletion_protection=_flag(table.get("DeletionProtectionEnabled", False)),
         sse_status=(table.get("SSEDescription") or {}).get("Status"),
@@ -253,7 +258,7 @@ def describe_table(client: Any, name: str) -> TableInfo:
     )
 
 
-def wait_active(client: Any, name: str, *, timeout: float = 60.0) -> None:
+def wait_active(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> None:
     """Poll until the table is ACTIVE."""
     deadline = time.monotonic() + timeout
     while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
@@ -262,7 +267,9 @@ def wait_active(client: Any, name: str, *, timeout: float = 60.0) -> None:
         time.sleep(0.2)
 
 
-def create_table(client: Any, spec: TableSpec, *, wait: bool = True, timeout: float = 60.0) -> bool:
+def create_table(
+    client: DynamoDBClient, spec: TableSpec, *, wait: bool = True, timeout: float = 60.0
+) -> bool:
     """Create the table (and enable TTL on ``expires_at``) with a boto3 client.
 
     Idempotent: an existing table is checked against ``spec`` (``TableMismatch``
@@ -273,7 +280,7 @@ def create_table(client: Any, spec: TableSpec, *, wait: bool = True, timeout: fl
     try:
         client.create_table(**spec.create_request())
     except ClientError as exc:
-        if _code(exc) != "ResourceInUseException":
+        if error_code(exc) != "ResourceInUseException":
             raise
         created = False
         spec.check(client.describe_table(TableName=spec.name)["Table"])
@@ -283,7 +290,7 @@ def create_table(client: Any, spec: TableSpec, *, wait: bool = True, timeout: fl
     return created
 
 
-def enable_ttl(client: Any, table: str) -> None:
+def enable_ttl(client: DynamoDBClient, table: str) -> None:
     """Turn on TTL on ``expires_at`` unless it already is.
 
     Raises ``TableMismatch`` when TTL is on for another attribute: DynamoDB
@@ -304,7 +311,9 @@ def enable_ttl(client: Any, table: str) -> None:
     )
 
 
-def delete_table(client: Any, name: str, *, wait: bool = True, timeout: float = 60.0) -> None:
+def delete_table(
+    client: DynamoDBClient, name: str, *, wait: bool = True, timeout: float = 60.0
+) -> None:
     """Delete the table and, with ``wait``, poll until it is gone.
 
     ``ResourceNotFoundException`` when it does not exist; a ``ValidationException``
@@ -319,7 +328,7 @@ def delete_table(client: Any, name: str, *, wait: bool = True, timeout: float = 
         try:
             client.describe_table(TableName=name)
         except ClientError as exc:
-            if _code(exc) == "ResourceNotFoundException":
+            if error_code(exc) == "ResourceNotFoundException":
                 return
             raise
         if time.monotonic() > deadline:

@@ -17,9 +17,9 @@ they keep working and age out by their TTL.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .errors import StreamViewConflict, UpgradeTimeout
 from .table import (
@@ -50,19 +50,23 @@ class Change:
         return f"create index {self.name} ({shard}, {sort}; keys only)"
 
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TableDescriptionTypeDef
+
+
 def _index_keys(index: dict[str, Any]) -> tuple[str | None, str | None]:
     keys = {k["KeyType"]: k["AttributeName"] for k in index.get("KeySchema", [])}
     return keys.get("HASH"), keys.get("RANGE")
 
 
-def plan_upgrade(spec: TableSpec, table: dict[str, Any], ttl: dict[str, Any]) -> list[Change]:
+def plan_upgrade(spec: TableSpec, table: Mapping[str, Any], ttl: Mapping[str, Any]) -> list[Change]:
     """What ``table`` (a ``DescribeTable`` result) lacks, in the order it is added.
 
     ``ttl`` is ``DescribeTimeToLive``'s ``TimeToLiveDescription``.  Raises
     ``TableMismatch`` or ``StreamViewConflict`` for a table that cannot be upgraded.
     An index that exists (whatever its status) is not planned again.
     """
-    spec.check(table)
+    spec.check(cast("TableDescriptionTypeDef", table))
     name = str(table.get("TableName", spec.name))
     changes: list[Change] = []
 

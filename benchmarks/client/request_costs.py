@@ -14,6 +14,7 @@ from typing import Any
 import aioboto3
 
 from xor_ack_dynamodb import Stamp, XorAckDynamoDB, new_stamp
+from xor_ack_dynamodb._core.expressions import Compare, Update
 from xor_ack_dynamodb._ops import Call, Chains, Entry
 from xor_ack_dynamodb.retry import botocore_config
 
@@ -31,42 +32,43 @@ SHAPES = (
 )
 
 
-def _legacy(params: dict[str, Any]) -> dict[str, Any]:
-    """The core's stamp UpdateItem with the same effect and condition, in legacy parameters."""
-    names: dict[str, str] = params["ExpressionAttributeNames"]
-    values: dict[str, Any] = params["ExpressionAttributeValues"]
-    clauses = params["UpdateExpression"].removeprefix("SET ").split(", ")
-    updates = {}
-    for clause in clauses:
-        name, value = clause.split(" = ")
-        updates[names[name]] = {"Value": values[value], "Action": "PUT"}
+def _legacy(update: Update) -> dict[str, Any]:
+    """The core's stamp write with the same effect and condition, in legacy parameters.
+
+    Built from the structured write (``Update``), as the client renders its own request.
+    """
+    expected: dict[str, Any] = {}
+    for term in update.condition:
+        if not isinstance(term, Compare) or term.op != "=":
+            raise ValueError(f"no legacy form for the condition {term!r}")
+        expected[term.attribute] = {"Value": term.value.value, "ComparisonOperator": "EQ"}
     return {
-        "TableName": params["TableName"],
-        "Key": params["Key"],
-        "AttributeUpdates": updates,
-        "Expected": {
-            names["#v"]: {"Value": values[":old"], "ComparisonOperator": "EQ"},
-            names["#c"]: {"Value": values[":c"], "ComparisonOperator": "EQ"},
-        },
+        "TableName": update.table,
+        "Key": update.key,
+        "AttributeUpdates": {a: {"Value": v.value, "Action": "PUT"} for a, v in update.set},
+        "Expected": expected,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
-def _whole_item(params: dict[str, Any], created_at: float) -> dict[str, Any]:
+def _whole_item(update: Update, created_at: float) -> dict[str, Any]:
     """The same write as a PutItem of the whole item (attributes it does not carry are lost)."""
-    values: dict[str, Any] = params["ExpressionAttributeValues"]
+    condition = {t.attribute: t.value for t in update.condition if isinstance(t, Compare)}
     item = {
-        **params["Key"],
-        **{k: u["Value"] for k, u in _legacy(params)["AttributeUpdates"].items()},
-        "chain_id": values[":c"],
+        **update.key,
+        **{attribute: value.value for attribute, value in update.set},
+        "chain_id": condition["chain_id"].value,
         "created_at": {"N": str(created_at)},
     }
     return {
-        "TableName": params["TableName"],
+        "TableName": update.table,
         "Item": item,
         "ConditionExpression": "#v = :old AND #c = :c",
         "ExpressionAttributeNames": {"#v": "version", "#c": "chain_id"},
-        "ExpressionAttributeValues": {":old": values[":old"], ":c": values[":c"]},
+        "ExpressionAttributeValues": {
+            ":old": condition["version"].value,
+            ":c": condition["chain_id"].value,
+        },
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
@@ -117,14 +119,14 @@ async def request_costs(
             op = chains.stamp_batch(tag, [Entry(new_stamp(STAMP_BYTES))])
             call = next(op)
             state = chains.cached(tag)
-            if not isinstance(call, Call) or state is None:
+            if not isinstance(call, Call) or call.batch is None or state is None:
                 raise RuntimeError("the core did not start with a write: is the cache empty?")
             if shape in SHAPES[2:4]:
                 response = await client.update_item(**call.params)
             elif shape == SHAPES[4]:
-                response = await client.update_item(**_legacy(call.params))
+                response = await client.update_item(**_legacy(call.batch))
             else:
-                response = await client.put_item(**_whole_item(call.params, state.created_at))
+                response = await client.put_item(**_whole_item(call.batch, state.created_at))
             with contextlib.suppress(StopIteration):
                 op.send(response)
 

@@ -95,6 +95,17 @@ def test_idle_timeout_alone_is_the_first_deadline_and_is_kept() -> None:
     assert values(call)[":dl"] == {"N": "930.0"} and values(call)[":idle"] == {"N": "30.0"}
 
 
+def test_timeout_is_the_first_deadline_and_idle_timeout_each_later_one() -> None:
+    core, clock = chains(900.0)
+    (create,) = drive(
+        core.create(TAG, ROOT, timeout=600, idle_timeout=30), [("update_item", ok)]
+    ).calls
+    assert values(create)[":dl"] == {"N": "1500.0"} and values(create)[":idle"] == {"N": "30.0"}
+    clock.now = 1000.0
+    ran = drive(stamp(core), [("update_item", ok)])  # cached: one write
+    assert values(ran.calls[0])[":dl"] == {"N": "1030.0"}
+
+
 def test_a_ttl_not_longer_than_the_first_deadline_is_refused_before_any_send() -> None:
     core, _ = chains()
     with pytest.raises(InvalidTTL, match="longer than the first deadline"):
@@ -223,6 +234,17 @@ def test_a_chain_touched_in_time_is_not_timed_out() -> None:
     touched = item(ROOT, version=2, deadline=1200)
     ran = drive(core._time_out(TAG, state), [("update_item", condition_failed(touched))])
     assert ran.result is None
+
+
+def test_a_stamp_on_an_old_cached_deadline_goes_on_when_another_client_touched_it() -> None:
+    core, clock = chains(900.0)
+    drive(core.get(TAG), [("get_item", got(item(ROOT, deadline=1000)))])  # cached
+    clock.now = 1100.0  # overdue by the cached state; another client touched it meanwhile
+    touched = item(ROOT, version=2, deadline=1200)
+    ran = drive(stamp(core), [("update_item", condition_failed(touched)), ("update_item", ok)])
+    assert not isinstance(ran.result[0], Exception)
+    assert values(ran.calls[1])[":old"] == {"N": "2"}  # the stamp, on the touched state
+    assert ":r" in values(ran.calls[0])  # the first write was the (refused) timeout
 
 
 def test_fail_after_the_deadline_fails_with_reason_timeout() -> None:

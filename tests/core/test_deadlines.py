@@ -317,3 +317,53 @@ async def test_batched_stamps_carry_the_deadline_condition_to_the_server(
             assert not isinstance(outcome, BaseException) and outcome.acked
     assert index_tags(raw, spec.name, I.OPEN_INDEX, I.OPEN_SHARD) == set()
     assert index_tags(raw, spec.name, I.FAILED_INDEX, I.FAILED_SHARD) == set(late)
+
+
+def stream_records(endpoint: str, table: str) -> list[dict[str, Any]]:
+    """Every record of the table's stream so far (DynamoDB Local serves Streams)."""
+    ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint, region_name="us-east-1")
+    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        ).get("ShardIterator")
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator)
+            records += page["Records"]
+            if not page["Records"]:
+                break
+            iterator = page.get("NextShardIterator")
+    return records
+
+
+async def test_the_stream_shows_one_live_to_failed_record_per_chain_whoever_races(
+    clients: Any, local: tuple[str, TableSpec]
+) -> None:
+    """What an events consumer hears: one transition record into "failed", reason timeout,
+    per chain, however many sweepers and late callers raced; stamps are live -> live."""
+    maker = await clients("async", T0)
+    roots = {f"ev-{i:02d}": new_stamp() for i in range(8)}
+    await maker.create_many(roots, timeout=10)
+    child = new_stamp()
+    await maker.stamp("ev-00", xor(roots["ev-00"], child))  # one intermediate stamp
+    racers = [await clients(kind, T0 + 11) for kind in ("async", "sync") * 2]
+    await asyncio.gather(
+        *(racer.sweep() for racer in racers),
+        *(racers[0].stamp(tag, root) for tag, root in roots.items()),
+        return_exceptions=True,
+    )
+    failed: dict[str, int] = {}
+    kinds: list[tuple[str, str]] = []
+    for record in stream_records(local[0], local[1].name):
+        change = record["dynamodb"]
+        tag = change["Keys"]["tagID"]["S"]
+        old, new = change.get("OldImage", {}), change.get("NewImage", {})
+        kinds.append((tag, record["eventName"]))
+        if "failed_at" in new and "failed_at" not in old:
+            assert new["reason"] == {"S": "timeout"} and "open_shard" not in new
+            failed[tag] = failed.get(tag, 0) + 1
+    assert failed == dict.fromkeys(roots, 1)
+    assert kinds.count(("ev-00", "MODIFY")) == 2  # the stamp (live -> live), the timeout
+    assert all(kinds.count((tag, "INSERT")) == 1 for tag in roots)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb import xor
@@ -610,3 +611,179 @@ def test_every_cancellation_row(code: str) -> None:
     else:
         assert "a" not in errors
     assert "b" not in contended and "b" not in errors  # "None": sent again as it is
+
+
+#: One reason of each kind ``cancelled_of`` tells apart (None: the reasons do not fit).
+CANCELLED_REASONS: dict[D.Cancelled, dict[str, Any] | None] = {
+    D.Cancelled.FINE: {"Code": "None"},
+    D.Cancelled.CONDITION_ITEM: {
+        "Code": "ConditionalCheckFailed",
+        "Item": item(ROOT, tag="a", version=2),
+    },
+    D.Cancelled.CONDITION_BARE: {"Code": "ConditionalCheckFailed"},
+    D.Cancelled.CONTENDED: {"Code": "TransactionConflict"},
+    D.Cancelled.REJECTED: {"Code": "ValidationError", "Message": "too big"},
+    D.Cancelled.UNEXPLAINED: None,
+}
+
+
+def test_cancelled_item_covers_every_kind() -> None:
+    assert set(D.CANCELLED_ITEM) == set(D.Cancelled) == set(CANCELLED_REASONS)
+
+
+@pytest.mark.parametrize("kind", list(D.CANCELLED_ITEM))
+def test_every_cancelled_item_row(kind: D.Cancelled) -> None:
+    """Item "a" of a two-item transaction is cancelled for ``kind``; "b" was fine."""
+    reason = CANCELLED_REASONS[kind]
+    assert D.cancelled_of(reason) is kind
+    _, raced, source, refusal = D.CANCELLED_ITEM[kind]
+    # No reason for "a" means the reasons do not fit the items: AWS gave none at all.
+    reasons = None if reason is None else [reason, {"Code": "None"}]
+    cancelled = client_error("TransactionCanceledException", reasons=reasons)
+    read = ["a", "b"] if reason is None else ["a"] if source is D.Source.READ else []
+    script: list[Any] = []
+    if read:
+        found = {"Responses": {"tbl": [item(ROOT, tag=tag, version=3) for tag in read]}}
+        script.append(("batch_get_item", found))
+    ran = drive(chains()._after_cancel(["a", "b"], cancelled), script)
+    fresh, contended, errors = ran.result
+    assert ("a" in contended) is raced
+    if source is D.Source.NONE:
+        assert "a" not in fresh
+    else:  # the Item given (version 2) or the one read (version 3)
+        assert fresh["a"].version == (2 if source is D.Source.GIVEN else 3)
+    if refusal is None:
+        assert "a" not in errors
+    else:
+        assert isinstance(errors["a"], refusal) and errors["a"].__cause__ is cancelled
+    assert "b" not in errors and ("b" in contended) is (reason is None)
+
+
+FINE_TAGS = ["f", "g"]  # items that were fine: another item cancelled the transaction
+
+
+def _cancellation(tags: list[str], reasons: dict[str, dict[str, Any]]) -> Any:
+    """A cancellation of ``tags``, each for its reason in ``reasons`` (else fine)."""
+    codes = [reasons.get(tag, {"Code": "None"}) for tag in tags]
+    return client_error("TransactionCanceledException", reasons=codes)
+
+
+def _conflicts(call: Any) -> Any:
+    """Every item of the transaction ``call`` met another writer."""
+    tags = [u["Update"]["Key"]["tagID"]["S"] for u in call.params["TransactItems"]]
+    return _cancellation(tags, {tag: {"Code": "TransactionConflict"} for tag in tags})
+
+
+@pytest.mark.parametrize("key", list(D.AFTER_CANCEL))
+def test_every_after_cancel_row(key: tuple[str, bool, bool, bool]) -> None:
+    """The first transaction is cancelled in the row's situation, the second for conflicts.
+
+    With two attempts allowed, the step shows: RETRY backs off once, then the second
+    cancellation spends the policy (StaleLocalData); RESEND goes out at once, and the
+    second cancellation spends it too; REPLAN goes out at once without counting, so
+    the second cancellation may still back off, and the third transaction lands.
+    """
+    op, raced, refreshed, rejected = key
+    step = D.AFTER_CANCEL[key]
+    core = chains(retry=RetryPolicy(max_attempts=2))
+    tags = [*FINE_TAGS, *(["x"] * raced), *(["r"] * refreshed), *(["j"] * rejected)]
+    reasons: dict[str, dict[str, Any]] = {
+        "x": {"Code": "TransactionConflict"},
+        "r": {"Code": "ConditionalCheckFailed", "Item": item(ROOT, tag="r", version=2)},
+        "j": {"Code": "ValidationError", "Message": "too big"},
+    }
+    then: list[Any] = [("transact_write_items", _conflicts)]
+    if step is D.Step.REPLAN:
+        then.append(("transact_write_items", ok))
+    if op == "stamp":
+        if refreshed:  # planned on a remembered state that has moved since
+            core.remember(remembered("r"), "r")
+        unread = [tag for tag in tags if tag != "r"]
+        found = {"Responses": {"tbl": [item(ROOT, tag=tag, tokens=OLD[:2]) for tag in unread]}}
+        script: list[Any] = [
+            ("batch_get_item", found),
+            ("transact_write_items", _cancellation(tags, reasons)),
+            *then,
+        ]
+        result = drive(core.stamp_transact({tag: Entry(A) for tag in tags}), script)
+    else:
+        script = [("transact_write_items", _cancellation(tags, reasons)), *then]
+        result = drive(core.create_transact(dict.fromkeys(tags, ROOT)), script)
+    outcomes = result.result
+    if rejected:
+        assert isinstance(outcomes.pop("j"), TransactionItemRejected)
+    if step is D.Step.REPLAN:
+        assert len(result.sleeps) == 1
+        assert not any(isinstance(o, Exception) for o in outcomes.values()), outcomes
+    else:
+        assert len(result.sleeps) == (1 if step is D.Step.RETRY else 0)
+        assert all(isinstance(o, StaleLocalData) for o in outcomes.values()), outcomes
+
+
+def remembered(tag: str) -> ChainState:
+    """A live chain's state as a client remembers it (version 1)."""
+    return ChainState(tag, ROOT, CHAIN, 1, tuple(OLD[:2]), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("key", list(D.CREATE_SETTLED))
+def test_every_create_settled_row(key: tuple[D.Reply, bool]) -> None:
+    """A create's reply, then the item read back with or without its write token."""
+    reply, proof = key
+    verdict, step, kind = D.CREATE_SETTLED[key]
+    other = item(ROOT, chain_id=OTHER_CHAIN, tokens=OLD[:1])  # a live chain, not ours
+
+    def answer(call: Any) -> Any:
+        raw = written(call) if proof else other
+        if reply is D.Reply.CONDITION_FAILED:
+            return condition_failed(raw, resent=True)
+        return client_error("InternalServerError", status=500)
+
+    def read_back(call: Any) -> Any:
+        return got(written(ran.calls[0]) if proof else other)
+
+    ran = Ran()
+    script: list[Any] = [("update_item", answer)]
+    if reply is D.Reply.UNKNOWN:
+        script.append(("get_item", read_back))
+    if verdict is D.Verdict.LANDED:
+        assert step is D.Step.DONE
+        assert drive(chains().create(TAG, ROOT), script, ran).result == ROOT
+        return
+    expected = TagExists if step is D.Step.BY_STATUS else ClientError  # the reply's own
+    assert kind == (D.REPLY_ERROR if step is D.Step.REFUSE else None)
+    with pytest.raises(expected):
+        drive(chains().create(TAG, ROOT), script, ran)
+
+
+@pytest.mark.parametrize("key", list(D.STAMP_AGAIN))
+def test_every_stamp_again_row(key: tuple[bool, bool]) -> None:
+    """A stamp's first write is refused on a live chain: planned on the cache or on its own
+    read, refused by its condition with the item (ALL_OLD) or by a transaction's conflict.
+
+    REPLAN writes again at once on the item returned; RETRY backs off first.  With
+    ``retry=None`` a RETRY is StaleLocalData at once, with no second write.
+    """
+    remembered, with_item = key
+    step = D.STAMP_AGAIN[key]
+    core = chains(retry=None)
+    moved = item(xor(ROOT, A), version=2, tokens=OLD[:2])  # another writer's stamp landed
+    script: list[Any] = []
+    if remembered:
+        core.remember(ChainState(TAG, ROOT, CHAIN, 1, tuple(OLD[:1]), 1.0, 1.0), TAG)
+    else:
+        script.append(("get_item", got(item(ROOT, tokens=OLD[:1]))))
+    if with_item:
+        script.append(("update_item", condition_failed(moved)))
+    else:
+        script.append(("update_item", client_error("TransactionConflictException")))
+        script.append(("get_item", got(moved)))
+    if step is D.Step.REPLAN:
+        script.append(("update_item", ok))
+    ran = drive(stamp(core, A), script)
+    (outcome,) = ran.result
+    assert ran.sleeps == []
+    if step is D.Step.REPLAN:
+        assert outcome == ROOT  # (ROOT ^ A) ^ A: planned on the item the refusal returned
+        assert planned(ran.calls[-1]) == (CHAIN, "2")
+    else:
+        assert step is D.Step.RETRY and isinstance(outcome, StaleLocalData)

@@ -46,6 +46,7 @@ PUBLIC_MODULES = frozenset(
         "xor_ack_dynamodb.errors",
         "xor_ack_dynamodb.acker",
         "xor_ack_dynamodb.tuple_tree",
+        "xor_ack_dynamodb.fleet",
     }
 )
 MAX_NO_RUN = 3

@@ -186,3 +186,36 @@ def test_the_sync_connect_and_the_tracker_read_aws_region(env: pytest.MonkeyPatc
         TrackerConfig(table="t").client()
     local = TrackerConfig(table="t", endpoint_url="http://127.0.0.1:8000", local_credentials=True)
     assert local.client().meta.region_name == "us-east-1"
+
+
+def test_what_an_aws_error_says_is_read_in_one_place() -> None:
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    raw = {"tagID": {"S": "t"}}
+    reasons = [{"Code": "ConditionalCheckFailed", "Item": raw}, {}]
+    cancelled = ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+            "CancellationReasons": reasons,
+            "Item": raw,
+        },
+        "TransactWriteItems",
+    )
+    assert _aws.error_code(cancelled) == "TransactionCanceledException"
+    assert _aws.error_message(cancelled) == "cancelled"
+    assert _aws.http_status(cancelled) == 400
+    assert _aws.condition_item(cancelled) == raw
+    found = _aws.cancellation_reasons(cancelled)
+    assert [_aws.cancellation_code(reason) for reason in found] == [
+        "ConditionalCheckFailed",
+        "None",  # an item AWS gave no code for was fine
+    ]
+    bare = ClientError({}, "UpdateItem")  # an error built by hand, without a body
+    assert (_aws.error_code(bare), _aws.error_message(bare), _aws.http_status(bare)) == (
+        "",
+        "",
+        None,
+    )
+    assert _aws.condition_item(bare) is None and _aws.cancellation_reasons(bare) == []
+    assert _aws.error_code(EndpointConnectionError(endpoint_url="http://127.0.0.1:1")) == ""

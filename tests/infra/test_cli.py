@@ -67,6 +67,8 @@ def test_every_verb_has_help() -> None:
         ("chain", "list"),
         ("chain", "fail"),
         ("chain", "delete"),
+        ("chain", "stats"),
+        ("events", "follow"),
         ("sweep",),
     }
     assert expected <= set(verbs)
@@ -411,8 +413,10 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_every_verb_shows_an_example_and_the_option_rule() -> None:
-    verbs = [path for path in _leaves() if path[0] in ("table", "local", "chain", "sweep")]
-    assert len(verbs) == 16
+    verbs = [
+        path for path in _leaves() if path[0] in ("table", "local", "chain", "events", "sweep")
+    ]
+    assert len(verbs) == 18
     for path in verbs:
         text = run(*path, "--help").output
         example = rf"^  Example:\n    .*xor-ack {' '.join(path)}"

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .._core.deadlines import ListStatus
 from ..item import ChainState
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .errors import UserError
@@ -233,7 +234,7 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="At most N chains.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per chain.")
 @click.pass_context
-def chain_list(ctx: click.Context, status: str, limit: int | None, as_json: bool) -> None:
+def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_json: bool) -> None:
     """List open, overdue or failed chains from the inventory indexes (no scan).
 
     One Query per index shard and page, then the chains themselves, read

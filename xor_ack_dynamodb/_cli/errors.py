@@ -7,6 +7,7 @@ from typing import IO, Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from .._aws import error_code, error_message
 from ..errors import XorAckError
 
 
@@ -26,9 +27,8 @@ def explain(exc: BaseException) -> str | None:
     if isinstance(exc, XorAckError):
         return f"{exc.code}: {_one_line(str(exc))}"
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        code = str(error.get("Code", "ClientError"))
-        message = _one_line(str(error.get("Message", "")) or str(exc))
+        code = error_code(exc) or "ClientError"
+        message = _one_line(error_message(exc) or str(exc))
         hint = ""
         if code == "ResourceNotFoundException":
             hint = " (create the table with `xor-ack table create`, or pass --table)"

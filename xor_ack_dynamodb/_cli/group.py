@@ -24,6 +24,7 @@ _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "wordcount",
         "Count words with PySpark, every file tracked by an XOR chain.",
     ),
+    "worker": ("xor_ack_dynamodb._cli.worker", "worker", "Run a fleet worker on an SQS queue."),
     "wordcount-sample": (
         "xor_ack_dynamodb.pipeline.cli",
         "wordcount_sample",

@@ -10,7 +10,7 @@ import click
 from .._local.server import _answers
 from ..local import Backend, ServerState, server_status, start_detached, stop_detached
 from ..table import TTL_ATTRIBUTE, create_table
-from .options import Settings, Verbs, _settings
+from .options import Settings, Verbs, _settings, backend_option
 from .show import _echo_pairs, _when
 
 #: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
@@ -33,12 +33,8 @@ def local() -> None:
     help="Keep the tables in this directory across restarts.",
 )
 @click.option("--in-memory", is_flag=True, help="Keep the tables in memory (the default).")
-@click.option(
-    "--backend",
-    type=click.Choice(["auto", "dynamodb-local", "moto"]),
-    default="auto",
-    show_default=True,
-    help="auto: DynamoDB Local, or moto's server where Java 17 or npm is missing.",
+@backend_option(
+    "--backend", "auto: DynamoDB Local, or moto's server where Java 17 or npm is missing."
 )
 @click.option(
     "--create-table", "with_table", is_flag=True, help="Also create the table (see --table)."

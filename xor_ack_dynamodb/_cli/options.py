@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import click
 
 from .. import _aws
+from .._local.server import Backend
 from ..table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ..sync import SyncXorAckDynamoDB
 
 #: The root group's options that every command also takes after its name.
 CONNECTION_OPTIONS = ("endpoint_url", "region", "table", "partition_key")
+F = TypeVar("F", bound=Callable[..., Any])
 _REGION = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
@@ -25,12 +33,12 @@ class Settings:
     region: str | None
     table: str
     partition_key: str
-    _client: Any = field(default=None, init=False, repr=False)
+    _client: DynamoDBClient | None = field(default=None, init=False, repr=False)
 
     def spec(self, **options: Any) -> TableSpec:
         return TableSpec(name=self.table, partition_key=self.partition_key, **options)
 
-    def client(self) -> Any:
+    def client(self) -> DynamoDBClient:
         """A boto3 DynamoDB client for these settings (made once; see ``_aws``).
 
         Fails fast by hand: three attempts, not the clients' ten.
@@ -42,10 +50,21 @@ class Settings:
             )
         return self._client
 
-    def chains(self) -> Any:
+    def chains(self) -> SyncXorAckDynamoDB:
         from ..sync import SyncXorAckDynamoDB
 
         return SyncXorAckDynamoDB(self.client(), table=self.table, partition_key=self.partition_key)
+
+
+def backend_option(name: str, help: str) -> Callable[[F], F]:
+    """The option that picks a local DynamoDB server: ``_local``'s ``Backend``, ``auto`` first."""
+    return click.option(
+        name,
+        type=click.Choice(sorted(get_args(Backend))),
+        default="auto",
+        show_default=True,
+        help=help,
+    )
 
 
 def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -18,6 +18,7 @@ from ..errors import (
     BufferLengthsUnequal,
     ChainFailed,
     ChainTimeout,
+    CorruptItem,
     StaleLocalData,
     TagExists,
     TagNotFound,
@@ -27,7 +28,7 @@ from ..stamps import Stamp, as_stamp
 from . import landing as D
 from .deadlines import Deadlines
 from .effects import Call, Effect, Entry, Outcome, Sleep
-from .landing import CONDITION_FAILED, Reply, Status, Step, Verdict
+from .landing import Reply, Status, Step, Verdict
 from .validate import (
     WRITE_TOKEN_BYTES,
     check_deadline,
@@ -36,6 +37,9 @@ from .validate import (
     check_tag,
     check_wait,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
 
 
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
@@ -104,16 +108,19 @@ class SingleChain(Deadlines):
             try:
                 yield Call("update_item", params)
             except (ClientError, BotoCoreError) as exc:
-                if not isinstance(exc, ClientError) or D.error_code(exc) != CONDITION_FAILED:
+                reply, _ = D.reply_of(exc)
+                if reply is Reply.CONDITION_FAILED:
+                    assert isinstance(exc, ClientError)
+                    current = yield from self._after_failed_condition(tag, exc)
+                else:  # refused (raised as it is), or unknown: the item tells
                     current = yield from self._settle(tag, exc, "create")
-                    if current is not None and token in current.tokens:
-                        self.stats.resent_writes_recognised += 1
-                        return value
-                    raise
-                current = yield from self._after_failed_condition(tag, exc)
-                if current is not None and token in current.tokens:
+                proof = current is not None and token in current.tokens
+                verdict, step, _ = D.CREATE_SETTLED[(reply, proof)]
+                if verdict is Verdict.LANDED:
                     self.stats.resent_writes_recognised += 1
                     return value  # our own create, re-sent after a lost response
+                if step is Step.REFUSE:
+                    raise  # the reply's error: not landed, and not a failed condition
                 step, _ = D.NOT_LANDED_STEP[("create", D.status_of(current, self.clock()))]
                 if step is Step.REFUSE or attempt >= 3:
                     # A live chain holds the tag; or, at the third write, the tag keeps
@@ -172,7 +179,8 @@ class SingleChain(Deadlines):
             if status is Status.OVERDUE:  # too late: the chain fails ("timeout"), once
                 assert state is not None
                 try:
-                    yield from self._refuse_late("stamp", tag, state)
+                    state = yield from self._refuse_late("stamp", tag, state)
+                    continue  # it was not overdue after all: go on with it as it is now
                 except ChainTimeout as late:
                     for i in pending:
                         outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
@@ -276,7 +284,7 @@ class SingleChain(Deadlines):
             if refused and D.status_of(current, self.clock()) is Status.OVERDUE:
                 pending, state = batch + later, current  # refused for being late: no race
                 continue
-            if remembered and refused and current is not None:
+            if D.STAMP_AGAIN[(remembered, refused and current is not None)] is Step.REPLAN:
                 # The remembered state was old, not raced: plan again on the item now.
                 remembered = False
                 self.stats.cache_refreshes += 1
@@ -290,6 +298,14 @@ class SingleChain(Deadlines):
                 break
             pending, state = batch + later, current
         return [o if o is not None else TagNotFound(tag) for o in outcomes]
+
+    def stamp_one(self, tag: str, entry: Entry) -> Generator[Effect, Any, Outcome]:
+        """One stamp written alone (``coalesce=False``): its outcome, its ``CorruptItem`` too."""
+        try:
+            (outcome,) = yield from self.stamp_batch(tag, [entry])
+        except CorruptItem as exc:
+            return exc  # this entry's own error, as a merged write gives it
+        return outcome
 
     def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
         """Close a live chain as failed, so waiters learn it and late stamps are refused.
@@ -311,7 +327,8 @@ class SingleChain(Deadlines):
             step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
             if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
                 assert state is not None
-                yield from self._refuse_late("fail", tag, state)
+                state = yield from self._refuse_late("fail", tag, state)
+                continue
             if step is Step.REFUSE:
                 raise D.refusal(kind, tag, state)
             if step is Step.DONE:  # already closed: acked stays acked, failed stays failed
@@ -325,7 +342,9 @@ class SingleChain(Deadlines):
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
-                response = yield Call("update_item", self._fail_params(tag, reason))
+                response: UpdateItemOutputTypeDef = yield Call(
+                    "update_item", self._fail_params(tag, reason)
+                )
             except ClientError as exc:
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:
                     raise  # not its condition: refused, or unknown (fail is never re-read)

@@ -26,7 +26,7 @@ from ..item import ChainState
 from . import landing as D
 from .effects import Call, Effect, Op
 from .expressions import Compare, Query, Value
-from .landing import CONDITION_FAILED, Status, Step
+from .landing import Reply, Status, Step
 from .reads import Reads
 from .validate import WRITE_TOKEN_BYTES, check_tag, check_timeout
 
@@ -59,12 +59,19 @@ class Deadlines(Reads):
         was closed (by another late caller, a sweep, an ack in time), deleted, or is
         no longer overdue (touched in time) before it landed.
         """
+        mine, _ = yield from self._time_out_seen(tag, state)
+        return mine
+
+    def _time_out_seen(
+        self, tag: str, state: ChainState
+    ) -> Generator[Effect, Any, tuple[ChainState | None, ChainState | None]]:
+        """:meth:`_time_out`, and the chain as it was last seen (the tombstone, if it is mine)."""
         current: ChainState | None = state
         attempt = 0
         while True:
             step, _ = D.NOT_LANDED_STEP[("timeout", D.status_of(current, self.clock()))]
             if step is Step.DONE:
-                return None
+                return None, current
             assert current is not None and step is Step.RESEND
             if attempt >= MAX_TIMEOUT_WRITES:
                 raise StaleLocalData(tag, attempt)
@@ -79,24 +86,35 @@ class Deadlines(Reads):
             except (ClientError, BotoCoreError) as exc:
                 if self._reply_step("timeout", exc)[1] is Step.REFUSE:
                     raise
-                if isinstance(exc, ClientError) and D.error_code(exc) == CONDITION_FAILED:
+                if isinstance(exc, ClientError) and D.reply_of(exc)[0] is Reply.CONDITION_FAILED:
                     current = yield from self._after_failed_condition(tag, exc)
                 else:
                     current = yield from self._read(tag)
                 if current is not None and token in current.tokens:
                     self.stats.resent_writes_recognised += 1
                     self.forget(tag)
-                    return current  # this write, re-sent after a lost response
+                    return current, current  # this write, re-sent after a lost response
                 continue
             self.forget(tag)
-            return I.decode(response["Attributes"], self.partition_key, tag)
+            tombstone = I.decode(response["Attributes"], self.partition_key, tag)
+            return tombstone, tombstone
 
-    def _refuse_late(self, op: str, tag: str, state: ChainState) -> Generator[Effect, Any, None]:
-        """A write of ``op`` met ``state`` overdue: fail the chain (once), raise ChainTimeout."""
+    def _refuse_late(
+        self, op: str, tag: str, state: ChainState
+    ) -> Generator[Effect, Any, ChainState | None]:
+        """A write of ``op`` met ``state`` overdue: fail the chain (once), raise ChainTimeout.
+
+        Unless the chain turned out not to be overdue after all (``state`` was an old
+        cached one: touched in time, acked, failed otherwise, deleted): then it is
+        returned as it is now, for the operation to go on with.
+        """
         step, kind = D.NOT_LANDED_STEP[(op, Status.OVERDUE)]
         assert step is Step.TIME_OUT
-        yield from self._time_out(tag, state)
-        raise D.refusal(kind, tag, state)
+        mine, current = yield from self._time_out_seen(tag, state)
+        timed_out = current is not None and current.failed and current.reason == "timeout"
+        if mine is not None or timed_out:
+            raise D.refusal(kind, tag, state)
+        return current
 
     def touch(self, tag: str, timeout: float | None = None) -> Generator[Effect, Any, ChainState]:
         """Move a live chain's deadline to now + ``timeout`` (default: its ``idle_timeout``).
@@ -117,7 +135,8 @@ class Deadlines(Reads):
             status = D.status_of(state, self.clock())
             if status is Status.OVERDUE:
                 assert state is not None
-                yield from self._refuse_late("touch", tag, state)
+                state = yield from self._refuse_late("touch", tag, state)
+                continue
             if status is not Status.LIVE:
                 raise D.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state)
             assert state is not None

@@ -1,17 +1,19 @@
 """The operations on many chains per request: transactions of stamps and of creates.
 
 ``Chains`` is the whole core of one table: ``SingleChain``'s operations and these.
-A cancelled transaction is read per item through ``landing.CANCELLATION``.
+A cancelled transaction is read per item through ``landing.CANCELLED_ITEM``, and what
+goes out next is ``landing.AFTER_CANCEL``'s.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from .._aws import cancellation_code, error_code
 from ..errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
@@ -26,8 +28,8 @@ from ..item import ChainState
 from ..stamps import Stamp
 from . import landing as D
 from .chains import SingleChain, plan_batch
-from .effects import Call, CancelReport, Effect, Entry, Outcome
-from .landing import TRANSACTION_CANCELED, Status, Step
+from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
+from .landing import TRANSACTION_CANCELED, Source, Status, Step
 from .validate import (
     MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,
@@ -68,6 +70,17 @@ class Chains(SingleChain):
             MAX_TRANSACTION_BYTES,
         )
 
+    def piece(
+        self, op: Callable[[dict[str, Any]], Op], piece: dict[str, Any]
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """``op`` over one piece of a ``*_many`` call (:meth:`transactions`); a DynamoDB
+        error that escapes it (a read before any write) is the outcome of each item."""
+        try:
+            outcomes: dict[str, Outcome] = yield from op(piece)
+        except (ClientError, BotoCoreError) as exc:
+            return dict.fromkeys(piece, exc)
+        return outcomes
+
     def _transact(
         self, params: Sequence[dict[str, Any]]
     ) -> Generator[Effect, Any, ClientError | BotoCoreError | None]:
@@ -90,35 +103,28 @@ class Chains(SingleChain):
         by ``cancelled``).  Items the server gave no ``Item`` for are read
         (BatchGetItem), all of them when it gave no reasons that fit the items.
         """
-        reasons = list(cancelled.response.get("CancellationReasons") or [])
-        if len(reasons) != len(tags):
-            reasons = []
         fresh: dict[str, ChainState | None] = {}
         to_read: list[str] = []
         errors: dict[str, Exception] = {}
         contended: set[str] = set()
-        if not reasons:
-            to_read = list(tags)
-            contended = set(tags)
-        for tag, reason in zip(tags, reasons, strict=False):
-            code = reason.get("Code") or "None"
-            step, _ = D.CANCELLATION.get(code, D.OTHER_CANCELLATION)
-            if step is Step.REREAD:  # its condition failed: the item tells the rest
+        for tag, reason in zip(tags, D.item_reasons(tags, cancelled), strict=True):
+            _, raced, source, refusal = D.CANCELLED_ITEM[D.cancelled_of(reason)]
+            if raced:
                 contended.add(tag)
-                raw = reason.get("Item")
-                if raw:
-                    try:
-                        fresh[tag] = self._decode(raw, tag=tag)
-                    except CorruptItem as damaged:
-                        errors[tag] = damaged
-                        continue
-                    self.remember(fresh[tag], tag)
-                else:
-                    to_read.append(tag)
-            elif step is Step.RETRY:
-                contended.add(tag)
-            elif step is Step.REFUSE:
-                errors[tag] = TransactionItemRejected(tag, code, str(reason.get("Message", "")))
+            if source is Source.READ:
+                to_read.append(tag)
+            elif source is Source.GIVEN:
+                assert reason is not None
+                try:
+                    fresh[tag] = self._decode(reason.get("Item"), tag=tag)
+                except CorruptItem as damaged:
+                    errors[tag] = damaged
+                    continue
+                self.remember(fresh[tag], tag)
+            if refusal is TransactionItemRejected:
+                assert reason is not None
+                code = cancellation_code(reason)
+                errors[tag] = TransactionItemRejected(tag, code, reason.get("Message", ""))
                 errors[tag].__cause__ = cancelled
         if to_read:
             states, corrupt = yield from self._read_many(to_read)
@@ -169,7 +175,7 @@ class Chains(SingleChain):
                 if state is not None and entry.token is not None and entry.token in state.tokens:
                     outcomes[tag] = state.stamp  # landed before: apply nothing
                 elif state is not None and status is Status.OVERDUE:
-                    outcomes[tag] = yield from self._late(tag, state)
+                    outcomes[tag] = yield from self._late(tag, entry, state)
                 elif state is None or status is not Status.LIVE:
                     outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
                 elif len(entry.stamp) != len(state.stamp):
@@ -198,17 +204,13 @@ class Chains(SingleChain):
                     self.remember(planned, tag)
                 self.stats.stamps += len(writes)
                 break
-            if D.error_code(error) != TRANSACTION_CANCELED:
+            if error_code(error) != TRANSACTION_CANCELED:
                 # Not a cancellation: a transport or server error, settled as one write's.
-                try:
-                    current, corrupt = yield from self._settle_many(tags, error)
-                except (ClientError, BotoCoreError) as failure:
-                    outcomes.update(dict.fromkeys(tags, failure))
-                    break
-                outcomes.update(corrupt)
-                self._judge_resent(writes, states, current, outcomes, error)
-                for tag in tags:
-                    outcomes.setdefault(tag, error)
+                current = yield from self._read_back(tags, error, outcomes)
+                if current is not None:
+                    self._judge_resent(writes, states, current, outcomes, error)
+                    for tag in tags:
+                        outcomes.setdefault(tag, error)
                 break
             assert isinstance(error, ClientError)
             fresh, contended, rejected = yield from self._after_cancel(tags, error)
@@ -228,22 +230,45 @@ class Chains(SingleChain):
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
-            raced = contended.intersection(pending) - refreshed
-            if refreshed and not raced:
+            raced = bool(contended.intersection(pending) - refreshed)
+            step = D.AFTER_CANCEL[("stamp", raced, bool(refreshed), bool(rejected))]
+            if step is Step.REPLAN:
                 attempt -= 1
-                continue
-            if (raced or not rejected) and not (yield from self._back_off(attempt, started)):
+            elif step is Step.RETRY and not (yield from self._back_off(attempt, started)):
                 outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
                 break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
 
-    def _late(self, tag: str, state: ChainState) -> Generator[Effect, Any, Outcome]:
-        """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error."""
+    def _read_back(
+        self, tags: Sequence[str], error: ClientError | BotoCoreError, outcomes: dict[str, Outcome]
+    ) -> Generator[Effect, Any, dict[str, ChainState | None] | None]:
+        """Every item of a transaction that failed without a cancellation, read back.
+
+        None when the error is proven not landed or the read fails: that error is then
+        each item's outcome.  An item this client cannot read gets its ``CorruptItem``.
+        """
         try:
-            yield from self._refuse_late("stamp", tag, state)
+            current, corrupt = yield from self._settle_many(tags, error)
+        except (ClientError, BotoCoreError) as failure:
+            outcomes.update(dict.fromkeys(tags, failure))
+            return None
+        outcomes.update(corrupt)
+        return current
+
+    def _late(self, tag: str, entry: Entry, state: ChainState) -> Generator[Effect, Any, Outcome]:
+        """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error.
+
+        A chain found not overdue after all (an old cached state) is stamped alone.
+        """
+        try:
+            current = yield from self._refuse_late("stamp", tag, state)
         except (ChainTimeout, StaleLocalData, ClientError, BotoCoreError) as late:
             return late
-        raise AssertionError("_refuse_late returns only by raising")
+        try:
+            (outcome,) = yield from self.stamp_batch(tag, [entry], current)
+        except CorruptItem as damaged:
+            return damaged
+        return outcome
 
     def _judge_resent(
         self,
@@ -327,38 +352,43 @@ class Chains(SingleChain):
                     outcomes[tag] = values[tag]
                 break
             tags = [tag for tag, _, _ in writes]
-            cancelled = D.error_code(error) == TRANSACTION_CANCELED
+            cancelled = error_code(error) == TRANSACTION_CANCELED
             contended: set[str] = set(tags)
             if cancelled:
                 assert isinstance(error, ClientError)
                 current, contended, rejected = yield from self._after_cancel(tags, error)
                 outcomes.update(rejected)
             else:
-                try:
-                    current, corrupt = yield from self._settle_many(tags, error)
-                except (ClientError, BotoCoreError) as failure:
-                    outcomes.update(dict.fromkeys(tags, failure))
+                read = yield from self._read_back(tags, error, outcomes)
+                if read is None:
                     break
-                outcomes.update(corrupt)
+                current = read
+            # A cancellation refused each item on its condition; any other error left
+            # the transaction's fate unknown (settled by reading every item).
+            reply = D.Reply.CONDITION_FAILED if cancelled else D.Reply.UNKNOWN
+            refused = 0  # items that left it: a live chain holds the tag, or rejected
             for tag, token, _ in writes:
                 state = current.get(tag)
                 if tag in outcomes or state is None:
+                    refused += tag in outcomes
                     continue
-                if token in state.tokens:
+                verdict, _, _ = D.CREATE_SETTLED[(reply, token in state.tokens)]
+                if verdict is D.Verdict.LANDED:
                     self.stats.resent_writes_recognised += 1
                     outcomes[tag] = values[tag]  # our own create, sent twice
                 elif D.NOT_LANDED_STEP[("create", D.status_of(state))][0] is Step.REFUSE:
                     exists = TagExists(tag)  # a live chain holds the tag
                     exists.__cause__ = error
                     outcomes[tag] = exists
+                    refused += 1
             if not cancelled:
                 for tag in tags:
                     outcomes.setdefault(tag, error)
                 break
             pending = [tag for tag in tags if tag not in outcomes]
-            if contended.intersection(pending) and not (
-                yield from self._back_off(attempt, started)
-            ):
+            raced = bool(contended.intersection(pending))
+            step = D.AFTER_CANCEL[("create", raced, False, refused > 0)]
+            if step is Step.RETRY and not (yield from self._back_off(attempt, started)):
                 outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
                 break
         return {tag: outcomes[tag] for tag in values}

@@ -8,11 +8,12 @@ item read back prove (``_settle``, ``_landed``); ``_back_off`` is a lost race's 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import item as I
+from .._aws import condition_item
 from ..errors import AmbiguousWrite, CorruptItem, GetManyFailed
 from ..item import ChainState
 from ..retry import DEFAULT_RETRY
@@ -21,6 +22,9 @@ from .effects import Call, Effect, Sleep
 from .landing import Step, Verdict
 from .requests import Requests
 from .validate import MAX_BATCH_GET, MAX_UNPROCESSED_ROUNDS, check_tag, check_tags
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import BatchGetItemOutputTypeDef, GetItemOutputTypeDef
 
 
 class Reads(Requests):
@@ -58,7 +62,7 @@ class Reads(Requests):
 
     def _read(self, tag: str) -> Generator[Effect, Any, ChainState | None]:
         self.stats.requests["GetItem"] += 1
-        response = yield Call(
+        response: GetItemOutputTypeDef = yield Call(
             "get_item", {"TableName": self.table, "Key": self._key(tag), "ConsistentRead": True}
         )
         state = self._decode(response.get("Item"), tag=tag)
@@ -98,7 +102,7 @@ class Reads(Requests):
                     yield Sleep(DEFAULT_RETRY.delay(rounds, self.rng))
                 rounds += 1
                 self.stats.requests["BatchGetItem"] += 1
-                response = yield Call(
+                response: BatchGetItemOutputTypeDef = yield Call(
                     "batch_get_item",
                     {"RequestItems": {self.table: {"Keys": keys, "ConsistentRead": True}}},
                 )
@@ -109,8 +113,8 @@ class Reads(Requests):
                         found[tag] = self._decode(raw, now, tag)
                     except CorruptItem as exc:
                         corrupt[tag] = exc
-                unprocessed = response.get("UnprocessedKeys", {}).get(self.table, {})
-                keys = list(unprocessed.get("Keys", []))
+                unprocessed = response.get("UnprocessedKeys", {}).get(self.table)
+                keys = list(unprocessed.get("Keys", [])) if unprocessed else []
             for key in keys:
                 tag = key[self.partition_key]["S"]
                 try:
@@ -132,7 +136,7 @@ class Reads(Requests):
         An absent ``Item`` means either that the item does not exist or that the
         server ignores ``ReturnValuesOnConditionCheckFailure``; the read tells.
         """
-        raw = exc.response.get("Item")
+        raw = condition_item(exc)
         if raw:
             state = self._decode(raw, tag=tag)
             self.remember(state, tag)

@@ -25,39 +25,25 @@ ends (unless ``keep_staging``); nothing else is ever deleted.
 
 from __future__ import annotations
 
-import contextlib
-import pickle
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
-from pyspark import InheritableThread, SparkContext, TaskContext
+from pyspark import SparkContext
 from pyspark.accumulators import Accumulator
-from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
-from ..errors import TagNotFound
-from ..item import ChainState
 from ..sync import SyncXorAckDynamoDB
 from .buckets import identity_partition
 from .errors import PipelineError
-from .faults import FaultConfig
+from .jobgroup import in_job_group, progress
 from .keyed import Keyed
+from .options import Observer, RoundProgress, Silent, WordCountOptions, check_token_window
+from .output import final_counts, settle, totals, untracked_counts, write_output
 from .paths import (
     MANIFEST,
     PERMANENT,
@@ -70,7 +56,7 @@ from .paths import (
     qualified,
     staging_path,
 )
-from .plan import RoundPlan, TaskInfo, file_tag
+from .plan import RoundPlan, file_tag
 from .report import Attempt, FileResult, PhaseClock, Report, RoundResult
 from .spark import (
     delete_path,
@@ -82,188 +68,17 @@ from .spark import (
     rename,
     write_text,
 )
-from .stages import (
-    TASK_TOTALS,
-    BucketRecord,
-    StagingRow,
-    count_buckets,
-    split_files,
-    sum_buckets,
-)
-from .tracker import CountsParam, TrackerConfig, chains_for, merge_counts, stats_delta
+from .tasks import STAGING_SCHEMA, _stage1_task, _stage2_task
+from .tracker import CountsParam
 
-STAGING_SCHEMA = StructType(
-    [
-        StructField("file", IntegerType(), False),
-        StructField("words", ArrayType(StringType(), False), True),
-        StructField("counts", ArrayType(LongType(), False), True),
-        StructField("blob", BinaryType(), True),
-    ]
-)
-COUNTS_SCHEMA = StructType(
-    [StructField("word", StringType(), False), StructField("count", LongType(), False)]
-)
-ENTRY_SCHEMA = StructType(
-    [StructField("word", StringType(), False), StructField("n", LongType(), False)]
-)
 #: How often the driver refreshes progress while a job runs (seconds).
 POLL_INTERVAL = 0.25
 #: How long a cancelled job may take to end after an interruption (seconds).
 CANCEL_WAIT = 30.0
-
-
-@dataclass
-class WordCountOptions:
-    """Everything a run needs besides the SparkSession."""
-
-    input: str
-    output: str
-    tracking: bool = True
-    tracker: TrackerConfig | None = None
-    #: Counting tasks; None: the Spark default parallelism (cores), between 2 and 8.
-    partitions: int | None = None
-    read_partitions: int | None = None
-    timeout: float = 300.0
-    max_attempts: int = 8
-    faults: FaultConfig = field(default_factory=FaultConfig)
-    run_id: str | None = None
-    work_dir: str | None = None
-    keep_staging: bool = False
-    #: Replace an existing OUTPUT, if it is a folder this tool wrote (see ``paths``).
-    overwrite: bool = False
-    output_partitions: int = 1
-    driver_concurrency: int = 32
-
-    def __post_init__(self) -> None:
-        if self.partitions is not None and self.partitions < 1:
-            raise ValueError("partitions must be >= 1")
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
-        if self.timeout <= 0:
-            raise ValueError("timeout must be > 0 seconds")
-        if self.output_partitions < 1:
-            raise ValueError("output_partitions must be >= 1")
-        if self.tracking and self.tracker is None:
-            raise ValueError("tracking needs a tracker (TrackerConfig)")
-        if self.partitions is not None:
-            check_token_window(self.tracker, self.partitions)
-
-
-def check_token_window(tracker: TrackerConfig | None, partitions: int) -> None:
-    """Every write of a chain's life must stay in its recent-token list (exact idempotency)."""
-    if tracker is not None and tracker.token_window < partitions + 4:
-        raise ValueError(
-            f"token_window {tracker.token_window} is too small for {partitions} "
-            "partitions: it must be >= partitions + 4 so that every write of a chain "
-            "stays recognisable"
-        )
-
-
-@dataclass
-class RoundProgress:
-    """A snapshot while a round runs, for the progress display."""
-
-    round: int
-    files: int
-    tasks_done: int
-    tasks_total: int
-    task_failures: int
-    metrics: dict[str, int]
-
-
-class Observer(Protocol):
-    """Receives progress (the rich display implements it; ``None`` means silent)."""
-
-    def started(self, report: Report) -> None: ...
-    def round_started(self, round_: int, files: int) -> None: ...
-    def round_progress(self, progress: RoundProgress) -> None: ...
-    def round_ended(self, result: RoundResult, report: Report) -> None: ...
-    def step(self, text: str) -> None: ...
-    def finished(self, report: Report) -> None: ...
-
-
-class _Silent:
-    def started(self, report: Report) -> None:
-        pass
-
-    def round_started(self, round_: int, files: int) -> None:
-        pass
-
-    def round_progress(self, progress: RoundProgress) -> None:
-        pass
-
-    def round_ended(self, result: RoundResult, report: Report) -> None:
-        pass
-
-    def step(self, text: str) -> None:
-        pass
-
-    def finished(self, report: Report) -> None:
-        pass
-
-
-# -- the tasks (run on executors) ---------------------------------------------------------
-
-
-def _task_info() -> TaskInfo:
-    ctx = TaskContext.get()
-    if ctx is None:  # pragma: no cover - always set inside a Spark task
-        return TaskInfo(0, 0)
-    return TaskInfo(ctx.partitionId(), ctx.attemptNumber())
-
-
-def _report(plan: RoundPlan, metrics: Accumulator[dict[str, int]], local: Counter[str]) -> None:
-    counts = dict(local)
-    if plan.tracker is not None:
-        merge_counts(counts, stats_delta(plan.tracker))
-    metrics.add(counts)
-
-
-def _stage1_task(
-    bplan: Broadcast[RoundPlan],
-    metrics: Accumulator[dict[str, int]],
-    _index: int,
-    files: Iterable[tuple[str, bytes]],
-) -> Iterator[BucketRecord]:
-    plan = bplan.value
-    chains = chains_for(plan.tracker) if plan.tracking and plan.tracker else None
-    local: Counter[str] = Counter()
-    yield from split_files(plan, _task_info(), files, chains, local)
-    _report(plan, metrics, local)
-
-
-def _stage2_task(
-    bplan: Broadcast[RoundPlan],
-    metrics: Accumulator[dict[str, int]],
-    _index: int,
-    records: Iterable[BucketRecord],
-) -> Iterator[StagingRow]:
-    plan = bplan.value
-    if plan.tracker is None:  # pragma: no cover - guarded by the driver
-        raise PipelineError("a tracked round without a tracker")
-    local: Counter[str] = Counter()
-    yield from count_buckets(plan, _task_info(), records, chains_for(plan.tracker), local)
-    _report(plan, metrics, local)
-
-
-def _sum_task(
-    bplan: Broadcast[RoundPlan],
-    metrics: Accumulator[dict[str, int]],
-    _index: int,
-    records: Iterable[BucketRecord],
-) -> Iterator[tuple[str, int]]:
-    plan = bplan.value
-    local: Counter[str] = Counter()
-    yield from sum_buckets(plan, _task_info(), records, local)
-    _report(plan, metrics, local)
-
-
-def _unpickle_entries(row: Any) -> list[tuple[str, int]]:
-    entries: list[tuple[str, int]] = pickle.loads(row["blob"])
-    return entries
-
-
 # -- the driver -------------------------------------------------------------------------
+
+
+__all__ = ["RoundProgress", "WordCount", "WordCountOptions", "run_wordcount"]
 
 
 class WordCount:
@@ -275,7 +90,7 @@ class WordCount:
         self.spark = spark
         self.sc: SparkContext = spark.sparkContext
         self.opts = options
-        self.observer: Observer = observer or _Silent()
+        self.observer: Observer = observer or Silent()
         self.run_id = options.run_id or uuid.uuid4().hex[:12]
         self.partitions = options.partitions or min(8, max(2, self.sc.defaultParallelism))
         check_token_window(options.tracker, self.partitions)
@@ -355,7 +170,7 @@ class WordCount:
         timed_out = False
 
         def update() -> None:
-            self._last = self._progress(group, round_, files)
+            self._last = progress(self, group, round_, files)
             self.observer.round_progress(self._last)
 
         def poll() -> None:
@@ -365,65 +180,13 @@ class WordCount:
                 timed_out = True
                 self.sc.cancelJobGroup(group)
 
-        error = self._in_job_group(group, description, action, poll)
+        error = in_job_group(self, group, description, action, poll)
         update()
         if timed_out:
             return f"timeout: round not finished within {self.opts.timeout:g} s", True
         if error is not None:
             return f"spark job failed: {_first_line(error)}", False
         return None, False
-
-    def _in_job_group(
-        self,
-        group: str,
-        description: str,
-        action: Callable[[], None],
-        poll: Callable[[], None] | None = None,
-    ) -> BaseException | None:
-        """Run ``action`` in a thread as job group ``group``; the error it raised, if any.
-
-        The driver's thread only waits, so that an interruption (Ctrl-C,
-        SIGTERM) lands here: the group's jobs are then cancelled and waited for
-        before it propagates, and no task is left writing into the staging folder.
-        """
-        box: dict[str, BaseException] = {}
-
-        def target() -> None:
-            self.sc.setJobGroup(group, description, interruptOnCancel=True)
-            try:
-                action()
-            except BaseException as exc:  # reported to the driver's thread
-                box["error"] = exc
-
-        thread = InheritableThread(target=target)
-        thread.daemon = True
-        thread.start()
-        try:
-            while thread.is_alive():
-                thread.join(POLL_INTERVAL)
-                if poll is not None:
-                    poll()
-        except BaseException:
-            self.sc.cancelJobGroup(group)
-            thread.join(CANCEL_WAIT)
-            raise
-        return box.get("error")
-
-    def _progress(self, group: str, round_: int, files: int) -> RoundProgress:
-        tracker = self.sc.statusTracker()
-        done = total = failures = 0
-        for job_id in tracker.getJobIdsForGroup(group):
-            job = tracker.getJobInfo(job_id)
-            if job is None:
-                continue
-            for stage_id in job.stageIds:
-                stage = tracker.getStageInfo(stage_id)
-                if stage is None:
-                    continue
-                done += stage.numCompletedTasks
-                total += stage.numTasks
-                failures += stage.numFailedTasks
-        return RoundProgress(round_, files, done, total, failures, dict(self.metrics.value))
 
     # -- the run ------------------------------------------------------------
 
@@ -439,10 +202,10 @@ class WordCount:
         try:
             if opts.tracking and opts.work_dir:
                 make_folder(self.spark, self.rows_dir)
-            counts = self._tracked() if opts.tracking else self._untracked()
+            counts = self._tracked() if opts.tracking else untracked_counts(self)
             self.observer.step("writing the counts")
             with self.clock.phase("output"):
-                words, distinct = self._write_output(counts)
+                words, distinct = write_output(self, counts)
                 self._commit()
         finally:
             if not opts.keep_staging:
@@ -450,7 +213,7 @@ class WordCount:
                     delete_path(self.spark, self.staging)
                     if opts.work_dir:
                         delete_path(self.spark, self.rows_dir)
-        self._totals(words, distinct)
+        totals(self, words, distinct)
         self.observer.finished(self.report)
         return self.report
 
@@ -482,34 +245,6 @@ class WordCount:
         rename(self.spark, self.staged_output, self.output)
         self.committed = True
 
-    def _untracked(self) -> DataFrame:
-        """The same stages without chains: one round, no staging, nothing verified."""
-        readable = [i for i, f in enumerate(self.files) if f.problem is None]
-        plan = RoundPlan(
-            run_id=self.run_id,
-            round=1,
-            partitions=self.partitions,
-            paths=tuple(self.files[i].path for i in readable),
-            file_ids=tuple(readable),
-            faults=self.opts.faults,
-        )
-        self.observer.round_started(1, len(readable))
-        bplan = self.sc.broadcast(plan)
-        inputs = [self.files[i] for i in readable]
-        rdd = read_files(self.spark, inputs, self._read_partitions(len(inputs)))
-        counts = (
-            rdd.mapPartitionsWithIndex(partial(_stage1_task, bplan, self.metrics))
-            .partitionBy(plan.partitions, identity_partition)
-            .mapPartitionsWithIndex(partial(_sum_task, bplan, self.metrics))
-        )
-        for i in readable:
-            f = self.report.files[i]
-            f.status, f.attempts = "counted", 1
-            f.history.append(Attempt(1, "counted (not tracked)"))
-        result = RoundResult(1, len(plan.paths), plan.partitions)
-        self.report.rounds.append(result)
-        return self.spark.createDataFrame(counts, COUNTS_SCHEMA, verifySchema=False)
-
     def _tracked(self) -> DataFrame:
         _ = self.chains  # made once here, before any thread of the driver uses it
         pending = [i for i, f in enumerate(self.files) if f.problem is None]
@@ -520,7 +255,7 @@ class WordCount:
             pending = self._round(round_, pending, acked_in)
         for file_id in pending:
             self.report.files[file_id].status = "failed"
-        return self._final_counts(acked_in)
+        return final_counts(self, acked_in)
 
     def _round(self, round_: int, pending: list[int], acked_in: dict[int, int]) -> list[int]:
         opts = self.opts
@@ -580,7 +315,7 @@ class WordCount:
 
         check_start = time.monotonic()
         with self.clock.phase("check"):
-            outcomes = self._settle(tags, error)
+            outcomes = settle(self, tags, error)
             if error is not None:
                 delete_path(self.spark, staging)
         result.seconds["check"] = time.monotonic() - check_start
@@ -605,160 +340,6 @@ class WordCount:
         self.report.rounds.append(result)
         self.observer.round_ended(result, self.report)
         return still
-
-    def _settle(self, tags: Sequence[str], job_error: str | None) -> list[str]:
-        """Each chain's outcome once its round's job has ended: ``acked`` or why not.
-
-        A chain is judged when the job has ended, not later: every task of the job
-        is over by then, so a chain that is not zero can only be completed by a
-        stray attempt whose output was not committed; accepting that would be a
-        false ack.  Every chain not acked is closed with ``fail`` so that late
-        stamps are refused.
-        """
-        if job_error is not None:
-            # Nothing of this round was committed: even a zero chain cannot count.
-            def close(tag: str) -> str:
-                with contextlib.suppress(TagNotFound):
-                    self.chains.fail(tag, reason=job_error)
-                return job_error
-
-            return self._parallel(close, tags)
-
-        states: dict[str, ChainState | None] = self.chains.get_many(tags)
-        judged: dict[str, str] = {}
-        for tag, state in states.items():
-            if state is None:
-                judged[tag] = "chain missing"
-            elif state.acked:
-                judged[tag] = "acked"
-            elif state.failed:
-                judged[tag] = state.reason or "failed"
-
-        def close_incomplete(tag: str) -> str:
-            reason = "incomplete: not zero when its round ended"
-            try:
-                closed = self.chains.fail(tag, reason=reason)
-            except TagNotFound:
-                return "chain missing"
-            if closed.acked:  # completed between the read and the fail: too late to count
-                return "completed after its round ended (not counted)"
-            return reason
-
-        rest = [tag for tag in tags if tag not in judged]
-        judged.update(zip(rest, self._parallel(close_incomplete, rest), strict=True))
-        return [judged[tag] for tag in tags]
-
-    def _final_counts(self, acked_in: dict[int, int]) -> DataFrame:
-        """Sum by word the staging rows of each file's acked round.
-
-        A round whose files were all acked contributes its counting tasks' totals
-        rows; a round with files that were not is summed from the per-file rows of
-        its acked files only.
-        """
-        if not acked_in:
-            return self.spark.createDataFrame([], COUNTS_SCHEMA)
-        complete = [
-            r.round for r in self.report.rounds if r.job_error is None and r.acked == r.files
-        ]
-        partial = sorted({r for r in acked_in.values()} - set(complete))
-        # The schema is known: giving it spares Spark a job that reads every file's footer.
-        schema = StructType([*STAGING_SCHEMA.fields, StructField("round", IntegerType(), False)])
-        staging = self.spark.read.schema(schema).parquet(self.rows_dir)
-        parts: list[DataFrame] = []
-        if complete:
-            pairs = F.explode(F.arrays_zip(F.col("words"), F.col("counts"))).alias("pair")
-            parts.append(
-                staging.where((F.col("file") == TASK_TOTALS) & F.col("round").isin(complete))
-                .select(pairs)
-                .select(F.col("pair.words").alias("word"), F.col("pair.counts").alias("n"))
-            )
-        if partial:
-            acked = self.spark.createDataFrame(
-                sorted((r, f) for f, r in acked_in.items() if r in partial),
-                StructType(
-                    [
-                        StructField("round", IntegerType(), False),
-                        StructField("file", IntegerType(), False),
-                    ]
-                ),
-            )
-            blobs = (
-                staging.where(F.col("round").isin(partial) & (F.col("file") >= 0))
-                .join(F.broadcast(acked), ["round", "file"])
-                .select("blob")
-            )
-            entries = blobs.rdd.flatMap(_unpickle_entries)
-            parts.append(self.spark.createDataFrame(entries, ENTRY_SCHEMA, verifySchema=False))
-        if len(complete) == 1 and not partial:
-            # One round's totals: each word went to one counting task (its bucket), so
-            # every word has exactly one totals row and nothing is left to sum.
-            return parts[0].select("word", F.col("n").alias("count"))
-        rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        return rows.groupBy("word").agg(F.sum("n").cast("long").alias("count"))
-
-    def _write_output(self, counts: DataFrame) -> tuple[int, int]:
-        """Write the counts into the staging folder; (words, distinct words)."""
-        counts = counts.persist()
-        result: dict[str, Any] = {}
-
-        def action() -> None:
-            (
-                counts.repartition(self.opts.output_partitions)
-                .sortWithinPartitions(F.desc("count"), F.asc("word"))
-                .write.option("header", True)
-                .csv(self.staged_output)
-            )
-            result["row"] = counts.agg(
-                F.count(F.lit(1)).alias("distinct"), F.sum("count").alias("words")
-            ).first()
-
-        try:
-            error = self._in_job_group(
-                f"xor-ack-{self.run_id}-output", "xor-ack wordcount: the counts", action
-            )
-        finally:
-            counts.unpersist()
-        if error is not None:
-            raise error
-        row = result.get("row")
-        if row is None:  # pragma: no cover - an aggregate always has one row
-            return 0, 0
-        return int(row["words"] or 0), int(row["distinct"] or 0)
-
-    def _totals(self, words: int, distinct: int) -> None:
-        metrics = dict(self.metrics.value)
-        if self._driver is not None:
-            merge_counts(metrics, {f"ddb.{k}": v for k, v in self._driver.stats.snapshot().items()})
-        requests = {
-            k[len("ddb.requests.") :]: v
-            for k, v in metrics.items()
-            if k.startswith("ddb.requests.")
-        }
-        writes = metrics.get("ddb.writes", 0)
-        records = metrics.get("records", 0)
-        self.clock.add("total", 0.0)
-        seconds = {k: round(v, 3) for k, v in self.clock.seconds.items() if k != "total"}
-        seconds["total"] = round(self.clock.total(), 3)
-        self.report.totals = {
-            "files": len(self.files),
-            "acked": self.report.acked,
-            "failed": self.report.failed,
-            "rounds": len(self.report.rounds),
-            "words": words,
-            "distinct_words": distinct,
-            "records": records,
-            "records_lost_to_faults": metrics.get("records_lost", 0),
-            "dynamodb": {
-                "requests": metrics.get("ddb.requests", 0),
-                "by_operation": requests,
-                "writes": writes,
-                "stamps": metrics.get("ddb.stamps", 0),
-                "conflicts": metrics.get("ddb.conflicts", 0),
-                "resent_writes_recognised": metrics.get("ddb.resent_writes_recognised", 0),
-                "records_per_write": round(records / writes, 2) if writes else None,
-            },
-            "seconds": seconds,
-        }
 
 
 def _entry(f: InputFile) -> FileResult:

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from .job import RoundProgress
+from .options import RoundProgress
 from .report import Report, RoundResult
 from .verify import Verification
 

@@ -54,6 +54,12 @@ def _master(master: str | None, faults_on: bool) -> str | None:
 )
 @click.option("--master", help="Spark master [default: local[*], or spark-submit's].")
 @click.option(
+    "--remote",
+    envvar="SPARK_REMOTE",
+    help="Spark Connect server (sc://HOST:PORT) [default: $SPARK_REMOTE]; runs the "
+    "DataFrame-API word count of xor_ack_dynamodb.spark there.",
+)
+@click.option(
     "--endpoint-url",
     metavar="URL",
     callback=check_endpoint,
@@ -136,6 +142,7 @@ def wordcount(
     output: str,
     report_path: Path | None,
     master: str | None,
+    remote: str | None,
     endpoint_url: str | None,
     table: str | None,
     region: str | None,
@@ -164,9 +171,7 @@ def wordcount(
     overlap), 130 when interrupted.  See docs/pipeline.md.
     """
     from .faults import FaultConfig
-    from .job import WordCount, WordCountOptions
     from .progress import RichProgress, conclusion, plural
-    from .spark import build_session, stop_session
 
     started = time.monotonic()
     progress = RichProgress(started_at=started)
@@ -175,7 +180,7 @@ def wordcount(
     except Refused as exc:
         raise RefusedUsage(explain(exc) or str(exc)) from exc
     faults = FaultConfig.rate(fail_rate, seed)
-    spark_master = _master(master, faults.enabled)
+    spark_master = None if remote else _master(master, faults.enabled)
     token_window = max(32, (partitions or 8) + 8)
     job: WordCount | None = None
     with _signals_interrupt() as reinstall:
@@ -191,6 +196,24 @@ def wordcount(
                 local_backend,
                 progress,
             ) as tracker:
+                if remote:
+                    if tracker is None or verify_counts or master or work_dir:
+                        raise click.UsageError(
+                            "--remote runs tracked, without --no-tracking, --verify, "
+                            "--master or --work-dir"
+                        )
+                    from .remote_command import run_remote
+
+                    progress.stop()
+                    run_remote(
+                        remote, input_path, output, report_path, tracker, faults,
+                        partitions, max_attempts, overwrite,
+                    )  # fmt: skip
+                    return
+                # Classic PySpark only from here (a Spark Connect client has no SparkContext).
+                from .job import WordCount, WordCountOptions
+                from .spark import build_session, stop_session
+
                 if tracker is not None and single_writes:
                     tracker = dataclasses.replace(tracker, transactions=False)
                 options = WordCountOptions(

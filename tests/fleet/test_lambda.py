@@ -1,0 +1,185 @@
+"""The Lambda handlers, called with recorded events of AWS's documented formats."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.errors import InvalidEnvelope
+from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
+from xor_ack_dynamodb.fleet.lambda_sqs import SqsBatchHandler, StreamCompletionHandler
+from xor_ack_dynamodb.table import TableSpec
+
+pytestmark = pytest.mark.ddblocal
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture(name: str) -> dict[str, Any]:
+    return dict(json.loads((FIXTURES / name).read_text()))
+
+
+class Box:
+    def __init__(self) -> None:
+        self.sent: list[Envelope] = []
+        self.done: list[str] = []
+
+
+def opener(endpoint: str, table: str, box: Box, continuation: bool = True) -> Callable[..., Any]:
+    async def send(envelopes: Any) -> None:
+        box.sent.extend(envelopes)
+
+    async def then(done: Completed) -> None:
+        box.done.append(done.tag)
+
+    def handler(message: Message) -> list[int]:
+        return [0, 0] if message.payload else []
+
+    @contextlib.asynccontextmanager
+    async def open_fleet() -> AsyncIterator[Fleet]:
+        async with Fleet.connect(
+            table=table,
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            handler=handler,
+            send=send,
+            continuation=then if continuation else None,
+        ) as fleet:
+            yield fleet
+
+    return open_fleet
+
+
+def batch(bodies: list[str], fifo: bool = False, counts: list[int] | None = None) -> dict[str, Any]:
+    event = fixture("sqs_event.json")
+    template = event["Records"][0]
+    records = []
+    for i, body in enumerate(bodies):
+        record = copy.deepcopy(template)
+        record["messageId"] = f"m-{i}"
+        record["body"] = body
+        record["attributes"]["ApproximateReceiveCount"] = str((counts or [1] * len(bodies))[i])
+        if fifo:
+            record["eventSourceARN"] += ".fifo"
+        records.append(record)
+    return {"Records": records}
+
+
+def submit(open_fleet: Callable[..., Any], tag: str, payload: Any) -> None:
+    async def go() -> None:
+        async with open_fleet() as fleet:
+            await fleet.submit(tag, payload)
+
+    asyncio.run(go())
+
+
+def test_a_batch_reports_only_the_messages_that_failed(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    box = Box()
+    open_fleet = opener(ddb_local_endpoint, ddb_table.name, box)
+    submit(open_fleet, "lambda-job", 1)
+    root = box.sent.pop()
+    handler = SqsBatchHandler(open_fleet)
+    try:
+        assert handler(batch([root.to_json()]), None) == {"batchItemFailures": []}
+        children = [e.to_json() for e in box.sent]
+        assert len(children) == 2
+        response = handler(batch([children[0], "not an envelope", children[1]]), None)
+        assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+        assert box.done == ["lambda-job"]
+        # Lambda retries the whole batch: every message is a duplicate, nothing fails.
+        again = handler(batch([root.to_json(), *children], counts=[2, 2, 2]), None)
+        assert again == {"batchItemFailures": []} and box.done == ["lambda-job"]
+    finally:
+        handler.environment.close()
+
+
+def test_a_fifo_batch_stops_at_the_first_failure(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    box = Box()
+    open_fleet = opener(ddb_local_endpoint, ddb_table.name, box)
+    submit(open_fleet, "fifo-job", 0)
+    root = box.sent.pop()
+    handler = SqsBatchHandler(open_fleet)
+    try:
+        response = handler(batch(["garbage", root.to_json()], fifo=True), None)
+        assert response == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}, {"itemIdentifier": "m-1"}]
+        }
+        assert box.done == []  # the root, after the failure, was not handled
+    finally:
+        handler.environment.close()
+
+
+def test_record_handler_fits_powertools_and_raises_on_failure(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    box = Box()
+    open_fleet = opener(ddb_local_endpoint, ddb_table.name, box)
+    submit(open_fleet, "pt-job", 0)
+    records = batch([box.sent.pop().to_json(), "garbage"])["Records"]
+
+    class SQSRecord:  # the shape of powertools' record: the raw dict under raw_event
+        def __init__(self, raw: dict[str, Any]) -> None:
+            self.raw_event = raw
+
+    handler = SqsBatchHandler(open_fleet)
+    try:
+        handled = handler.record_handler(SQSRecord(records[0]))
+        assert handled is not None and handled.acked
+        with pytest.raises(InvalidEnvelope):
+            handler.record_handler(records[1])
+    finally:
+        handler.environment.close()
+
+
+def test_the_dead_letter_function_fails_the_chain(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    box = Box()
+    open_fleet = opener(ddb_local_endpoint, ddb_table.name, box)
+    submit(open_fleet, "dead-job", 1)
+    root = box.sent.pop()
+    handler = SqsBatchHandler(open_fleet, dead_letter=True)
+    try:
+        assert handler(batch([root.to_json()]), None) == {"batchItemFailures": []}
+
+        async def state() -> Any:
+            async with open_fleet() as fleet:
+                return await fleet.ack.get("dead-job")
+
+        chain = asyncio.run(state())
+        assert chain is not None and chain.failed and chain.reason == "dead-letter"
+    finally:
+        handler.environment.close()
+
+
+def test_the_stream_function_continues_chains_that_just_acked(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    box = Box()
+    quiet = opener(ddb_local_endpoint, ddb_table.name, box, continuation=False)
+    submit(quiet, "stream-job", 0)
+    root = box.sent.pop()
+    worker = SqsBatchHandler(quiet)  # acks the chain, with no continuation of its own
+    try:
+        worker(batch([root.to_json()]), None)
+    finally:
+        worker.environment.close()
+    event = json.loads(json.dumps(fixture("stream_event.json")).replace('"TAG"', '"stream-job"'))
+    handler = StreamCompletionHandler(opener(ddb_local_endpoint, ddb_table.name, box))
+    try:
+        assert handler.acked_tags(event) == ["stream-job"]  # the other record is no ack
+        assert handler(event, None) == {"acked": 1, "continued": 1}
+        assert handler(event, None) == {"acked": 1, "continued": 0}  # a redelivered batch
+        assert box.done == ["stream-job"]
+    finally:
+        handler.environment.close()

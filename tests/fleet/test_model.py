@@ -1,0 +1,162 @@
+"""The programming model on DynamoDB Local: fan-out, applied once at any distance, completion."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
+from xor_ack_dynamodb.fleet import Envelope, Verdict, child_id, root_id, stamp_of
+from xor_ack_dynamodb.fleet.markers import page_key
+
+pytestmark = pytest.mark.ddblocal
+
+
+def test_identities_are_derived_deterministically() -> None:
+    root = root_id("job-1")
+    assert root == root_id("job-1") != root_id("job-2")
+    assert child_id(root, 0) == child_id(root, 0) != child_id(root, 1)
+    assert len(stamp_of(root)) == 16 and any(stamp_of(root))
+    env = Envelope("job-1", b"\x01" * 8, root, {"a": [1]}, sent=3)
+    assert Envelope.from_json(env.to_json()) == env
+    assert env.child(2, "x", 5).id == child_id(root, 2)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["not json", "[]", '{"xor_ack": 1}', '{"xor_ack": 1, "tag": "", "chain": "01", "id": "00"}'],
+)
+def test_a_body_that_is_no_envelope_is_refused(body: str) -> None:
+    with pytest.raises(InvalidEnvelope):
+        Envelope.from_json(body)
+
+
+async def test_a_tree_acks_once_and_continues_once(harness_factory: Any) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-tree", {"width": 3, "depth": 2})
+        handled = await h.drain(pick=lambda q: random.Random(len(q)).randrange(len(q)))
+        assert len(handled) == 1 + 3 + 9
+        assert [x.acked for x in handled].count(True) == 1 and handled[-1].acked
+        assert [c.tag for c in h.completed] == ["job-tree"]
+        state = await h.fleet.ack.get("job-tree")
+        assert state is not None and state.acked
+
+
+async def test_duplicates_far_beyond_the_token_window_are_applied_once(
+    harness_factory: Any,
+) -> None:
+    # A window of 4 tokens, pages of 2: the root's 30 children roll it over many times.
+    async with harness_factory(token_window=4, page_size=2) as h:
+        await h.fleet.submit("job-far", {"width": 30, "depth": 1})
+        root = h.queue.pop()
+        await h.fleet.handle(root.to_json())
+        children = list(h.queue)
+        h.queue.clear()
+        for env in children[:20]:
+            assert (await h.fleet.handle(env.to_json())).verdict is Verdict.APPLIED
+        # Every early child again, and the root again: each far behind the window now.
+        state = await h.fleet.ack.get("job-far")
+        assert state is not None and state.version > 20
+        for env in [root, *children[:20]]:
+            assert (await h.fleet.handle(env.to_json())).verdict is Verdict.DUPLICATE
+        assert h.queue == []  # a duplicate root does not run its handler or re-send children
+        assert h.fleet.markers.writes >= 5  # pages were written to cover evicted tokens
+        for env in children[20:-1]:
+            assert not (await h.fleet.handle(env.to_json())).acked
+        last = await h.fleet.handle(children[-1].to_json())
+        assert last.acked and last.continued
+        assert len(h.completed) == 1
+
+
+async def test_a_parent_that_dies_after_sending_reannounces_the_same_children(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory(token_window=4, page_size=2) as h:
+        await h.fleet.submit("job-rerun", {"width": 12, "depth": 1})
+        root = h.queue.pop()
+        real_apply = h.fleet.once.apply
+
+        async def die(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("killed between sending the children and stamping")
+
+        h.fleet.once.apply = die  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError):
+            await h.fleet.handle(root.to_json())
+        h.fleet.once.apply = real_apply  # type: ignore[method-assign]
+        first = list(h.queue)
+        h.queue.clear()
+        for env in first[:-1]:  # the orphans run first and land before their parent
+            assert (await h.fleet.handle(env.to_json())).verdict is Verdict.APPLIED
+        assert not (await h.fleet.ack.get("job-rerun")).acked  # type: ignore[union-attr]
+        # The parent runs again, long after: its window no longer holds the children's tokens.
+        again = await h.fleet.handle(root.to_json(), receive_count=2)
+        assert again.verdict is Verdict.APPLIED and not again.acked
+        assert [e.id for e in h.queue] == [e.id for e in first]  # the same children, again
+        for env in h.queue[:-1]:  # re-sent copies of children that landed: found in pages
+            assert (await h.fleet.handle(env.to_json())).verdict is Verdict.DUPLICATE
+        last = await h.fleet.handle(first[-1].to_json())
+        assert last.verdict is Verdict.APPLIED and last.acked
+        assert (await h.fleet.handle(h.queue[-1].to_json())).verdict is not Verdict.APPLIED
+        assert len(h.completed) == 1
+
+
+async def test_a_continuation_whose_process_died_runs_on_the_redelivery(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-cont", {"width": 1, "depth": 0})
+        root = h.queue.pop()
+        h.fail_continuation = 1
+        with pytest.raises(RuntimeError):
+            await h.fleet.handle(root.to_json())
+        assert h.completed == []  # acked, but the continuation did not finish
+        again = await h.fleet.handle(root.to_json(), receive_count=2)
+        assert again.verdict is Verdict.DUPLICATE and again.continued
+        third = await h.fleet.handle(root.to_json(), receive_count=3)
+        assert not third.continued
+        assert [c.tag for c in h.completed] == ["job-cont"]
+        assert not await h.fleet.complete("job-cont")  # the stream's path finds it done too
+
+
+async def test_dead_letter_fails_the_chain_and_replay_counts_only_the_new_run(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-dlq", {"width": 2, "depth": 1})
+        root = h.queue.pop()
+        await h.fleet.handle(root.to_json())
+        done, dead = h.queue.pop(0), h.queue.pop(0)
+        await h.fleet.handle(done.to_json())
+        with pytest.raises(ReplayRefused):
+            await h.fleet.replay("job-dlq", {"width": 2, "depth": 1})  # still live
+        state = await h.fleet.dead_letter(dead.to_json())
+        assert state is not None and state.failed and state.reason == "dead-letter"
+        await h.fleet.replay("job-dlq", {"width": 2, "depth": 1})
+        # The old generation's messages find another chain: dropped, not counted.
+        for env in (root, done, dead):
+            assert (await h.fleet.handle(env.to_json())).verdict is Verdict.CLOSED
+        await h.drain()
+        assert [c.tag for c in h.completed] == ["job-dlq"]
+        with pytest.raises(ReplayRefused):
+            await h.fleet.replay("job-dlq", {"width": 2, "depth": 1})
+
+
+async def test_a_missing_page_is_refused_not_guessed(harness_factory: Any) -> None:
+    async with harness_factory(token_window=4, page_size=2) as h:
+        root = await h.fleet.submit("job-page", {"width": 12, "depth": 1})
+        h.queue.clear()
+        await h.fleet.handle(root.to_json())
+        children = list(h.queue)
+        for env in children[:8]:
+            await h.fleet.handle(env.to_json())
+        state = await h.fleet.ack.get("job-page")
+        assert state is not None
+        await h.fleet.ack._client.delete_item(
+            TableName=h.fleet.ack.table,
+            Key={"tagID": {"S": page_key("job-page", state.chain_id, 1)}},
+        )
+        h.fleet.markers._pages.clear()
+        with pytest.raises(MarkerMissing):
+            await h.fleet.handle(children[0].to_json())

@@ -1,0 +1,197 @@
+"""The asyncio SQS worker on moto's SQS and DynamoDB Local."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.fleet import Completed, Fleet, Message, SqsSender
+from xor_ack_dynamodb.fleet.sqs import sqs_client
+from xor_ack_dynamodb.fleet.worker import Worker
+from xor_ack_dynamodb.table import TableSpec
+
+from .sqs_fixtures import make_queues, sqs
+
+pytestmark = pytest.mark.ddblocal
+
+
+@contextlib.asynccontextmanager
+async def fleet_on(
+    moto: str, ddb: str, table: str, queue: str, handler: Any, done: list[str]
+) -> AsyncIterator[tuple[Fleet, Any]]:
+    async def continuation(completed: Completed) -> None:
+        done.append(completed.tag)
+
+    async with (
+        sqs_client(endpoint=moto, region_name="us-east-1") as client,
+        Fleet.connect(
+            table=table,
+            endpoint_url=ddb,
+            region_name="us-east-1",
+            handler=handler,
+            send=SqsSender(client, queue),
+            continuation=continuation,
+        ) as fleet,
+    ):
+        yield fleet, client
+
+
+async def wait_for(predicate: Any, timeout: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_jobs_fan_out_through_sqs_and_continue_once(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, _ = make_queues(moto_endpoint)
+    done: list[str] = []
+
+    def handler(message: Message) -> list[int]:
+        n = message.payload
+        return [n - 1] * 2 if n > 0 else []
+
+    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, handler, done) as (
+        fleet,
+        client,
+    ):
+        for i in range(3):
+            await fleet.submit(f"w-job-{i}", 2)  # 1 + 2 + 4 messages each
+        worker = Worker(fleet, client, work, concurrency=4, wait_time=1, visibility_timeout=10)
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await wait_for(lambda: len(done) == 3, 30)
+        stop.set()
+        stats = await running
+    assert sorted(done) == ["w-job-0", "w-job-1", "w-job-2"]
+    assert stats["applied"] == 21 and stats["failed"] == 0
+
+
+async def test_visibility_is_extended_while_a_handler_works(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, _ = make_queues(moto_endpoint, visibility=2)
+    done: list[str] = []
+    calls: list[int] = []
+
+    async def slow(message: Message) -> list[Any]:
+        calls.append(message.receive_count)
+        await asyncio.sleep(3.5)  # longer than the visibility timeout of 2 s
+        return []
+
+    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, slow, done) as (
+        fleet,
+        client,
+    ):
+        await fleet.submit("slow-job", None)
+        worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=2)
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await wait_for(lambda: done == ["slow-job"], 20)
+        stop.set()
+        stats = await running
+    assert calls == [1]  # never delivered a second time while it worked
+    assert stats["extended"] >= 1
+
+
+async def test_shutdown_releases_the_messages_still_running(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, _ = make_queues(moto_endpoint, visibility=60)
+    started = asyncio.Event()
+
+    async def stuck(message: Message) -> list[Any]:
+        started.set()
+        await asyncio.sleep(60)
+        return []
+
+    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, stuck, []) as (
+        fleet,
+        client,
+    ):
+        await fleet.submit("stuck-job", None)
+        worker = Worker(fleet, client, work, wait_time=1, visibility_timeout=60, shutdown_grace=0.2)
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(started.wait(), 20)
+        stop.set()
+        stats = await running
+    assert stats["released"] == 1
+    # Released with visibility 0: receivable at once, not after the 60 s timeout.
+    again = sqs(moto_endpoint).receive_message(QueueUrl=work, WaitTimeSeconds=1)
+    assert len(again.get("Messages", [])) == 1
+
+
+def test_the_cli_worker_stops_on_sigterm(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, _ = make_queues(moto_endpoint)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from xor_ack_dynamodb.cli import main; main()",
+            "worker",
+            "--queue-url",
+            work,
+            "--handler",
+            "tests.fleet.jobs:leaf",
+            "--sqs-endpoint-url",
+            moto_endpoint,
+            "--endpoint-url",
+            ddb_local_endpoint,
+            "--region",
+            "us-east-1",
+            "--table",
+            ddb_table.name,
+            "--wait-time",
+            "1",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=3)  # it is polling
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert '"event": "stopped"' in out
+
+
+async def test_the_worker_fails_the_chains_of_dead_letters(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, dlq = make_queues(moto_endpoint)
+    idle, _ = make_queues(moto_endpoint)  # the worker's own work queue stays empty
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
+    ) as (fleet, client):
+        root = await fleet.submit("dead-job", None)  # its root is never handled
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=root.to_json())
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody="not a fleet message")
+        worker = Worker(fleet, client, idle, wait_time=1, dead_letter_queue_url=dlq)
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await wait_for(lambda: worker.stats["dead_letters"] == 2, 20)
+        stop.set()
+        await running
+        state = await fleet.ack.get("dead-job")
+    assert state is not None and state.failed and state.reason == "dead-letter"
+    left = sqs(moto_endpoint).receive_message(QueueUrl=dlq, WaitTimeSeconds=0)
+    assert not left.get("Messages")  # both taken off the dead-letter queue

@@ -1,0 +1,140 @@
+"""The stream reader's shard handling, against a scripted ``dynamodbstreams`` double: what
+DynamoDB Local (one shard, never split) cannot show -- pages of shards, a split (a child
+read only after its parent), an expired iterator, tailing from LATEST."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from xor_ack_dynamodb import events
+
+from . import samples
+
+
+class ExpiredIteratorException(Exception):
+    pass
+
+
+class FakeStreams:
+    """Shards as lists of records; iterators are "shard:position" strings."""
+
+    class exceptions:
+        ExpiredIteratorException = ExpiredIteratorException
+
+    def __init__(self, shards: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]]):
+        self.shards = shards
+        self.records = records
+        self.expire_once: set[str] = set()
+        self.empty_once: set[str] = set()  # iterators answered empty once (a gap)
+        self.calls: list[tuple[str, str]] = []
+
+    def describe_stream(self, StreamArn: str, ExclusiveStartShardId: str | None = None) -> Any:
+        ids = [s["ShardId"] for s in self.shards]
+        start = ids.index(ExclusiveStartShardId) + 1 if ExclusiveStartShardId else 0
+        page = self.shards[start : start + 1]  # one shard per page
+        description: dict[str, Any] = {"Shards": page}
+        if start + 1 < len(self.shards):
+            description["LastEvaluatedShardId"] = page[-1]["ShardId"]
+        return {"StreamDescription": description}
+
+    def get_shard_iterator(
+        self, StreamArn: str, ShardId: str, ShardIteratorType: str, SequenceNumber: str = ""
+    ) -> Any:
+        self.calls.append((ShardId, ShardIteratorType))
+        records = self.records[ShardId]
+        if ShardIteratorType == "TRIM_HORIZON":
+            position = 0
+        elif ShardIteratorType == "LATEST":
+            position = len(records)
+        else:  # AFTER_SEQUENCE_NUMBER
+            numbers = [r["dynamodb"]["SequenceNumber"] for r in records]
+            position = numbers.index(SequenceNumber) + 1
+        return {"ShardIterator": f"{ShardId}:{position}"}
+
+    def get_records(self, ShardIterator: str) -> Any:
+        shard_id, position = ShardIterator.rsplit(":", 1)
+        if ShardIterator in self.expire_once:
+            self.expire_once.discard(ShardIterator)
+            raise ExpiredIteratorException(ShardIterator)
+        if ShardIterator in self.empty_once:
+            self.empty_once.discard(ShardIterator)
+            return {"Records": [], "NextShardIterator": ShardIterator}
+        records = self.records[shard_id][int(position) : int(position) + 2]
+        end = int(position) + len(records)
+        shard = next(s for s in self.shards if s["ShardId"] == shard_id)
+        closed = "EndingSequenceNumber" in shard["SequenceNumberRange"]
+        answer: dict[str, Any] = {"Records": records}
+        if not (closed and end == len(self.records[shard_id])):
+            answer["NextShardIterator"] = f"{shard_id}:{end}"
+        return answer
+
+
+def split_stream() -> FakeStreams:
+    batch = samples.life_of_chains()
+    # The child is listed first: the reader must still read the parent first.
+    shards = [
+        {"ShardId": "child", "ParentShardId": "parent", "SequenceNumberRange": {}},
+        {"ShardId": "parent", "SequenceNumberRange": {"EndingSequenceNumber": "9"}},
+    ]
+    return FakeStreams(shards, {"parent": batch[:5], "child": batch[5:]})
+
+
+def sequence_numbers(records: list[dict[str, Any]]) -> list[str]:
+    return [r["dynamodb"]["SequenceNumber"] for r in records]
+
+
+def test_read_takes_every_page_of_shards_and_the_parent_first() -> None:
+    fake = split_stream()
+    fake.expire_once.add("parent:2")
+    got = [record for record, _ in events.read(fake, "arn")]
+    assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
+    assert ("parent", "AFTER_SEQUENCE_NUMBER") in fake.calls  # the expired iterator renewed
+
+
+def test_read_goes_past_empty_answers_of_an_open_shard() -> None:
+    fake = split_stream()
+    fake.empty_once.update({"child:0", "child:2"})  # the open shard answers empty twice
+    got = [record for record, _ in events.read(fake, "arn")]
+    assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
+
+
+def test_follow_from_latest_sees_only_new_records_and_stops() -> None:
+    fake = split_stream()
+    new = samples.record("INSERT", new=samples.chain_image("job-new"))
+    stop = threading.Event()
+    follower = events.follow(
+        fake, "arn", interval=0.01, stop=stop, on_ready=lambda: fake.records["child"].append(new)
+    )
+    seen: list[str] = []
+    for _record, decoded in follower:
+        assert not isinstance(decoded, Exception)
+        seen.extend(e.tag for e in decoded)
+        stop.set()
+    assert seen == ["job-new"]
+    assert ("child", "LATEST") in fake.calls
+    assert not any(shard == "parent" for shard, _ in fake.calls)  # closed before: the past
+
+
+def test_follow_finds_a_split_and_reads_the_child_after_its_parent() -> None:
+    batch = samples.life_of_chains()
+    fake = FakeStreams([{"ShardId": "parent", "SequenceNumberRange": {}}], {"parent": []})
+
+    def split() -> None:  # once the follower has its position: two writes, then a split
+        fake.records["parent"].extend(batch[:2])
+        fake.shards[0]["SequenceNumberRange"]["EndingSequenceNumber"] = "9"
+        fake.shards.insert(
+            0, {"ShardId": "child", "ParentShardId": "parent", "SequenceNumberRange": {}}
+        )
+        fake.records["child"] = batch[2:4]
+
+    stop = threading.Event()
+    got: list[dict[str, Any]] = []
+    for record, _ in events.follow(
+        fake, "arn", interval=0.01, refresh_every=0.0, stop=stop, on_ready=split
+    ):
+        got.append(record)
+        if len(got) == 4:
+            stop.set()
+    assert sequence_numbers(got) == sequence_numbers(batch[:4])
+    assert ("child", "TRIM_HORIZON") in fake.calls

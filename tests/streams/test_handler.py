@@ -1,0 +1,166 @@
+"""The Lambda handler helper, called as Lambda calls it, with recorded event fixtures."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb import events
+from xor_ack_dynamodb.errors import CorruptRecord
+
+from . import samples
+
+
+def batch() -> dict[str, Any]:
+    return {"Records": samples.life_of_chains()}
+
+
+class Recorder:
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        self.fail_on = fail_on
+
+    def __call__(self, name: str) -> Any:
+        def callback(event: events.ChainEvent) -> None:
+            if self.fail_on is not None and (name, event.tag) == tuple(self.fail_on.split(":")):
+                raise RuntimeError(f"downstream refused {event.tag}")
+            self.calls.append((name, event.kind, event.tag))
+
+        return callback
+
+    def handler(self, **kw: Any) -> events.StreamHandler:
+        kinds = ["created", "acked", "failed", "timed_out", "expired", "deleted"]
+        return events.StreamHandler(**{f"on_{k}": self(k) for k in kinds}, **kw)
+
+
+def test_each_event_reaches_its_callback() -> None:
+    rec = Recorder()
+    assert rec.handler()(batch(), None) == {"batchItemFailures": []}
+    assert rec.calls == [
+        ("created", "created", "job-1"),
+        ("acked", "acked", "job-1"),
+        ("created", "created", "job-2"),
+        ("failed", "failed", "job-2"),
+        ("created", "created", "job-3"),
+        ("timed_out", "timed_out", "job-3"),
+        ("created", "created", "job-1"),
+        ("expired", "expired", "job-5"),
+        ("expired", "expired", "job-2"),
+        ("created", "created", "job-6"),
+        ("deleted", "deleted", "job-6"),
+    ]
+
+
+def test_timed_out_goes_to_on_failed_without_on_timed_out() -> None:
+    failures: list[events.Failed] = []
+    handler = events.StreamHandler(on_failed=failures.append)
+    handler(batch())
+    assert [(type(f), f.tag) for f in failures] == [
+        (events.Failed, "job-2"),
+        (events.TimedOut, "job-3"),
+    ]
+
+
+def test_the_first_failure_is_reported_and_nothing_after_it_runs() -> None:
+    rec = Recorder(fail_on="failed:job-2")
+    records = batch()["Records"]
+    result = rec.handler()({"Records": records})
+    assert result == {
+        "batchItemFailures": [{"itemIdentifier": records[4]["dynamodb"]["SequenceNumber"]}]
+    }
+    assert rec.calls == [
+        ("created", "created", "job-1"),
+        ("acked", "acked", "job-1"),
+        ("created", "created", "job-2"),
+    ]
+
+
+def test_lambda_retrying_from_the_failure_with_and_without_dedupe() -> None:
+    records = batch()["Records"]
+    # A record with two events (a create over an expired live chain) whose second fails.
+    old = samples.chain_image("job-8", expires_at="1700000001")
+    new = samples.chain_image("job-8", chain_id=b"\x08" * 8)
+    records.insert(3, samples.record("MODIFY", old=old, new=new))
+    rec = Recorder(fail_on="created:job-8")
+    seen = events.RecentIds()
+    first = rec.handler(seen=seen)({"Records": records})
+    failed_at = next(
+        i
+        for i, r in enumerate(records)
+        if r["dynamodb"]["SequenceNumber"] == first["batchItemFailures"][0]["itemIdentifier"]
+    )
+    assert failed_at == 3
+    assert rec.calls[-1] == ("expired", "expired", "job-8")
+    # Lambda retries from the failing record; the downstream works now.
+    rec.fail_on = None
+    retry = copy.deepcopy(records[failed_at:])
+    assert rec.handler(seen=seen)({"Records": retry}) == {"batchItemFailures": []}
+    assert rec.calls.count(("expired", "expired", "job-8")) == 1  # deduplicated by id
+    assert rec.calls.count(("created", "created", "job-8")) == 1
+    # Without a dedupe store, the retry calls the first event of the record again.
+    again = Recorder()
+    again.handler()({"Records": copy.deepcopy(records[failed_at:])})
+    assert again.calls[0] == ("expired", "expired", "job-8")
+
+
+def test_a_corrupt_record_fails_the_batch_there_unless_on_corrupt() -> None:
+    records = batch()["Records"]
+    records[2] = copy.deepcopy(records[2])  # its new image is record 7's old one too
+    del records[2]["dynamodb"]["NewImage"]["stamp"]
+    rec = Recorder()
+    result = rec.handler()({"Records": records})
+    assert result["batchItemFailures"] == [
+        {"itemIdentifier": records[2]["dynamodb"]["SequenceNumber"]}
+    ]
+    corrupt: list[CorruptRecord] = []
+    rec = Recorder()
+    assert rec.handler(on_corrupt=corrupt.append)({"Records": records}) == {"batchItemFailures": []}
+    (error,) = corrupt
+    assert records[2]["dynamodb"]["SequenceNumber"] in error.record
+    assert ("acked", "acked", "job-1") not in rec.calls and len(rec.calls) == 10
+
+
+def test_the_event_kind_is_checked_in_the_handler_too() -> None:
+    """Without filter criteria (or with wrong ones) the handler still ignores what is no event."""
+    stamp = samples.life_of_chains()[1]  # an intermediate stamp
+    rec = Recorder()
+    assert rec.handler()({"Records": [stamp]}) == {"batchItemFailures": []}
+    assert rec.calls == []
+    other = copy.deepcopy(stamp)
+    other["eventSource"] = "aws:kinesis"
+    assert rec.handler()({"Records": [other]})["batchItemFailures"] == [
+        {"itemIdentifier": other["dynamodb"]["SequenceNumber"]}
+    ]
+    with pytest.raises(TypeError, match="no Records list"):
+        rec.handler()({"Records": None})
+
+
+def test_usable_with_a_powertools_style_event_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    class DynamoDBStreamEvent:  # what aws-lambda-powertools' data class exposes
+        def __init__(self, raw: dict[str, Any]) -> None:
+            self.raw_event = raw
+
+    heard: list[events.ChainEvent] = []
+    monkeypatch.setenv("XOR_ACK_PARTITION_KEY", "pk")
+    image = samples.chain_image("k")
+    image["pk"] = image.pop("tagID")
+    handler = events.StreamHandler(on_event=heard.append)
+    event = DynamoDBStreamEvent({"Records": [samples.record("INSERT", new=image)]})
+    assert handler(event, object()) == {"batchItemFailures": []}
+    assert [(e.kind, e.tag) for e in heard] == [("created", "k")]
+
+
+def test_callbacks_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="on_acked"):
+        events.StreamHandler(on_acked="print")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        events.RecentIds(0)
+
+
+def test_recent_ids_forget_the_oldest() -> None:
+    seen = events.RecentIds(2)
+    for event_id in ("a", "b", "c"):
+        seen.add(event_id)
+    assert "a" not in seen and "b" in seen and "c" in seen and len(seen) == 2

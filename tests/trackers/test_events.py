@@ -1,0 +1,85 @@
+"""The in-memory trackers give the same typed events as the DynamoDB stream (``on("event")``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from xor_ack_dynamodb import events
+from xor_ack_dynamodb.acker import Acker
+from xor_ack_dynamodb.memory import PyAck
+
+
+def test_ack_events_beside_the_seed_listeners(Ack: type[PyAck]) -> None:
+    ack = Ack(high_water=2)
+    seen: list[events.ChainEvent] = []
+    plain: list[object] = []
+    ack.on("acked", plain.append)
+    ack.on("failed", lambda tag, reason: plain.append((tag, reason)))
+    assert ack.on("event", seen.append) == seen.append
+    ack.add("a", b"\x01" * 8)
+    ack.stamp("a", b"\x01" * 8)  # the C fast path completes it
+    ack.add("b", b"\x01" * 8)
+    ack.fail("b")
+    ack.add("c", b"\x02" * 8)
+    ack.add("d", b"\x02" * 8)
+    ack.add("e", b"\x02" * 8)  # high water: overflow
+    ack.tick()
+    ack.tick()
+    ack.tick()  # c and d time out
+    assert plain == ["a", ("b", "failed"), ("e", "overflow"), ("c", "timeout"), ("d", "timeout")]
+    assert [(type(e), e.tag) for e in seen] == [
+        (events.Acked, "a"),
+        (events.Failed, "b"),
+        (events.Failed, "e"),
+        (events.TimedOut, "c"),
+        (events.TimedOut, "d"),
+    ]
+    assert [getattr(e, "reason", None) for e in seen] == [
+        None,
+        "failed",
+        "overflow",
+        "timeout",
+        "timeout",
+    ]
+    acked = seen[0]
+    assert isinstance(acked, events.Acked)
+    assert (acked.chain_id, acked.latency) == (b"", None)
+    assert len({e.id for e in seen}) == len(seen)
+
+
+def test_ack_off_event_removes_both_adapters(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    seen: list[events.ChainEvent] = []
+    ack.on("event", seen.append)
+    assert ack.off("event", seen.append) is True
+    assert ack.off("event", seen.append) is False
+    ack.add("a", b"\x01" * 8)
+    ack.stamp("a", b"\x01" * 8)
+    ack.add("b", b"\x01" * 8)
+    ack.fail("b")
+    assert seen == []
+
+
+def test_ack_refuses_a_listener_that_is_not_callable(Ack: type[PyAck]) -> None:
+    with pytest.raises(TypeError):
+        Ack().on("event", "print")  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match='"event"'):
+        Ack().on("done", print)  # type: ignore[call-overload]
+
+
+def test_acker_events() -> None:
+    acker = Acker()
+    seen: list[events.ChainEvent] = []
+    acker.on("event", seen.append)
+    acker.track("spout", "row-1", anchor_id=7, value=5)
+    acker.ok(7, 5)
+    acker.track("spout", "row-2", anchor_id=-8, value=5)
+    acker.fail(-8, 5)
+    acker.track("spout", "row-3", anchor_id=9, value=5)
+    for _ in range(3):
+        acker.tick()
+    assert [(type(e), e.tag) for e in seen] == [
+        (events.Acked, "7"),
+        (events.Failed, "-8"),
+        (events.TimedOut, "9"),
+    ]

@@ -1,0 +1,186 @@
+"""``xor-ack worker``: run a fleet worker on an SQS queue until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .errors import RefusedUsage
+from .options import Verb, _settings, check_endpoint
+
+
+def _callable(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``module:function``, imported; a usage error if it is not there or not callable."""
+    if value is None:
+        return None
+    module_name, _, attribute = value.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"{value!r} is not module:function (e.g. myapp.jobs:handle)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from exc
+    found = getattr(module, attribute, None)
+    if not callable(found):
+        raise click.BadParameter(f"{module_name} has no function {attribute!r}")
+    return found
+
+
+def _queue_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    check_endpoint(ctx, param, value)  # an http(s) URL with a host
+    return value
+
+
+@click.command("worker", cls=Verb)
+@click.option(
+    "--queue-url", required=True, metavar="URL", callback=_queue_url, help="The work queue."
+)
+@click.option(
+    "--handler",
+    "handler",
+    required=True,
+    metavar="MODULE:FUNCTION",
+    callback=_callable,
+    help="The function each message's payload goes to; it returns the children's payloads.",
+)
+@click.option(
+    "--continuation",
+    metavar="MODULE:FUNCTION",
+    callback=_callable,
+    help="An async function awaited once per acked chain with a fleet.Completed.",
+)
+@click.option(
+    "--dead-letter-queue-url",
+    metavar="URL",
+    callback=_queue_url,
+    help="Also drain this queue, failing each message's chain with reason dead-letter.",
+)
+@click.option(
+    "--sqs-endpoint-url",
+    metavar="URL",
+    callback=check_endpoint,
+    help="SQS endpoint, e.g. http://127.0.0.1:5000 [default: AWS_ENDPOINT_URL_SQS, else AWS]",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 10_000),
+    default=16,
+    show_default=True,
+    help="Messages handled at once.",
+)
+@click.option(
+    "--wait-time",
+    type=click.IntRange(0, 20),
+    default=20,
+    show_default=True,
+    help="Long-poll seconds of each receive.",
+)
+@click.option(
+    "--visibility-timeout",
+    type=click.IntRange(1, 43_200),
+    default=60,
+    show_default=True,
+    help="Seconds a received message stays hidden; extended every third of it while working.",
+)
+@click.option(
+    "--shutdown-grace",
+    type=click.FloatRange(0, 3600),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM, seconds the messages in hand may take before they are released.",
+)
+@click.option(
+    "--token-window",
+    type=click.IntRange(2, 400),
+    default=64,
+    show_default=True,
+    help="Tokens each chain item keeps; every client of the fleet's chains must use the same.",
+)
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info")
+@click.pass_context
+def worker(
+    ctx: click.Context,
+    queue_url: str,
+    handler: Callable[..., Any],
+    continuation: Callable[..., Any] | None,
+    dead_letter_queue_url: str | None,
+    sqs_endpoint_url: str | None,
+    concurrency: int,
+    wait_time: int,
+    visibility_timeout: int,
+    shutdown_grace: float,
+    token_window: int,
+    log_level: str,
+) -> None:
+    """Run a fleet worker: handle messages of an SQS queue until SIGTERM or SIGINT.
+
+    Each message's payload goes to the handler; the children it returns are sent
+    to the same queue, and the message's stamp lands once (docs/fleet.md).
+
+    \b
+    Example:
+      xor-ack worker --queue-url https://sqs.us-east-1.amazonaws.com/123/work \\
+        --handler myapp.jobs:handle --continuation myapp.jobs:done
+    """
+    if dead_letter_queue_url == queue_url:
+        raise RefusedUsage("--dead-letter-queue-url must differ from --queue-url")
+    logging.basicConfig(level=log_level.upper(), format="%(message)s")
+    settings = _settings(ctx)
+    stats = asyncio.run(
+        _run(
+            settings,
+            queue_url=queue_url,
+            handler=handler,
+            continuation=continuation,
+            dead_letter_queue_url=dead_letter_queue_url,
+            sqs_endpoint_url=sqs_endpoint_url,
+            concurrency=concurrency,
+            wait_time=wait_time,
+            visibility_timeout=visibility_timeout,
+            shutdown_grace=shutdown_grace,
+            token_window=token_window,
+        )
+    )
+    click.echo(json.dumps({"event": "stopped", **stats}, sort_keys=True))
+
+
+async def _run(
+    settings: Any, *, queue_url: str, sqs_endpoint_url: str | None, **options: Any
+) -> Any:
+    from ..fleet import Fleet, SqsSender
+    from ..fleet.sqs import sqs_client
+    from ..fleet.worker import Worker, install_signal_handlers
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    async with contextlib.AsyncExitStack() as stack:
+        sqs = await stack.enter_async_context(
+            sqs_client(endpoint=sqs_endpoint_url, region_name=settings.region)
+        )
+        fleet = await stack.enter_async_context(
+            Fleet.connect(
+                table=settings.table,
+                partition_key=settings.partition_key,
+                endpoint_url=settings.endpoint_url,
+                region_name=settings.region,
+                handler=options.pop("handler"),
+                send=SqsSender(sqs, queue_url),
+                continuation=options.pop("continuation"),
+                token_window=options.pop("token_window"),
+            )
+        )
+        worker = Worker(fleet, sqs, queue_url, **options)
+        stats = dict(await worker.run(stop))
+        stats["dynamodb_writes"] = fleet.write_requests
+        stats["marker_writes"] = fleet.markers.writes
+        stats["dynamodb_reads"] = fleet.ack.stats.requests["GetItem"] + fleet.markers.reads
+        return stats

@@ -1,0 +1,234 @@
+"""Read a table's stream with the ``dynamodbstreams`` API: every shard, in order.
+
+:func:`follow` tails the stream (``xor-ack events follow``), :func:`read` reads what
+it holds now, from its oldest record (``xor-ack chain stats``).  Both work on DynamoDB
+Local and on AWS.  Within a shard records come in order; a child shard (after a
+split) is read only once its parent is finished, so the records of one tag stay in
+order.  A stream keeps records for 24 hours.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import _aws
+from ..errors import CorruptRecord, StreamNotEnabled
+from ..item import DEFAULT_PARTITION_KEY
+from .kinds import ChainEvent
+from .transitions import decode
+
+
+def streams_client(
+    endpoint_url: str | None = None, region_name: str | None = None, config: Any = None
+) -> Any:
+    """A boto3 ``dynamodbstreams`` client on the same endpoint as the tables' client.
+
+    ``AWS_ENDPOINT_URL_DYNAMODB`` names the endpoint of ``dynamodb`` only, so the
+    endpoint (argument or environment, see ``_aws``) is passed on explicitly: DynamoDB
+    Local serves both APIs on one port.
+    """
+    import boto3
+
+    endpoint = _aws.endpoint_url(endpoint_url)
+    options = _aws.client_options(endpoint=endpoint, region_name=region_name, config=config)
+    return boto3.session.Session().client("dynamodbstreams", **options)
+
+
+def stream_arn(dynamodb: Any, table: str) -> str:
+    """The table's latest stream ARN; :class:`StreamNotEnabled` if it has none."""
+    description = dynamodb.describe_table(TableName=table)["Table"]
+    arn = description.get("LatestStreamArn")
+    enabled = description.get("StreamSpecification", {}).get("StreamEnabled", bool(arn))
+    if not arn or not enabled:
+        raise StreamNotEnabled(table)
+    return str(arn)
+
+
+def shards(streams: Any, arn: str) -> list[dict[str, Any]]:
+    """Every shard of the stream (``DescribeStream``, all pages), parents first."""
+    found: list[dict[str, Any]] = []
+    start: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"StreamArn": arn}
+        if start:
+            kwargs["ExclusiveStartShardId"] = start
+        description = streams.describe_stream(**kwargs)["StreamDescription"]
+        found.extend(description.get("Shards", []))
+        start = description.get("LastEvaluatedShardId")
+        if not start:
+            break
+    known = {shard["ShardId"] for shard in found}
+    ordered: list[dict[str, Any]] = []
+    placed: set[str] = set()
+    while len(ordered) < len(found):
+        progress = False
+        for shard in found:
+            parent = shard.get("ParentShardId")
+            if shard["ShardId"] in placed or (parent in known and parent not in placed):
+                continue
+            ordered.append(shard)
+            placed.add(shard["ShardId"])
+            progress = True
+        if not progress:  # a cycle cannot happen; never loop forever on a bad answer
+            ordered.extend(s for s in found if s["ShardId"] not in placed)
+            break
+    return ordered
+
+
+@dataclass
+class _Shard:
+    shard_id: str
+    parent: str | None
+    iterator: str | None = None
+    last_sequence: str | None = None
+    done: bool = False
+    empty: int = 0  #: empty answers in a row
+
+
+@dataclass
+class StreamReader:
+    """Polls every shard of one stream; :meth:`poll` returns the records that came."""
+
+    streams: Any
+    arn: str
+    #: Where shards open at the start are read from: the oldest record, or new ones only.
+    from_start: bool = False
+    #: Empty answers in a row after which an open shard counts as read to its end for now:
+    #: GetRecords may answer empty before a later part of a shard that holds records.
+    empty_at_end: int = 1
+    _shards: dict[str, _Shard] = field(default_factory=dict)
+    _started: bool = False
+
+    def refresh(self) -> None:
+        """Learn the stream's shards: new ones are read from their first record."""
+        for shard in shards(self.streams, self.arn):
+            shard_id = shard["ShardId"]
+            if shard_id in self._shards:
+                continue
+            state = _Shard(shard_id, shard.get("ParentShardId"))
+            closed = "EndingSequenceNumber" in shard.get("SequenceNumberRange", {})
+            if self._started or self.from_start:
+                position = "TRIM_HORIZON"
+            elif closed:  # tailing: a shard closed before we came holds only the past
+                state.done = True
+                position = ""
+            else:
+                position = "LATEST"
+            if position:
+                state.iterator = self._iterator(shard_id, position)
+            self._shards[shard_id] = state
+        self._started = True
+
+    def _iterator(self, shard_id: str, position: str, after: str | None = None) -> str | None:
+        kwargs: dict[str, Any] = {
+            "StreamArn": self.arn,
+            "ShardId": shard_id,
+            "ShardIteratorType": position,
+        }
+        if after is not None:
+            kwargs["SequenceNumber"] = after
+        iterator = self.streams.get_shard_iterator(**kwargs).get("ShardIterator")
+        return str(iterator) if iterator else None
+
+    def _ready(self, shard: _Shard) -> bool:
+        parent = self._shards.get(shard.parent) if shard.parent else None
+        return not shard.done and (parent is None or parent.done)
+
+    def poll(self) -> tuple[list[dict[str, Any]], bool]:
+        """One GetRecords per readable shard: (records in shard order, whether any shard
+        still had records to give: an empty answer says a shard is at its end for now)."""
+        if not self._started:
+            self.refresh()
+        records: list[dict[str, Any]] = []
+        more = False
+        for shard in list(self._shards.values()):
+            if not self._ready(shard):
+                continue
+            if shard.iterator is None:
+                shard.done = True
+                continue
+            try:
+                answer = self.streams.get_records(ShardIterator=shard.iterator)
+            except self.streams.exceptions.ExpiredIteratorException:
+                position = "AFTER_SEQUENCE_NUMBER" if shard.last_sequence else "TRIM_HORIZON"
+                shard.iterator = self._iterator(shard.shard_id, position, shard.last_sequence)
+                more = True
+                continue
+            batch = answer.get("Records", [])
+            shard.empty = 0 if batch else shard.empty + 1
+            if batch:
+                shard.last_sequence = batch[-1].get("dynamodb", {}).get("SequenceNumber")
+                records.extend(batch)
+            if shard.empty < self.empty_at_end:
+                more = True
+            shard.iterator = answer.get("NextShardIterator")
+            if shard.iterator is None:
+                shard.done = True
+                more = True  # its children may be readable now
+        return records, more
+
+
+#: One decoded record: the record, and its events or why it could not be decoded.
+Decoded = tuple[dict[str, Any], list[ChainEvent] | CorruptRecord]
+
+
+def _decoded(records: list[dict[str, Any]], partition_key: str) -> Iterator[Decoded]:
+    for record in records:
+        try:
+            yield record, decode(record, partition_key)
+        except CorruptRecord as exc:
+            yield record, exc
+
+
+def follow(
+    streams: Any,
+    arn: str,
+    *,
+    from_start: bool = False,
+    interval: float = 1.0,
+    refresh_every: float = 10.0,
+    stop: threading.Event | None = None,
+    partition_key: str = DEFAULT_PARTITION_KEY,
+    on_ready: Callable[[], object] | None = None,
+) -> Iterator[Decoded]:
+    """Tail the stream until ``stop`` is set: each record with its events, as they come.
+
+    New shards are looked for every ``refresh_every`` seconds; an idle round waits
+    ``interval`` seconds (``stop.set()`` ends the wait at once).  ``on_ready()`` is
+    called once every shard has its position: a write after it will be seen.
+    """
+    stop = stop or threading.Event()
+    reader = StreamReader(streams, arn, from_start=from_start)
+    reader.refresh()
+    if on_ready is not None:
+        on_ready()
+    waited = 0.0
+    while not stop.is_set():
+        records, more = reader.poll()
+        yield from _decoded(records, partition_key)
+        if more:
+            continue
+        stop.wait(interval)
+        waited += interval
+        if waited >= refresh_every:
+            reader.refresh()
+            waited = 0.0
+
+
+def read(
+    streams: Any, arn: str, *, partition_key: str = DEFAULT_PARTITION_KEY
+) -> Iterator[Decoded]:
+    """Every record the stream holds now (at most 24 hours' worth), oldest first.
+
+    An open shard counts as read once it answers empty three times in a row.
+    """
+    reader = StreamReader(streams, arn, from_start=True, empty_at_end=3)
+    reader.refresh()
+    while True:
+        records, more = reader.poll()
+        yield from _decoded(records, partition_key)
+        if not more:
+            return

@@ -1,0 +1,41 @@
+"""Fan-out / fan-in over queues, completing exactly once: see docs/fleet.md.
+
+- ``Envelope``: a message's chain, identity, parent and payload (``envelope.py``);
+- ``Fleet``: jobs, the handler integration, continuations, dead letters, replay
+  (``app.py``), its writes applied once per message identity (``once.py``);
+- ``Worker``: an asyncio SQS worker (``worker.py``);
+- ``sqs_batch_handler``: an SQS-triggered Lambda handler with partial batch
+  responses (``lambda_sqs.py``).
+"""
+
+from __future__ import annotations
+
+from .app import FLEET_TOKEN_WINDOW, Fleet, Handled, Message
+from .completion import Completed, QueueContinuation
+from .envelope import Envelope, child_id, root_id, stamp_of
+from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
+from .once import Verdict
+from .sqs import SqsSender, sqs_client
+from .worker import Worker, install_signal_handlers
+
+__all__ = [
+    "FLEET_TOKEN_WINDOW",
+    "Completed",
+    "Envelope",
+    "Fleet",
+    "Handled",
+    "Message",
+    "QueueContinuation",
+    "SqsBatchHandler",
+    "SqsSender",
+    "StreamCompletionHandler",
+    "SweepHandler",
+    "Verdict",
+    "Worker",
+    "child_id",
+    "from_environment",
+    "install_signal_handlers",
+    "root_id",
+    "sqs_client",
+    "stamp_of",
+]

@@ -1,0 +1,255 @@
+"""The fleet: jobs as root messages, handlers that fan out, a continuation per acked chain.
+
+``Fleet.handle(body)`` is what a worker or a Lambda function calls per message:
+
+1. decode the envelope, read the chain: a duplicate or a message of a closed chain
+   (acked, failed, another generation) ends here, before the user's code runs;
+2. run the user's handler on the payload; it returns the children's payloads;
+3. send the children (their identities and stamps derived from this message's);
+4. write ``own ^ children`` once for this message's identity (``once.py``);
+5. if that write (or an earlier copy's) acked the chain, run the continuation.
+
+Children are sent before the write: a message whose process dies in between is
+delivered again and announces the same children with the same stamps, so the
+chain is never short of a stamp, and re-sent children are duplicates, applied once.
+The handler must be deterministic in the children it returns for a payload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..dynamodb import XorAckDynamoDB
+from ..errors import AmbiguousWrite, ReplayRefused, TagExists, TagNotFound
+from ..item import DEFAULT_PARTITION_KEY, ChainState
+from ..stamps import Stamp, xor
+from .completion import Completed, Completion, Continuation
+from .envelope import Envelope, root_envelope, root_id, stamp_of
+from .markers import DEFAULT_MARKER_TTL, Markers
+from .once import Once, Result, Verdict
+from .telemetry import Telemetry, log
+
+#: A fleet's items keep 64 tokens: 512 bytes, so a chain item stays within one KiB
+#: (one write unit) while near duplicates need no page for 64 writes.
+FLEET_TOKEN_WINDOW = 64
+
+Send = Callable[[Sequence[Envelope]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Message:
+    """What a handler receives."""
+
+    payload: Any
+    tag: str
+    message_id: str
+    receive_count: int = 1
+
+
+Handler = Callable[[Message], "Iterable[Any] | Awaitable[Iterable[Any] | None] | None"]
+
+
+@dataclass(frozen=True)
+class Handled:
+    """What ``Fleet.handle`` did with one message."""
+
+    envelope: Envelope
+    verdict: Verdict
+    children: int = 0
+    acked: bool = False
+    continued: bool = False
+
+
+class Fleet:
+    """Fan-out / fan-in over queues with XOR chains; see the module docstring.
+
+    ``ack``: an ``XorAckDynamoDB`` made with ``retry=None, coalesce=False``
+    (``Fleet.connect`` makes one).  ``handler``: the user's function (sync or
+    async).  ``send``: sends child envelopes (``SqsSender``).  ``continuation``:
+    awaited once per acked chain (``Completed``).  ``page_size``, ``marker_ttl``:
+    see ``once.py`` and ``markers.py``.
+    """
+
+    def __init__(
+        self,
+        ack: XorAckDynamoDB,
+        *,
+        handler: Handler,
+        send: Send,
+        continuation: Continuation | None = None,
+        page_size: int | None = None,
+        marker_ttl: float = DEFAULT_MARKER_TTL,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.ack = ack
+        self.markers = Markers(
+            ack._client, table=ack.table, partition_key=ack.partition_key, ttl=marker_ttl
+        )
+        self.once = Once(ack, self.markers, page_size)
+        self.handler = handler
+        self.send = send
+        self.completion = Completion(self.markers, continuation)
+        self.telemetry = telemetry or Telemetry()
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        token_window: int = FLEET_TOKEN_WINDOW,
+        **options: Any,
+    ) -> AsyncIterator[Fleet]:
+        """A fleet over its own DynamoDB client; ``options`` are the constructor's."""
+        async with XorAckDynamoDB.connect(
+            table=table,
+            partition_key=partition_key,
+            endpoint_url=endpoint_url,
+            region_name=region_name,
+            retry=None,
+            coalesce=False,
+            token_window=token_window,
+        ) as ack:
+            yield cls(ack, **options)
+
+    # -- write requests, for costs ----------------------------------------------
+
+    @property
+    def write_requests(self) -> int:
+        """DynamoDB writes sent by this fleet: stamps, lost races, creates, fails, markers."""
+        return self.ack.stats.writes + self.markers.writes
+
+    # -- jobs ---------------------------------------------------------------------
+
+    async def submit(self, tag: str, payload: Any, *, ttl: float | None = None) -> Envelope:
+        """Start a job: create the chain with the root's stamp, then send the root message.
+
+        Calling it again for a job whose root has not run yet sends the root again
+        (a duplicate, applied once): a submitter that died after the create is safe.
+        ``TagExists`` if the chain has moved on since (use ``replay`` for a failed one).
+        """
+        root_stamp = stamp_of(root_id(tag))
+        try:
+            await self.ack.create(tag, root_stamp, ttl=ttl)
+        except TagExists:
+            state = await self.ack.get(tag)
+            if state is None or state.version != 1 or state.stamp != root_stamp:
+                raise
+        state = await self.ack.get(tag)
+        if state is None:
+            raise TagNotFound(tag)
+        root = root_envelope(tag, state.chain_id, payload)
+        await self.send([root])
+        log("submitted", tag, root.message_id)
+        return root
+
+    async def replay(self, tag: str, payload: Any, *, ttl: float | None = None) -> Envelope:
+        """Run a failed (or expired) job again, from its root, as a new chain generation.
+
+        Messages of the failed generation still in queues carry its ``chain_id``:
+        they find another generation and are dropped, so the new chain counts only
+        the new run's work.  ``ReplayRefused`` if the chain is live or acked.
+        """
+        state = await self.ack.get(tag)
+        if state is not None and state.live:
+            raise ReplayRefused(tag, "live")
+        if state is not None and state.acked:
+            raise ReplayRefused(tag, "acked")
+        log("replayed", tag, None, reason=None if state is None else state.reason)
+        return await self.submit(tag, payload, ttl=ttl)
+
+    # -- messages -----------------------------------------------------------------
+
+    async def handle(self, body: str | bytes | Envelope, receive_count: int = 1) -> Handled:
+        """Handle one delivered message (see the module docstring); raise to have it retried."""
+        env = body if isinstance(body, Envelope) else Envelope.from_json(body)
+        checked = await self.once.read(env)
+        if isinstance(checked, Result):
+            return await self._settled(env, checked)
+        message = Message(env.payload, env.tag, env.message_id, receive_count)
+        if inspect.iscoroutinefunction(self.handler):
+            result = await self.handler(message)
+        else:  # a plain function runs in a thread: it may block, the worker's loop may not
+            result = await asyncio.to_thread(self.handler, message)
+            if inspect.isawaitable(result):
+                result = await result
+        payloads = list(result or ())
+        # A child's lower bound is its parent's, not the version read now: this run may
+        # be a re-run whose earlier run sent the same children, and they may have landed.
+        children = [env.child(i, p, env.sent) for i, p in enumerate(payloads)]
+        if children:
+            await self.send(children)
+        value = env.stamp if not children else xor(env.stamp, *(c.stamp for c in children))
+        before = self.once.conflicts
+        try:
+            # Read again just before the write: the chain moved while the handler ran
+            # (its siblings landed), and a write planned on that old state would be
+            # refused, costing a write unit, where a read costs a fifth of one.
+            outcome = await self.once.apply(env, Stamp(value))
+        except AmbiguousWrite:
+            self.telemetry.count("ambiguous_writes")
+            raise
+        races = self.once.conflicts - before
+        self.telemetry.count("conditional_failures", races)
+        self.telemetry.count("retries", races)
+        self.telemetry.count("writes", races + (outcome.verdict is Verdict.APPLIED))
+        return await self._settled(env, outcome, len(children))
+
+    async def _settled(self, env: Envelope, result: Result, children: int = 0) -> Handled:
+        verdict = result.verdict
+        self.telemetry.count("messages", outcome=verdict.value)
+        if verdict is Verdict.APPLIED:
+            self.telemetry.count("stamps")
+        log(verdict.value, env.tag, env.message_id, children=children)
+        continued = False
+        if result.acked and result.state is not None:
+            if verdict is Verdict.APPLIED:
+                self.telemetry.count("chains", outcome="acked")
+                self.telemetry.complete_latency.record(
+                    max(0.0, time.time() - result.state.created_at)
+                )
+                log("acked", env.tag, env.message_id)
+            continued = await self.complete_chain(env.tag, env.chain_id)
+        return Handled(env, verdict, children, result.acked, continued)
+
+    async def complete_chain(self, tag: str, chain_id: bytes) -> bool:
+        """Run the continuation of an acked chain unless it is recorded done."""
+        ran = await self.completion.run(Completed(tag, chain_id))
+        if ran:
+            self.telemetry.count("continuations")
+            log("continued", tag, None)
+        return ran
+
+    async def complete(self, tag: str) -> bool:
+        """For a stream consumer: run ``tag``'s continuation if its chain is acked and not done."""
+        state = await self.ack.get(tag)
+        if state is None or not state.acked:
+            return False
+        return await self.complete_chain(tag, state.chain_id)
+
+    async def dead_letter(self, body: str | bytes | Envelope) -> ChainState | None:
+        """A message that exhausted its receives: fail its chain with reason ``dead-letter``.
+
+        Only the message's own generation is failed (a replayed chain is left alone);
+        an acked chain stays acked.  Returns the chain as it is after.
+        """
+        env = body if isinstance(body, Envelope) else Envelope.from_json(body)
+        state = await self.ack.get(env.tag)
+        if state is None or state.chain_id != env.chain_id or not state.live:
+            return state
+        try:
+            state = await self.ack.fail(env.tag, "dead-letter")
+        except TagNotFound:
+            return None
+        self.telemetry.count("chains", outcome="failed")
+        log("dead-letter", env.tag, env.message_id)
+        return state

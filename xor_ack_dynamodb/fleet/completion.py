@@ -1,0 +1,86 @@
+"""What runs when a chain acks: the continuation, after the ack, never lost, effect once.
+
+- **Never before the ack**: it runs only for a chain read (or written) as acked.
+- **Never lost**: the message whose write acked the chain is deleted from its
+  queue only after the continuation ran and its ``done`` marker was written.  If
+  the process dies in between, the message comes back; its token is the last one
+  the acked chain holds, so the fleet knows it as the acking message and runs the
+  continuation again (``Fleet.complete(tag)`` does the same from a stream event).
+- **Effect once**: a continuation that finished writes the ``done`` marker, and
+  one found done is not run again.  A run can only repeat when its process died
+  between the effect and the marker (or two copies raced there): every run gets
+  the same ``continuation_id`` (BLAKE2b of the tag and the chain's generation) for
+  the effect to deduplicate on, as ``QueueContinuation`` does with SQS FIFO's
+  ``MessageDeduplicationId``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .markers import Markers, done_key
+
+
+@dataclass(frozen=True)
+class Completed:
+    """An acked chain, handed to the continuation."""
+
+    tag: str
+    chain_id: bytes
+
+    @property
+    def continuation_id(self) -> str:
+        """The same for every run of this chain's continuation: deduplicate the effect on it."""
+        data = self.tag.encode("utf-8", "surrogatepass") + b"\0" + self.chain_id
+        return hashlib.blake2b(data, digest_size=16, person=b"xa-fleet-done").hexdigest()
+
+
+Continuation = Callable[[Completed], Awaitable[None]]
+
+
+class Completion:
+    """Runs a continuation once per acked chain, recorded by a ``done`` marker."""
+
+    def __init__(self, markers: Markers, continuation: Continuation | None) -> None:
+        self.markers = markers
+        self.continuation = continuation
+        self.runs = 0
+
+    async def run(self, done: Completed) -> bool:
+        """Run the continuation unless it is recorded done; True if it ran now."""
+        if self.continuation is None:
+            return False
+        key = done_key(done.tag, done.chain_id)
+        if await self.markers.claimed(key):
+            return False
+        await self.continuation(done)
+        self.runs += 1
+        await self.markers.put(key, done.chain_id)
+        return True
+
+
+class QueueContinuation:
+    """A continuation that sends ``{"tag", "chain", "continuation_id"}`` to an SQS queue.
+
+    On a FIFO queue (URL ending in ``.fifo``) the message carries
+    ``MessageDeduplicationId=continuation_id`` (SQS drops a repeat within five
+    minutes); on a standard queue the receiver deduplicates on the body's id.
+    ``sqs`` is an aiobotocore SQS client.
+    """
+
+    def __init__(self, sqs: Any, queue_url: str) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+
+    async def __call__(self, done: Completed) -> None:
+        body = json.dumps(
+            {"tag": done.tag, "chain": done.chain_id.hex(), "continuation_id": done.continuation_id}
+        )
+        extra: dict[str, Any] = {}
+        if self.queue_url.endswith(".fifo"):
+            extra = {"MessageGroupId": done.tag, "MessageDeduplicationId": done.continuation_id}
+        await self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body, **extra)

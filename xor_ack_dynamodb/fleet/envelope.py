@@ -1,0 +1,154 @@
+"""The message envelope: which chain a message belongs to, who it is, what it carries.
+
+A message's identity is 16 bytes.  A root's is derived from its chain's tag, a
+child's from its parent's identity and its index among the parent's children
+(BLAKE2b), and a message's stamp from its identity.  So a parent that runs again
+(a re-delivery, a Lambda retry, a worker killed half-way) announces the same
+children with the same identities and the same stamps: re-sent children are
+duplicates, recognised as such, not new work.
+
+On the wire an envelope is a JSON object::
+
+    {"xor_ack": 1, "tag": "job-7", "chain": "<chain_id hex>", "id": "<32 hex>",
+     "parent": "<32 hex>" | null, "index": 0 | null, "sent": 12, "payload": ...}
+
+``chain`` binds the message to one generation of the chain (a replay makes a new
+one), and ``sent`` is a lower bound of the chain's version when the first copy of
+the message was sent: every write of the message lands after it (``once.py``
+uses it).  A child inherits its parent's ``sent``, not the version its parent
+read: a parent may be a re-run whose earlier run sent the same children, and
+those may have landed long before (a test injecting such re-runs caught it).
+So fleet messages carry ``sent=1`` unless a sender knows better, and a far
+duplicate check reads the chain's pages, each once per process (they never change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidEnvelope
+from ..stamps import Stamp
+
+#: Bytes of a message identity and of a fleet stamp (128 bits, the library's default).
+ID_BYTES = 16
+VERSION = 1
+
+
+def _digest(data: bytes, person: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=ID_BYTES, person=person).digest()
+
+
+def root_id(tag: str) -> bytes:
+    """The identity of the root message of the chain ``tag``."""
+    return _digest(tag.encode("utf-8", "surrogatepass"), b"xa-fleet-root")
+
+
+def child_id(parent: bytes, index: int) -> bytes:
+    """The identity of child ``index`` (0-based) of the message ``parent``."""
+    if index < 0:
+        raise InvalidEnvelope(f"a child index is >= 0, not {index}")
+    return _digest(bytes(parent) + index.to_bytes(8, "big"), b"xa-fleet-child")
+
+
+def stamp_of(message_id: bytes) -> Stamp:
+    """The stamp of a message: derived from its identity, 128 bits, never all zeros."""
+    value = _digest(bytes(message_id), b"xa-fleet-stamp")
+    if not any(value):  # a chance of 2**-128; the rule still holds
+        value = value[:-1] + b"\x01"
+    return Stamp(value)
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One message of a fleet: its chain, identity, parent, payload."""
+
+    tag: str
+    chain_id: bytes
+    id: bytes
+    payload: Any = None
+    parent: bytes | None = None
+    index: int | None = None
+    sent: int = 1
+
+    @property
+    def stamp(self) -> Stamp:
+        return stamp_of(self.id)
+
+    @property
+    def message_id(self) -> str:
+        """The identity as hex: what logs, tokens and deduplication ids use."""
+        return self.id.hex()
+
+    def child(self, index: int, payload: Any, sent: int) -> Envelope:
+        """The envelope of child ``index``, sent when the chain was at version ``sent`` or later."""
+        return Envelope(
+            tag=self.tag,
+            chain_id=self.chain_id,
+            id=child_id(self.id, index),
+            payload=payload,
+            parent=self.id,
+            index=index,
+            sent=sent,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "xor_ack": VERSION,
+                "tag": self.tag,
+                "chain": self.chain_id.hex(),
+                "id": self.id.hex(),
+                "parent": None if self.parent is None else self.parent.hex(),
+                "index": self.index,
+                "sent": self.sent,
+                "payload": self.payload,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, body: str | bytes) -> Envelope:
+        """Decode a message body; ``InvalidEnvelope`` saying what is wrong if it is not one."""
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidEnvelope(f"a fleet message is JSON; this body is not ({exc})") from exc
+        if not isinstance(data, dict) or data.get("xor_ack") != VERSION:
+            raise InvalidEnvelope(
+                f'a fleet message is a JSON object with "xor_ack": {VERSION};'
+                f" got {str(body)[:80]!r}"
+            )
+        try:
+            tag = data["tag"]
+            chain_id = bytes.fromhex(data["chain"])
+            message_id = bytes.fromhex(data["id"])
+            parent = None if data.get("parent") is None else bytes.fromhex(data["parent"])
+            index = data.get("index")
+            sent = data["sent"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidEnvelope(f"a fleet message lacks or garbles {exc}") from exc
+        if not isinstance(tag, str) or not tag:
+            raise InvalidEnvelope(f"an envelope's tag is a non-empty string, not {tag!r}")
+        if len(message_id) != ID_BYTES or not chain_id:
+            raise InvalidEnvelope(f"an envelope's id is {ID_BYTES} bytes and its chain not empty")
+        if isinstance(sent, bool) or not isinstance(sent, int) or sent < 1:
+            raise InvalidEnvelope(f"an envelope's sent is a version >= 1, not {sent!r}")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise InvalidEnvelope(f"an envelope's index is an int or null, not {index!r}")
+        return cls(
+            tag=tag,
+            chain_id=chain_id,
+            id=message_id,
+            payload=data.get("payload"),
+            parent=parent,
+            index=index,
+            sent=sent,
+        )
+
+
+def root_envelope(tag: str, chain_id: bytes, payload: Any) -> Envelope:
+    """The root message of the chain ``tag`` (generation ``chain_id``)."""
+    return Envelope(tag=tag, chain_id=chain_id, id=root_id(tag), payload=payload, sent=1)

@@ -1,0 +1,212 @@
+"""Lambda handlers: SQS batches with partial batch responses, dead letters, stream completions.
+
+``SqsBatchHandler`` is an SQS-triggered handler for an event source mapping with
+``FunctionResponseTypes: [ReportBatchItemFailures]``: it handles the batch's
+messages concurrently and returns ``{"batchItemFailures": [{"itemIdentifier":
+messageId}, ...]}`` naming only the ones that failed, so SQS deletes the rest and
+delivers the failed ones again (until the queue's redrive policy moves them to
+the dead-letter queue).  For a FIFO queue it stops at the first failure and
+reports that message and every later one, as AWS requires to keep the order.
+
+With aws-lambda-powertools' batch utility, pass ``handler.record_handler`` as
+its ``record_handler`` (it takes a powertools ``SQSRecord`` or the raw dict and
+raises on failure); this module does not import powertools.
+
+The fleet (its DynamoDB and SQS clients) is opened once per execution environment,
+on an event loop the handler keeps, and reused by warm invocations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from .app import Fleet, Handled, Handler
+from .completion import Continuation
+from .telemetry import log
+
+OpenFleet = Callable[[], AbstractAsyncContextManager[Fleet]]
+
+
+class _Environment:
+    """One event loop and one open fleet per Lambda execution environment."""
+
+    def __init__(self, open_fleet: OpenFleet) -> None:
+        self._open_fleet = open_fleet
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._fleet: Fleet | None = None
+
+    def run(self, work: Callable[[Fleet], Any]) -> Any:
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(self._with_fleet(work))
+
+    async def _with_fleet(self, work: Callable[[Fleet], Any]) -> Any:
+        if self._fleet is None:
+            self._stack = contextlib.AsyncExitStack()
+            self._fleet = await self._stack.enter_async_context(self._open_fleet())
+        return await work(self._fleet)
+
+    def close(self) -> None:
+        """Close the fleet and the loop (tests; Lambda just freezes the environment)."""
+        if self._loop is not None and self._stack is not None:
+            self._loop.run_until_complete(self._stack.aclose())
+        if self._loop is not None:
+            self._loop.close()
+        self._loop, self._stack, self._fleet = None, None, None
+
+
+def _raw(record: Any) -> Mapping[str, Any]:
+    """The record as AWS sends it: a dict, or powertools' ``SQSRecord`` (its ``raw_event``)."""
+    raw = getattr(record, "raw_event", record)
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"an SQS record is a dict (or a powertools SQSRecord), not {record!r}")
+    return raw
+
+
+def _receive_count(record: Mapping[str, Any]) -> int:
+    return int(record.get("attributes", {}).get("ApproximateReceiveCount", "1"))
+
+
+class SqsBatchHandler:
+    """``handler(event, context)`` for SQS batches; ``dead_letter=True`` for the DLQ's function."""
+
+    def __init__(self, open_fleet: OpenFleet, *, dead_letter: bool = False) -> None:
+        self.environment = _Environment(open_fleet)
+        self.dead_letter = dead_letter
+
+    def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+        result: dict[str, Any] = self.environment.run(lambda fleet: self.process(fleet, event))
+        return result
+
+    async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
+        records = list(event.get("Records", []))
+        failures: list[str] = []
+        fifo = any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records)
+        if fifo:
+            for position, record in enumerate(records):
+                if not await self._one(fleet, record):
+                    failures = [r["messageId"] for r in records[position:]]
+                    break
+        else:
+            results = await asyncio.gather(*(self._one(fleet, r) for r in records))
+            failures = [r["messageId"] for r, ok in zip(records, results, strict=True) if not ok]
+        return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
+
+    async def _one(self, fleet: Fleet, record: Mapping[str, Any]) -> bool:
+        try:
+            await self._handle(fleet, record)
+        except Exception as exc:
+            log("handler-failed", "-", record.get("messageId"), error=repr(exc))
+            return False
+        return True
+
+    async def _handle(self, fleet: Fleet, record: Mapping[str, Any]) -> Handled | None:
+        if self.dead_letter:
+            await fleet.dead_letter(record["body"])
+            return None
+        return await fleet.handle(record["body"], _receive_count(record))
+
+    def close(self) -> None:
+        """Close the fleet and the event loop this handler keeps."""
+        self.environment.close()
+
+    def record_handler(self, record: Any) -> Handled | None:
+        """One record, raising on failure: powertools' ``record_handler``."""
+        raw = _raw(record)
+        result: Handled | None = self.environment.run(lambda fleet: self._handle(fleet, raw))
+        return result
+
+
+class StreamCompletionHandler:
+    """``handler(event, context)`` on the table's stream: continue each chain that just acked.
+
+    The event source mapping's filter criteria pass only transitions to acked; the
+    handler checks the kind again (a filter is configuration, this is code): a
+    ``MODIFY`` whose new image has ``acked_at`` and whose old image has not.
+    Marker items and other writes are ignored.  A failure raises, so the mapping
+    retries the batch (with its retry limit and on-failure destination).
+    """
+
+    def __init__(self, open_fleet: OpenFleet, partition_key: str = "tagID") -> None:
+        self.environment = _Environment(open_fleet)
+        self.partition_key = partition_key
+
+    def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+        result: dict[str, Any] = self.environment.run(lambda fleet: self.process(fleet, event))
+        return result
+
+    def acked_tags(self, event: Mapping[str, Any]) -> list[str]:
+        tags = []
+        for record in event.get("Records", []):
+            if record.get("eventName") != "MODIFY":
+                continue
+            images = record.get("dynamodb", {})
+            new, old = images.get("NewImage") or {}, images.get("OldImage") or {}
+            if "acked_at" in new and "acked_at" not in old and "stamp" in new:
+                tags.append(str(new[self.partition_key]["S"]))
+        return tags
+
+    async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
+        tags = self.acked_tags(event)
+        ran = await asyncio.gather(*(fleet.complete(tag) for tag in tags))
+        return {"acked": len(tags), "continued": sum(ran)}
+
+
+class SweepHandler:
+    """``handler(event, context)`` for a schedule: fail the chains past their deadline.
+
+    Needs the client's ``sweep()`` (chains with deadlines); until the client has it,
+    the handler reports that there is nothing it can sweep.
+    """
+
+    def __init__(self, open_fleet: OpenFleet) -> None:
+        self.environment = _Environment(open_fleet)
+
+    def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+        async def sweep(fleet: Fleet) -> dict[str, Any]:
+            sweeper = getattr(fleet.ack, "sweep", None)
+            if sweeper is None:
+                return {"swept": 0, "supported": False}
+            failed = await sweeper()
+            return {"swept": len(failed), "supported": True}
+
+        result: dict[str, Any] = self.environment.run(sweep)
+        return result
+
+
+def from_environment(
+    handler: Handler | None = None, continuation: Continuation | None = None
+) -> OpenFleet:
+    """A fleet made from the function's environment (the template in ``infra/fleet.yaml``):
+
+    ``XOR_ACK_TABLE`` (the chains table), ``XOR_ACK_QUEUE_URL`` (where children go),
+    ``XOR_ACK_PARTITION_KEY`` (default ``tagID``), ``XOR_ACK_CONTINUATION_QUEUE_URL``
+    (optional: a ``QueueContinuation`` when no ``continuation`` is given).
+    """
+
+    @contextlib.asynccontextmanager
+    async def open_fleet() -> Any:
+        from .completion import QueueContinuation
+        from .sqs import SqsSender, sqs_client
+
+        async with sqs_client() as sqs:
+            then = continuation
+            target = os.environ.get("XOR_ACK_CONTINUATION_QUEUE_URL")
+            if then is None and target:
+                then = QueueContinuation(sqs, target)
+            async with Fleet.connect(
+                table=os.environ["XOR_ACK_TABLE"],
+                partition_key=os.environ.get("XOR_ACK_PARTITION_KEY", "tagID"),
+                handler=handler or (lambda message: []),
+                send=SqsSender(sqs, os.environ["XOR_ACK_QUEUE_URL"]),
+                continuation=then,
+            ) as fleet:
+                yield fleet
+
+    return open_fleet

@@ -1,0 +1,140 @@
+"""Marker items a fleet keeps next to its chains: pages of evicted tokens, completions.
+
+Markers live in the chain table under keys no chain tag of the fleet takes
+(``<tag>#xor-ack-fleet/...``), with the item's own attribute names
+(``xor_ack_dynamodb.item``): ``chain_id`` (the generation they belong to),
+``tokens`` (a page's tokens), ``created_at`` and ``expires_at`` (TTL: garbage
+collection, after any re-delivery a queue can still make).  They carry no
+``stamp``, so no client takes them for a chain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+from .. import item as I
+
+#: How long markers outlive their write: SQS keeps a message at most 14 days.
+DEFAULT_MARKER_TTL = 14 * 86_400
+_PREFIX = "#xor-ack-fleet/"
+
+
+def page_key(tag: str, chain_id: bytes, page: int) -> str:
+    return f"{tag}{_PREFIX}page/{chain_id.hex()}/{page}"
+
+
+def done_key(tag: str, chain_id: bytes) -> str:
+    return f"{tag}{_PREFIX}done/{chain_id.hex()}"
+
+
+class Markers:
+    """Reads and writes marker items over an aiobotocore DynamoDB client.
+
+    ``writes`` and ``reads`` count the requests (for costs and tests).  Pages
+    never change once written, so the ones read are remembered (``cache_size``).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        table: str,
+        partition_key: str,
+        ttl: float = DEFAULT_MARKER_TTL,
+        cache_size: int = 4096,
+    ) -> None:
+        self._client = client
+        self.table = table
+        self.partition_key = partition_key
+        self.ttl = ttl
+        self.writes = 0
+        self.reads = 0
+        self._pages: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_size = cache_size
+
+    async def _write(self, key: str, chain_id: bytes, tokens: bytes | None = None) -> None:
+        """Write the marker ``key`` (an UpdateItem, as every write of the table: one permission)."""
+        now = time.time()
+        names = {"#c": I.CHAIN_ID, "#n": I.CREATED_AT, "#e": I.EXPIRES_AT}
+        values: dict[str, Any] = {
+            ":c": {"B": chain_id},
+            ":n": {"N": str(int(now))},
+            ":e": {"N": str(int(now + self.ttl))},
+        }
+        update = "SET #c = :c, #n = :n, #e = :e"
+        if tokens is not None:
+            names["#t"] = I.TOKENS
+            values[":t"] = {"B": tokens}
+            update += ", #t = :t"
+        self.writes += 1
+        await self._client.update_item(
+            TableName=self.table,
+            Key={self.partition_key: {"S": key}},
+            UpdateExpression=update,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def has_page(self, tag: str, chain_id: bytes, page: int) -> bool:
+        """Is the page known to exist (written or read by this process)?"""
+        return page_key(tag, chain_id, page) in self._pages
+
+    async def put_page(self, tag: str, chain_id: bytes, page: int, tokens: bytes) -> None:
+        """Write a page (its content is fixed by the chain's history: a re-write is the same)."""
+        key = page_key(tag, chain_id, page)
+        await self._write(key, chain_id, tokens)
+        self._remember(key, tokens)
+
+    def _remember(self, key: str, tokens: bytes) -> None:
+        self._pages[key] = tokens
+        self._pages.move_to_end(key)
+        while len(self._pages) > self._cache_size:
+            self._pages.popitem(last=False)
+
+    async def pages(self, tag: str, chain_id: bytes, pages: range) -> dict[int, bytes | None]:
+        """The tokens of each page in ``pages`` (None: no such page), strongly consistent."""
+        found: dict[int, bytes | None] = {}
+        missing: dict[str, int] = {}
+        for page in pages:
+            key = page_key(tag, chain_id, page)
+            if key in self._pages:
+                found[page] = self._pages[key]
+            else:
+                missing[key] = page
+        keys = list(missing)
+        for start in range(0, len(keys), 100):
+            request = {
+                self.table: {
+                    "Keys": [{self.partition_key: {"S": k}} for k in keys[start : start + 100]],
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                self.reads += 1
+                response = await self._client.batch_get_item(RequestItems=request)
+                for raw in response.get("Responses", {}).get(self.table, []):
+                    key = raw[self.partition_key]["S"]
+                    tokens = bytes(raw.get(I.TOKENS, {}).get("B", b""))
+                    self._remember(key, tokens)
+                    found[missing[key]] = tokens
+                request = response.get("UnprocessedKeys") or {}
+        for page in pages:
+            found.setdefault(page, None)
+        return found
+
+    async def claimed(self, key: str) -> bool:
+        """Does the marker ``key`` exist (strongly consistent)?"""
+        self.reads += 1
+        response = await self._client.get_item(
+            TableName=self.table,
+            Key={self.partition_key: {"S": key}},
+            ConsistentRead=True,
+            ProjectionExpression="#k",
+            ExpressionAttributeNames={"#k": self.partition_key},
+        )
+        return "Item" in response
+
+    async def put(self, key: str, chain_id: bytes) -> None:
+        await self._write(key, chain_id)

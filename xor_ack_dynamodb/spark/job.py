@@ -1,0 +1,330 @@
+"""The driver of a tracked job: rounds of chains, judging, replay, one commit.
+
+Round ``k`` takes the inputs still pending, each under a new chain
+``run_id/key#k`` (``pipeline.plan.file_tag``):
+
+1. the driver creates every chain of the round (stamp ``F``);
+2. one Spark job: the user's function per input (``applyInArrow`` grouped by
+   input, stamp ``F ^ D``), a shuffle into ``partitions`` tasks, the rows
+   written to ``STAGING/rows/round=k`` by Spark's committer;
+3. one Spark job over what was committed: per input, the sum of its row hashes
+   over every staging file, then one stamp ``C`` per input;
+4. the driver reads every chain: zero -> the input is acked in round ``k``;
+   otherwise ``fail`` and replay in round ``k + 1`` (or ``failed``).
+
+Then the output: the rows of each input's acked round only (a join), through
+the sink's ``finish``, written into the staging folder, given a manifest, and
+renamed onto the output, which is judged by ``pipeline.paths``'s rules (never
+replacing what this library did not write).  DataFrame API only: the same code
+runs on classic Spark and over Spark Connect.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TagNotFound
+from ..pipeline.faults import FaultConfig
+from ..pipeline.keyed import Keyed
+from ..pipeline.paths import (
+    MANIFEST,
+    OutputAction,
+    judge_output,
+    manifest_text,
+    qualified,
+    staging_path,
+)
+from ..pipeline.plan import file_tag
+from ..pipeline.tracker import TrackerConfig
+from ..sync import SyncXorAckDynamoDB
+from . import stages
+from .files import Files
+from .report import InputResult, RoundSummary, TrackedReport
+from .sink import Sink
+from .stages import ID, INPUT, MARKER, SUM, TAG, Process, RoundSpec
+
+#: The last line of a Python traceback: ``SomeError: what``.
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
+KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string"
+
+
+@dataclass
+class JobSpec:
+    """A tracked job: what to read, what to do per input, where the result goes."""
+
+    process: Process
+    schema: str  # the rows ``process`` returns, as a DDL string ("word string, n long")
+    sink: Sink
+    source: Any = None  # a DataFrame with a column ``key`` naming each row's input, or None
+    key: str | None = None
+    keys: Sequence[str] | None = None  # the inputs; default: the distinct keys of ``source``
+    tracker: TrackerConfig | None = None
+    partitions: int | None = None  # shuffle partitions before staging; None: Spark's setting
+    input_tasks: int = 16  # tasks of the per-input stages (fewer when fewer inputs)
+    max_attempts: int = 8
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    run_id: str | None = None
+    keep_staging: bool = False
+
+    def __post_init__(self) -> None:
+        if self.source is None and self.keys is None:
+            raise ValueError("give the inputs: a source DataFrame with key=..., or keys=[...]")
+        if self.source is not None and not self.key:
+            raise ValueError("a source DataFrame needs key=<the column naming each row's input>")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+
+
+class TrackedJob:
+    def __init__(self, spark: Any, spec: JobSpec) -> None:
+        self.spark = spark
+        self.spec = spec
+        self.run_id = spec.run_id or uuid.uuid4().hex[:12]
+        self.files = Files(spark, spec.sink.path)
+        self.output = qualified(spec.sink.path)
+        self.staging = staging_path(spec.sink.path, self.run_id)
+        self.out_struct = spark.createDataFrame([], spec.schema).schema
+        self.columns = tuple(f.name for f in self.out_struct.fields)
+        self.keyed = Keyed(self.run_id)
+        self.report = TrackedReport(self.run_id, spec.sink.path, spec.tracker is not None)
+        self._chains: SyncXorAckDynamoDB | None = None
+        self._round_inputs = 0
+
+    # -- the run ----------------------------------------------------------------------
+
+    def run(self) -> TrackedReport:
+        started = time.monotonic()
+        current = self.files.listing(self.output)
+        judge_output(self.spec.sink.path, current, self.spec.sink.overwrite)
+        keys = self._keys()
+        self.report.inputs = [InputResult(k) for k in keys]
+        acked_in: dict[int, int] = {}
+        try:
+            pending = list(range(len(keys)))
+            if self.spec.tracker is None:
+                self._round(1, pending, {})
+                for entry in self.report.inputs:
+                    entry.status, entry.attempts = "counted", 1
+                acked_in = dict.fromkeys(pending, 1)
+            else:
+                for round_ in range(1, self.spec.max_attempts + 1):
+                    if not pending:
+                        break
+                    pending = self._round(round_, pending, acked_in)
+                for i in pending:
+                    self.report.inputs[i].status = "failed"
+            t = time.monotonic()
+            self._write_output(acked_in)
+            self._commit()
+            self.report.seconds["output"] = round(time.monotonic() - t, 3)
+        finally:
+            if not self.spec.keep_staging:
+                self.files.delete(self.staging)
+        self.report.seconds["total"] = round(time.monotonic() - started, 3)
+        return self.report
+
+    def _keys(self) -> list[str]:
+        if self.spec.keys is not None:
+            return sorted(dict.fromkeys(self.spec.keys))
+        rows = self.spec.source.select(self.spec.key).distinct().collect()
+        return sorted(str(r[0]) for r in rows if r[0] is not None)
+
+    @property
+    def chains(self) -> SyncXorAckDynamoDB:
+        if self._chains is None:
+            assert self.spec.tracker is not None
+            self._chains = self.spec.tracker.chains()
+        return self._chains
+
+    # -- one round ----------------------------------------------------------------------
+
+    def _round(self, round_: int, pending: list[int], acked_in: dict[int, int]) -> list[int]:
+        summary = RoundSummary(round_, len(pending))
+        self._round_inputs = len(pending)
+        keys = [self.report.inputs[i].key for i in pending]
+        tags = [file_tag(self.run_id, key, round_) for key in keys]
+        spec = RoundSpec(
+            run_id=self.run_id,
+            round=round_,
+            process=self.spec.process,
+            columns=self.columns,
+            schema=_arrow_schema(self.out_struct),
+            source_columns=self._source_columns(),
+            tracker=self.spec.tracker,
+            faults=self.spec.faults,
+            transit_tasks=self.spec.partitions or 1,
+        )
+        if self.spec.tracker is not None:
+            t = time.monotonic()
+            self.chains.create_many({tag: self.keyed.file_stamp(tag) for tag in tags})
+            summary.seconds["create"] = round(time.monotonic() - t, 3)
+        keys_df = self.spark.createDataFrame(list(zip(keys, pending, tags, strict=True)), KEYS_DDL)
+        rows_dir = f"{self.staging}/rows/round={round_}"
+        t = time.monotonic()
+        error = self._run(lambda: self._produce(spec, keys_df).write.parquet(rows_dir))
+        summary.seconds["produce"] = round(time.monotonic() - t, 3)
+        if self.spec.tracker is None:
+            if error is not None:
+                raise error
+            self.report.rounds.append(summary)
+            return []
+        if error is None:
+            t = time.monotonic()
+            error = self._run(lambda: self._check(spec, keys_df, rows_dir).collect())
+            summary.seconds["check"] = round(time.monotonic() - t, 3)
+        outcomes = self._judge(tags, None if error is None else _first_line(error))
+        still: list[int] = []
+        for i, outcome in zip(pending, outcomes, strict=True):
+            entry = self.report.inputs[i]
+            entry.attempts = round_
+            entry.history.append(outcome)
+            if outcome == "acked":
+                entry.status = "acked"
+                acked_in[i] = round_
+                summary.acked += 1
+            elif round_ >= self.spec.max_attempts:
+                entry.status = "failed"
+                summary.failed += 1
+            else:
+                summary.replayed += 1
+                still.append(i)
+        summary.job_error = None if error is None else _first_line(error)
+        self.report.rounds.append(summary)
+        return still
+
+    def _source_columns(self) -> tuple[str, ...]:
+        if self.spec.source is None:
+            return ()
+        return tuple(c for c in self.spec.source.columns if c != self.spec.key)
+
+    def _produce(self, spec: RoundSpec, keys_df: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        markers = keys_df.withColumn(MARKER, F.lit(True))
+        if self.spec.source is None:
+            grouped = markers
+        else:
+            rows = (
+                self.spec.source.withColumnRenamed(self.spec.key, INPUT)
+                .join(F.broadcast(keys_df), INPUT)
+                .withColumn(MARKER, F.lit(False))
+            )
+            grouped = rows.unionByName(markers, allowMissingColumns=True)
+        out_ddl = f"{self.spec.schema}, {ID} int"
+        grouped = grouped.repartition(self._tasks(spec), ID)  # the groupBy keeps it: no shuffle
+        produced = grouped.groupBy(ID).applyInArrow(
+            lambda table: stages.produce(spec, table), out_ddl
+        )
+        moved = produced.repartition(self.spec.partitions) if self.spec.partitions else produced
+        if not spec.faults.enabled:
+            return moved  # the shuffle and the write stay in the JVM: no Python task
+        return moved.mapInArrow(lambda it: stages.transit(spec, it), out_ddl)
+
+    def _check(self, spec: RoundSpec, keys_df: Any, rows_dir: str) -> Any:
+        staged = self.spark.read.schema(f"{self.spec.schema}, {ID} int").parquet(rows_dir)
+        sums_ddl = f"{ID} int, {SUM} binary"
+        sums = staged.mapInArrow(lambda it: stages.partial_sums(spec, it), sums_ddl)
+        every = sums.unionByName(keys_df.select(ID, TAG), allowMissingColumns=True)
+        return (
+            every.repartition(self._tasks(spec), ID)
+            .groupBy(ID)
+            .applyInArrow(lambda table: stages.check(spec, table), f"{ID} int")
+        )
+
+    def _tasks(self, spec: RoundSpec) -> int:
+        """Tasks of the per-input stages: one per input, at most ``input_tasks``."""
+        return max(1, min(self.spec.input_tasks, self._round_inputs))
+
+    def _run(self, action: Any) -> BaseException | None:
+        try:
+            action()
+        except Exception as exc:
+            return exc
+        return None
+
+    def _judge(self, tags: list[str], job_error: str | None) -> list[str]:
+        """``acked`` for each zero chain of a round whose output was committed, else why not."""
+        states = self.chains.get_many(tags) if job_error is None else {}
+        outcomes: list[str] = []
+        for tag in tags:
+            state = states.get(tag)
+            if state is not None and state.acked:
+                self.report.chain_writes += state.version
+                outcomes.append("acked")
+                continue
+            reason = job_error or "incomplete: not zero when its round ended"
+            try:
+                closed = self.chains.fail(tag, reason=reason)
+            except TagNotFound:
+                outcomes.append("chain missing")
+                continue
+            self.report.chain_writes += closed.version
+            outcomes.append(reason if not closed.acked else "completed after its round ended")
+        return outcomes
+
+    # -- the output -------------------------------------------------------------------
+
+    def _write_output(self, acked_in: dict[int, int]) -> None:
+        from pyspark.sql import functions as F
+
+        rows_schema = f"{self.spec.schema}, {ID} int, round int"
+        if acked_in:
+            staged = self.spark.read.schema(rows_schema).parquet(f"{self.staging}/rows")
+            pairs = self.spark.createDataFrame(
+                sorted((r, i) for i, r in acked_in.items()), f"round int, {ID} int"
+            )
+            rows = staged.join(F.broadcast(pairs), ["round", ID]).select(*self.columns)
+        else:
+            rows = self.spark.createDataFrame([], self.spec.schema)
+        sink = self.spec.sink
+        out = sink.finish(rows) if sink.finish is not None else rows
+        if sink.files:
+            out = out.repartition(sink.files)
+        writer = out.write.format(sink.format).options(**sink.options)
+        if sink.partition_by:
+            writer = writer.partitionBy(*sink.partition_by)
+        writer.save(f"{self.staging}/output")
+
+    def _commit(self) -> None:
+        """A manifest, then a rename: the output is absent, the former one, or complete."""
+        staged = f"{self.staging}/output"
+        listing = self.files.listing(staged)
+        names = listing.names if listing is not None else ()
+        self.files.write_text(f"{staged}/{MANIFEST}", manifest_text(self.run_id, "", names))
+        current = self.files.listing(self.output)
+        action = judge_output(self.spec.sink.path, current, self.spec.sink.overwrite)
+        if action is OutputAction.REPLACE_EMPTY:
+            self.files.remove_empty_folder(self.output)
+        elif action is OutputAction.REPLACE_OURS:
+            previous = f"{self.staging}/previous"
+            self.files.rename(self.output, previous)
+            try:
+                self.files.rename(staged, self.output)
+            except BaseException:
+                self.files.rename(previous, self.output)
+                raise
+            return
+        self.files.rename(staged, self.output)
+
+
+def _arrow_schema(struct: Any) -> Any:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The line of a failed job's error that says what happened (the Python error, if any)."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "InjectedFault" in line or "OutputSchemaMismatch" in line:
+            return line[:300]
+    python_errors = [line for line in lines if _PYTHON_ERROR.match(line)]
+    first = python_errors[-1] if python_errors else lines[0]
+    return f"spark job failed: {first[:300]}"

@@ -1,0 +1,181 @@
+"""What runs on the executors: the user's function per input, the checks, the stamps.
+
+Every function here is shipped by value inside a :class:`RoundSpec` (a few
+strings, the tracker's config, the user's function) and runs in a Python
+worker on the executors, on classic Spark and over Spark Connect alike (only
+``applyInArrow`` / ``mapInArrow``; no RDD, no ``SparkContext``).  Each worker
+builds its own DynamoDB client once (``tracker.chains_for``).
+
+Writes per input and round, whatever the number of shuffle partitions: the
+driver's ``create`` (``F``), the produce stamp ``F ^ D`` (``D`` the stamp of the
+rows the user's function returned for the input), the commit check's stamp
+``C`` (the stamp of the rows of that input that Spark committed to staging,
+summed over all staging files before one stamp is written), and a ``fail``
+only when the chain did not reach zero.  ``D == C`` exactly when the committed
+rows are the produced rows: nothing lost, nothing duplicated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import ChainFailed, TagNotFound
+from ..pipeline.faults import FaultConfig, TaskFaults
+from ..pipeline.keyed import Keyed
+from ..pipeline.tracker import TrackerConfig, chains_for
+from .digest import MOD, row_sum, rows_stamp, stage_token, sum_bytes
+from .errors import OutputSchemaMismatch
+
+#: Internal columns, never in the user's rows or output.
+INPUT = "_xa_input"
+ID = "_xa_id"
+TAG = "_xa_tag"
+MARKER = "_xa_marker"
+SUM = "_xa_sum"
+#: Fault-injection stage numbers (``FaultConfig.for_task``).
+PRODUCE, TRANSIT, CHECK = 1, 2, 3
+
+Process = Callable[[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class RoundSpec:
+    """Round ``round`` of run ``run_id``, as every task of it sees it."""
+
+    run_id: str
+    round: int
+    process: Process
+    columns: tuple[str, ...]  # the output rows' columns, in the declared order
+    schema: Any  # pyarrow.Schema of the output rows
+    source_columns: tuple[str, ...]
+    tracker: TrackerConfig | None
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    transit_tasks: int = 1
+
+    def task_faults(self, stage: int, spread: int = 1) -> TaskFaults:
+        """This task attempt's faults; ``spread``: an input's rows go to that many tasks.
+
+        Dropping is then ``drop_rate / spread`` per task, so that an input loses rows
+        with about the same chance whatever the number of shuffle partitions.
+        """
+        if not self.faults.enabled:
+            return TaskFaults.none()
+        faults = self.faults
+        if spread > 1:
+            faults = replace(faults, drop_rate=faults.drop_rate / spread)
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (0, 0)
+        return faults.for_task(self.round, stage, partition, attempt)
+
+
+def _stamp(spec: RoundSpec, tag: str, value: bytes, token: bytes) -> None:
+    """One stamp; a chain already closed (failed, or gone) refuses it and that is all."""
+    if spec.tracker is None:
+        return
+    # A closed chain refuses: the driver judged the round already, a late stamp changes nothing.
+    with contextlib.suppress(ChainFailed, TagNotFound):
+        chains_for(spec.tracker).stamp(tag, value, token=token)
+
+
+def produce(spec: RoundSpec, table: Any) -> Any:
+    """``applyInArrow`` over one input's rows (plus its marker row): the user's output rows.
+
+    Stamps ``F ^ D`` where ``D`` is the stamp of the rows returned, then may lose a
+    few of them (fault injection: the loss the commit check must catch).
+    """
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    faults = spec.task_faults(PRODUCE)
+    faults.crash_now(stamped=False)
+    key = table.column(INPUT)[0].as_py()
+    input_id = table.column(ID)[0].as_py()
+    tag = table.column(TAG)[0].as_py()
+    rows = table.filter(pc.invert(table.column(MARKER))).select(list(spec.source_columns))
+    out = spec.process(key, rows)
+    if isinstance(out, pa.RecordBatch):
+        out = pa.Table.from_batches([out])
+    try:
+        out = out.select(list(spec.columns)).cast(spec.schema)
+    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise OutputSchemaMismatch(
+            f"the function returned columns {out.column_names} for input {key!r}; "
+            f"declare them as {list(spec.columns)} with these types: {spec.schema}"
+        ) from exc
+    if spec.tracker is not None:
+        keyed = Keyed(spec.run_id)
+        declared = row_sum(spec.run_id, out, list(spec.columns))
+        value = _xor(keyed.file_stamp(tag), rows_stamp(keyed, tag, declared))
+        _stamp(spec, tag, value, stage_token(keyed, "produce", tag, value))
+    faults.crash_now(stamped=True)
+    keep, _ = faults.lose(list(range(out.num_rows)))
+    if len(keep) != out.num_rows:
+        out = out.take(pa.array(keep, type=pa.int64()))
+    return out.append_column(ID, pa.array([input_id] * out.num_rows, type=pa.int32()))
+
+
+def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` after the shuffle: passes rows on; may crash or lose rows (faults)."""
+    import pyarrow as pa
+
+    faults = spec.task_faults(TRANSIT, spread=spec.transit_tasks)
+    faults.crash_now(stamped=False)
+    for batch in batches:
+        keep, _ = faults.lose(list(range(batch.num_rows)))
+        if len(keep) != batch.num_rows:
+            batch = batch.take(pa.array(keep, type=pa.int64()))
+            faults = TaskFaults.none()  # one loss per task attempt
+        yield batch
+
+
+def partial_sums(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` over the committed staging rows: per input, the sum of its row hashes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sums: dict[int, int] = {}
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        ids = table.column(ID)
+        for input_id in pc.unique(ids).to_pylist():
+            part = table.filter(pc.equal(ids, input_id))
+            total = row_sum(spec.run_id, part, list(spec.columns))
+            sums[input_id] = (sums.get(input_id, 0) + total) % MOD
+    if sums:
+        yield pa.RecordBatch.from_pydict(
+            {
+                ID: pa.array(list(sums), type=pa.int32()),
+                SUM: pa.array([sum_bytes(s) for s in sums.values()], type=pa.binary()),
+            }
+        )
+
+
+def check(spec: RoundSpec, table: Any) -> Any:
+    """``applyInArrow`` per input over its partial sums (plus a zero for its marker row).
+
+    Stamps ``C``, the stamp of the rows committed for the input, with a token made
+    of it: a re-run or speculative attempt sums the same committed files and
+    writes the same token, recognised and not applied twice.
+    """
+    import pyarrow as pa
+
+    faults = spec.task_faults(CHECK)
+    faults.crash_now(stamped=False)
+    input_id = table.column(ID)[0].as_py()
+    tag = next(t for t in table.column(TAG).to_pylist() if t is not None)
+    total = sum(int.from_bytes(b, "big") for b in table.column(SUM).to_pylist() if b) % MOD
+    if spec.tracker is not None:
+        keyed = Keyed(spec.run_id)
+        value = rows_stamp(keyed, tag, total)
+        _stamp(spec, tag, value, stage_token(keyed, "commit", tag, value))
+    faults.crash_now(stamped=True)
+    return pa.table({ID: pa.array([input_id], type=pa.int32())})
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return bytes(x ^ y for x, y in zip(a, b, strict=True))
