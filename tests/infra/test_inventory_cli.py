@@ -111,6 +111,7 @@ def test_a_late_stamp_or_touch_is_refused_and_touch_extends(
     base = ("--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name)
     assert run(*base, "chain", "create", "slow", "ab" * 8, "--timeout", str(SHORT)).exit_code == 0
     assert run(*base, "chain", "create", "kept", "cd" * 8, "--idle-timeout", "60").exit_code == 0
+    assert run(*base, "chain", "create", "gone", "--timeout", str(SHORT)).exit_code == 0
     before = json.loads(run(*base, "chain", "show", "kept", "--json").stdout)["deadline"]
     time.sleep(OVERDUE_AFTER)
     touched = run(*base, "chain", "touch", "kept", "--timeout", "600")
@@ -119,6 +120,11 @@ def test_a_late_stamp_or_touch_is_refused_and_touch_extends(
     assert after > before + 500
     assert_user_error(run(*base, "chain", "stamp", "slow", "ab" * 8), 'ChainTimeout: "slow"')
     shown = json.loads(run(*base, "chain", "show", "slow", "--json").stdout)
+    assert (shown["state"], shown["reason"]) == ("failed", "timeout")
+    # a late fail() is refused too: the chain's reason is "timeout", not the caller's
+    late_fail = run(*base, "chain", "fail", "gone", "--reason", "worker lost")
+    assert_user_error(late_fail, 'ChainTimeout: "gone" missed its deadline')
+    shown = json.loads(run(*base, "chain", "show", "gone", "--json").stdout)
     assert (shown["state"], shown["reason"]) == ("failed", "timeout")
     assert _json_lines(run(*base, "sweep", "--json"))[0]["failed"] == 0  # already failed
 

@@ -4,6 +4,7 @@ inventory indexes gets them, once; a table it cannot upgrade is refused with not
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -13,6 +14,7 @@ from click.testing import CliRunner, Result
 from xor_ack_dynamodb.cli import cli
 from xor_ack_dynamodb.errors import StreamViewConflict, UpgradeTimeout
 from xor_ack_dynamodb.item import FAILED_INDEX, OPEN_INDEX
+from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.table import (
     INDEXES,
     STREAM_VIEW,
@@ -30,6 +32,26 @@ OLD_PLAN = [
     Change("index", OPEN_INDEX),
     Change("index", FAILED_INDEX),
 ]
+
+
+@pytest.fixture(scope="module")
+def own_ddb_local() -> Iterator[str]:
+    """A DynamoDB Local of this module's own.
+
+    On the session's server, after the other infra tests had made their tables, DynamoDB
+    Local 3.3.0 was seen leaving an index added by UpdateTable in CREATING for good (the
+    same tests pass on a fresh server, and alone on the session's); a server of its own
+    keeps these tests about the upgrade, not about that.
+    """
+    with LocalDynamoDB(backend="dynamodb-local") as server:
+        yield server.endpoint_url
+
+
+@pytest.fixture(params=["moto", "ddblocal"])
+def endpoint(request: pytest.FixtureRequest) -> str:
+    name = "moto_endpoint" if request.param == "moto" else "own_ddb_local"
+    value: str = request.getfixturevalue(name)
+    return value
 
 
 def run(*args: str) -> Result:
@@ -184,8 +206,7 @@ def test_stream_conflict_says_what_to_do() -> None:
 # --- against moto and DynamoDB Local ---------------------------------------------------------
 
 
-def test_upgrade_an_old_table_then_again(backend: tuple[str, Any]) -> None:
-    endpoint, _ = backend
+def test_upgrade_an_old_table_then_again(endpoint: str) -> None:
     client = _client(endpoint)
     spec = old_table(client)
     try:
@@ -210,10 +231,10 @@ def test_upgrade_an_old_table_then_again(backend: tuple[str, Any]) -> None:
         delete_table(client, spec.name)
 
 
-def test_upgrade_resumes_while_an_index_is_being_built(ddb_local_endpoint: str) -> None:
+def test_upgrade_resumes_while_an_index_is_being_built(own_ddb_local: str) -> None:
     """DynamoDB Local builds an added index for about a second (CREATING) and refuses a
     second index meanwhile: the upgrade waits for the first, then adds the second."""
-    client = _client(ddb_local_endpoint)
+    client = _client(own_ddb_local)
     spec = old_table(
         client, StreamSpecification={"StreamEnabled": True, "StreamViewType": STREAM_VIEW}
     )
@@ -232,8 +253,8 @@ def test_upgrade_resumes_while_an_index_is_being_built(ddb_local_endpoint: str) 
         delete_table(client, spec.name)
 
 
-def test_upgrade_gives_up_after_its_timeout(ddb_local_endpoint: str) -> None:
-    client = _client(ddb_local_endpoint)
+def test_upgrade_gives_up_after_its_timeout(own_ddb_local: str) -> None:
+    client = _client(own_ddb_local)
     spec = old_table(client)
     try:
         client.update_table(
@@ -264,8 +285,7 @@ def test_a_provisioned_table_gets_provisioned_indexes(moto_endpoint: str) -> Non
 # --- the CLI ---------------------------------------------------------------------------------
 
 
-def test_cli_upgrade_describe_and_create(backend: tuple[str, Any]) -> None:
-    endpoint, _ = backend
+def test_cli_upgrade_describe_and_create(endpoint: str) -> None:
     client = _client(endpoint)
     spec = old_table(client)
     base = ("--endpoint-url", endpoint, "--table", spec.name)
@@ -305,9 +325,8 @@ def test_cli_upgrade_describe_and_create(backend: tuple[str, Any]) -> None:
 
 
 def test_cli_refuses_a_stream_of_another_view_and_changes_nothing(
-    backend: tuple[str, Any],
+    endpoint: str,
 ) -> None:
-    endpoint, _ = backend
     client = _client(endpoint)
     spec = old_table(
         client, StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}
