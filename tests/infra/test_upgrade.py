@@ -26,6 +26,9 @@ from xor_ack_dynamodb.table import (
 )
 from xor_ack_dynamodb.upgrade import Change, plan_upgrade, upgrade_table
 
+#: Seconds an upgrade here may wait for an index (DynamoDB Local builds one in about 1 s):
+#: a stuck index fails the test with UpgradeTimeout, well before pytest's own timeout.
+WAIT = 60.0
 OLD_PLAN = [
     Change("ttl", TTL_ATTRIBUTE),
     Change("stream", STREAM_VIEW),
@@ -214,13 +217,14 @@ def test_upgrade_an_old_table_then_again(endpoint: str) -> None:
             TableName=spec.name, Item={"tagID": {"S": "before"}, "stamp": {"B": b"\x01"}}
         )
         lines: list[str] = []
-        assert upgrade_table(client, spec, progress=lines.append) == OLD_PLAN
+        assert upgrade_table(client, spec, progress=lines.append, timeout=WAIT) == OLD_PLAN
         assert [line for line in lines if not line.startswith("waiting")] == [
             str(c) for c in OLD_PLAN
         ]
         _up_to_date(client, spec)
         before = _described(client, spec.name)
-        assert upgrade_table(client, spec) == []  # idempotent: nothing to do, nothing done
+        # idempotent: nothing to do, nothing done
+        assert upgrade_table(client, spec, timeout=WAIT) == []
         assert (
             _described(client, spec.name)["table"]["GlobalSecondaryIndexes"]
             == (before["table"]["GlobalSecondaryIndexes"])
@@ -245,7 +249,7 @@ def test_upgrade_resumes_while_an_index_is_being_built(own_ddb_local: str) -> No
             GlobalSecondaryIndexUpdates=[{"Create": spec.index_request(OPEN_INDEX)}],
         )
         lines: list[str] = []
-        made = upgrade_table(client, spec, progress=lines.append)
+        made = upgrade_table(client, spec, progress=lines.append, timeout=WAIT)
         assert made == [Change("ttl", TTL_ATTRIBUTE), Change("index", FAILED_INDEX)]
         assert f"waiting for index {OPEN_INDEX} (CREATING) to be ACTIVE" in lines
         _up_to_date(client, spec)
@@ -264,7 +268,9 @@ def test_upgrade_gives_up_after_its_timeout(own_ddb_local: str) -> None:
         )
         with pytest.raises(UpgradeTimeout, match=f"index {OPEN_INDEX} of table {spec.name} is"):
             upgrade_table(client, spec, timeout=0.01, poll=0.01)
-        assert upgrade_table(client, spec)[-1] == Change("index", FAILED_INDEX)  # resumes
+        assert upgrade_table(client, spec, timeout=WAIT)[-1] == Change(
+            "index", FAILED_INDEX
+        )  # resumes
     finally:
         delete_table(client, spec.name)
 
@@ -273,7 +279,7 @@ def test_a_provisioned_table_gets_provisioned_indexes(moto_endpoint: str) -> Non
     client = _client(moto_endpoint)
     spec = old_table(client, provisioned=True)
     try:
-        assert upgrade_table(client, spec) == OLD_PLAN
+        assert upgrade_table(client, spec, timeout=WAIT) == OLD_PLAN
         table = client.describe_table(TableName=spec.name)["Table"]
         for index in table["GlobalSecondaryIndexes"]:
             throughput = index["ProvisionedThroughput"]
@@ -305,13 +311,13 @@ def test_cli_upgrade_describe_and_create(endpoint: str) -> None:
             f"warning: table {spec.name} needs: {c} (`xor-ack table upgrade` does it)"
             for c in OLD_PLAN[1:]  # create turned TTL on
         ]
-        upgraded = run(*base, "table", "upgrade")
+        upgraded = run(*base, "table", "upgrade", "--timeout", str(WAIT))
         assert upgraded.exit_code == 0, upgraded.output
         assert upgraded.stdout.splitlines() == [
             *(f"table {spec.name}: {c}: done" for c in OLD_PLAN[1:]),
             f"table {spec.name} upgraded: 3 change(s)",
         ]
-        again = run(*base, "table", "upgrade")
+        again = run(*base, "table", "upgrade", "--timeout", str(WAIT))
         assert again.exit_code == 0, again.output
         assert again.stdout == f"table {spec.name} is up to date: nothing changed\n"
         assert again.stderr == ""
@@ -360,7 +366,7 @@ def test_cli_new_table_reports_stream_and_indexes(moto_endpoint: str) -> None:
             f"table {name} created: key tagID (S), TTL on {TTL_ATTRIBUTE}, PAY_PER_REQUEST, "
             f"stream {STREAM_VIEW}, indexes {OPEN_INDEX}, {FAILED_INDEX}\n"
         )
-        assert run(*base, "table", "upgrade").stdout == (
+        assert run(*base, "table", "upgrade", "--timeout", str(WAIT)).stdout == (
             f"table {name} is up to date: nothing changed\n"
         )
     finally:
