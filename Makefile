@@ -19,7 +19,7 @@ DEV     := $(VENV)/.installed-dev
 BENCH   := $(VENV)/.installed-bench
 
 .PHONY: help doctor demo test check lint typecheck unit infra bench bench-memory bench-client \
-	bench-pipeline clean dynamodb-local
+	bench-pipeline bench-inventory clean dynamodb-local
 
 help:
 	@echo "make demo    - generate a sample corpus and run the tracked Spark word count (faults injected)"
@@ -95,7 +95,10 @@ bench-client: $(BENCH) dynamodb-local
 bench-pipeline: $(BENCH) dynamodb-local
 	$(PY) benchmarks/bench_pipeline.py
 
-bench: doctor bench-memory bench-client bench-pipeline
+bench-inventory: $(BENCH) dynamodb-local
+	$(PY) benchmarks/bench_inventory.py
+
+bench: doctor bench-memory bench-client bench-pipeline bench-inventory
 
 clean:
 	rm -rf $(VENV) .venv-connect $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
