@@ -34,39 +34,22 @@ def run_remote(
     """Count over the Spark Connect server at ``url``; exit 1 if a file failed."""
     from pyspark.sql import SparkSession
 
-    from ..spark import Sink, track
-    from ..spark.examples.wordcount import SCHEMA, count_file, total_by_word
+    from ..spark.examples.wordcount import wordcount
 
     click.echo(f"connecting to Spark Connect at {url}", err=True)
     spark = SparkSession.builder.remote(url).getOrCreate()
     try:
-        from pyspark.sql import functions as F
-
-        lines = (
-            spark.read.option("recursiveFileLookup", "true")
-            .text(input_path)
-            .select("value", F.col("_metadata.file_path").alias("file"))
-        )
-        report = track(
+        report = wordcount(
             spark,
-            count_file,
-            SCHEMA,
-            Sink(
-                output,
-                format="csv",
-                options={"header": "true"},
-                finish=total_by_word,
-                files=1,
-                overwrite=overwrite,
-            ),
-            source=lines,
-            key="file",
+            input_path,
+            output,
             table=tracker.table,
             endpoint_url=tracker.endpoint_url,
             region=tracker.region,
+            faults=faults,
             partitions=partitions,
             max_attempts=max_attempts,
-            faults=faults,
+            overwrite=overwrite,
         )
     finally:
         spark.stop()

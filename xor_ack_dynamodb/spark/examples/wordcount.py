@@ -40,8 +40,11 @@ def wordcount(
     output: str,
     *,
     table: str | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
     faults: FaultConfig | None = None,
     partitions: int | None = None,
+    max_attempts: int = 8,
     tracking: bool = True,
     overwrite: bool = False,
 ) -> TrackedReport:
@@ -68,8 +71,11 @@ def wordcount(
         source=lines,
         key="file",
         table=table,
+        endpoint_url=endpoint_url,
+        region=region,
         faults=faults,
         partitions=partitions,
+        max_attempts=max_attempts,
         tracking=tracking,
     )
 
