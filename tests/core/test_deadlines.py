@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 import pytest
 
-from xor_ack_dynamodb import ChainState, new_stamp, xor
+from xor_ack_dynamodb import ChainState, events, new_stamp, xor
 from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb.errors import ChainFailed, ChainTimeout, XorAckError
 from xor_ack_dynamodb.table import TableSpec
@@ -367,3 +367,8 @@ async def test_the_stream_shows_one_live_to_failed_record_per_chain_whoever_race
     assert failed == dict.fromkeys(roots, 1)
     assert kinds.count(("ev-00", "MODIFY")) == 2  # the stamp (live -> live), the timeout
     assert all(kinds.count((tag, "INSERT")) == 1 for tag in roots)
+    # Decoded as a consumer decodes them: per chain, created then timed out, once each.
+    heard = [e for r in stream_records(local[0], local[1].name) for e in events.decode(r)]
+    assert {type(e) for e in heard} == {events.Created, events.TimedOut}
+    for cls in (events.Created, events.TimedOut):
+        assert sorted(e.tag for e in heard if isinstance(e, cls)) == sorted(roots)
