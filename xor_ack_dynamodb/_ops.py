@@ -50,6 +50,7 @@ ever connected: then it is raised as proven not landed).
 from __future__ import annotations
 
 from ._aws import error_code as _error_code
+from ._core.cancellation import RETRYABLE_CANCELLATIONS
 from ._core.chains import _copy_error, plan_batch
 from ._core.effects import (
     ENTRY_ERRORS,
@@ -64,7 +65,6 @@ from ._core.effects import (
 )
 from ._core.landing import (
     CONDITION_FAILED,
-    RETRYABLE_CANCELLATIONS,
     TRANSACTION_CANCELED,
     TRANSACTION_CONFLICT,
 )

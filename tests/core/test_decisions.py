@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb import xor
+from xor_ack_dynamodb._core import cancellation as C
 from xor_ack_dynamodb._core import landing as D
 from xor_ack_dynamodb._ops import Chains, Entry
 from xor_ack_dynamodb.errors import (
@@ -593,10 +594,10 @@ def test_every_not_landed_row(key: tuple[str, D.Status]) -> None:
 
 
 @pytest.mark.parametrize(
-    "code", [*D.CANCELLATION, "ValidationError", "ItemCollectionSizeLimitExceeded"]
+    "code", [*C.CANCELLATION, "ValidationError", "ItemCollectionSizeLimitExceeded"]
 )
 def test_every_cancellation_row(code: str) -> None:
-    step, kind = D.CANCELLATION.get(code, D.OTHER_CANCELLATION)
+    step, kind = C.CANCELLATION.get(code, C.OTHER_CANCELLATION)
     reason: dict[str, Any] = {"Code": code}
     if step is D.Step.REREAD:
         reason["Item"] = item(ROOT, tag="a", version=2)
@@ -614,33 +615,33 @@ def test_every_cancellation_row(code: str) -> None:
 
 
 #: One reason of each kind ``cancelled_of`` tells apart (None: the reasons do not fit).
-CANCELLED_REASONS: dict[D.Cancelled, dict[str, Any] | None] = {
-    D.Cancelled.FINE: {"Code": "None"},
-    D.Cancelled.CONDITION_ITEM: {
+CANCELLED_REASONS: dict[C.Cancelled, dict[str, Any] | None] = {
+    C.Cancelled.FINE: {"Code": "None"},
+    C.Cancelled.CONDITION_ITEM: {
         "Code": "ConditionalCheckFailed",
         "Item": item(ROOT, tag="a", version=2),
     },
-    D.Cancelled.CONDITION_BARE: {"Code": "ConditionalCheckFailed"},
-    D.Cancelled.CONTENDED: {"Code": "TransactionConflict"},
-    D.Cancelled.REJECTED: {"Code": "ValidationError", "Message": "too big"},
-    D.Cancelled.UNEXPLAINED: None,
+    C.Cancelled.CONDITION_BARE: {"Code": "ConditionalCheckFailed"},
+    C.Cancelled.CONTENDED: {"Code": "TransactionConflict"},
+    C.Cancelled.REJECTED: {"Code": "ValidationError", "Message": "too big"},
+    C.Cancelled.UNEXPLAINED: None,
 }
 
 
 def test_cancelled_item_covers_every_kind() -> None:
-    assert set(D.CANCELLED_ITEM) == set(D.Cancelled) == set(CANCELLED_REASONS)
+    assert set(C.CANCELLED_ITEM) == set(C.Cancelled) == set(CANCELLED_REASONS)
 
 
-@pytest.mark.parametrize("kind", list(D.CANCELLED_ITEM))
-def test_every_cancelled_item_row(kind: D.Cancelled) -> None:
+@pytest.mark.parametrize("kind", list(C.CANCELLED_ITEM))
+def test_every_cancelled_item_row(kind: C.Cancelled) -> None:
     """Item "a" of a two-item transaction is cancelled for ``kind``; "b" was fine."""
     reason = CANCELLED_REASONS[kind]
-    assert D.cancelled_of(reason) is kind
-    _, raced, source, refusal = D.CANCELLED_ITEM[kind]
+    assert C.cancelled_of(reason) is kind
+    _, raced, source, refusal = C.CANCELLED_ITEM[kind]
     # No reason for "a" means the reasons do not fit the items: AWS gave none at all.
     reasons = None if reason is None else [reason, {"Code": "None"}]
     cancelled = client_error("TransactionCanceledException", reasons=reasons)
-    read = ["a", "b"] if reason is None else ["a"] if source is D.Source.READ else []
+    read = ["a", "b"] if reason is None else ["a"] if source is C.Source.READ else []
     script: list[Any] = []
     if read:
         found = {"Responses": {"tbl": [item(ROOT, tag=tag, version=3) for tag in read]}}
@@ -648,10 +649,10 @@ def test_every_cancelled_item_row(kind: D.Cancelled) -> None:
     ran = drive(chains()._after_cancel(["a", "b"], cancelled), script)
     fresh, contended, errors = ran.result
     assert ("a" in contended) is raced
-    if source is D.Source.NONE:
+    if source is C.Source.NONE:
         assert "a" not in fresh
     else:  # the Item given (version 2) or the one read (version 3)
-        assert fresh["a"].version == (2 if source is D.Source.GIVEN else 3)
+        assert fresh["a"].version == (2 if source is C.Source.GIVEN else 3)
     if refusal is None:
         assert "a" not in errors
     else:
@@ -674,7 +675,7 @@ def _conflicts(call: Any) -> Any:
     return _cancellation(tags, {tag: {"Code": "TransactionConflict"} for tag in tags})
 
 
-@pytest.mark.parametrize("key", list(D.AFTER_CANCEL))
+@pytest.mark.parametrize("key", list(C.AFTER_CANCEL))
 def test_every_after_cancel_row(key: tuple[str, bool, bool, bool]) -> None:
     """The first transaction is cancelled in the row's situation, the second for conflicts.
 
@@ -684,7 +685,7 @@ def test_every_after_cancel_row(key: tuple[str, bool, bool, bool]) -> None:
     the second cancellation may still back off, and the third transaction lands.
     """
     op, raced, refreshed, rejected = key
-    step = D.AFTER_CANCEL[key]
+    step = C.AFTER_CANCEL[key]
     core = chains(retry=RetryPolicy(max_attempts=2))
     tags = [*FINE_TAGS, *(["x"] * raced), *(["r"] * refreshed), *(["j"] * rejected)]
     reasons: dict[str, dict[str, Any]] = {

@@ -14,12 +14,11 @@ The operations (``reads``, ``chains``, ``many``) look their decisions up here:
 landed), ``REPLY_STEP`` in ``_settle`` / ``_settle_many``, ``stamp``'s and
 ``fail``'s and ``delete``'s replies, ``NOT_LANDED_STEP`` wherever a chain read back
 decides (``stamp``, ``stamp_many``, ``create``, ``create_many``, ``fail``),
-``STAMP_AGAIN`` in ``stamp``, ``CANCELLATION`` and ``CANCELLED_ITEM`` in
-``_after_cancel``, ``AFTER_CANCEL`` in ``stamp_transact`` and ``create_transact``,
-``CREATE_SETTLED`` in ``create`` and ``create_transact``.  The rules that do not fit
-a table are written below it, with why.  A corrupt item is not a row: the item is
-decoded before any verdict, and ``CorruptItem`` is raised (before any write on the
-paths that read first: ``stamp``, ``fail``, ``stamp_many``).
+``STAMP_AGAIN`` in ``stamp``, ``CREATE_SETTLED`` in ``create`` and
+``create_transact``; a cancelled transaction's tables are ``cancellation``'s.  The
+rules that do not fit a table are written below it, with why.  A corrupt item is not
+a row: the item is decoded before any verdict, and ``CorruptItem`` is raised (before
+any write on the paths that read first: ``stamp``, ``fail``, ``stamp_many``).
 """
 
 from __future__ import annotations
@@ -31,12 +30,7 @@ from typing import Literal, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .._attempts import earlier_send_may_have_landed, may_have_landed
-from .._aws import (
-    CancellationReason,
-    cancellation_code,
-    cancellation_reasons,
-    error_code,
-)
+from .._aws import error_code
 from ..errors import ChainFailed, ChainTimeout, TagExists, TagNotFound, TransactionItemRejected
 from ..item import ChainState
 
@@ -224,57 +218,6 @@ NOT_LANDED_STEP: dict[tuple[str, Status], tuple[Step, Refusal]] = {
     ("timeout", Status.FAILED): (Step.DONE, None),  # failed by another: once
 }
 
-#: One item of a cancelled transaction, by its cancellation reason: (step, error).  The
-#: transaction wrote nothing, so every item's verdict is NOT_LANDED (unless an earlier
-#: send of it may have landed: then WRITE_VERDICT, per item).
-RETRYABLE_CANCELLATIONS = frozenset(
-    {
-        "TransactionConflict",
-        "ThrottlingError",
-        "ProvisionedThroughputExceeded",
-        "RequestLimitExceeded",
-    }
-)
-CANCELLATION: dict[str, tuple[Step, Refusal]] = {
-    "None": (Step.RESEND, None),  # this item was fine: another one cancelled it
-    "ConditionalCheckFailed": (Step.REREAD, None),  # its Item, or a read; a race
-    **dict.fromkeys(RETRYABLE_CANCELLATIONS, (Step.RETRY, None)),
-}
-#: Any other reason (ValidationError, ItemCollectionSizeLimitExceeded, ...): this item
-#: cannot be written, whatever is retried.
-OTHER_CANCELLATION: tuple[Step, Refusal] = (Step.REFUSE, TransactionItemRejected)
-
-
-class Cancelled(Enum):
-    """One item of a cancelled transaction: its reason, and whether the item came with it."""
-
-    FINE = "reason None: another item cancelled the transaction"
-    CONDITION_ITEM = "its condition failed, the item given (ALL_OLD)"
-    CONDITION_BARE = "its condition failed, no item given"
-    CONTENDED = "another writer held it, or a limit throttled it"
-    REJECTED = "any other reason: it cannot be written"
-    UNEXPLAINED = "no reason for it: the reasons are missing or not one per item"
-
-
-class Source(Enum):
-    """Where an item's state comes from after a cancellation."""
-
-    NONE = "not needed"
-    GIVEN = "the Item of its reason"
-    READ = "a consistent read (BatchGetItem)"
-
-
-#: What the core does with one item of a cancelled transaction: (step, a lost race:
-#: counts toward the back-off, where its state comes from, the error).
-CANCELLED_ITEM: dict[Cancelled, tuple[Step, bool, Source, Refusal]] = {
-    Cancelled.FINE: (Step.RESEND, False, Source.NONE, None),
-    Cancelled.CONDITION_ITEM: (Step.REREAD, True, Source.GIVEN, None),
-    Cancelled.CONDITION_BARE: (Step.REREAD, True, Source.READ, None),
-    Cancelled.CONTENDED: (Step.RETRY, True, Source.NONE, None),
-    Cancelled.REJECTED: (Step.REFUSE, False, Source.NONE, TransactionItemRejected),
-    Cancelled.UNEXPLAINED: (Step.REREAD, True, Source.READ, None),
-}
-
 #: A stamp write proven not landed on a chain it found live, by what it was planned on:
 #: (planned on a remembered state, not this call's own read; its condition failed and
 #: the item is in hand) -> REPLAN (the cache was old, nobody raced: plan again on the
@@ -284,27 +227,6 @@ STAMP_AGAIN: dict[tuple[bool, bool], Step] = {
     (True, False): Step.RETRY,  # a transaction held the item, or it is gone: a race
     (False, True): Step.RETRY,
     (False, False): Step.RETRY,
-}
-
-#: After a cancelled transaction, how the items still pending go out again:
-#: (operation, some met another writer, some were planned on an old remembered state
-#: that the cancellation refreshed, some left it refused) -> RETRY (after a back-off,
-#: as ``RetryPolicy`` allows; then StaleLocalData), RESEND (at once, as another
-#: attempt) or REPLAN (at once, not counted: the cache was old, nobody raced).
-AFTER_CANCEL: dict[tuple[str, bool, bool, bool], Step] = {
-    **{
-        (op, True, refreshed, rejected): Step.RETRY
-        for op in ("stamp", "create")
-        for refreshed in (False, True)
-        for rejected in (False, True)
-        if not (op == "create" and refreshed)  # create remembers no state to refresh
-    },
-    ("stamp", False, True, False): Step.REPLAN,
-    ("stamp", False, True, True): Step.REPLAN,
-    ("stamp", False, False, True): Step.RESEND,  # only the refused ones left it
-    ("stamp", False, False, False): Step.RETRY,  # cancelled for no reason it can see
-    ("create", False, False, True): Step.RESEND,  # a live chain, or a refused item, left it
-    ("create", False, False, False): Step.RESEND,
 }
 
 #: A ``create`` whose reply did not say, by the item read back: (reply, its write token
@@ -334,28 +256,6 @@ CREATE_SETTLED: dict[tuple[Reply, bool], Row] = {
 #   the version read); a late caller gets ``ChainTimeout`` whoever's write failed it.
 # - A re-sent ``delete`` whose condition failed is taken as landed: it carries no token
 #   to prove it, and the likeliest reason is that its first send removed the item.
-
-
-def cancelled_of(reason: CancellationReason | None) -> Cancelled:
-    """Classify one item's cancellation reason (None: the reasons do not fit the items)."""
-    if reason is None:
-        return Cancelled.UNEXPLAINED
-    step, _ = CANCELLATION.get(cancellation_code(reason), OTHER_CANCELLATION)
-    if step is Step.REREAD:
-        return Cancelled.CONDITION_ITEM if reason.get("Item") else Cancelled.CONDITION_BARE
-    return {
-        Step.RESEND: Cancelled.FINE,
-        Step.RETRY: Cancelled.CONTENDED,
-        Step.REFUSE: Cancelled.REJECTED,
-    }[step]
-
-
-def item_reasons(tags: Sequence[str], cancelled: ClientError) -> list[CancellationReason | None]:
-    """Each item's reason, in the order sent; all None when AWS gave none that fit."""
-    reasons = cancellation_reasons(cancelled)
-    if len(reasons) != len(tags):
-        return [None] * len(tags)
-    return list(reasons)
 
 
 def sent_of(exc: ClientError) -> Sent:

@@ -1,8 +1,8 @@
 """The operations on many chains per request: transactions of stamps and of creates.
 
 ``Chains`` is the whole core of one table: ``SingleChain``'s operations and these.
-A cancelled transaction is read per item through ``landing.CANCELLED_ITEM``, and what
-goes out next is ``landing.AFTER_CANCEL``'s.
+A cancelled transaction is read per item through ``cancellation.CANCELLED_ITEM``, and
+what goes out next is ``cancellation.AFTER_CANCEL``'s.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from ..errors import (
 )
 from ..item import ChainState
 from ..stamps import Stamp
+from . import cancellation as C
 from . import landing as D
+from .cancellation import Source
 from .chains import SingleChain, plan_batch
 from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
-from .landing import TRANSACTION_CANCELED, Source, Status, Step
+from .landing import TRANSACTION_CANCELED, Status, Step
 from .validate import (
     MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,
@@ -107,8 +109,8 @@ class Chains(SingleChain):
         to_read: list[str] = []
         errors: dict[str, Exception] = {}
         contended: set[str] = set()
-        for tag, reason in zip(tags, D.item_reasons(tags, cancelled), strict=True):
-            _, raced, source, refusal = D.CANCELLED_ITEM[D.cancelled_of(reason)]
+        for tag, reason in zip(tags, C.item_reasons(tags, cancelled), strict=True):
+            _, raced, source, refusal = C.CANCELLED_ITEM[C.cancelled_of(reason)]
             if raced:
                 contended.add(tag)
             if source is Source.READ:
@@ -231,7 +233,7 @@ class Chains(SingleChain):
             if not pending:
                 break
             raced = bool(contended.intersection(pending) - refreshed)
-            step = D.AFTER_CANCEL[("stamp", raced, bool(refreshed), bool(rejected))]
+            step = C.AFTER_CANCEL[("stamp", raced, bool(refreshed), bool(rejected))]
             if step is Step.REPLAN:
                 attempt -= 1
             elif step is Step.RETRY and not (yield from self._back_off(attempt, started)):
@@ -387,7 +389,7 @@ class Chains(SingleChain):
                 break
             pending = [tag for tag in tags if tag not in outcomes]
             raced = bool(contended.intersection(pending))
-            step = D.AFTER_CANCEL[("create", raced, False, refused > 0)]
+            step = C.AFTER_CANCEL[("create", raced, False, refused > 0)]
             if step is Step.RETRY and not (yield from self._back_off(attempt, started)):
                 outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
                 break
