@@ -100,9 +100,9 @@ class SingleChain(Deadlines):
             now = self._now()
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
-            params = self._create_params(
+            params = self._create_update(
                 tag, value, ttl, now, token, chain_id, timeout=timeout, idle_timeout=idle_timeout
-            )
+            ).request()
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:

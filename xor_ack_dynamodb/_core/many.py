@@ -336,7 +336,7 @@ class Chains(SingleChain):
             writes = []
             for tag in pending:
                 token = secrets.token_bytes(WRITE_TOKEN_BYTES)
-                params = self._create_params(
+                params = self._create_update(
                     tag,
                     values[tag],
                     ttl,
@@ -345,7 +345,7 @@ class Chains(SingleChain):
                     secrets.token_bytes(8),
                     timeout=timeout,
                     idle_timeout=idle_timeout,
-                )
+                ).request()
                 writes.append((tag, token, params))
             error = yield from self._transact([params for _, _, params in writes])
             if error is None:

@@ -101,23 +101,6 @@ class Requests:
     def _expiry(self, now: float, ttl: float) -> dict[str, str]:
         return {"N": str(math.ceil(now + ttl))}
 
-    def _create_params(
-        self,
-        tag: str,
-        value: Stamp,
-        ttl: float | None,
-        now: float,
-        token: bytes,
-        chain_id: bytes,
-        *,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """The conditional write that starts a chain (a free tag, or a closed or expired one)."""
-        return self._create_update(
-            tag, value, ttl, now, token, chain_id, timeout=timeout, idle_timeout=idle_timeout
-        ).request()
-
     def _create_update(
         self,
         tag: str,
@@ -130,7 +113,7 @@ class Requests:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> Update:
-        """:meth:`_create_params` as a structured write.
+        """The conditional write that starts a chain (a free tag, or a closed or expired one).
 
         A live chain is in the open index (``open_shard``, ``due_at``: its deadline,
         or ``NEVER_DUE``); the first deadline is ``timeout`` from now, else
