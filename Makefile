@@ -10,6 +10,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check
 OUT    ?= out
+# pytest workers: most tests wait on DynamoDB Local, moto or Spark, so two per core overlap well
+TEST_WORKERS ?= 2
 
 # runtime + PySpark: what `make demo` needs
 RUNTIME := $(VENV)/.installed-runtime
@@ -82,7 +84,7 @@ $(CONNECT): pyproject.toml | doctor
 	@touch $@
 
 unit: $(DEV) dynamodb-local $(CONNECT)
-	SPARK_LOCAL_IP=127.0.0.1 XOR_ACK_REQUIRE_EXTENSION=1 $(PY) -m pytest -q
+	SPARK_LOCAL_IP=127.0.0.1 XOR_ACK_REQUIRE_EXTENSION=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test: doctor lint typecheck infra unit
 
