@@ -31,7 +31,7 @@ RETRYABLE_CANCELLATIONS = frozenset(
 CANCELLATION: dict[str, tuple[Step, Refusal]] = {
     "None": (Step.RESEND, None),  # this item was fine: another one cancelled it
     "ConditionalCheckFailed": (Step.REREAD, None),  # its Item, or a read; a race
-    **dict.fromkeys(RETRYABLE_CANCELLATIONS, (Step.RETRY, None)),
+    **dict.fromkeys(sorted(RETRYABLE_CANCELLATIONS), (Step.RETRY, None)),
 }
 #: Any other reason (ValidationError, ItemCollectionSizeLimitExceeded, ...): this item
 #: cannot be written, whatever is retried.
