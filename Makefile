@@ -80,7 +80,7 @@ CONNECT := .venv-connect/.installed
 $(CONNECT): pyproject.toml | doctor
 	$(PYTHON) -m venv .venv-connect
 	.venv-connect/bin/python -m pip install --disable-pip-version-check 'pyspark-client>=4.0,<5' \
-		'pyarrow>=15' 'pandas>=2.2' 'aioboto3>=13' 'boto3>=1.34' 'click>=8.1' 'rich>=13'
+		'pyarrow>=15' 'pandas>=2.2,<3' 'aioboto3>=13' 'boto3>=1.34' 'click>=8.1' 'rich>=13'
 	@touch $@
 
 unit: $(DEV) dynamodb-local $(CONNECT)
