@@ -33,7 +33,7 @@ from .expressions import (
     Update,
     Value,
 )
-from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL
+from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, first_deadline
 
 #: The expression placeholder of each attribute of the item (rendered in ``expressions``).
 _ATTRIBUTES = {placeholder: attribute for attribute, placeholder in PLACEHOLDERS.items()}
@@ -105,20 +105,18 @@ class Requests:
         self,
         tag: str,
         value: Stamp,
-        ttl: float | None,
+        lifetime: Lifetime,
         now: float,
         token: bytes,
         chain_id: bytes,
-        *,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
     ) -> Update:
         """The conditional write that starts a chain (a free tag, or a closed or expired one).
 
         A live chain is in the open index (``open_shard``, ``due_at``: its deadline,
         or ``NEVER_DUE``); the first deadline is ``timeout`` from now, else
-        ``idle_timeout`` (validated before: a ``ttl`` ends after it).
+        ``idle_timeout`` (``lifetime`` is validated before: a ``ttl`` ends after it).
         """
+        ttl, idle_timeout = lifetime.get("ttl"), lifetime.get("idle_timeout")
         at = Value(":now", _n(now))
         sets: list[tuple[str, Value]] = [
             (I.STAMP, Value(":s", {"B": bytes(value)})),
@@ -134,7 +132,7 @@ class Requests:
             sets.append((I.EXPIRES_AT, Value(":exp", self._expiry(now, ttl))))
         else:
             remove.append(I.EXPIRES_AT)
-        span = timeout if timeout is not None else idle_timeout
+        span = first_deadline(lifetime)
         if span is not None:
             deadline = Value(":dl", _n(round(now + span, 3)))
             sets += [(I.DEADLINE, deadline), (I.DUE_AT, deadline)]
