@@ -27,9 +27,7 @@ from .expressions import (
     Delete,
     Exists,
     Not,
-    SizeAbove,
     Term,
-    TypeIs,
     Update,
     Value,
 )
@@ -324,7 +322,9 @@ class Requests:
         now = Value(":now", _n(at))
         kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
         types: list[Term] = [
-            TypeIs(a, kinds[k]) if required else AnyOf((Exists(a, False), TypeIs(a, kinds[k])))
+            Exists(a, type=kinds[k])
+            if required
+            else AnyOf((Exists(a, False), Exists(a, type=kinds[k])))
             for a, k, required in self._FAIL_TYPES
         ]
         return Update(
@@ -345,7 +345,7 @@ class Requests:
                 Exists(I.FAILED_AT, False),
                 AnyOf((Exists(I.EXPIRES_AT, False), Compare(I.EXPIRES_AT, ">", now))),
                 AnyOf((Exists(I.DEADLINE, False), Compare(I.DEADLINE, ">", now))),
-                SizeAbove(I.STAMP, Value(":zero", _n(0))),
+                Compare(I.STAMP, ">", Value(":zero", _n(0)), size=True),
                 *types,
             ),
             return_values="ALL_NEW",
@@ -358,7 +358,7 @@ class Requests:
         not_expired = AnyOf(
             (
                 Exists(I.EXPIRES_AT, False),
-                Not(TypeIs(I.EXPIRES_AT, Value(":typeN", {"S": "N"}))),
+                Not(Exists(I.EXPIRES_AT, type=Value(":typeN", {"S": "N"}))),
                 Compare(I.EXPIRES_AT, ">", Value(":now", _n(self._now()))),
             )
         )
