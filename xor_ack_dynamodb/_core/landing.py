@@ -139,51 +139,50 @@ WRITE_VERDICT: dict[tuple[Sent, Seen], Verdict] = {
 #: "touch": a later deadline; "timeout": the write that fails an overdue chain).
 OPERATIONS = ("stamp", "create", "fail", "delete", "transact", "touch", "timeout")
 
+#: The operations whose failed or unknown write the item read back decides: a stamp,
+#: a touch (a stamp that moves the deadline), and the timeout write (its token proves
+#: it landed).
+ITEM_DECIDES = ("stamp", "touch", "timeout")
+
+#: Their replies: (reply, how it was sent) -> (verdict or None: the item decides, step, error).
+_ITEM_DECIDES_ROWS: dict[tuple[Reply, Sent], Row] = {
+    # A transaction held the item (another client's stamp_many with transact=True):
+    # refused before anything was written, a lost race: re-read, then RETRY.
+    (Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
+    (Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),  # NOT_LANDED_STEP
+    (Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
+    (Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # landed: done; not: the error
+}
+
 #: What a single write's reply tells, per operation, before the item is looked at:
 #: (operation, reply, how it was sent) -> (verdict or None: the item decides, step, error).
 REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     **{(op, Reply.OK, ONCE): (L, Step.DONE, None) for op in OPERATIONS},
-    # A transaction held the item: refused before anything was written.  For a stamp
-    # it is a lost race (another client's transaction): re-read, then RETRY.
+    # A 4xx (a throttle, a validation error) or a connection never opened: not landed.
+    **{(op, Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR) for op in OPERATIONS},
+    # A transaction held the item: refused before anything was written.
     **{
         (op, Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REFUSE, REPLY_ERROR)
         for op in OPERATIONS
-        if op != "stamp"
+        if op not in ITEM_DECIDES
     },
-    ("stamp", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
-    ("stamp", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
-    ("stamp", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
-    ("stamp", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
-    ("stamp", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # landed: done; not: error
+    **{
+        (op, reply, sent): row
+        for op in ITEM_DECIDES
+        for (reply, sent), row in _ITEM_DECIDES_ROWS.items()
+    },
     ("create", Reply.CONDITION_FAILED, ONCE): (None, Step.REREAD, None),  # token, NOT_LANDED
     ("create", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("create", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("create", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # its token, or the error
     ("fail", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),  # NOT_LANDED_STEP
     ("fail", Reply.CONDITION_FAILED, TWICE): (N, Step.REREAD, None),
-    ("fail", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("fail", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
     ("delete", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, TagNotFound),
     ("delete", Reply.CONDITION_FAILED, TWICE): (L, Step.DONE, None),
-    ("delete", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("delete", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
-    # touch is a stamp that moves the deadline: the same rows.
-    ("touch", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
-    ("touch", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
-    ("touch", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
-    ("touch", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
-    ("touch", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
-    # timeout: its condition failed (closed, or moved since the read) or its outcome is
-    # unknown: the item read back decides (its token proves this write landed).
-    ("timeout", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
-    ("timeout", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
-    ("timeout", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("timeout", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
-    ("timeout", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
     # A transaction that failed without a cancellation: settled by reading every item.
     ("transact", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("transact", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("transact", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("transact", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
 }
 
