@@ -273,10 +273,12 @@ class SingleChain(Deadlines):
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
-            if refused and D.status_of(current, self.clock()) is Status.OVERDUE:
-                pending, state = batch + later, current  # refused for being late: no race
+            overdue = D.status_of(current, self.clock()) is Status.OVERDUE
+            again = D.STAMP_AGAIN[(remembered, refused and current is not None, overdue)]
+            if again is Step.TIME_OUT:  # refused for being late, not raced: no back-off,
+                pending, state = batch + later, current  # the loop's top fails the chain
                 continue
-            if D.STAMP_AGAIN[(remembered, refused and current is not None)] is Step.REPLAN:
+            if again is Step.REPLAN:
                 # The remembered state was old, not raced: plan again on the item now.
                 remembered = False
                 self.stats.cache_refreshes += 1

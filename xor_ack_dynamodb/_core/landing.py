@@ -217,15 +217,25 @@ NOT_LANDED_STEP: dict[tuple[str, Status], tuple[Step, Refusal]] = {
     ("timeout", Status.FAILED): (Step.DONE, None),  # failed by another: once
 }
 
-#: A stamp write proven not landed on a chain it found live, by what it was planned on:
-#: (planned on a remembered state, not this call's own read; its condition failed and
-#: the item is in hand) -> REPLAN (the cache was old, nobody raced: plan again on the
-#: item, not counted as a lost race) or RETRY (a lost race: back off, then look again).
-STAMP_AGAIN: dict[tuple[bool, bool], Step] = {
-    (True, True): Step.REPLAN,
-    (True, False): Step.RETRY,  # a transaction held the item, or it is gone: a race
-    (False, True): Step.RETRY,
-    (False, False): Step.RETRY,
+#: A stamp write proven not landed on a chain it found live, by what it was planned on
+#: and what refused it: (planned on a remembered state, not this call's own read; its
+#: condition failed and the item is in hand; the item read back is overdue by this
+#: client's clock) -> REPLAN (the cache was old, nobody raced: plan again on the item,
+#: not counted as a lost race), TIME_OUT (refused for being late, nobody raced: fail
+#: the chain once, no back-off) or RETRY (a lost race: back off, then look again).
+STAMP_AGAIN: dict[tuple[bool, bool, bool], Step] = {
+    (True, True, False): Step.REPLAN,
+    (True, False, False): Step.RETRY,  # a transaction held the item, or it is gone: a race
+    (False, True, False): Step.RETRY,
+    (False, False, False): Step.RETRY,
+    # The deadline passed between plan and write: DynamoDB refused the write by its
+    # ``deadline > :now`` term.  Whatever the plan was made on, the chain is failed.
+    (True, True, True): Step.TIME_OUT,
+    (False, True, True): Step.TIME_OUT,
+    # A transaction held the item (read back overdue): a race; after the back-off the
+    # chain, still overdue, is failed (NOT_LANDED_STEP), or the policy is spent.
+    (True, False, True): Step.RETRY,
+    (False, False, True): Step.RETRY,
 }
 
 #: A ``create`` whose reply did not say, by the item read back: (reply, its write token
