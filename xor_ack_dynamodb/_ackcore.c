@@ -421,28 +421,29 @@ done:
     return status;
 }
 
-/* Does the fast path of ``name`` (add or stamp) take these arguments?  Yes (1)
- * when there are two, ``tag`` a non-empty str and ``stamp`` bytes, and the core's
- * containers are its own kinds.  Otherwise 0, with ``*answer`` set to the call's
- * answer: NULL (a TypeError) for a wrong number of arguments, else what Python's
- * slow path (``slow``) returns for the call. */
-static int
-takes_fast(CoreObject *self, const char *name, PyObject *slow, PyObject *const *args,
-           Py_ssize_t nargs, PyObject **answer)
+/* A fast path: ``tag`` a non-empty str, ``stamp`` bytes, the core's containers its
+ * own kinds.  It may still hand the call (``args``) to Python's slow path. */
+typedef PyObject *(*FastPath)(CoreObject *self, PyObject *tag, PyObject *stamp,
+                              PyObject *const *args, Py_ssize_t nargs);
+
+/* add() and stamp(): a TypeError for a wrong number of arguments; the fast path
+ * ``fast`` for arguments and containers it takes; otherwise Python's slow path
+ * (``slow``) answers the call. */
+static PyObject *
+fast_or_slow(CoreObject *self, const char *name, PyObject *slow, FastPath fast,
+             PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (tag, stamp), %zd given", name,
                      nargs);
-        *answer = NULL;
-        return 0;
+        return NULL;
     }
     if (PyUnicode_CheckExact(args[0]) && PyUnicode_GET_LENGTH(args[0]) > 0
         && PyBytes_Check(args[1]) && PyDict_CheckExact(self->chains)
         && PyList_CheckExact(self->buckets)) {
-        return 1;
+        return fast(self, args[0], args[1], args, nargs);
     }
-    *answer = call_slow(self, slow, args, nargs);
-    return 0;
+    return call_slow(self, slow, args, nargs);
 }
 
 PyDoc_STRVAR(core_add_doc,
@@ -450,14 +451,9 @@ PyDoc_STRVAR(core_add_doc,
 "Start the chain ``tag`` with ``stamp``; True if the add completed it.");
 
 static PyObject *
-core_add(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
+add_fast(CoreObject *self, PyObject *tag, PyObject *stamp, PyObject *const *args,
+         Py_ssize_t nargs)
 {
-    PyObject *answer;
-    if (!takes_fast(self, "add", str_add_slow, args, nargs, &answer)) {
-        return answer;
-    }
-    PyObject *tag = args[0];
-    PyObject *stamp = args[1];
     Py_ssize_t nbytes = PyBytes_GET_SIZE(stamp);
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(stamp);
     if (nbytes == 0 || all_zero(data, nbytes)
@@ -507,14 +503,9 @@ PyDoc_STRVAR(core_stamp_doc,
 "XOR ``stamp`` into the chain ``tag``; True if this stamp completed it.");
 
 static PyObject *
-core_stamp(CoreObject *self, PyObject *const *args, Py_ssize_t nargs)
+stamp_fast(CoreObject *self, PyObject *tag, PyObject *stamp, PyObject *const *args,
+           Py_ssize_t nargs)
 {
-    PyObject *answer;
-    if (!takes_fast(self, "stamp", str_stamp_slow, args, nargs, &answer)) {
-        return answer;
-    }
-    PyObject *tag = args[0];
-    PyObject *stamp = args[1];
     PyObject *found = PyDict_GetItemWithError(self->chains, tag);
     if (found == NULL) {
         if (PyErr_Occurred()) {
@@ -657,6 +648,16 @@ static PyGetSetDef core_getset[] = {
     GETSET(ack_time_max),
     {NULL},
 };
+
+/* The methods add() and stamp(): ``core_add`` and ``core_stamp``. */
+#define FAST_METHOD(name)                                                                  \
+    static PyObject *core_##name(CoreObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                      \
+        return fast_or_slow(self, #name, str_##name##_slow, name##_fast, args, nargs);     \
+    }
+
+FAST_METHOD(add)
+FAST_METHOD(stamp)
 
 static PyMethodDef core_methods[] = {
     {"add", (PyCFunction)(void (*)(void))core_add, METH_FASTCALL, core_add_doc},

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
 from ._attempts import watch
 from ._aws import Settings
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
+from ._core.validate import Lifetime, check_keywords
 from ._ops import (
     DEFAULT_TOKEN_WINDOW,
     DEFAULT_TOMBSTONE_TTL,
@@ -67,9 +68,37 @@ def connection(options: Connection) -> tuple[Any, Settings, Options]:
 _CONNECTION = frozenset(Connection.__annotations__) - frozenset(Options.__annotations__)
 
 
-def check_concurrency(concurrency: int) -> None:
+#: How many transactions ``create_many`` and requests ``stamp_many`` have in flight at once.
+DEFAULT_CREATE_CONCURRENCY = 4
+DEFAULT_STAMP_CONCURRENCY = 16
+
+
+class CreateMany(Lifetime, total=False):
+    """``create_many``'s options: the chains' ``Lifetime`` and ``concurrency``.
+
+    ``concurrency``: transactions in flight at once (default 4).
+    """
+
+    concurrency: int
+
+
+class StampMany(TypedDict, total=False):
+    """``stamp_many``'s options: ``tokens``, ``concurrency``, ``transact``.
+
+    ``tokens``: ``{tag: token}``, each as ``stamp``'s ``token`` (default none);
+    ``concurrency``: requests in flight at once (default 16); ``transact``: up to
+    100 chains per TransactWriteItems request (default False).
+    """
+
+    tokens: Mapping[str, bytes | str] | None
+    concurrency: int
+    transact: bool
+
+
+def check_concurrency(concurrency: int) -> int:
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
+    return concurrency
 
 
 #: The injected DynamoDB client: aiobotocore's for the async client, boto3's for the sync one.
@@ -142,29 +171,25 @@ class ClientBase(Generic[ClientT]):
     # -- the *_many calls' inputs and results, before and after their I/O -------
 
     def _creates(
-        self,
-        stamps: Mapping[str, bytes],
-        ttl: float | None,
-        concurrency: int,
-        timeout: float | None,
-        idle_timeout: float | None,
-    ) -> tuple[dict[str, Stamp], Callable[[dict[str, Any]], Op]]:
-        """``create_many``'s validated stamps, and the transaction each piece of them runs."""
-        check_concurrency(concurrency)
-        values = create_entries(stamps, ttl, self._core.token_window, timeout, idle_timeout)
-        return values, lambda piece: self._core.create_transact(piece, ttl, timeout, idle_timeout)
+        self, stamps: Mapping[str, bytes], options: CreateMany
+    ) -> tuple[dict[str, Stamp], Callable[[dict[str, Any]], Op], int]:
+        """``create_many``'s validated stamps, the transaction each piece of them runs, and
+        how many run at once."""
+        concurrency = check_concurrency(options.get("concurrency", DEFAULT_CREATE_CONCURRENCY))
+        lifetime = {key: value for key, value in options.items() if key != "concurrency"}
+        values, checked = create_entries(stamps, lifetime, self._core.token_window)
+        return values, lambda piece: self._core.create_transact(piece, **checked), concurrency
 
     @staticmethod
     def _created(values: Mapping[str, Stamp], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
         return collect_many(values, outcomes, CreateManyFailed)
 
     @staticmethod
-    def _stamps(
-        stamps: Mapping[str, bytes], tokens: Mapping[str, bytes | str] | None, concurrency: int
-    ) -> dict[str, Entry]:
-        """``stamp_many``'s validated entries."""
-        check_concurrency(concurrency)
-        return many_entries(stamps, tokens)
+    def _stamps(stamps: Mapping[str, bytes], options: StampMany) -> tuple[dict[str, Entry], int]:
+        """``stamp_many``'s validated entries, and how many requests go out at once."""
+        check_keywords("stamp_many", options, StampMany)
+        concurrency = check_concurrency(options.get("concurrency", DEFAULT_STAMP_CONCURRENCY))
+        return many_entries(stamps, options.get("tokens")), concurrency
 
     @staticmethod
     def _stamped(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:

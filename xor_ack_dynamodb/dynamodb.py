@@ -17,18 +17,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
-from ._client import ClientBase, Connection, connection
+from ._client import ClientBase, Connection, CreateMany, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
-from ._ops import (
-    Entry,
-    Op,
-    Outcome,
-    Sleep,
-    one_entry,
-    unwrap,
-)
+from ._core.validate import Lifetime
+from ._ops import Entry, Op, Outcome, Sleep, one_entry, unwrap
 from .item import ChainState
 from .stamps import Stamp
 
@@ -173,15 +167,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
 
     # -- the API -------------------------------------------------------------
 
-    async def create(
-        self,
-        tag: str,
-        stamp: bytes,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-    ) -> Stamp:
+    async def create(self, tag: str, stamp: bytes, **lifetime: Unpack[Lifetime]) -> Stamp:
         """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists.
 
         ``timeout`` (seconds): the chain must ack by now + ``timeout``, or its next
@@ -191,7 +177,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         ``timeout``).  ``ttl`` (seconds) is garbage collection only: an abandoned chain
         expires and counts as absent; it must be longer than the first deadline.
         """
-        result: Stamp = await self._run(self._core.create(tag, stamp, ttl, timeout, idle_timeout))
+        result: Stamp = await self._run(self._core.create(tag, stamp, **lifetime))
         return result
 
     async def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
@@ -232,13 +218,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return [merged[tag] for tag in items]
 
     async def create_many(
-        self,
-        stamps: Mapping[str, bytes],
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-        concurrency: int = 4,
+        self, stamps: Mapping[str, bytes], **options: Unpack[CreateMany]
     ) -> dict[str, Stamp]:
         """Start many chains (``{tag: stamp}``), up to 100 per transaction.
 
@@ -248,7 +228,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         Raises ``CreateManyFailed`` (created stamps and errors) if any was not
         created.  A transaction costs twice the write units of plain writes.
         """
-        values, op = self._creates(stamps, ttl, concurrency, timeout, idle_timeout)
+        values, op, concurrency = self._creates(stamps, options)
         return self._created(values, await self._chunks(op, values, concurrency))
 
     async def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
@@ -262,12 +242,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return result
 
     async def stamp_many(
-        self,
-        stamps: Mapping[str, bytes],
-        *,
-        tokens: Mapping[str, bytes | str] | None = None,
-        concurrency: int = 16,
-        transact: bool = False,
+        self, stamps: Mapping[str, bytes], **options: Unpack[StampMany]
     ) -> dict[str, Stamp]:
         """Stamp many chains at once, at most ``concurrency`` requests in flight.
 
@@ -280,8 +255,8 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         BatchGetItem): far fewer requests and less CPU on both ends, at twice the
         write units per chain on AWS.  The guarantees are the same.
         """
-        entries = self._stamps(stamps, tokens, concurrency)
-        if transact:
+        entries, concurrency = self._stamps(stamps, options)
+        if options.get("transact", False):
             outcomes = await self._chunks(self._core.stamp_transact, entries, concurrency)
             return self._stamped(entries, outcomes)
         gate = asyncio.Semaphore(concurrency)

@@ -25,7 +25,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from . import _aws
@@ -51,31 +51,42 @@ class SweepSummary:
     """What one sweep did: the chains it failed (this sweeper's own writes only)."""
 
     table: str
-    failed: int
-    tags: tuple[str, ...]
-    more: int
+    swept: tuple[str, ...]  # the tag of every chain this sweep failed
     seconds: float
     event_id: str | None = None
     scheduled_at: str | None = None
+
+    #: The keys of ``as_dict``, in order: ``failed`` counts the chains, ``tags`` lists
+    #: at most ``MAX_TAGS`` of them, ``more`` is how many it leaves out.
+    KEYS = ("table", "failed", "tags", "more", "seconds", "event_id", "scheduled_at")
 
     @classmethod
     def of(
         cls, table: str, failed: list[ChainState], seconds: float, event: Any = None
     ) -> SweepSummary:
-        tags = tuple(state.tag for state in failed)
         event = event if isinstance(event, dict) else {}
         return cls(
             table=table,
-            failed=len(tags),
-            tags=tags[:MAX_TAGS],
-            more=max(0, len(tags) - MAX_TAGS),
+            swept=tuple(state.tag for state in failed),
             seconds=round(seconds, 3),
             event_id=_text(event.get("id")),
             scheduled_at=_text(event.get("time")),
         )
 
+    @property
+    def failed(self) -> int:
+        return len(self.swept)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.swept[:MAX_TAGS]
+
+    @property
+    def more(self) -> int:
+        return max(0, len(self.swept) - MAX_TAGS)
+
     def as_dict(self) -> dict[str, Any]:
-        summary = asdict(self)
+        summary = {key: getattr(self, key) for key in self.KEYS}
         summary["tags"] = list(self.tags)
         return summary
 

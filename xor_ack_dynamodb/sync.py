@@ -20,18 +20,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
-from ._client import ClientBase, Connection, connection
+from ._client import ClientBase, Connection, CreateMany, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
-from ._ops import (
-    Entry,
-    Op,
-    Outcome,
-    Sleep,
-    one_entry,
-    unwrap,
-)
+from ._core.validate import Lifetime
+from ._ops import Entry, Op, Outcome, Sleep, one_entry, unwrap
 from .item import ChainState
 from .stamps import Stamp
 
@@ -160,17 +154,9 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
 
     # -- the API -------------------------------------------------------------
 
-    def create(
-        self,
-        tag: str,
-        stamp: bytes,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-    ) -> Stamp:
+    def create(self, tag: str, stamp: bytes, **lifetime: Unpack[Lifetime]) -> Stamp:
         """Start a chain for ``tag``; see ``XorAckDynamoDB.create`` (deadlines included)."""
-        result: Stamp = self._run(self._core.create(tag, stamp, ttl, timeout, idle_timeout))
+        result: Stamp = self._run(self._core.create(tag, stamp, **lifetime))
         return result
 
     def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
@@ -209,16 +195,10 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return [merged[tag] for tag in items]
 
     def create_many(
-        self,
-        stamps: Mapping[str, bytes],
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-        concurrency: int = 4,
+        self, stamps: Mapping[str, bytes], **options: Unpack[CreateMany]
     ) -> dict[str, Stamp]:
         """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
-        values, op = self._creates(stamps, ttl, concurrency, timeout, idle_timeout)
+        values, op, concurrency = self._creates(stamps, options)
         return self._created(values, self._chunks(op, values, concurrency))
 
     def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
@@ -232,20 +212,15 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return result
 
     def stamp_many(
-        self,
-        stamps: Mapping[str, bytes],
-        *,
-        tokens: Mapping[str, bytes | str] | None = None,
-        concurrency: int = 16,
-        transact: bool = False,
+        self, stamps: Mapping[str, bytes], **options: Unpack[StampMany]
     ) -> dict[str, Stamp]:
         """Stamp many chains; see ``XorAckDynamoDB.stamp_many``.
 
         At most ``concurrency`` requests in flight (threads): single writes, or
         transactions of up to 100 chains with ``transact=True``.
         """
-        entries = self._stamps(stamps, tokens, concurrency)
-        if transact:
+        entries, concurrency = self._stamps(stamps, options)
+        if options.get("transact", False):
             return self._stamped(
                 entries, self._chunks(self._core.stamp_transact, entries, concurrency)
             )

@@ -97,7 +97,7 @@ def test_a_stamp_write_becomes_the_same_conditional_update_statement(
 
 def test_writes_of_another_shape_stay_update_items() -> None:
     core = Chains(table="chains")
-    create = core._create_update("f", new_stamp(), None, 1.0, b"t" * 8, b"c" * 16)
+    create = core._create_update("f", new_stamp(), {}, 1.0, b"t" * 8, b"c" * 16)
     assert create.statement() is None  # an OR of attribute_not_exists and comparisons
     update, _ = core._stamp_update("f", _state(), new_stamp(), (b"t" * 8,), 1.0)
     assert update.statement() is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import boto3
 import pytest
 
 from xor_ack_dynamodb import item as I
@@ -27,6 +28,7 @@ from xor_ack_dynamodb.errors import (
 )
 from xor_ack_dynamodb.item import ChainState, decode
 from xor_ack_dynamodb.stamps import Stamp
+from xor_ack_dynamodb.sync import SyncXorAckDynamoDB
 
 from .peer import TAG, condition_failed, drive, got, item, lost_connection, ok
 
@@ -112,6 +114,29 @@ def test_a_ttl_not_longer_than_the_first_deadline_is_refused_before_any_send() -
         drive(core.create(TAG, ROOT, ttl=60, timeout=60), [])
     with pytest.raises(InvalidTTL):
         drive(core.create_transact({"a": ROOT, "b": ROOT}, ttl=10, idle_timeout=30), [])
+
+
+def test_a_keyword_that_is_no_option_is_a_type_error_before_any_send() -> None:
+    """``create``'s ``Lifetime`` and the ``*_many`` options are ``**options``: a misspelt
+    keyword is refused as Python refuses one, nothing is sent."""
+    core, _ = chains()
+    with pytest.raises(TypeError, match=r"create\(\) got an unexpected keyword argument 'tll'"):
+        drive(core.create(TAG, ROOT, tll=60), [])  # type: ignore[call-arg]
+    offline = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",  # nothing listens: a send would fail, not pass
+        aws_access_key_id="k",
+        aws_secret_access_key="s",
+    )
+    ack = SyncXorAckDynamoDB(offline, table="tbl")
+    with pytest.raises(TypeError, match=r"create\(\) got an unexpected keyword argument 'tll'"):
+        ack.create(TAG, ROOT, tll=60)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"create_many\(\) got an unexpected keyword argument"):
+        ack.create_many({TAG: ROOT}, timeut=60)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"stamp_many\(\) got an unexpected keyword argument"):
+        ack.stamp_many({TAG: A}, transaction=True)  # type: ignore[call-arg]
+    assert ack.stats.total_requests == 0
 
 
 def test_an_idle_stamp_moves_the_deadline_and_the_expiry_in_its_own_write() -> None:

@@ -757,17 +757,20 @@ def test_every_create_settled_row(key: tuple[D.Reply, bool]) -> None:
 
 
 @pytest.mark.parametrize("key", list(D.STAMP_AGAIN))
-def test_every_stamp_again_row(key: tuple[bool, bool]) -> None:
+def test_every_stamp_again_row(key: tuple[bool, bool, bool]) -> None:
     """A stamp's first write is refused on a live chain: planned on the cache or on its own
-    read, refused by its condition with the item (ALL_OLD) or by a transaction's conflict.
+    read, refused by its condition with the item (ALL_OLD) or by a transaction's conflict,
+    the item read back live or past its deadline (the deadline passed while it travelled).
 
-    REPLAN writes again at once on the item returned; RETRY backs off first.  With
-    ``retry=None`` a RETRY is StaleLocalData at once, with no second write.
+    REPLAN writes again at once on the item returned; TIME_OUT fails the chain at once
+    (one timeout write, ``ChainTimeout``); RETRY backs off first.  With ``retry=None`` a
+    RETRY is StaleLocalData at once, with no second write.
     """
-    remembered, with_item = key
+    remembered, with_item, overdue = key
     step = D.STAMP_AGAIN[key]
     core = chains(retry=None)
-    moved = item(xor(ROOT, A), version=2, tokens=OLD[:2])  # another writer's stamp landed
+    # another writer's stamp landed; overdue: the deadline (epoch 1000) is long past
+    moved = item(xor(ROOT, A), version=2, tokens=OLD[:2], deadline=1000 if overdue else None)
     script: list[Any] = []
     if remembered:
         core.remember(ChainState(TAG, ROOT, CHAIN, 1, tuple(OLD[:1]), 1.0, 1.0), TAG)
@@ -780,11 +783,19 @@ def test_every_stamp_again_row(key: tuple[bool, bool]) -> None:
         script.append(("get_item", got(moved)))
     if step is D.Step.REPLAN:
         script.append(("update_item", ok))
+    if step is D.Step.TIME_OUT:
+        tombstone = item(xor(ROOT, A), version=3, tokens=OLD[:3], reason="timeout")
+        script.append(("update_item", {"Attributes": tombstone}))
     ran = drive(stamp(core, A), script)
     (outcome,) = ran.result
     assert ran.sleeps == []
+    if step is not D.Step.RETRY:
+        assert core.stats.conflicts == 0  # not a lost race
     if step is D.Step.REPLAN:
         assert outcome == ROOT  # (ROOT ^ A) ^ A: planned on the item the refusal returned
         assert planned(ran.calls[-1]) == (CHAIN, "2")
+    elif step is D.Step.TIME_OUT:
+        assert isinstance(outcome, ChainTimeout) and outcome.deadline == 1000
+        assert planned(ran.calls[-1]) == (CHAIN, "2")  # the timeout write, on the item seen
     else:
         assert step is D.Step.RETRY and isinstance(outcome, StaleLocalData)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from typing import Any
+from typing import Any, get_args
 
 import click
 
@@ -13,7 +13,7 @@ from .._core.deadlines import ListStatus
 from ..item import ChainState
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .errors import UserError
-from .options import Verbs, _settings
+from .options import Verbs, _settings, choice_option, json_option, seconds_option
 from .show import _echo_pairs, _when
 
 
@@ -31,9 +31,6 @@ def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> byt
     if not data:
         raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
     return data
-
-
-_SECONDS = click.FloatRange(min=0, min_open=True)
 
 
 def _check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -88,16 +85,11 @@ def chain() -> None:
     show_default=True,
     help="Size of the random stamp made when STAMP is omitted.",
 )
-@click.option(
-    "--ttl",
-    type=_SECONDS,
-    help="Delete the item after SECONDS (garbage collection, after any deadline).",
-)
-@click.option("--timeout", type=_SECONDS, help="Fail the chain if not acked within SECONDS.")
-@click.option(
+@seconds_option("--ttl", "Delete the item after SECONDS (garbage collection, after any deadline).")
+@seconds_option("--timeout", "Fail the chain if not acked within SECONDS.")
+@seconds_option(
     "--idle-timeout",
-    type=_SECONDS,
-    help="Fail the chain if SECONDS pass without a stamp (each stamp moves the deadline).",
+    "Fail the chain if SECONDS pass without a stamp (each stamp moves the deadline).",
 )
 @click.pass_context
 def chain_create(
@@ -175,7 +167,7 @@ def _from_now(moment: float, now: float) -> str:
 
 @chain.command("show")
 @click.argument("tag", callback=_check_tag)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option()
 @click.pass_context
 def chain_show(ctx: click.Context, tag: str, as_json: bool) -> None:
     """Show chain TAG: state, deadline, times, reason (exit 1 if it does not exist).
@@ -192,7 +184,7 @@ def chain_show(ctx: click.Context, tag: str, as_json: bool) -> None:
 
 @chain.command("get")
 @click.argument("tag", callback=_check_tag)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option()
 @click.pass_context
 def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
     """Show chain TAG, as `chain show` does (exit 1 if it does not exist).
@@ -206,10 +198,8 @@ def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
 
 @chain.command("touch")
 @click.argument("tag", callback=_check_tag)
-@click.option(
-    "--timeout",
-    type=_SECONDS,
-    help="Move the deadline to now + SECONDS [default: the chain's idle timeout].",
+@seconds_option(
+    "--timeout", "Move the deadline to now + SECONDS [default: the chain's idle timeout]."
 )
 @click.pass_context
 def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
@@ -224,15 +214,14 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
 
 
 @chain.command("list")
-@click.option(
+@choice_option(
     "--status",
-    type=click.Choice(["open", "overdue", "failed"]),
-    default="open",
-    show_default=True,
-    help="open: not acked nor failed; overdue: open past the deadline; failed: tombstones.",
+    get_args(ListStatus),
+    "open: not acked nor failed; overdue: open past the deadline; failed: tombstones.",
+    "open",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="At most N chains.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per chain.")
+@json_option("Print one JSON object per chain.")
 @click.pass_context
 def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_json: bool) -> None:
     """List open, overdue or failed chains from the inventory indexes (no scan).

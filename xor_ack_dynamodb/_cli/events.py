@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 import click
@@ -16,7 +11,8 @@ import click
 from ..events.follow import follow as follow_stream
 from ..events.follow import stream_arn, streams_client
 from ..events.kinds import ChainEvent
-from .options import Settings, Verbs, _settings
+from .options import Settings, Verbs, _settings, json_option, typed_option
+from .signals import stop_on_signals
 
 
 def _stamp_time(seconds: float) -> str:
@@ -43,22 +39,6 @@ def streams(settings: Settings) -> tuple[Any, str]:
     return streams_client(settings.endpoint_url, settings.region, config), arn
 
 
-@contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGINT or SIGTERM (the previous handlers come back afterwards)."""
-    stop = threading.Event()
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 @click.group(cls=Verbs)
 def events() -> None:
     """Follow the chain events of a table's stream (created, acked, failed, ...)."""
@@ -66,18 +46,17 @@ def events() -> None:
 
 @events.command("follow")
 @click.option("--from-start", is_flag=True, help="Start at the oldest record (24 h), not now.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line.")
-@click.option(
+@json_option("Print one JSON object per line.")
+@typed_option(
     "--interval",
-    type=click.FloatRange(min=0.05, max=60),
-    default=1.0,
-    show_default=True,
-    help="Seconds between polls when the stream is idle.",
+    click.FloatRange(min=0.05, max=60),
+    "Seconds between polls when the stream is idle.",
+    1.0,
 )
-@click.option(
+@typed_option(
     "--count",
-    type=click.IntRange(min=1),
-    help="Exit after printing this many events (default: until Ctrl-C or SIGTERM).",
+    click.IntRange(min=1),
+    "Exit after printing this many events (default: until Ctrl-C or SIGTERM).",
 )
 @click.pass_context
 def events_follow(

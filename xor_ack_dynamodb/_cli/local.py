@@ -81,6 +81,14 @@ def local_start(
     click.echo(f"export AWS_ENDPOINT_URL_DYNAMODB={state.endpoint_url}")
 
 
+def _running(state: ServerState | None, hint: str = "", code: int = 0) -> ServerState:
+    """The server ``state`` tells of; with none, say so (and ``hint``) and exit with ``code``."""
+    if state is None:
+        click.echo(f"no local DynamoDB running{hint}")
+        sys.exit(code)
+    return state
+
+
 def _kind_name(state: ServerState) -> str:
     return "DynamoDB Local" if state.kind == "dynamodb-local" else "moto server (test double)"
 
@@ -93,10 +101,7 @@ def local_status() -> None:
     Example:
       xor-ack local status
     """
-    state = server_status()
-    if state is None:
-        click.echo("no local DynamoDB running (start one with `xor-ack local start`)")
-        sys.exit(NOT_RUNNING)
+    state = _running(server_status(), " (start one with `xor-ack local start`)", NOT_RUNNING)
     answering = _answers(state.endpoint_url)
     _echo_pairs(
         [
@@ -119,8 +124,5 @@ def local_stop() -> None:
     Example:
       xor-ack local stop
     """
-    state = stop_detached()
-    if state is None:
-        click.echo("no local DynamoDB running")
-        return
+    state = _running(stop_detached())
     click.echo(f"stopped {_kind_name(state)} at {state.endpoint_url} (pid {state.pid})")

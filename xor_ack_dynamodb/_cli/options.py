@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from urllib.parse import urlsplit
@@ -58,13 +58,42 @@ class Settings:
 
 def backend_option(name: str, help: str) -> Callable[[F], F]:
     """The option that picks a local DynamoDB server: ``_local``'s ``Backend``, ``auto`` first."""
+    return choice_option(name, sorted(get_args(Backend)), help, "auto")
+
+
+def choice_option(
+    name: str, choices: Sequence[str], help: str, default: str | None = None
+) -> Callable[[F], F]:
+    """An option of one of ``choices``; its default, if any, shown in --help."""
+    return typed_option(name, click.Choice(choices), help, default)
+
+
+#: A number of seconds above 0 (``--timeout``, ``--ttl``, ``--watch``, ...).
+SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+def json_option(help: str = "Print JSON.") -> Callable[[F], F]:
+    """``--json``: print JSON instead of text (the command's parameter is ``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def seconds_option(name: str, help: str, default: float | None = None) -> Callable[[F], F]:
+    """An option of ``SECONDS``; its default, if it has one, is shown in --help."""
+    return typed_option(name, SECONDS, help, default)
+
+
+def typed_option(
+    name: str, kind: click.ParamType[Any], help: str, default: float | str | None = None
+) -> Callable[[F], F]:
+    """An option of type ``kind`` (a range, a choice); its default, if any, shown in --help."""
     return click.option(
-        name,
-        type=click.Choice(sorted(get_args(Backend))),
-        default="auto",
-        show_default=True,
-        help=help,
+        name, type=kind, default=default, show_default=default is not None, help=help
     )
+
+
+def url_option(name: str, help: str, *, required: bool = False) -> Callable[[F], F]:
+    """An http(s) URL option (``check_endpoint``)."""
+    return click.option(name, metavar="URL", required=required, callback=check_endpoint, help=help)
 
 
 def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

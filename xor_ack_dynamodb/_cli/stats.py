@@ -9,7 +9,7 @@ import click
 from ..events.follow import read
 from ..events.stats import Summary
 from .events import streams
-from .options import Verb, _settings
+from .options import Verb, _settings, json_option
 from .show import _echo_pairs
 
 
@@ -18,7 +18,7 @@ def _seconds(value: float | None) -> str:
 
 
 @click.command("stats", cls=Verb)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option()
 @click.pass_context
 def chain_stats(ctx: click.Context, as_json: bool) -> None:
     """Count created, acked, failed, timed-out, expired and deleted chains, and give

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
@@ -17,33 +12,9 @@ from ..errors import XorAckError
 from ..item import ChainState
 from ..sweeper import SweepSummary
 from .errors import explain
-from .options import Verb, _settings
+from .options import SECONDS, Verb, _settings, json_option
 from .show import _when
-
-
-class _Stop(threading.Event):
-    """Set by the first SIGINT or SIGTERM; ``.signal`` names it."""
-
-    signal = ""
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[_Stop]:
-    """An event set by SIGINT or SIGTERM while inside (the previous handlers come back after)."""
-    stop = _Stop()
-
-    def on_signal(number: int, frame: FrameType | None) -> None:
-        stop.signal = stop.signal or signal.Signals(number).name
-        stop.set()
-
-    previous = {
-        number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield stop
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+from .signals import stop_on_signals as _stop_on_signals
 
 
 def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> None:
@@ -59,11 +30,11 @@ def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> N
 @click.command("sweep", cls=Verb)
 @click.option(
     "--watch",
-    type=click.FloatRange(min=0, min_open=True),
+    type=SECONDS,
     metavar="SECONDS",
     help="Sweep again every SECONDS until Ctrl-C or SIGTERM.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per sweep.")
+@json_option("Print one JSON object per sweep.")
 @click.pass_context
 def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
     """Fail every chain past its deadline (reason "timeout"), once each.

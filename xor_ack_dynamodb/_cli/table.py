@@ -10,7 +10,7 @@ import click
 from ..table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, create_table, delete_table
 from ..table import describe_table as describe_table_info
 from ..upgrade import plan_upgrade, upgrade_table
-from .options import Verbs, _settings
+from .options import Verbs, _settings, json_option, seconds_option
 from .show import _echo_pairs
 
 _UPGRADE_HINT = "run `xor-ack table upgrade` to add it"
@@ -73,12 +73,8 @@ def table_create(
 
 
 @table.command("upgrade")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=3600.0,
-    show_default=True,
-    help="Seconds to wait for each new index to be ACTIVE (DynamoDB backfills it).",
+@seconds_option(
+    "--timeout", "Seconds to wait for each new index to be ACTIVE (DynamoDB backfills it).", 3600.0
 )
 @click.pass_context
 def table_upgrade(ctx: click.Context, timeout: float) -> None:
@@ -110,7 +106,7 @@ def table_upgrade(ctx: click.Context, timeout: float) -> None:
 
 
 @table.command("describe")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option()
 @click.pass_context
 def table_describe(ctx: click.Context, as_json: bool) -> None:
     """Show the table's key, status, capacity, TTL and size.

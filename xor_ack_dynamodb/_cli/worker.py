@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from .errors import RefusedUsage
-from .options import Verb, _settings, check_endpoint
+from .options import F, Verb, _settings, typed_option, url_option
 
 
 def _callable(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -33,77 +33,50 @@ def _callable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return found
 
 
-def _queue_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    check_endpoint(ctx, param, value)  # an http(s) URL with a host
-    return value
+def function_option(name: str, help: str, *, required: bool = False) -> Callable[[F], F]:
+    """An option naming a function as ``module:function`` (``_callable``)."""
+    return click.option(
+        name, required=required, metavar="MODULE:FUNCTION", callback=_callable, help=help
+    )
 
 
 @click.command("worker", cls=Verb)
-@click.option(
-    "--queue-url", required=True, metavar="URL", callback=_queue_url, help="The work queue."
-)
-@click.option(
+@url_option("--queue-url", "The work queue.", required=True)
+@function_option(
     "--handler",
-    "handler",
+    "The function each message's payload goes to; it returns the children's payloads.",
     required=True,
-    metavar="MODULE:FUNCTION",
-    callback=_callable,
-    help="The function each message's payload goes to; it returns the children's payloads.",
 )
-@click.option(
-    "--continuation",
-    metavar="MODULE:FUNCTION",
-    callback=_callable,
-    help="An async function awaited once per acked chain with a fleet.Completed.",
+@function_option(
+    "--continuation", "An async function awaited once per acked chain with a fleet.Completed."
 )
-@click.option(
+@url_option(
     "--dead-letter-queue-url",
-    metavar="URL",
-    callback=_queue_url,
-    help="Also drain this queue, failing each message's chain with reason dead-letter.",
+    "Also drain this queue, failing each message's chain with reason dead-letter.",
 )
-@click.option(
+@url_option(
     "--sqs-endpoint-url",
-    metavar="URL",
-    callback=check_endpoint,
-    help="SQS endpoint, e.g. http://127.0.0.1:5000 [default: AWS_ENDPOINT_URL_SQS, else AWS]",
+    "SQS endpoint, e.g. http://127.0.0.1:5000 [default: AWS_ENDPOINT_URL_SQS, else AWS]",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 10_000),
-    default=16,
-    show_default=True,
-    help="Messages handled at once.",
-)
-@click.option(
-    "--wait-time",
-    type=click.IntRange(0, 20),
-    default=20,
-    show_default=True,
-    help="Long-poll seconds of each receive.",
-)
-@click.option(
+@typed_option("--concurrency", click.IntRange(1, 10_000), "Messages handled at once.", 16)
+@typed_option("--wait-time", click.IntRange(0, 20), "Long-poll seconds of each receive.", 20)
+@typed_option(
     "--visibility-timeout",
-    type=click.IntRange(1, 43_200),
-    default=60,
-    show_default=True,
-    help="Seconds a received message stays hidden; extended every third of it while working.",
+    click.IntRange(1, 43_200),
+    "Seconds a received message stays hidden; extended every third of it while working.",
+    60,
 )
-@click.option(
+@typed_option(
     "--shutdown-grace",
-    type=click.FloatRange(0, 3600),
-    default=30.0,
-    show_default=True,
-    help="On SIGTERM, seconds the messages in hand may take before they are released.",
+    click.FloatRange(0, 3600),
+    "On SIGTERM, seconds the messages in hand may take before they are released.",
+    30.0,
 )
-@click.option(
+@typed_option(
     "--token-window",
-    type=click.IntRange(2, 400),
-    default=64,
-    show_default=True,
-    help="Tokens each chain item keeps; every client of the fleet's chains must use the same.",
+    click.IntRange(2, 400),
+    "Tokens each chain item keeps; every client of the fleet's chains must use the same.",
+    64,
 )
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info")
 @click.pass_context

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -31,6 +31,7 @@ from .effects import Call, Effect, Entry, Outcome, Sleep
 from .landing import Reply, Status, Step, Verdict
 from .validate import (
     WRITE_TOKEN_BYTES,
+    Lifetime,
     check_deadline,
     check_fits,
     check_reason,
@@ -77,22 +78,15 @@ class SingleChain(Deadlines):
     """The operations of one table's core on one chain at a time."""
 
     def create(
-        self,
-        tag: str,
-        stamp: bytes,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
+        self, tag: str, stamp: bytes, **lifetime: Unpack[Lifetime]
     ) -> Generator[Effect, Any, Stamp]:
         """Start a chain: a conditional write that only a free tag lets through.
 
-        ``timeout``: the chain's first deadline, from now; ``idle_timeout``: each
-        landed stamp moves the deadline to now + this (and is the first deadline
-        when ``timeout`` is not given).  Checked with ``ttl`` before any I/O.
+        ``lifetime`` (``Lifetime``: the deadline, the TTL) is checked before any I/O.
         """
         check_tag(tag)
         value = as_stamp(stamp)
-        ttl, timeout, idle_timeout = check_deadline(ttl, timeout, idle_timeout)
+        checked = check_deadline(lifetime)
         check_fits(tag, value, self.token_window)
         attempt = 0
         while True:
@@ -100,9 +94,7 @@ class SingleChain(Deadlines):
             now = self._now()
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
-            params = self._create_update(
-                tag, value, ttl, now, token, chain_id, timeout=timeout, idle_timeout=idle_timeout
-            ).request()
+            params = self._create_update(tag, value, checked, now, token, chain_id).request()
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
@@ -281,10 +273,12 @@ class SingleChain(Deadlines):
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
-            if refused and D.status_of(current, self.clock()) is Status.OVERDUE:
-                pending, state = batch + later, current  # refused for being late: no race
+            overdue = D.status_of(current, self.clock()) is Status.OVERDUE
+            again = D.STAMP_AGAIN[(remembered, refused and current is not None, overdue)]
+            if again is Step.TIME_OUT:  # refused for being late, not raced: no back-off,
+                pending, state = batch + later, current  # the loop's top fails the chain
                 continue
-            if D.STAMP_AGAIN[(remembered, refused and current is not None)] is Step.REPLAN:
+            if again is Step.REPLAN:
                 # The remembered state was old, not raced: plan again on the item now.
                 remembered = False
                 self.stats.cache_refreshes += 1

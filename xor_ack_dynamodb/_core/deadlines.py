@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,6 +29,7 @@ from .effects import Call, Effect, Op
 from .expressions import Compare, Query, Value
 from .landing import Reply, Status, Step
 from .reads import Reads
+from .requests import _n
 from .validate import WRITE_TOKEN_BYTES, check_tag, check_timeout
 
 ListStatus: TypeAlias = Literal["open", "overdue", "failed"]
@@ -242,10 +244,7 @@ def _is(status: ListStatus, state: ChainState, now: float) -> bool:
     return state.overdue(now) if status == "overdue" else state.live
 
 
-def _n(number: float | int) -> dict[str, str]:
-    return {"N": str(number)}
-
-
+@dataclass
 class Listing:
     """The plan of one ``list_chains`` call: which shard and page comes next, and the limit.
 
@@ -253,18 +252,16 @@ class Listing:
     None``, run ``op`` and yield what it returns; only one page is held at a time.
     """
 
-    def __init__(
-        self, core: Deadlines, status: ListStatus, limit: int | None, page_size: int
-    ) -> None:
-        self.core = core
-        self.status = status
-        self.left = limit
-        self.page_size = page_size
-        self.shard = 0
-        self.start: dict[str, Any] | None = None
+    core: Deadlines
+    status: ListStatus
+    limit: int | None
+    page_size: int
+    shard: int = 0  # the shard of the next page
+    start: dict[str, Any] | None = None  # the key it starts after (None: the first page)
+    listed: int = 0  # the states returned so far
 
     def next_page(self) -> Op | None:
-        if self.shard >= I.INVENTORY_SHARDS or self.left == 0:
+        if self.shard >= I.INVENTORY_SHARDS or self.listed == self.limit:
             return None
         return self._page()
 
@@ -274,7 +271,7 @@ class Listing:
         )
         if self.start is None:
             self.shard += 1
-        if self.left is not None:
-            states = states[: self.left]
-            self.left -= len(states)
+        if self.limit is not None:
+            states = states[: self.limit - self.listed]
+        self.listed += len(states)
         return states

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -72,17 +72,11 @@ class ClientStats:
         return sum(self.requests.values())
 
     def snapshot(self) -> dict[str, int]:
-        return {
-            "requests": self.total_requests,
-            "writes": self.writes,
-            "stamps": self.stamps,
-            "conflicts": self.conflicts,
-            "retries": self.retries,
-            "resent_writes_recognised": self.resent_writes_recognised,
-            "cache_refreshes": self.cache_refreshes,
-            "batched_writes": self.batched_writes,
-            **{f"requests.{op}": n for op, n in sorted(self.requests.items())},
-        }
+        """Every counter by its field's name (``requests``: their total), then the
+        requests per operation (``requests.UpdateItem``, ...)."""
+        counts: dict[str, int] = {f.name: getattr(self, f.name) for f in fields(self)}
+        counts["requests"] = self.total_requests
+        return counts | {f"requests.{op}": n for op, n in sorted(self.requests.items())}
 
 
 @dataclass(frozen=True)

@@ -51,35 +51,25 @@ class Value:
 
 @dataclass(frozen=True)
 class Compare:
-    """``attribute <op> value``."""
+    """``attribute <op> value``; with ``size``: ``size(attribute) <op> value``."""
 
     attribute: str
     op: Literal["=", "<>", "<", "<=", ">", ">="]
     value: Value
+    size: bool = False
 
 
 @dataclass(frozen=True)
 class Exists:
-    """``attribute_exists(attribute)``, or ``attribute_not_exists`` when ``present`` is False."""
+    """``attribute_exists(attribute)``, or ``attribute_not_exists`` when ``present`` is False.
+
+    With ``type`` (``{"S": "N"}`` and the like): the attribute exists and has that
+    type, ``attribute_type(attribute, type)``.
+    """
 
     attribute: str
     present: bool = True
-
-
-@dataclass(frozen=True)
-class TypeIs:
-    """``attribute_type(attribute, value)`` (``value`` holds ``{"S": "N"}`` and the like)."""
-
-    attribute: str
-    value: Value
-
-
-@dataclass(frozen=True)
-class SizeAbove:
-    """``size(attribute) > value``."""
-
-    attribute: str
-    value: Value
+    type: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +86,7 @@ class Not:
     term: Term
 
 
-Term: TypeAlias = Compare | Exists | TypeIs | SizeAbove | AnyOf | Not
+Term: TypeAlias = Compare | Exists | AnyOf | Not
 
 
 class _Names:
@@ -120,14 +110,14 @@ class _Names:
 
     def term(self, term: Term, nested: bool = False) -> str:
         if isinstance(term, Compare):
-            return f"{self.name(term.attribute)} {term.op} {self.value(term.value)}"
+            name = self.name(term.attribute)
+            operand = f"size({name})" if term.size else name
+            return f"{operand} {term.op} {self.value(term.value)}"
+        if isinstance(term, Exists) and term.type is not None:
+            return f"attribute_type({self.name(term.attribute)}, {self.value(term.type)})"
         if isinstance(term, Exists):
             verb = "attribute_exists" if term.present else "attribute_not_exists"
             return f"{verb}({self.name(term.attribute)})"
-        if isinstance(term, TypeIs):
-            return f"attribute_type({self.name(term.attribute)}, {self.value(term.value)})"
-        if isinstance(term, SizeAbove):
-            return f"size({self.name(term.attribute)}) > {self.value(term.value)}"
         if isinstance(term, Not):
             return f"NOT {self.term(term.term, nested=True)}"
         text = " OR ".join(self.term(t, nested=True) for t in term.terms)
@@ -206,9 +196,14 @@ class Update:
             (a, "=", Value(a, v)) for a, v in self.key.items()
         ]
         for term in self.condition:
-            if isinstance(term, Compare) and _quote(term.attribute) is not None:
+            if isinstance(term, Compare) and not term.size and _quote(term.attribute):
                 where.append((term.attribute, term.op, term.value))
-            elif isinstance(term, Exists) and term.present and _quote(term.attribute) is not None:
+            elif (
+                isinstance(term, Exists)
+                and term.present
+                and not term.type
+                and _quote(term.attribute)
+            ):
                 where.append((term.attribute, "exists", None))
             else:
                 return None

@@ -139,51 +139,50 @@ WRITE_VERDICT: dict[tuple[Sent, Seen], Verdict] = {
 #: "touch": a later deadline; "timeout": the write that fails an overdue chain).
 OPERATIONS = ("stamp", "create", "fail", "delete", "transact", "touch", "timeout")
 
+#: The operations whose failed or unknown write the item read back decides: a stamp,
+#: a touch (a stamp that moves the deadline), and the timeout write (its token proves
+#: it landed).
+ITEM_DECIDES = ("stamp", "touch", "timeout")
+
+#: Their replies: (reply, how it was sent) -> (verdict or None: the item decides, step, error).
+_ITEM_DECIDES_ROWS: dict[tuple[Reply, Sent], Row] = {
+    # A transaction held the item (another client's stamp_many with transact=True):
+    # refused before anything was written, a lost race: re-read, then RETRY.
+    (Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
+    (Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),  # NOT_LANDED_STEP
+    (Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
+    (Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # landed: done; not: the error
+}
+
 #: What a single write's reply tells, per operation, before the item is looked at:
 #: (operation, reply, how it was sent) -> (verdict or None: the item decides, step, error).
 REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     **{(op, Reply.OK, ONCE): (L, Step.DONE, None) for op in OPERATIONS},
-    # A transaction held the item: refused before anything was written.  For a stamp
-    # it is a lost race (another client's transaction): re-read, then RETRY.
+    # A 4xx (a throttle, a validation error) or a connection never opened: not landed.
+    **{(op, Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR) for op in OPERATIONS},
+    # A transaction held the item: refused before anything was written.
     **{
         (op, Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REFUSE, REPLY_ERROR)
         for op in OPERATIONS
-        if op != "stamp"
+        if op not in ITEM_DECIDES
     },
-    ("stamp", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
-    ("stamp", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
-    ("stamp", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
-    ("stamp", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
-    ("stamp", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # landed: done; not: error
+    **{
+        (op, reply, sent): row
+        for op in ITEM_DECIDES
+        for (reply, sent), row in _ITEM_DECIDES_ROWS.items()
+    },
     ("create", Reply.CONDITION_FAILED, ONCE): (None, Step.REREAD, None),  # token, NOT_LANDED
     ("create", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("create", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("create", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # its token, or the error
     ("fail", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),  # NOT_LANDED_STEP
     ("fail", Reply.CONDITION_FAILED, TWICE): (N, Step.REREAD, None),
-    ("fail", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("fail", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
     ("delete", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, TagNotFound),
     ("delete", Reply.CONDITION_FAILED, TWICE): (L, Step.DONE, None),
-    ("delete", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("delete", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
-    # touch is a stamp that moves the deadline: the same rows.
-    ("touch", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
-    ("touch", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
-    ("touch", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),  # WRITE_VERDICT
-    ("touch", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
-    ("touch", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
-    # timeout: its condition failed (closed, or moved since the read) or its outcome is
-    # unknown: the item read back decides (its token proves this write landed).
-    ("timeout", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
-    ("timeout", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),
-    ("timeout", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("timeout", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
-    ("timeout", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
     # A transaction that failed without a cancellation: settled by reading every item.
     ("transact", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("transact", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("transact", Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR),
     ("transact", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),
 }
 
@@ -218,15 +217,25 @@ NOT_LANDED_STEP: dict[tuple[str, Status], tuple[Step, Refusal]] = {
     ("timeout", Status.FAILED): (Step.DONE, None),  # failed by another: once
 }
 
-#: A stamp write proven not landed on a chain it found live, by what it was planned on:
-#: (planned on a remembered state, not this call's own read; its condition failed and
-#: the item is in hand) -> REPLAN (the cache was old, nobody raced: plan again on the
-#: item, not counted as a lost race) or RETRY (a lost race: back off, then look again).
-STAMP_AGAIN: dict[tuple[bool, bool], Step] = {
-    (True, True): Step.REPLAN,
-    (True, False): Step.RETRY,  # a transaction held the item, or it is gone: a race
-    (False, True): Step.RETRY,
-    (False, False): Step.RETRY,
+#: A stamp write proven not landed on a chain it found live, by what it was planned on
+#: and what refused it: (planned on a remembered state, not this call's own read; its
+#: condition failed and the item is in hand; the item read back is overdue by this
+#: client's clock) -> REPLAN (the cache was old, nobody raced: plan again on the item,
+#: not counted as a lost race), TIME_OUT (refused for being late, nobody raced: fail
+#: the chain once, no back-off) or RETRY (a lost race: back off, then look again).
+STAMP_AGAIN: dict[tuple[bool, bool, bool], Step] = {
+    (True, True, False): Step.REPLAN,
+    (True, False, False): Step.RETRY,  # a transaction held the item, or it is gone: a race
+    (False, True, False): Step.RETRY,
+    (False, False, False): Step.RETRY,
+    # The deadline passed between plan and write: DynamoDB refused the write by its
+    # ``deadline > :now`` term.  Whatever the plan was made on, the chain is failed.
+    (True, True, True): Step.TIME_OUT,
+    (False, True, True): Step.TIME_OUT,
+    # A transaction held the item (read back overdue): a race; after the back-off the
+    # chain, still overdue, is failed (NOT_LANDED_STEP), or the policy is spent.
+    (True, False, True): Step.RETRY,
+    (False, False, True): Step.RETRY,
 }
 
 #: A ``create`` whose reply did not say, by the item read back: (reply, its write token

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -36,7 +36,7 @@ from .validate import (
     MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,
     WRITE_TOKEN_BYTES,
-    check_deadline,
+    Lifetime,
     chunked,
     create_entries,
     transaction_bytes,
@@ -301,11 +301,7 @@ class Chains(SingleChain):
                 outcomes[tag] = planned.stamp
 
     def create_transact(
-        self,
-        stamps: Mapping[str, bytes],
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
+        self, stamps: Mapping[str, bytes], **lifetime: Unpack[Lifetime]
     ) -> Generator[Effect, Any, dict[str, Outcome]]:
         """Start up to 100 chains with one transaction per attempt (see :meth:`create`).
 
@@ -315,8 +311,7 @@ class Chains(SingleChain):
         """
         if len(stamps) > MAX_TRANSACTION_ITEMS:
             raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
-        values = create_entries(stamps, ttl, self.token_window, timeout, idle_timeout)
-        ttl, timeout, idle_timeout = check_deadline(ttl, timeout, idle_timeout)
+        values, checked = create_entries(stamps, lifetime, self.token_window)
         outcomes: dict[str, Outcome] = {}
         pending = list(values)
         attempt = 0
@@ -325,9 +320,7 @@ class Chains(SingleChain):
             if len(pending) == 1:
                 (tag,) = pending
                 try:
-                    outcomes[tag] = yield from self.create(
-                        tag, values[tag], ttl, timeout, idle_timeout
-                    )
+                    outcomes[tag] = yield from self.create(tag, values[tag], **checked)
                 except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
                     outcomes[tag] = exc
                 break
@@ -336,17 +329,9 @@ class Chains(SingleChain):
             writes = []
             for tag in pending:
                 token = secrets.token_bytes(WRITE_TOKEN_BYTES)
-                params = self._create_update(
-                    tag,
-                    values[tag],
-                    ttl,
-                    now,
-                    token,
-                    secrets.token_bytes(8),
-                    timeout=timeout,
-                    idle_timeout=idle_timeout,
-                ).request()
-                writes.append((tag, token, params))
+                chain_id = secrets.token_bytes(8)
+                update = self._create_update(tag, values[tag], checked, now, token, chain_id)
+                writes.append((tag, token, update.request()))
             error = yield from self._transact([params for _, _, params in writes])
             if error is None:
                 for tag, token, params in writes:

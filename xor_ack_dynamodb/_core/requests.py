@@ -27,13 +27,11 @@ from .expressions import (
     Delete,
     Exists,
     Not,
-    SizeAbove,
     Term,
-    TypeIs,
     Update,
     Value,
 )
-from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL
+from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, first_deadline
 
 #: The expression placeholder of each attribute of the item (rendered in ``expressions``).
 _ATTRIBUTES = {placeholder: attribute for attribute, placeholder in PLACEHOLDERS.items()}
@@ -105,20 +103,18 @@ class Requests:
         self,
         tag: str,
         value: Stamp,
-        ttl: float | None,
+        lifetime: Lifetime,
         now: float,
         token: bytes,
         chain_id: bytes,
-        *,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
     ) -> Update:
         """The conditional write that starts a chain (a free tag, or a closed or expired one).
 
         A live chain is in the open index (``open_shard``, ``due_at``: its deadline,
         or ``NEVER_DUE``); the first deadline is ``timeout`` from now, else
-        ``idle_timeout`` (validated before: a ``ttl`` ends after it).
+        ``idle_timeout`` (``lifetime`` is validated before: a ``ttl`` ends after it).
         """
+        ttl, idle_timeout = lifetime.get("ttl"), lifetime.get("idle_timeout")
         at = Value(":now", _n(now))
         sets: list[tuple[str, Value]] = [
             (I.STAMP, Value(":s", {"B": bytes(value)})),
@@ -134,7 +130,7 @@ class Requests:
             sets.append((I.EXPIRES_AT, Value(":exp", self._expiry(now, ttl))))
         else:
             remove.append(I.EXPIRES_AT)
-        span = timeout if timeout is not None else idle_timeout
+        span = first_deadline(lifetime)
         if span is not None:
             deadline = Value(":dl", _n(round(now + span, 3)))
             sets += [(I.DEADLINE, deadline), (I.DUE_AT, deadline)]
@@ -326,7 +322,9 @@ class Requests:
         now = Value(":now", _n(at))
         kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
         types: list[Term] = [
-            TypeIs(a, kinds[k]) if required else AnyOf((Exists(a, False), TypeIs(a, kinds[k])))
+            Exists(a, type=kinds[k])
+            if required
+            else AnyOf((Exists(a, False), Exists(a, type=kinds[k])))
             for a, k, required in self._FAIL_TYPES
         ]
         return Update(
@@ -347,7 +345,7 @@ class Requests:
                 Exists(I.FAILED_AT, False),
                 AnyOf((Exists(I.EXPIRES_AT, False), Compare(I.EXPIRES_AT, ">", now))),
                 AnyOf((Exists(I.DEADLINE, False), Compare(I.DEADLINE, ">", now))),
-                SizeAbove(I.STAMP, Value(":zero", _n(0))),
+                Compare(I.STAMP, ">", Value(":zero", _n(0)), size=True),
                 *types,
             ),
             return_values="ALL_NEW",
@@ -360,7 +358,7 @@ class Requests:
         not_expired = AnyOf(
             (
                 Exists(I.EXPIRES_AT, False),
-                Not(TypeIs(I.EXPIRES_AT, Value(":typeN", {"S": "N"}))),
+                Not(Exists(I.EXPIRES_AT, type=Value(":typeN", {"S": "N"}))),
                 Compare(I.EXPIRES_AT, ">", Value(":now", _n(self._now()))),
             )
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import (
     CreateManyFailed,
@@ -84,57 +84,82 @@ def check_token(token: object) -> bytes | None:
     return hashlib.blake2b(bytes(token), digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
 
 
-def check_ttl(ttl: object) -> float | None:
-    """Validate a chain's ``ttl``: None, or a finite number of seconds in (0, MAX_TTL]."""
-    if ttl is None:
-        return None
-    if (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, (int, float))
-        or not math.isfinite(ttl)
-        or not 0 < ttl <= MAX_TTL
-    ):
-        raise InvalidTTL(
-            f"ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not {ttl!r}"
-        )
-    return float(ttl)
-
-
-def check_timeout(name: str, value: object) -> float | None:
-    """Validate a ``timeout`` / ``idle_timeout``: None, or seconds in (0, MAX_TIMEOUT]."""
+def _check_seconds(
+    name: str, value: object, most: float, error: type[InvalidTTL | InvalidTimeout], span: str
+) -> float | None:
+    """None, or a finite number of seconds in (0, ``most``]; ``error`` otherwise."""
     if value is None:
         return None
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or not 0 < value <= MAX_TIMEOUT
+        or not 0 < value <= most
     ):
-        raise InvalidTimeout(
-            f"{name} must be a number of seconds above 0 and at most {MAX_TIMEOUT:.0f}"
-            f" (a year), not {value!r}"
+        raise error(
+            f"{name} must be a number of seconds above 0 and at most {most:.0f}{span},"
+            f" not {value!r}"
         )
     return float(value)
 
 
-def check_deadline(
-    ttl: object, timeout: object, idle_timeout: object
-) -> tuple[float | None, float | None, float | None]:
+def check_ttl(ttl: object) -> float | None:
+    """Validate a chain's ``ttl``: None, or a finite number of seconds in (0, MAX_TTL]."""
+    return _check_seconds("ttl", ttl, MAX_TTL, InvalidTTL, "")
+
+
+def check_timeout(name: str, value: object) -> float | None:
+    """Validate a ``timeout`` / ``idle_timeout``: None, or seconds in (0, MAX_TIMEOUT]."""
+    return _check_seconds(name, value, MAX_TIMEOUT, InvalidTimeout, " (a year)")
+
+
+class Lifetime(TypedDict, total=False):
+    """A chain's deadline and expiry, as ``create`` and ``create_many`` take them (seconds).
+
+    ``timeout``: the chain must ack by now + ``timeout``; ``idle_timeout``: each
+    landed stamp moves the deadline to now + ``idle_timeout`` (also the first
+    deadline without a ``timeout``); ``ttl``: garbage collection only, longer than
+    the first deadline.  Each is None (the default) or a number of seconds.
+    """
+
+    ttl: float | None
+    timeout: float | None
+    idle_timeout: float | None
+
+
+def check_deadline(lifetime: Mapping[str, object], call: str = "create") -> Lifetime:
     """Validate ``create``'s ``ttl``, ``timeout`` and ``idle_timeout`` together.
 
     The first deadline is ``timeout`` (else ``idle_timeout``) from now; a ``ttl``
-    must end after it (TTL is garbage collection, never the deadline).
+    must end after it (TTL is garbage collection, never the deadline).  Another
+    keyword is a ``TypeError``, as for any function.
     """
-    checked_ttl = check_ttl(ttl)
-    first = check_timeout("timeout", timeout)
-    idle = check_timeout("idle_timeout", idle_timeout)
-    span = first if first is not None else idle
-    if checked_ttl is not None and span is not None and checked_ttl <= span:
+    check_keywords(call, lifetime, Lifetime)
+    checked = Lifetime(
+        ttl=check_ttl(lifetime.get("ttl")),
+        timeout=check_timeout("timeout", lifetime.get("timeout")),
+        idle_timeout=check_timeout("idle_timeout", lifetime.get("idle_timeout")),
+    )
+    ttl, span = checked["ttl"], first_deadline(checked)
+    if ttl is not None and span is not None and ttl <= span:
         raise InvalidTTL(
-            f"ttl ({checked_ttl:g} s) must be longer than the first deadline ({span:g} s):"
+            f"ttl ({ttl:g} s) must be longer than the first deadline ({span:g} s):"
             " TTL only collects garbage after the deadline; pass a longer ttl, or none"
         )
-    return checked_ttl, first, idle
+    return checked
+
+
+def check_keywords(call: str, given: Mapping[str, object], accepted: type) -> None:
+    """A ``TypeError`` for a keyword that the TypedDict ``accepted`` (``**options``) lacks."""
+    unknown = sorted(set(given) - set(accepted.__annotations__))
+    if unknown:
+        raise TypeError(f"{call}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+def first_deadline(lifetime: Lifetime) -> float | None:
+    """Seconds from the create to the chain's first deadline: ``timeout``, else ``idle_timeout``."""
+    timeout = lifetime.get("timeout")
+    return timeout if timeout is not None else lifetime.get("idle_timeout")
 
 
 def check_wait(timeout: object, poll_interval: object) -> None:
@@ -199,17 +224,15 @@ def many_entries(stamps: Mapping[str, bytes], tokens: object) -> dict[str, Entry
 
 def create_entries(
     stamps: Mapping[str, bytes],
-    ttl: object,
+    lifetime: Mapping[str, object],
     token_window: int = DEFAULT_TOKEN_WINDOW,
-    timeout: object = None,
-    idle_timeout: object = None,
-) -> dict[str, Stamp]:
+) -> tuple[dict[str, Stamp], Lifetime]:
     """Validate every input of ``create_many`` before anything is sent."""
-    check_deadline(ttl, timeout, idle_timeout)
+    checked = check_deadline(lifetime, "create_many")
     values = {check_tag(tag): as_stamp(value) for tag, value in _check_mapping(stamps).items()}
     for tag, value in values.items():
         check_fits(tag, value, token_window)
-    return values
+    return values, checked
 
 
 def check_fits(tag: str, stamp: Stamp, token_window: int) -> None:
