@@ -202,6 +202,21 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         """
         return unwrap(await self._stamp_entry(tag, one_entry(tag, stamp, token)))
 
+    async def stamp_on(
+        self, state: ChainState, stamp: bytes, *, token: bytes | str | None = None
+    ) -> Stamp:
+        """XOR ``stamp`` into the chain only if it is still exactly ``state``; else nothing.
+
+        ``state`` is a ``ChainState`` you read (``get``) or were given (``ChainMoved.current``):
+        one write conditioned on its chain and version, never planned again.  If the chain
+        moved since (another write landed, or it was closed or deleted), nothing is written
+        and ``ChainMoved`` is raised with ``.current``, the chain as it is now (from the
+        refused write's answer: no read).  A ``token`` that ``state`` already holds is
+        reported applied (``state.stamp``) with no write.  Lost responses, deadlines and
+        closed states are handled as by :meth:`stamp`.  Not merged with other stamps.
+        """
+        return unwrap(await self._run(self._core.stamp_on(state, stamp, token)))
+
     async def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:

@@ -177,6 +177,15 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         """XOR ``stamp`` into the chain; see ``XorAckDynamoDB.stamp``."""
         return unwrap(self._stamp_entry(tag, one_entry(tag, stamp, token)))
 
+    def stamp_on(
+        self, state: ChainState, stamp: bytes, *, token: bytes | str | None = None
+    ) -> Stamp:
+        """XOR ``stamp`` into the chain only if it is still exactly ``state``; else ``ChainMoved``.
+
+        See ``XorAckDynamoDB.stamp_on``.
+        """
+        return unwrap(self._run(self._core.stamp_on(state, stamp, token)))
+
     def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:

@@ -17,6 +17,7 @@ from ..errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
     ChainFailed,
+    ChainMoved,
     ChainTimeout,
     CorruptItem,
     StaleLocalData,
@@ -34,8 +35,10 @@ from .validate import (
     check_deadline,
     check_fits,
     check_reason,
+    check_state,
     check_tag,
     check_wait,
+    one_entry,
 )
 
 if TYPE_CHECKING:
@@ -136,6 +139,7 @@ class SingleChain(Deadlines):
         entries: Sequence[Entry],
         known: ChainState | None = None,
         known_fresh: bool = True,
+        exact: bool = False,
     ) -> Generator[Effect, Any, list[Outcome]]:
         """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
 
@@ -150,6 +154,10 @@ class SingleChain(Deadlines):
         item the failure returned, as if this call had read it, and not counted
         as a lost race (``StaleLocalData`` with ``retry=None`` means a write landed
         between this call's own read and its write).
+
+        ``exact``: write on ``known`` only (:meth:`stamp_on`): nothing is read or
+        planned again; a write that does not land on it is decided by
+        ``ON_STATE_NOT_LANDED`` (``ChainMoved`` with the chain as it is now).
         """
         check_tag(tag)
         outcomes: list[Outcome | None] = [None] * len(entries)
@@ -161,7 +169,7 @@ class SingleChain(Deadlines):
         if state is not None and state.expired(self.clock()):
             self.forget(tag)
             state = None
-        if state is None:
+        if state is None and not exact:  # exact: an expired ``known`` is no chain
             remembered = False
             state = yield from self._read(tag)
         attempt = 0
@@ -180,7 +188,10 @@ class SingleChain(Deadlines):
                 assert state is not None
                 try:
                     state = yield from self._refuse_late("stamp", tag, state)
-                    continue  # it was not overdue after all: go on with it as it is now
+                    if not exact:
+                        continue  # it was not overdue after all: go on with it as it is now
+                    # Not overdue after all, yet not the caller's state either.
+                    self._moved(tag, known, state, pending, outcomes)
                 except ChainTimeout as late:
                     for i in pending:
                         outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
@@ -281,6 +292,11 @@ class SingleChain(Deadlines):
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
+            if exact:
+                if self._moved(tag, known, current, batch + later, outcomes):
+                    pending, state = batch + later, current  # overdue: the loop fails it
+                    continue
+                break
             if refused and D.status_of(current, self.clock()) is Status.OVERDUE:
                 pending, state = batch + later, current  # refused for being late: no race
                 continue
@@ -298,6 +314,46 @@ class SingleChain(Deadlines):
                 break
             pending, state = batch + later, current
         return [o if o is not None else TagNotFound(tag) for o in outcomes]
+
+    def _moved(
+        self,
+        tag: str,
+        known: ChainState | None,
+        current: ChainState | None,
+        pending: Sequence[int],
+        outcomes: list[Outcome | None],
+    ) -> bool:
+        """A write on the caller's state did not land: ``ON_STATE_NOT_LANDED`` decides.
+
+        Fills ``outcomes`` with ``ChainMoved`` (False: done), or returns True when
+        the chain is overdue and is to be failed once by the stamp's loop.
+        """
+        assert known is not None
+        step, _ = D.ON_STATE_NOT_LANDED[D.status_of(current, self.clock())]
+        if step is Step.TIME_OUT:
+            return True
+        self.stats.conflicts += 1  # a lost race (or a closed chain), not retried
+        for i in pending:
+            outcomes[i] = ChainMoved(tag, known, current)
+        return False
+
+    def stamp_on(
+        self, state: ChainState, stamp: bytes, token: bytes | str | None = None
+    ) -> Generator[Effect, Any, Outcome]:
+        """One stamp written on ``state`` (its chain and version) or not at all.
+
+        The write is conditioned on ``state`` as every stamp's is; what differs is
+        what follows a refusal: nothing is read or planned again, the outcome is
+        ``ChainMoved`` with the chain as the refusal returned it (``ON_STATE_NOT_LANDED``).
+        A token ``state`` already holds is reported applied (``state.stamp``), with no
+        write; a lost response, a re-send, an overdue or closed ``state``: as :meth:`stamp_one`.
+        """
+        entry = one_entry(check_state(state).tag, stamp, token)
+        try:
+            (outcome,) = yield from self.stamp_batch(state.tag, [entry], state, exact=True)
+        except CorruptItem as exc:
+            return exc
+        return outcome
 
     def stamp_one(self, tag: str, entry: Entry) -> Generator[Effect, Any, Outcome]:
         """One stamp written alone (``coalesce=False``): its outcome, its ``CorruptItem`` too."""

@@ -15,6 +15,7 @@ from ..errors import (
     CreateManyFailed,
     InvalidReason,
     InvalidStamp,
+    InvalidState,
     InvalidTag,
     InvalidTimeout,
     InvalidToken,
@@ -22,6 +23,7 @@ from ..errors import (
     InvalidWait,
     StampManyFailed,
 )
+from ..item import ChainState
 from ..stamps import Stamp, as_stamp
 from .effects import Entry, Outcome
 
@@ -162,6 +164,16 @@ def check_reason(reason: object) -> str:
             f"reason must be encodable as UTF-8 (no lone surrogates), not {reason!r}"
         ) from exc
     return reason
+
+
+def check_state(state: object) -> ChainState:
+    """``stamp_on``'s state: a ``ChainState`` (as ``get()`` returns it) of a valid tag."""
+    if not isinstance(state, ChainState):
+        raise InvalidState(
+            f"stamp_on writes on a ChainState (what get() returns), not {type(state).__name__}"
+        )
+    check_tag(state.tag)
+    return state
 
 
 def one_entry(tag: object, stamp: object, token: object) -> Entry:
