@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import xor_ack_dynamodb.fleet as fleet_package
 from xor_ack_dynamodb.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
 from xor_ack_dynamodb.fleet import Envelope, Verdict, child_id, root_id, stamp_of
 from xor_ack_dynamodb.fleet.markers import page_key
@@ -160,3 +162,34 @@ async def test_a_missing_page_is_refused_not_guessed(harness_factory: Any) -> No
         h.fleet.markers._pages.clear()
         with pytest.raises(MarkerMissing):
             await h.fleet.handle(children[0].to_json())
+
+
+async def test_a_write_refused_on_a_moved_chain_is_checked_again_on_the_refusals_item(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-moved", {"width": 2, "depth": 1})
+        root = h.queue.pop()
+        await h.fleet.handle(root.to_json())
+        first, second = h.queue
+        state = await h.fleet.ack.get("job-moved")
+        assert state is not None
+        applied = await h.fleet.once.apply(first, first.stamp, state)
+        assert applied.verdict is Verdict.APPLIED
+        reads = h.fleet.ack.stats.requests["GetItem"]
+        # Planned on the same, now old, state: refused (ChainMoved), checked again on the
+        # item the refusal returned, written there: no read, no second copy of anything.
+        again = await h.fleet.once.apply(second, second.stamp, state)
+        assert again.verdict is Verdict.APPLIED and again.acked
+        assert h.fleet.ack.stats.requests["GetItem"] == reads
+        assert h.fleet.once.conflicts == 1
+        # And a copy of the first, planned on that old state too, is found a duplicate.
+        assert (await h.fleet.once.apply(first, first.stamp, state)).verdict is Verdict.DUPLICATE
+
+
+def test_the_fleet_uses_only_the_clients_public_api() -> None:
+    package = Path(fleet_package.__file__).parent
+    for path in package.glob("*.py"):
+        text = path.read_text()
+        for private in ("_core", "._run(", "ack._"):
+            assert private not in text, f"{path.name} uses {private}"

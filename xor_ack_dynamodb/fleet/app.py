@@ -69,10 +69,12 @@ class Handled:
 class Fleet:
     """Fan-out / fan-in over queues with XOR chains; see the module docstring.
 
-    ``ack``: an ``XorAckDynamoDB`` made with ``retry=None, coalesce=False``
-    (``Fleet.connect`` makes one).  ``handler``: the user's function (sync or
-    async).  ``send``: sends child envelopes (``SqsSender``).  ``continuation``:
-    awaited once per acked chain (``Completed``).  ``page_size``, ``marker_ttl``:
+    ``ack``: an ``XorAckDynamoDB`` (``Fleet.connect`` makes one); the fleet's
+    stamps go through its ``stamp_on``, so its retry and merging options do not
+    matter, but no other writer may stamp the fleet's chains (see ``once.py``).
+    ``handler``: the user's function (sync or async).  ``send``: sends child
+    envelopes (``SqsSender``).  ``continuation``: awaited once per acked chain
+    (``Completed``).  ``page_size``, ``marker_ttl``:
     see ``once.py`` and ``markers.py``.
     """
 
@@ -89,7 +91,7 @@ class Fleet:
     ) -> None:
         self.ack = ack
         self.markers = Markers(
-            ack._client, table=ack.table, partition_key=ack.partition_key, ttl=marker_ttl
+            ack.client, table=ack.table, partition_key=ack.partition_key, ttl=marker_ttl
         )
         self.once = Once(ack, self.markers, page_size)
         self.handler = handler
@@ -115,8 +117,6 @@ class Fleet:
             partition_key=partition_key,
             endpoint_url=endpoint_url,
             region_name=region_name,
-            retry=None,
-            coalesce=False,
             token_window=token_window,
         ) as ack:
             yield cls(ack, **options)

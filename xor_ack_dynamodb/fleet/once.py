@@ -20,22 +20,20 @@ version ``V - L + 1 + j``.  Three facts make "applied once" provable:
    window was applied iff its token is in a page covering versions
    ``sent+1 .. V-L``; none to look at when the window reaches back to ``sent``.
 
-A copy found new is written on the state it was checked on: if another copy
-landed in between, the condition fails (the chain moved), and the check runs
-again on the new state.  So check and write are one atomic step.
+A copy found new is written on the state it was checked on (the client's
+``stamp_on``): if another copy landed in between, the write is refused
+(``ChainMoved``) and the check runs again on the chain the refusal returned.
+So check and write are one atomic step.
 """
 
 from __future__ import annotations
 
-import asyncio
-import random
 from dataclasses import dataclass
 from enum import Enum
 
-from .._core.validate import check_token, one_entry
 from ..dynamodb import XorAckDynamoDB
-from ..errors import ChainFailed, MarkerMissing, StaleLocalData, TagNotFound, UnsuitableClient
-from ..item import ChainState
+from ..errors import ChainFailed, ChainMoved, MarkerMissing, TagNotFound, UnsuitableClient
+from ..item import ChainState, token_digest
 from ..stamps import Stamp
 from .envelope import Envelope
 from .markers import Markers
@@ -62,29 +60,22 @@ class Result:
 
 
 class Once:
-    """Applies each message's stamp once per chain, driving the client's core directly.
+    """Applies each message's stamp once per chain, with the client's ``stamp_on``.
 
-    ``ack`` must be made with ``retry=None`` (a lost race comes back here to be
-    checked again, never planned again on a state not checked) and
-    ``coalesce=False`` (one token per write).  ``page_size``: tokens per page
-    (at most the token window; default half of it).
+    Every write is ``stamp_on`` the state checked, with the message's identity as
+    its one token; a refusal (``ChainMoved``) comes back here to be checked again
+    on the chain it returned, never planned again unchecked.  ``page_size``: tokens
+    per page (at most the client's token window; default half of it).
     """
 
     def __init__(self, ack: XorAckDynamoDB, markers: Markers, page_size: int | None = None) -> None:
-        core = ack._core
-        if core.retry is not None or ack._coalesce or ack.batching:
-            raise UnsuitableClient(
-                "a fleet's client needs retry=None, coalesce=False and batch_writes=False "
-                "(each write checked, one token each); make it with Fleet.connect()"
-            )
         self.ack = ack
         self.markers = markers
-        self.window = core.token_window
+        self.window = ack.token_window
         self.page_size = page_size or max(1, self.window // 2)
         if not 1 <= self.page_size <= self.window:
             raise UnsuitableClient(f"page_size must be 1..{self.window}, not {self.page_size}")
         self.conflicts = 0
-        self.rng = random.Random()
 
     async def read(self, env: Envelope) -> Result | ChainState:
         """The chain if ``env`` may still land on it, else the verdict (duplicate or closed)."""
@@ -94,7 +85,7 @@ class Once:
     async def _classify(self, env: Envelope, state: ChainState | None) -> Result | ChainState:
         if state is None or state.chain_id != env.chain_id:
             return Result(Verdict.CLOSED, state)
-        token = check_token(env.id)
+        token = token_digest(env.id)
         if token in state.tokens:
             return Result(Verdict.DUPLICATE, state)
         if not state.live:
@@ -103,7 +94,7 @@ class Once:
             return Result(Verdict.DUPLICATE, state)
         return state
 
-    async def _in_pages(self, env: Envelope, state: ChainState, token: bytes | None) -> bool:
+    async def _in_pages(self, env: Envelope, state: ChainState, token: bytes) -> bool:
         oldest = state.version - len(state.tokens) + 1  # version of the window's first token
         if env.sent + 1 >= oldest:
             return False  # every write since the message was sent is in the window
@@ -113,9 +104,7 @@ class Once:
         for page, tokens in found.items():
             if tokens is None:
                 raise MarkerMissing(env.tag, page)
-            if token is not None and any(
-                tokens[i : i + len(token)] == token for i in range(0, len(tokens), len(token))
-            ):
+            if any(tokens[i : i + len(token)] == token for i in range(0, len(tokens), len(token))):
                 return True
         return False
 
@@ -124,30 +113,23 @@ class Once:
 
         ``state``: the chain as just read and classified, to spare a read.
         """
-        entry = one_entry(env.tag, value, env.id)
-        attempt = 0
+        checked: Result | ChainState = state if state is not None else await self.read(env)
         while True:
-            if state is None:
-                checked = await self.read(env)
-                if isinstance(checked, Result):
-                    return checked
-                state = checked
+            if isinstance(checked, Result):
+                return checked
+            state = checked
             await self._page_before_eviction(env, state)
-            (outcome,) = await self.ack._run(
-                self.ack._core.stamp_batch(env.tag, [entry], known=state)
-            )
-            if isinstance(outcome, Stamp):
-                return Result(Verdict.APPLIED, state, outcome)
-            if isinstance(outcome, StaleLocalData):
-                # Another write landed since the check: check again on the chain as it is.
+            try:
+                stamped = await self.ack.stamp_on(state, value, token=env.id)
+            except ChainMoved as moved:
+                # Another write landed since the check: check again on the chain the
+                # refusal returned (no read), and write on it if this copy is still new.
                 self.conflicts += 1
-                attempt += 1
-                await asyncio.sleep(self.rng.uniform(0, min(0.2, 0.005 * 2**attempt)))
-                state = None
+                checked = await self._classify(env, moved.current)
                 continue
-            if isinstance(outcome, (TagNotFound, ChainFailed)):
+            except (TagNotFound, ChainFailed):
                 return Result(Verdict.CLOSED, await self.ack.get(env.tag))
-            raise outcome
+            return Result(Verdict.APPLIED, state, stamped)
 
     async def _page_before_eviction(self, env: Envelope, state: ChainState) -> None:
         if len(state.tokens) < self.window:
