@@ -21,6 +21,7 @@ from ._client import ClientBase, Connection, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
+from ._core.validate import check_chain_id
 from ._ops import (
     Entry,
     Op,
@@ -308,9 +309,17 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
         return self._stamped(entries, outcomes)
 
-    async def fail(self, tag: str, reason: str = "failed") -> ChainState:
-        """Close a live chain as failed; an acked chain stays acked (zero wins)."""
-        result: ChainState = await self._run(self._core.fail(tag, reason))
+    async def fail(
+        self, tag: str, reason: str = "failed", *, chain_id: bytes | None = None
+    ) -> ChainState:
+        """Close a live chain as failed; an acked chain stays acked (zero wins).
+
+        ``chain_id``: fail only that generation of the chain (the ``chain_id`` of a
+        ``ChainState`` you read); if the tag holds another one (re-created since),
+        ``TagNotFound`` and nothing is written, also when it is re-created between
+        this call's read and its write (the write is conditioned on it).
+        """
+        result: ChainState = await self._run(self._core.fail(tag, reason, check_chain_id(chain_id)))
         return result
 
     async def delete(self, tag: str) -> None:

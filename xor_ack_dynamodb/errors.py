@@ -195,7 +195,8 @@ class InvalidTimeout(XorAckError, ValueError):
 
 class InvalidState(XorAckError, TypeError):
     """``stamp_on`` was given something other than a ``ChainState`` (as ``get()``
-    returns) to write on.  Also a ``TypeError``.
+    returns) to write on, or ``fail`` a ``chain_id`` that is not a ``ChainState``'s
+    (non-empty bytes).  Also a ``TypeError``.
     """
 
 

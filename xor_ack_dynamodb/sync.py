@@ -24,6 +24,7 @@ from ._client import ClientBase, Connection, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
+from ._core.validate import check_chain_id
 from ._ops import (
     Entry,
     Op,
@@ -266,9 +267,11 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                 outcomes = list(pool.map(self._stamp_entry, entries, entries.values()))
         return self._stamped(entries, outcomes)
 
-    def fail(self, tag: str, reason: str = "failed") -> ChainState:
-        """Close a live chain as failed; an acked chain stays acked (zero wins)."""
-        result: ChainState = self._run(self._core.fail(tag, reason))
+    def fail(
+        self, tag: str, reason: str = "failed", *, chain_id: bytes | None = None
+    ) -> ChainState:
+        """Close a live chain as failed; see ``XorAckDynamoDB.fail``."""
+        result: ChainState = self._run(self._core.fail(tag, reason, check_chain_id(chain_id)))
         return result
 
     def delete(self, tag: str) -> None:

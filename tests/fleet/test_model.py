@@ -193,3 +193,31 @@ def test_the_fleet_uses_only_the_clients_public_api() -> None:
         text = path.read_text()
         for private in ("_core", "._run(", "ack._"):
             assert private not in text, f"{path.name} uses {private}"
+
+
+async def test_a_dead_letter_racing_a_replay_leaves_the_new_generation_alone(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-race", {"width": 2, "depth": 1})
+        await h.fleet.handle(h.queue.pop().to_json())
+        dead, other = h.queue
+        h.queue.clear()
+        ack = h.fleet.ack
+        real_fail = ack.fail
+
+        async def replayed_in_between(tag: str, *args: Any, **kwargs: Any) -> Any:
+            # After the dead letter read its chain live, before its write: the other
+            # message of the generation went dead too, and the job was replayed.
+            ack.fail = real_fail  # type: ignore[method-assign]
+            await h.fleet.dead_letter(other.to_json())
+            await h.fleet.replay("job-race", {"width": 2, "depth": 1})
+            return await real_fail(tag, *args, **kwargs)
+
+        ack.fail = replayed_in_between  # type: ignore[method-assign]
+        after = await h.fleet.dead_letter(dead.to_json())
+        state = await ack.get("job-race")
+        assert state is not None and state.live and state.chain_id != dead.chain_id
+        assert after == state  # the chain as it is: the replay's generation, untouched
+        await h.drain()
+        assert [c.tag for c in h.completed] == ["job-race"]

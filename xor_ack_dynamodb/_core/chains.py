@@ -363,8 +363,14 @@ class SingleChain(Deadlines):
             return exc  # this entry's own error, as a merged write gives it
         return outcome
 
-    def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
+    def fail(
+        self, tag: str, reason: str = "failed", chain_id: bytes | None = None
+    ) -> Generator[Effect, Any, ChainState]:
         """Close a live chain as failed, so waiters learn it and late stamps are refused.
+
+        ``chain_id``: fail only that generation (``ChainState.chain_id``); another one
+        under the tag (re-created since it was read) counts as no chain, before the
+        write and in its condition: ``TagNotFound``, nothing written.
 
         A chain that is already acked stays acked (its zero state wins over a late
         fail, as in Storm) and one already failed stays as it is: both are returned.
@@ -380,6 +386,8 @@ class SingleChain(Deadlines):
         state = yield from self._read(tag)
         attempt = 0
         while True:
+            if chain_id is not None and state is not None and state.chain_id != chain_id:
+                state = None  # another generation: not the chain to fail
             step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
             if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
                 assert state is not None
@@ -399,7 +407,7 @@ class SingleChain(Deadlines):
             self.stats.writes += 1
             try:
                 response: UpdateItemOutputTypeDef = yield Call(
-                    "update_item", self._fail_params(tag, reason)
+                    "update_item", self._fail_params(tag, reason, chain_id)
                 )
             except ClientError as exc:
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:

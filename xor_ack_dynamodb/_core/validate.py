@@ -176,6 +176,15 @@ def check_state(state: object) -> ChainState:
     return state
 
 
+def check_chain_id(chain_id: object) -> bytes | None:
+    """``fail``'s ``chain_id``: None, or the non-empty bytes of a ``ChainState.chain_id``."""
+    if chain_id is None:
+        return None
+    if not isinstance(chain_id, (bytes, bytearray)) or not chain_id:
+        raise InvalidState(f"chain_id is a ChainState's chain_id (bytes), not {chain_id!r}")
+    return bytes(chain_id)
+
+
 def one_entry(tag: object, stamp: object, token: object) -> Entry:
     """Validate one ``stamp()`` call before anything is sent."""
     entry = Entry(as_stamp(stamp), check_token(token))

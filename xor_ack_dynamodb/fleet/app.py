@@ -239,17 +239,18 @@ class Fleet:
     async def dead_letter(self, body: str | bytes | Envelope) -> ChainState | None:
         """A message that exhausted its receives: fail its chain with reason ``dead-letter``.
 
-        Only the message's own generation is failed (a replayed chain is left alone);
-        an acked chain stays acked.  Returns the chain as it is after.
+        Only the message's own generation is failed: the write is conditioned on it,
+        so a replay landing between the read and the write is left alone.  An acked
+        chain stays acked.  Returns the chain as it is after.
         """
         env = body if isinstance(body, Envelope) else Envelope.from_json(body)
         state = await self.ack.get(env.tag)
         if state is None or state.chain_id != env.chain_id or not state.live:
             return state
         try:
-            state = await self.ack.fail(env.tag, "dead-letter")
-        except TagNotFound:
-            return None
+            state = await self.ack.fail(env.tag, "dead-letter", chain_id=env.chain_id)
+        except TagNotFound:  # gone, or replayed since the read: not this generation
+            return await self.ack.get(env.tag)
         self.telemetry.count("chains", outcome="failed")
         log("dead-letter", env.tag, env.message_id)
         return state
