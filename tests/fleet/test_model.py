@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,49 @@ async def test_a_dead_letter_racing_a_replay_leaves_the_new_generation_alone(
         assert after == state  # the chain as it is: the replay's generation, untouched
         await h.drain()
         assert [c.tag for c in h.completed] == ["job-race"]
+
+
+async def test_a_stalled_job_is_failed_by_the_sweeper_and_its_messages_dropped(
+    harness_factory: Any,
+) -> None:
+    ran: list[Any] = []
+
+    def counting(message: Any) -> list[Any]:
+        ran.append(message.payload)
+        return [1, 1] if message.payload == 0 else []
+
+    async with harness_factory(counting, timeout=0.8) as h:
+        await h.fleet.submit("job-stall", 0)  # a deadline 0.8 s from now
+        await h.fleet.handle(h.queue.pop().to_json())
+        children = list(h.queue)
+        h.queue.clear()
+        await asyncio.sleep(0.9)  # the job stalls: its two children never ran in time
+        swept = await h.fleet.ack.sweep()
+        assert [(s.tag, s.reason) for s in swept] == [("job-stall", "timeout")]
+        for env in children:
+            handled = await h.fleet.handle(env.to_json())
+            assert handled.verdict is Verdict.CLOSED and not handled.acked
+        assert ran == [0] and h.completed == []  # no handler ran on the failed chain
+        await h.fleet.replay("job-stall", 0, timeout=60)
+        await h.drain()
+        assert [c.tag for c in h.completed] == ["job-stall"]
+
+
+async def test_a_write_that_meets_the_deadline_fails_the_job_and_is_dropped(
+    harness_factory: Any,
+) -> None:
+    async def slow(message: Any) -> list[Any]:
+        if message.payload == 1:
+            await asyncio.sleep(0.9)  # read in time, written too late
+        return [1] if message.payload == 0 else []
+
+    async with harness_factory(slow, timeout=0.8) as h:
+        await h.fleet.submit("job-late", 0)
+        await h.fleet.handle(h.queue.pop().to_json())
+        late = await h.fleet.handle(h.queue.pop().to_json())
+        assert late.verdict is Verdict.CLOSED and not late.acked
+        assert h.queue == []  # nothing of the late message counts
+        state = await h.fleet.ack.get("job-late")
+        assert state is not None and state.failed and state.reason == "timeout"
+        assert await h.fleet.ack.sweep() == []  # already failed, once
+        assert h.completed == []

@@ -74,8 +74,11 @@ class Fleet:
     matter, but no other writer may stamp the fleet's chains (see ``once.py``).
     ``handler``: the user's function (sync or async).  ``send``: sends child
     envelopes (``SqsSender``).  ``continuation``: awaited once per acked chain
-    (``Completed``).  ``page_size``, ``marker_ttl``:
-    see ``once.py`` and ``markers.py``.
+    (``Completed``).  ``page_size``, ``marker_ttl``: see ``once.py`` and
+    ``markers.py``.  ``timeout``, ``idle_timeout``: each job's deadline (the client's
+    ``create`` options; ``submit`` may give others): a job still live past it is
+    failed with reason "timeout" by the sweeper, or by the first write that meets
+    it; its messages are dropped before their handler runs.
     """
 
     def __init__(
@@ -88,8 +91,12 @@ class Fleet:
         page_size: int | None = None,
         marker_ttl: float = DEFAULT_MARKER_TTL,
         telemetry: Telemetry | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.ack = ack
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
         self.markers = Markers(
             ack.client, table=ack.table, partition_key=ack.partition_key, ttl=marker_ttl
         )
@@ -130,16 +137,32 @@ class Fleet:
 
     # -- jobs ---------------------------------------------------------------------
 
-    async def submit(self, tag: str, payload: Any, *, ttl: float | None = None) -> Envelope:
+    async def submit(
+        self,
+        tag: str,
+        payload: Any,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Envelope:
         """Start a job: create the chain with the root's stamp, then send the root message.
 
         Calling it again for a job whose root has not run yet sends the root again
         (a duplicate, applied once): a submitter that died after the create is safe.
         ``TagExists`` if the chain has moved on since (use ``replay`` for a failed one).
+        ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
+        (default: the fleet's); ``ttl`` must then be longer.
         """
         root_stamp = stamp_of(root_id(tag))
         try:
-            await self.ack.create(tag, root_stamp, ttl=ttl)
+            await self.ack.create(
+                tag,
+                root_stamp,
+                ttl=ttl,
+                timeout=self.timeout if timeout is None else timeout,
+                idle_timeout=self.idle_timeout if idle_timeout is None else idle_timeout,
+            )
         except TagExists:
             state = await self.ack.get(tag)
             if state is None or state.version != 1 or state.stamp != root_stamp:
@@ -152,7 +175,15 @@ class Fleet:
         log("submitted", tag, root.message_id)
         return root
 
-    async def replay(self, tag: str, payload: Any, *, ttl: float | None = None) -> Envelope:
+    async def replay(
+        self,
+        tag: str,
+        payload: Any,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Envelope:
         """Run a failed (or expired) job again, from its root, as a new chain generation.
 
         Messages of the failed generation still in queues carry its ``chain_id``:
@@ -165,7 +196,7 @@ class Fleet:
         if state is not None and state.acked:
             raise ReplayRefused(tag, "acked")
         log("replayed", tag, None, reason=None if state is None else state.reason)
-        return await self.submit(tag, payload, ttl=ttl)
+        return await self.submit(tag, payload, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
 
     # -- messages -----------------------------------------------------------------
 

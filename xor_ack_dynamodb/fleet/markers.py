@@ -29,6 +29,11 @@ def done_key(tag: str, chain_id: bytes) -> str:
     return f"{tag}{_PREFIX}done/{chain_id.hex()}"
 
 
+def is_marker_key(key: str) -> bool:
+    """Is ``key`` a marker's (a page, a done record), not a chain's tag?"""
+    return _PREFIX in key
+
+
 class Markers:
     """Reads and writes marker items over an aiobotocore DynamoDB client.
 

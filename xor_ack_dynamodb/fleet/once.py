@@ -32,7 +32,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..dynamodb import XorAckDynamoDB
-from ..errors import ChainFailed, ChainMoved, MarkerMissing, TagNotFound, UnsuitableClient
+from ..errors import (
+    ChainFailed,
+    ChainMoved,
+    ChainTimeout,
+    MarkerMissing,
+    TagNotFound,
+    UnsuitableClient,
+)
 from ..item import ChainState, token_digest
 from ..stamps import Stamp
 from .envelope import Envelope
@@ -42,7 +49,7 @@ from .markers import Markers
 class Verdict(Enum):
     APPLIED = "applied"  # this copy's write landed
     DUPLICATE = "duplicate"  # an earlier copy's write landed
-    CLOSED = "closed"  # the chain is acked, failed, gone, or another generation
+    CLOSED = "closed"  # the chain is acked, failed, gone, another generation, or overdue
 
 
 @dataclass(frozen=True)
@@ -80,15 +87,20 @@ class Once:
     async def read(self, env: Envelope) -> Result | ChainState:
         """The chain if ``env`` may still land on it, else the verdict (duplicate or closed)."""
         state = await self.ack.get(env.tag)
-        return await self._classify(env, state)
+        return await self._classify(env, state, before_handler=True)
 
-    async def _classify(self, env: Envelope, state: ChainState | None) -> Result | ChainState:
+    async def _classify(
+        self, env: Envelope, state: ChainState | None, before_handler: bool = False
+    ) -> Result | ChainState:
         if state is None or state.chain_id != env.chain_id:
             return Result(Verdict.CLOSED, state)
         token = token_digest(env.id)
         if token in state.tokens:
             return Result(Verdict.DUPLICATE, state)
-        if not state.live:
+        if not state.live or (before_handler and state.overdue()):
+            # Past its deadline no write lands any more: the handler does not run, and
+            # the sweeper fails the chain ("timeout").  After the handler ran, the write
+            # goes out: meeting the deadline, it fails the chain itself (once).
             return Result(Verdict.CLOSED, state)
         if await self._in_pages(env, state, token):
             return Result(Verdict.DUPLICATE, state)
@@ -113,7 +125,11 @@ class Once:
 
         ``state``: the chain as just read and classified, to spare a read.
         """
-        checked: Result | ChainState = state if state is not None else await self.read(env)
+        checked: Result | ChainState
+        if state is not None:
+            checked = state
+        else:
+            checked = await self._classify(env, await self.ack.get(env.tag))
         while True:
             if isinstance(checked, Result):
                 return checked
@@ -127,7 +143,9 @@ class Once:
                 self.conflicts += 1
                 checked = await self._classify(env, moved.current)
                 continue
-            except (TagNotFound, ChainFailed):
+            except (TagNotFound, ChainFailed, ChainTimeout):
+                # Closed meanwhile; ChainTimeout: it went past its deadline before this
+                # write, which failed it ("timeout") instead, or found it so failed.
                 return Result(Verdict.CLOSED, await self.ack.get(env.tag))
             return Result(Verdict.APPLIED, state, stamped)
 
