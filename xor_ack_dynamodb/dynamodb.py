@@ -10,7 +10,7 @@ and the batches are ``_batches``').
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -216,7 +216,23 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         reported applied (``state.stamp``) with no write.  Lost responses, deadlines and
         closed states are handled as by :meth:`stamp`.  Not merged with other stamps.
         """
-        return unwrap(await self._run(self._core.stamp_on(state, stamp, token)))
+        (outcome,) = await self._run(self._core.stamp_on(state, [(stamp, token)]))
+        return unwrap(outcome)
+
+    async def stamp_on_many(
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> list[Stamp]:
+        """Several ``(stamp, token)`` written on ``state`` in one write, or none of them.
+
+        As :meth:`stamp_on` (``ChainMoved`` if the chain moved), for several pieces of
+        work at once, each with its own token (the chain keeps them all): one write
+        unit instead of one per stamp.  Returns each stamp's state, in order (the last
+        one is the chain's).  At most ``token_window // 2`` stamps, tokens distinct
+        (``InvalidStamp``, ``InvalidToken``).  A stamp after those that brought the
+        chain to zero is not written: ``TagNotFound`` is raised for it (the others landed).
+        """
+        outcomes = await self._run(self._core.stamp_on(state, stamps))
+        return [unwrap(outcome) for outcome in outcomes]
 
     async def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""

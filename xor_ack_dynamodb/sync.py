@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from queue import SimpleQueue
@@ -185,7 +185,23 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
 
         See ``XorAckDynamoDB.stamp_on``.
         """
-        return unwrap(self._run(self._core.stamp_on(state, stamp, token)))
+        (outcome,) = self._run(self._core.stamp_on(state, [(stamp, token)]))
+        return unwrap(outcome)
+
+    def stamp_on_many(
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> list[Stamp]:
+        """Several ``(stamp, token)`` written on ``state`` in one write, or none of them.
+
+        As :meth:`stamp_on` (``ChainMoved`` if the chain moved), for several pieces of
+        work at once, each with its own token (the chain keeps them all): one write
+        unit instead of one per stamp.  Returns each stamp's state, in order (the last
+        one is the chain's).  At most ``token_window // 2`` stamps, tokens distinct
+        (``InvalidStamp``, ``InvalidToken``).  A stamp after those that brought the
+        chain to zero is not written: ``TagNotFound`` is raised for it (the others landed).
+        """
+        outcomes = self._run(self._core.stamp_on(state, stamps))
+        return [unwrap(outcome) for outcome in outcomes]
 
     def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""

@@ -38,7 +38,7 @@ from .validate import (
     check_state,
     check_tag,
     check_wait,
-    one_entry,
+    on_state_entries,
 )
 
 if TYPE_CHECKING:
@@ -338,22 +338,23 @@ class SingleChain(Deadlines):
         return False
 
     def stamp_on(
-        self, state: ChainState, stamp: bytes, token: bytes | str | None = None
-    ) -> Generator[Effect, Any, Outcome]:
-        """One stamp written on ``state`` (its chain and version) or not at all.
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> Generator[Effect, Any, list[Outcome]]:
+        """Stamps (each with its token) written on ``state`` in one write, or not at all.
 
         The write is conditioned on ``state`` as every stamp's is; what differs is
         what follows a refusal: nothing is read or planned again, the outcome is
         ``ChainMoved`` with the chain as the refusal returned it (``ON_STATE_NOT_LANDED``).
         A token ``state`` already holds is reported applied (``state.stamp``), with no
         write; a lost response, a re-send, an overdue or closed ``state``: as :meth:`stamp_one`.
+        At most half the token window of stamps, with distinct tokens (``on_state_entries``),
+        so that they always go in one write.
         """
-        entry = one_entry(check_state(state).tag, stamp, token)
+        entries = on_state_entries(check_state(state).tag, stamps, self.token_window)
         try:
-            (outcome,) = yield from self.stamp_batch(state.tag, [entry], state, exact=True)
+            return (yield from self.stamp_batch(state.tag, entries, state, exact=True))
         except CorruptItem as exc:
-            return exc
-        return outcome
+            return [exc] * len(entries)
 
     def stamp_one(self, tag: str, entry: Entry) -> Generator[Effect, Any, Outcome]:
         """One stamp written alone (``coalesce=False``): its outcome, its ``CorruptItem`` too."""

@@ -185,6 +185,26 @@ def check_chain_id(chain_id: object) -> bytes | None:
     return bytes(chain_id)
 
 
+def on_state_entries(
+    tag: str, stamps: Sequence[tuple[bytes, bytes | str | None]], window: int
+) -> list[Entry]:
+    """``stamp_on``'s stamps and tokens: 1 to ``window // 2`` of them, tokens distinct.
+
+    So they always go out in one write (a write carries at most half the window of
+    tokens, and a repeated token would wait for the next).
+    """
+    entries = [one_entry(tag, stamp, token) for stamp, token in stamps]
+    if not 1 <= len(entries) <= max(1, window // 2):
+        raise InvalidStamp(
+            f"stamp_on_many writes 1 to {max(1, window // 2)} stamps (half the token window)"
+            f" in one write, not {len(entries)}; split them"
+        )
+    tokens = [entry.token for entry in entries if entry.token is not None]
+    if len(set(tokens)) != len(tokens):
+        raise InvalidToken("stamp_on_many got one token twice: each stamp's token is its own")
+    return entries
+
+
 def one_entry(tag: object, stamp: object, token: object) -> Entry:
     """Validate one ``stamp()`` call before anything is sent."""
     entry = Entry(as_stamp(stamp), check_token(token))
