@@ -268,3 +268,43 @@ async def test_a_write_that_meets_the_deadline_fails_the_job_and_is_dropped(
         assert state is not None and state.failed and state.reason == "timeout"
         assert await h.fleet.ack.sweep() == []  # already failed, once
         assert h.completed == []
+
+
+async def test_messages_finishing_together_share_writes_and_each_lands_once(
+    harness_factory: Any,
+) -> None:
+    # A window of 8 tokens, pages of 4: 30 siblings finishing at once share writes while
+    # the window has room, then go one by one, evicting tokens into pages.
+    async with harness_factory(token_window=8, page_size=4) as h:
+        await h.fleet.submit("job-together", {"width": 30, "depth": 1})
+        root = h.queue.pop()
+        await h.fleet.handle(root.to_json())
+        children = list(h.queue)
+        h.queue.clear()
+        handled = await asyncio.gather(*(h.fleet.handle(c.to_json()) for c in children[:-1]))
+        assert all(x.verdict is Verdict.APPLIED and not x.acked for x in handled)
+        assert h.fleet.once.coalesced > 0
+        state = await h.fleet.ack.get("job-together")
+        assert state is not None and state.version < 1 + 1 + 29  # fewer writes than messages
+        assert len(state.tokens) == 8 and h.fleet.markers.writes > 0  # pages were written
+        # Every message again, each far behind the window now: found in the pages.
+        for env in [root, *children[:-1]]:
+            again = await h.fleet.handle(env.to_json())
+            assert again.verdict is Verdict.DUPLICATE, env.index
+        last = await h.fleet.handle(children[-1].to_json())
+        assert last.verdict is Verdict.APPLIED and last.acked
+        assert h.queue == [] and [c.tag for c in h.completed] == ["job-together"]
+
+
+async def test_copies_of_one_message_in_one_write_batch_land_once(harness_factory: Any) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-twice", {"width": 3, "depth": 1})
+        await h.fleet.handle(h.queue.pop().to_json())
+        first, second, third = h.queue
+        h.queue.clear()
+        copies = [first, first, second, second, first]
+        handled = await asyncio.gather(*(h.fleet.handle(c.to_json()) for c in copies))
+        verdicts = sorted(x.verdict.value for x in handled)
+        assert verdicts == ["applied", "applied", "duplicate", "duplicate", "duplicate"]
+        assert (await h.fleet.handle(third.to_json())).acked
+        assert [c.tag for c in h.completed] == ["job-twice"]
