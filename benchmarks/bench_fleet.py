@@ -19,8 +19,6 @@ import contextlib
 import json
 import os
 import random
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.fleet.jobs import expected_ids, root_payload  # noqa: E402
 from tests.fleet.local_fleet import LocalFleet  # noqa: E402
+from tests.fleet.moto_sqs_server import serve  # noqa: E402
 from xor_ack_dynamodb.fleet import Fleet, SqsSender  # noqa: E402
 from xor_ack_dynamodb.fleet.sqs import sqs_client  # noqa: E402
 from xor_ack_dynamodb.local import LocalDynamoDB  # noqa: E402
@@ -59,30 +58,6 @@ os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_PROFILE", None)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def moto_server() -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
-    for _ in range(600):
-        try:
-            client.list_queues()
-            return process, endpoint
-        except Exception:
-            time.sleep(0.1)
-    raise RuntimeError("moto's server did not start")
-
-
 async def submit(fleet: LocalFleet, tags: list[str], window: int) -> None:
     async with (
         sqs_client(endpoint=fleet.sqs_endpoint, region_name="us-east-1") as sqs,
@@ -101,65 +76,59 @@ async def submit(fleet: LocalFleet, tags: list[str], window: int) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    process, sqs_endpoint = moto_server()
-    try:
-        with (
-            LocalDynamoDB(backend="dynamodb-local") as ddb,
-            (
-                contextlib.nullcontext(args.workdir)
-                if args.workdir
-                else tempfile.TemporaryDirectory()
-            ) as tmp,
-        ):
-            spec = TableSpec(name="fleet-bench")
-            create_table(
-                boto3.client("dynamodb", endpoint_url=ddb.endpoint_url, region_name="us-east-1"),
-                spec,
-            )
-            fleet = LocalFleet(
-                sqs_endpoint=sqs_endpoint,
-                ddb_endpoint=ddb.endpoint_url,
-                table=spec.name,
-                workdir=Path(tmp),
-                workers=args.workers,
-                concurrency=args.concurrency,
-                token_window=args.token_window,
-                flaky=args.flaky,
-            )
-            tags = [f"job-{seed}" for seed in range(args.jobs)]
-            messages = sum(len(expected_ids(t)) for t in tags)
-            rng = random.Random(1)
-            fleet.start()
-            time.sleep(2.0)  # the workers import and connect
-            started = time.monotonic()
-            asyncio.run(submit(fleet, tags, args.token_window))
-            kills = args.kill
-            while len(fleet.continued()) < len(tags):
-                if time.monotonic() - started > args.timeout:
-                    fleet.stop()
-                    done = fleet.continued()
-                    missing = [t for t in tags if t not in done]
-                    raise SystemExit(f"timed out: {len(done)} of {len(tags)} jobs; not {missing}")
-                time.sleep(0.2)
-                if kills and rng.random() < 0.2:
-                    fleet.kill_one(rng)
-                    kills -= 1
-            elapsed = time.monotonic() - started
-            fleet.stop()
-            events = fleet.events()
-            totals: Counter[str] = Counter()
-            for stop in fleet.stops:
-                totals.update({k: v for k, v in stop.items() if isinstance(v, int)})
-            # The continuation records (one conditional put per job, the app's effect)
-            # and the submit's creates are writes too; the handler's own result items are
-            # the application's, not the fleet's, and are left out.
-            creates = len(tags)
-            writes = totals["dynamodb_writes"] + creates
-            reads = totals["dynamodb_reads"]
-            verdicts = Counter(e.get("event") for e in events)
-    finally:
-        process.terminate()
-        process.wait()
+    with (
+        serve() as sqs_endpoint,  # moto's SQS, safe against a send during a delete
+        LocalDynamoDB(backend="dynamodb-local") as ddb,
+        (
+            contextlib.nullcontext(args.workdir) if args.workdir else tempfile.TemporaryDirectory()
+        ) as tmp,
+    ):
+        spec = TableSpec(name="fleet-bench")
+        create_table(
+            boto3.client("dynamodb", endpoint_url=ddb.endpoint_url, region_name="us-east-1"),
+            spec,
+        )
+        fleet = LocalFleet(
+            sqs_endpoint=sqs_endpoint,
+            ddb_endpoint=ddb.endpoint_url,
+            table=spec.name,
+            workdir=Path(tmp),
+            workers=args.workers,
+            concurrency=args.concurrency,
+            token_window=args.token_window,
+            flaky=args.flaky,
+        )
+        tags = [f"job-{seed}" for seed in range(args.jobs)]
+        messages = sum(len(expected_ids(t)) for t in tags)
+        rng = random.Random(1)
+        fleet.start()
+        time.sleep(2.0)  # the workers import and connect
+        started = time.monotonic()
+        asyncio.run(submit(fleet, tags, args.token_window))
+        kills = args.kill
+        while len(fleet.continued()) < len(tags):
+            if time.monotonic() - started > args.timeout:
+                fleet.stop()
+                done = fleet.continued()
+                missing = [t for t in tags if t not in done]
+                raise SystemExit(f"timed out: {len(done)} of {len(tags)} jobs; not {missing}")
+            time.sleep(0.2)
+            if kills and rng.random() < 0.2:
+                fleet.kill_one(rng)
+                kills -= 1
+        elapsed = time.monotonic() - started
+        fleet.stop()
+        events = fleet.events()
+        totals: Counter[str] = Counter()
+        for stop in fleet.stops:
+            totals.update({k: v for k, v in stop.items() if isinstance(v, int)})
+        # The continuation records (one conditional put per job, the app's effect)
+        # and the submit's creates are writes too; the handler's own result items are
+        # the application's, not the fleet's, and are left out.
+        creates = len(tags)
+        writes = totals["dynamodb_writes"] + creates
+        reads = totals["dynamodb_reads"]
+        verdicts = Counter(e.get("event") for e in events)
     per_message_writes = writes / messages
     per_message_reads = reads / messages
     return {
@@ -174,6 +143,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "messages_per_s": round(messages / elapsed, 1),
         "dynamodb_writes": writes,
         "marker_writes": totals["marker_writes"],
+        "refused_writes": totals["refused_writes"],
+        "coalesced_messages": totals["coalesced"],
         "dynamodb_reads": reads,
         "writes_per_message": round(per_message_writes, 3),
         "reads_per_message": round(per_message_reads, 3),

@@ -204,6 +204,16 @@ class ClientBase(Generic[ClientT]):
         return self._core.partition_key
 
     @property
+    def token_window(self) -> int:
+        """How many recent write tokens each chain item keeps (``ChainState.tokens``)."""
+        return self._core.token_window
+
+    @property
+    def client(self) -> ClientT:
+        """The DynamoDB client this wraps (aiobotocore's or boto3's), for requests of your own."""
+        return self._client
+
+    @property
     def batching(self) -> bool:
         """Are stamp writes being batched (``batch_writes``, and not stopped by a refusal)?"""
         return self._batcher is not None and self._batcher.enabled

@@ -10,7 +10,7 @@ and the batches are ``_batches``').
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -21,7 +21,7 @@ from ._client import ClientBase, Connection, CreateMany, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
-from ._core.validate import Lifetime
+from ._core.validate import Lifetime, check_chain_id
 from ._ops import Entry, Op, Outcome, Sleep, one_entry, unwrap
 from .item import ChainState
 from .stamps import Stamp
@@ -188,6 +188,37 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         """
         return unwrap(await self._stamp_entry(tag, one_entry(tag, stamp, token)))
 
+    async def stamp_on(
+        self, state: ChainState, stamp: bytes, *, token: bytes | str | None = None
+    ) -> Stamp:
+        """XOR ``stamp`` into the chain only if it is still exactly ``state``; else nothing.
+
+        ``state`` is a ``ChainState`` you read (``get``) or were given (``ChainMoved.current``):
+        one write conditioned on its chain and version, never planned again.  If the chain
+        moved since (another write landed, or it was closed or deleted), nothing is written
+        and ``ChainMoved`` is raised with ``.current``, the chain as it is now (from the
+        refused write's answer: no read).  A ``token`` that ``state`` already holds is
+        reported applied (``state.stamp``) with no write.  Lost responses, deadlines and
+        closed states are handled as by :meth:`stamp`.  Not merged with other stamps.
+        """
+        (outcome,) = await self._run(self._core.stamp_on(state, [(stamp, token)]))
+        return unwrap(outcome)
+
+    async def stamp_on_many(
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> list[Stamp]:
+        """Several ``(stamp, token)`` written on ``state`` in one write, or none of them.
+
+        As :meth:`stamp_on` (``ChainMoved`` if the chain moved), for several pieces of
+        work at once, each with its own token (the chain keeps them all): one write
+        unit instead of one per stamp.  Returns each stamp's state, in order (the last
+        one is the chain's).  At most ``token_window // 2`` stamps, tokens distinct
+        (``InvalidStamp``, ``InvalidToken``).  A stamp after those that brought the
+        chain to zero is not written: ``TagNotFound`` is raised for it (the others landed).
+        """
+        outcomes = await self._run(self._core.stamp_on(state, stamps))
+        return [unwrap(outcome) for outcome in outcomes]
+
     async def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
@@ -268,9 +299,17 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
         return self._stamped(entries, outcomes)
 
-    async def fail(self, tag: str, reason: str = "failed") -> ChainState:
-        """Close a live chain as failed; an acked chain stays acked (zero wins)."""
-        result: ChainState = await self._run(self._core.fail(tag, reason))
+    async def fail(
+        self, tag: str, reason: str = "failed", *, chain_id: bytes | None = None
+    ) -> ChainState:
+        """Close a live chain as failed; an acked chain stays acked (zero wins).
+
+        ``chain_id``: fail only that generation of the chain (the ``chain_id`` of a
+        ``ChainState`` you read); if the tag holds another one (re-created since),
+        ``TagNotFound`` and nothing is written, also when it is re-created between
+        this call's read and its write (the write is conditioned on it).
+        """
+        result: ChainState = await self._run(self._core.fail(tag, reason, check_chain_id(chain_id)))
         return result
 
     async def delete(self, tag: str) -> None:

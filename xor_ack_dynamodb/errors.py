@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from .item import ChainState  # noqa: F401  (named in a string: a runtime import is circular)
+    from .item import ChainState  # for annotations only: a runtime import is circular
 
 #: What a ``*_many`` call gives per tag that succeeded.
 R = TypeVar("R")
@@ -150,6 +150,27 @@ class ChainTimeout(_TagError):
         self.deadline = deadline
 
 
+class ChainMoved(_TagError):
+    """``stamp_on(state, ...)`` found the chain no longer in ``state``: nothing was written.
+
+    Another write landed since ``state`` was read (or the chain was closed, failed,
+    deleted, re-created).  ``.expected`` is the state the stamp was planned on,
+    ``.current`` the chain as it is now (``None``: no chain under the tag), taken
+    from the refused write's answer: decide again on it (it may hold your token:
+    then another copy of your stamp landed), no read needed.
+    """
+
+    def __init__(self, tag: str, expected: ChainState, current: ChainState | None) -> None:
+        now = "gone" if current is None else f"at version {current.version}"
+        super().__init__(
+            tag,
+            f'"{tag}" moved from version {expected.version} (the state the stamp was planned'
+            f" on) and is {now}; nothing was written: decide again on .current",
+        )
+        self.expected = expected
+        self.current = current
+
+
 class ChainFailed(_TagError):
     """The chain was failed (explicitly or by a timeout); its stamps can no longer land."""
 
@@ -169,6 +190,13 @@ class InvalidWait(XorAckError, ValueError):
 class InvalidTimeout(XorAckError, ValueError):
     """A ``timeout`` or ``idle_timeout`` is not a finite number of seconds above zero
     and at most a year.  Also a ``ValueError``.
+    """
+
+
+class InvalidState(XorAckError, TypeError):
+    """``stamp_on`` was given something other than a ``ChainState`` (as ``get()``
+    returns) to write on, or ``fail`` a ``chain_id`` that is not a ``ChainState``'s
+    (non-empty bytes).  Also a ``TypeError``.
     """
 
 

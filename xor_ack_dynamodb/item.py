@@ -141,10 +141,32 @@ class ChainState:
         moment = time.time() if now is None else now
         return self.live and self.deadline is not None and self.deadline <= moment
 
+    def holds(self, token: bytes | str) -> bool:
+        """Is a stamp with this idempotency ``token`` among the chain's last writes?
+
+        The chain keeps the digests of its last ``token_window`` writes' tokens
+        (``token_digest``): True means that stamp landed; False, that it did not land
+        within that window.
+        """
+        return token_digest(token) in self.tokens
+
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and self.expires_at <= (
             time.time() if now is None else now
         )
+
+
+def token_digest(token: bytes | str) -> bytes:
+    """The 8 bytes a chain keeps in ``tokens`` for a stamp's idempotency ``token``.
+
+    ``InvalidToken`` for a token a stamp would refuse (1 to 16 bytes, or a str of as
+    many UTF-8 bytes).
+    """
+    from ._core.validate import check_token  # the rule is the stamps' (a cycle at import)
+
+    digest = check_token(token)
+    assert digest is not None
+    return digest
 
 
 def _value(item: dict[str, Any], name: str, kind: str, tag: str, required: bool) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from queue import SimpleQueue
@@ -24,7 +24,7 @@ from ._client import ClientBase, Connection, CreateMany, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.expressions import Update
-from ._core.validate import Lifetime
+from ._core.validate import Lifetime, check_chain_id
 from ._ops import Entry, Op, Outcome, Sleep, one_entry, unwrap
 from .item import ChainState
 from .stamps import Stamp
@@ -163,6 +163,31 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         """XOR ``stamp`` into the chain; see ``XorAckDynamoDB.stamp``."""
         return unwrap(self._stamp_entry(tag, one_entry(tag, stamp, token)))
 
+    def stamp_on(
+        self, state: ChainState, stamp: bytes, *, token: bytes | str | None = None
+    ) -> Stamp:
+        """XOR ``stamp`` into the chain only if it is still exactly ``state``; else ``ChainMoved``.
+
+        See ``XorAckDynamoDB.stamp_on``.
+        """
+        (outcome,) = self._run(self._core.stamp_on(state, [(stamp, token)]))
+        return unwrap(outcome)
+
+    def stamp_on_many(
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> list[Stamp]:
+        """Several ``(stamp, token)`` written on ``state`` in one write, or none of them.
+
+        As :meth:`stamp_on` (``ChainMoved`` if the chain moved), for several pieces of
+        work at once, each with its own token (the chain keeps them all): one write
+        unit instead of one per stamp.  Returns each stamp's state, in order (the last
+        one is the chain's).  At most ``token_window // 2`` stamps, tokens distinct
+        (``InvalidStamp``, ``InvalidToken``).  A stamp after those that brought the
+        chain to zero is not written: ``TagNotFound`` is raised for it (the others landed).
+        """
+        outcomes = self._run(self._core.stamp_on(state, stamps))
+        return [unwrap(outcome) for outcome in outcomes]
+
     def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
         """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
         if self._coalesce:
@@ -232,9 +257,11 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                 outcomes = list(pool.map(self._stamp_entry, entries, entries.values()))
         return self._stamped(entries, outcomes)
 
-    def fail(self, tag: str, reason: str = "failed") -> ChainState:
-        """Close a live chain as failed; an acked chain stays acked (zero wins)."""
-        result: ChainState = self._run(self._core.fail(tag, reason))
+    def fail(
+        self, tag: str, reason: str = "failed", *, chain_id: bytes | None = None
+    ) -> ChainState:
+        """Close a live chain as failed; see ``XorAckDynamoDB.fail``."""
+        result: ChainState = self._run(self._core.fail(tag, reason, check_chain_id(chain_id)))
         return result
 
     def delete(self, tag: str) -> None:

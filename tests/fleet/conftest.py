@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -45,6 +45,15 @@ def tree(message: Message) -> list[Any]:
     if payload["depth"] == 0:
         return []
     return [{"width": payload["width"], "depth": payload["depth"] - 1}] * payload["width"]
+
+
+@pytest.fixture(scope="module")
+def sqs_endpoint() -> Iterator[str]:
+    """moto's SQS on 127.0.0.1, safe against a send during a delete (``moto_sqs_server``)."""
+    from .moto_sqs_server import serve
+
+    with serve() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import copy
 import json
@@ -10,11 +11,17 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+import yaml
 
-from xor_ack_dynamodb.errors import InvalidEnvelope
+from xor_ack_dynamodb.errors import CorruptRecord, InvalidEnvelope
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
-from xor_ack_dynamodb.fleet.lambda_sqs import SqsBatchHandler, StreamCompletionHandler
+from xor_ack_dynamodb.fleet.lambda_sqs import (
+    SqsBatchHandler,
+    StreamCompletionHandler,
+    SweepHandler,
+)
 from xor_ack_dynamodb.table import TableSpec
 
 pytestmark = pytest.mark.ddblocal
@@ -162,6 +169,14 @@ def test_the_dead_letter_function_fails_the_chain(
         handler.environment.close()
 
 
+def _lambda_image(raw: dict[str, Any]) -> dict[str, Any]:
+    """An item as a Lambda stream record carries it: binary values in base64."""
+    return {
+        name: {"B": base64.b64encode(value["B"]).decode()} if "B" in value else value
+        for name, value in raw.items()
+    }
+
+
 def test_the_stream_function_continues_chains_that_just_acked(
     ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
@@ -174,12 +189,91 @@ def test_the_stream_function_continues_chains_that_just_acked(
         worker(batch([root.to_json()]), None)
     finally:
         worker.environment.close()
-    event = json.loads(json.dumps(fixture("stream_event.json")).replace('"TAG"', '"stream-job"'))
+    raw = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    tombstone = raw.get_item(TableName=ddb_table.name, Key={"tagID": {"S": "stream-job"}})["Item"]
+    live = {k: v for k, v in tombstone.items() if k not in ("acked_at", "expires_at")}
+    live["stamp"] = {"B": b"\x01" * 16}
+    live["version"] = {"N": str(int(tombstone["version"]["N"]) - 1)}
+    event = fixture("stream_event.json")
+    acked, stamped = event["Records"]  # a transition to acked; a stamp that ended nothing
+    acked["dynamodb"]["Keys"] = {"tagID": {"S": "stream-job"}}
+    acked["dynamodb"]["NewImage"] = _lambda_image(tombstone)
+    acked["dynamodb"]["OldImage"] = _lambda_image(live)
+    marker = copy.deepcopy(stamped)  # the done record the fleet writes: no chain
+    key = {"S": "stream-job#xor-ack-fleet/done/00"}
+    marker["eventName"] = "INSERT"
+    marker["dynamodb"] = {
+        **marker["dynamodb"],
+        "Keys": {"tagID": key},
+        "NewImage": {"tagID": key, "chain_id": {"B": "AQ=="}, "created_at": {"N": "1"}},
+    }
+    del marker["dynamodb"]["OldImage"]
     handler = StreamCompletionHandler(opener(ddb_local_endpoint, ddb_table.name, box))
     try:
-        assert handler.acked_tags(event) == ["stream-job"]  # the other record is no ack
-        assert handler(event, None) == {"acked": 1, "continued": 1}
-        assert handler(event, None) == {"acked": 1, "continued": 0}  # a redelivered batch
+        found = handler.events(event | {"Records": [acked, stamped, marker]})
+        assert [(e.kind, e.tag) for e in found] == [("acked", "stream-job")]
+        assert found[0].chain_id == tombstone["chain_id"]["B"]  # this very generation
+        event = {"Records": [acked, stamped, marker]}
+        summary = {"acked": 1, "continued": 1, "failed": 0, "timed_out": 0}
+        assert handler(event, None) == summary
+        assert handler(event, None) == summary | {"continued": 0}  # a redelivered batch
         assert box.done == ["stream-job"]
     finally:
         handler.environment.close()
+
+
+def test_the_stream_function_fails_a_batch_with_a_record_that_is_no_chain(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    event = fixture("stream_event.json")
+    del event["Records"][1]["dynamodb"]["NewImage"]["stamp"]  # damaged: not a chain item
+    handler = StreamCompletionHandler(opener(ddb_local_endpoint, ddb_table.name, Box()))
+    try:
+        with pytest.raises(CorruptRecord):
+            handler(event, None)
+    finally:
+        handler.environment.close()
+
+
+class _Template(yaml.SafeLoader):
+    """Reads a CloudFormation template: its intrinsic functions (!Sub, !GetAtt) as plain values."""
+
+
+_Template.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def _allowed(role: str) -> set[str]:
+    template = yaml.load(
+        (Path(__file__).parents[2] / "infra" / "fleet.yaml").read_text(), _Template
+    )
+    actions: set[str] = set()
+    for policy in template["Resources"][role]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            found = statement["Action"]
+            actions.update([found] if isinstance(found, str) else found)
+    return actions
+
+
+def test_the_sweeper_fails_a_stalled_job_within_its_roles_actions(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    box = Box()
+    open_fleet = opener(ddb_local_endpoint, ddb_table.name, box)
+
+    async def stalled() -> None:
+        async with open_fleet() as fleet:
+            await fleet.submit("stalled-job", 1, timeout=0.5)
+        await asyncio.sleep(0.6)
+
+    asyncio.run(stalled())
+    handler = SweepHandler(open_fleet)
+    try:
+        assert handler({"source": "aws.events"}, None) == {"swept": 1}
+        fleet = handler.environment._fleet
+        assert fleet is not None
+        sent = {f"dynamodb:{op}" for op in fleet.ack.stats.requests}
+        assert sent <= _allowed("SweeperRole"), sent - _allowed("SweeperRole")
+        assert handler({"source": "aws.events"}, None) == {"swept": 0}  # failed once
+    finally:
+        handler.environment.close()
+    assert box.done == []

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import xor_ack_dynamodb.fleet as fleet_package
 from xor_ack_dynamodb.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
 from xor_ack_dynamodb.fleet import Envelope, Verdict, child_id, root_id, stamp_of
 from xor_ack_dynamodb.fleet.markers import page_key
@@ -160,3 +163,148 @@ async def test_a_missing_page_is_refused_not_guessed(harness_factory: Any) -> No
         h.fleet.markers._pages.clear()
         with pytest.raises(MarkerMissing):
             await h.fleet.handle(children[0].to_json())
+
+
+async def test_a_write_refused_on_a_moved_chain_is_checked_again_on_the_refusals_item(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-moved", {"width": 2, "depth": 1})
+        root = h.queue.pop()
+        await h.fleet.handle(root.to_json())
+        first, second = h.queue
+        state = await h.fleet.ack.get("job-moved")
+        assert state is not None
+        applied = await h.fleet.once.apply(first, first.stamp, state)
+        assert applied.verdict is Verdict.APPLIED
+        reads = h.fleet.ack.stats.requests["GetItem"]
+        # Planned on the same, now old, state: refused (ChainMoved), checked again on the
+        # item the refusal returned, written there: no read, no second copy of anything.
+        again = await h.fleet.once.apply(second, second.stamp, state)
+        assert again.verdict is Verdict.APPLIED and again.acked
+        assert h.fleet.ack.stats.requests["GetItem"] == reads
+        assert h.fleet.once.conflicts == 1
+        # And a copy of the first, planned on that old state too, is found a duplicate.
+        assert (await h.fleet.once.apply(first, first.stamp, state)).verdict is Verdict.DUPLICATE
+
+
+def test_the_fleet_uses_only_the_clients_public_api() -> None:
+    package = Path(fleet_package.__file__).parent
+    for path in package.glob("*.py"):
+        text = path.read_text()
+        for private in ("_core", "._run(", "ack._"):
+            assert private not in text, f"{path.name} uses {private}"
+
+
+async def test_a_dead_letter_racing_a_replay_leaves_the_new_generation_alone(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-race", {"width": 2, "depth": 1})
+        await h.fleet.handle(h.queue.pop().to_json())
+        dead, other = h.queue
+        h.queue.clear()
+        ack = h.fleet.ack
+        real_fail = ack.fail
+
+        async def replayed_in_between(tag: str, *args: Any, **kwargs: Any) -> Any:
+            # After the dead letter read its chain live, before its write: the other
+            # message of the generation went dead too, and the job was replayed.
+            ack.fail = real_fail  # type: ignore[method-assign]
+            await h.fleet.dead_letter(other.to_json())
+            await h.fleet.replay("job-race", {"width": 2, "depth": 1})
+            return await real_fail(tag, *args, **kwargs)
+
+        ack.fail = replayed_in_between  # type: ignore[method-assign]
+        after = await h.fleet.dead_letter(dead.to_json())
+        state = await ack.get("job-race")
+        assert state is not None and state.live and state.chain_id != dead.chain_id
+        assert after == state  # the chain as it is: the replay's generation, untouched
+        await h.drain()
+        assert [c.tag for c in h.completed] == ["job-race"]
+
+
+async def test_a_stalled_job_is_failed_by_the_sweeper_and_its_messages_dropped(
+    harness_factory: Any,
+) -> None:
+    ran: list[Any] = []
+
+    def counting(message: Any) -> list[Any]:
+        ran.append(message.payload)
+        return [1, 1] if message.payload == 0 else []
+
+    async with harness_factory(counting, timeout=0.8) as h:
+        await h.fleet.submit("job-stall", 0)  # a deadline 0.8 s from now
+        await h.fleet.handle(h.queue.pop().to_json())
+        children = list(h.queue)
+        h.queue.clear()
+        await asyncio.sleep(0.9)  # the job stalls: its two children never ran in time
+        swept = await h.fleet.ack.sweep()
+        assert [(s.tag, s.reason) for s in swept] == [("job-stall", "timeout")]
+        for env in children:
+            handled = await h.fleet.handle(env.to_json())
+            assert handled.verdict is Verdict.CLOSED and not handled.acked
+        assert ran == [0] and h.completed == []  # no handler ran on the failed chain
+        await h.fleet.replay("job-stall", 0, timeout=60)
+        await h.drain()
+        assert [c.tag for c in h.completed] == ["job-stall"]
+
+
+async def test_a_write_that_meets_the_deadline_fails_the_job_and_is_dropped(
+    harness_factory: Any,
+) -> None:
+    async def slow(message: Any) -> list[Any]:
+        if message.payload == 1:
+            await asyncio.sleep(0.9)  # read in time, written too late
+        return [1] if message.payload == 0 else []
+
+    async with harness_factory(slow, timeout=0.8) as h:
+        await h.fleet.submit("job-late", 0)
+        await h.fleet.handle(h.queue.pop().to_json())
+        late = await h.fleet.handle(h.queue.pop().to_json())
+        assert late.verdict is Verdict.CLOSED and not late.acked
+        assert h.queue == []  # nothing of the late message counts
+        state = await h.fleet.ack.get("job-late")
+        assert state is not None and state.failed and state.reason == "timeout"
+        assert await h.fleet.ack.sweep() == []  # already failed, once
+        assert h.completed == []
+
+
+async def test_messages_finishing_together_share_writes_and_each_lands_once(
+    harness_factory: Any,
+) -> None:
+    # A window of 8 tokens, pages of 4: 30 siblings finishing at once share writes while
+    # the window has room, then go one by one, evicting tokens into pages.
+    async with harness_factory(token_window=8, page_size=4) as h:
+        await h.fleet.submit("job-together", {"width": 30, "depth": 1})
+        root = h.queue.pop()
+        await h.fleet.handle(root.to_json())
+        children = list(h.queue)
+        h.queue.clear()
+        handled = await asyncio.gather(*(h.fleet.handle(c.to_json()) for c in children[:-1]))
+        assert all(x.verdict is Verdict.APPLIED and not x.acked for x in handled)
+        assert h.fleet.once.coalesced > 0
+        state = await h.fleet.ack.get("job-together")
+        assert state is not None and state.version < 1 + 1 + 29  # fewer writes than messages
+        assert len(state.tokens) == 8 and h.fleet.markers.writes > 0  # pages were written
+        # Every message again, each far behind the window now: found in the pages.
+        for env in [root, *children[:-1]]:
+            again = await h.fleet.handle(env.to_json())
+            assert again.verdict is Verdict.DUPLICATE, env.index
+        last = await h.fleet.handle(children[-1].to_json())
+        assert last.verdict is Verdict.APPLIED and last.acked
+        assert h.queue == [] and [c.tag for c in h.completed] == ["job-together"]
+
+
+async def test_copies_of_one_message_in_one_write_batch_land_once(harness_factory: Any) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-twice", {"width": 3, "depth": 1})
+        await h.fleet.handle(h.queue.pop().to_json())
+        first, second, third = h.queue
+        h.queue.clear()
+        copies = [first, first, second, second, first]
+        handled = await asyncio.gather(*(h.fleet.handle(c.to_json()) for c in copies))
+        verdicts = sorted(x.verdict.value for x in handled)
+        assert verdicts == ["applied", "applied", "duplicate", "duplicate", "duplicate"]
+        assert (await h.fleet.handle(third.to_json())).acked
+        assert [c.tag for c in h.completed] == ["job-twice"]

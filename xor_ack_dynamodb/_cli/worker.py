@@ -155,5 +155,7 @@ async def _run(
         stats = dict(await worker.run(stop))
         stats["dynamodb_writes"] = fleet.write_requests
         stats["marker_writes"] = fleet.markers.writes
+        stats["refused_writes"] = fleet.once.conflicts
+        stats["coalesced"] = fleet.once.coalesced
         stats["dynamodb_reads"] = fleet.ack.stats.requests["GetItem"] + fleet.markers.reads
         return stats

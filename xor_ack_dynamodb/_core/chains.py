@@ -17,6 +17,7 @@ from ..errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
     ChainFailed,
+    ChainMoved,
     ChainTimeout,
     CorruptItem,
     StaleLocalData,
@@ -35,8 +36,10 @@ from .validate import (
     check_deadline,
     check_fits,
     check_reason,
+    check_state,
     check_tag,
     check_wait,
+    on_state_entries,
 )
 
 if TYPE_CHECKING:
@@ -128,6 +131,7 @@ class SingleChain(Deadlines):
         entries: Sequence[Entry],
         known: ChainState | None = None,
         known_fresh: bool = True,
+        exact: bool = False,
     ) -> Generator[Effect, Any, list[Outcome]]:
         """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
 
@@ -142,6 +146,10 @@ class SingleChain(Deadlines):
         item the failure returned, as if this call had read it, and not counted
         as a lost race (``StaleLocalData`` with ``retry=None`` means a write landed
         between this call's own read and its write).
+
+        ``exact``: write on ``known`` only (:meth:`stamp_on`): nothing is read or
+        planned again; a write that does not land on it is decided by
+        ``ON_STATE_NOT_LANDED`` (``ChainMoved`` with the chain as it is now).
         """
         check_tag(tag)
         outcomes: list[Outcome | None] = [None] * len(entries)
@@ -153,7 +161,7 @@ class SingleChain(Deadlines):
         if state is not None and state.expired(self.clock()):
             self.forget(tag)
             state = None
-        if state is None:
+        if state is None and not exact:  # exact: an expired ``known`` is no chain
             remembered = False
             state = yield from self._read(tag)
         attempt = 0
@@ -172,7 +180,10 @@ class SingleChain(Deadlines):
                 assert state is not None
                 try:
                     state = yield from self._refuse_late("stamp", tag, state)
-                    continue  # it was not overdue after all: go on with it as it is now
+                    if not exact:
+                        continue  # it was not overdue after all: go on with it as it is now
+                    # Not overdue after all, yet not the caller's state either.
+                    self._moved(tag, known, state, pending, outcomes)
                 except ChainTimeout as late:
                     for i in pending:
                         outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
@@ -273,6 +284,11 @@ class SingleChain(Deadlines):
                 self.remember(current, tag)
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
+            if exact:
+                if self._moved(tag, known, current, batch + later, outcomes):
+                    pending, state = batch + later, current  # overdue: the loop fails it
+                    continue
+                break
             overdue = D.status_of(current, self.clock()) is Status.OVERDUE
             again = D.STAMP_AGAIN[(remembered, refused and current is not None, overdue)]
             if again is Step.TIME_OUT:  # refused for being late, not raced: no back-off,
@@ -293,6 +309,47 @@ class SingleChain(Deadlines):
             pending, state = batch + later, current
         return [o if o is not None else TagNotFound(tag) for o in outcomes]
 
+    def _moved(
+        self,
+        tag: str,
+        known: ChainState | None,
+        current: ChainState | None,
+        pending: Sequence[int],
+        outcomes: list[Outcome | None],
+    ) -> bool:
+        """A write on the caller's state did not land: ``ON_STATE_NOT_LANDED`` decides.
+
+        Fills ``outcomes`` with ``ChainMoved`` (False: done), or returns True when
+        the chain is overdue and is to be failed once by the stamp's loop.
+        """
+        assert known is not None
+        step, _ = D.ON_STATE_NOT_LANDED[D.status_of(current, self.clock())]
+        if step is Step.TIME_OUT:
+            return True
+        self.stats.conflicts += 1  # a lost race (or a closed chain), not retried
+        for i in pending:
+            outcomes[i] = ChainMoved(tag, known, current)
+        return False
+
+    def stamp_on(
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> Generator[Effect, Any, list[Outcome]]:
+        """Stamps (each with its token) written on ``state`` in one write, or not at all.
+
+        The write is conditioned on ``state`` as every stamp's is; what differs is
+        what follows a refusal: nothing is read or planned again, the outcome is
+        ``ChainMoved`` with the chain as the refusal returned it (``ON_STATE_NOT_LANDED``).
+        A token ``state`` already holds is reported applied (``state.stamp``), with no
+        write; a lost response, a re-send, an overdue or closed ``state``: as :meth:`stamp_one`.
+        At most half the token window of stamps, with distinct tokens (``on_state_entries``),
+        so that they always go in one write.
+        """
+        entries = on_state_entries(check_state(state).tag, stamps, self.token_window)
+        try:
+            return (yield from self.stamp_batch(state.tag, entries, state, exact=True))
+        except CorruptItem as exc:
+            return [exc] * len(entries)
+
     def stamp_one(self, tag: str, entry: Entry) -> Generator[Effect, Any, Outcome]:
         """One stamp written alone (``coalesce=False``): its outcome, its ``CorruptItem`` too."""
         try:
@@ -301,8 +358,14 @@ class SingleChain(Deadlines):
             return exc  # this entry's own error, as a merged write gives it
         return outcome
 
-    def fail(self, tag: str, reason: str = "failed") -> Generator[Effect, Any, ChainState]:
+    def fail(
+        self, tag: str, reason: str = "failed", chain_id: bytes | None = None
+    ) -> Generator[Effect, Any, ChainState]:
         """Close a live chain as failed, so waiters learn it and late stamps are refused.
+
+        ``chain_id``: fail only that generation (``ChainState.chain_id``); another one
+        under the tag (re-created since it was read) counts as no chain, before the
+        write and in its condition: ``TagNotFound``, nothing written.
 
         A chain that is already acked stays acked (its zero state wins over a late
         fail, as in Storm) and one already failed stays as it is: both are returned.
@@ -318,6 +381,8 @@ class SingleChain(Deadlines):
         state = yield from self._read(tag)
         attempt = 0
         while True:
+            if chain_id is not None and state is not None and state.chain_id != chain_id:
+                state = None  # another generation: not the chain to fail
             step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
             if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
                 assert state is not None
@@ -337,7 +402,7 @@ class SingleChain(Deadlines):
             self.stats.writes += 1
             try:
                 response: UpdateItemOutputTypeDef = yield Call(
-                    "update_item", self._fail_params(tag, reason)
+                    "update_item", self._fail_params(tag, reason, chain_id)
                 )
             except ClientError as exc:
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:

@@ -14,11 +14,12 @@ The operations (``reads``, ``chains``, ``many``) look their decisions up here:
 landed), ``REPLY_STEP`` in ``_settle`` / ``_settle_many``, ``stamp``'s and
 ``fail``'s and ``delete``'s replies, ``NOT_LANDED_STEP`` wherever a chain read back
 decides (``stamp``, ``stamp_many``, ``create``, ``create_many``, ``fail``),
-``STAMP_AGAIN`` in ``stamp``, ``CREATE_SETTLED`` in ``create`` and
-``create_transact``; a cancelled transaction's tables are ``cancellation``'s.  The
-rules that do not fit a table are written below it, with why.  A corrupt item is not
-a row: the item is decoded before any verdict, and ``CorruptItem`` is raised (before
-any write on the paths that read first: ``stamp``, ``fail``, ``stamp_many``).
+``STAMP_AGAIN`` in ``stamp``, ``ON_STATE_NOT_LANDED`` in ``stamp_on``,
+``CREATE_SETTLED`` in ``create`` and ``create_transact``; a cancelled transaction's
+tables are ``cancellation``'s.  The rules that do not fit a table are written below
+it, with why.  A corrupt item is not a row: the item is decoded before any verdict,
+and ``CorruptItem`` is raised (before any write on the paths that read first:
+``stamp``, ``fail``, ``stamp_many``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .._attempts import earlier_send_may_have_landed, may_have_landed
 from .._aws import error_code
-from ..errors import ChainFailed, ChainTimeout, TagExists, TagNotFound, TransactionItemRejected
+from ..errors import (
+    ChainFailed,
+    ChainMoved,
+    ChainTimeout,
+    TagExists,
+    TagNotFound,
+    TransactionItemRejected,
+)
 from ..item import ChainState
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -100,6 +108,9 @@ class Step(Enum):
     #: write that only one of any number of late callers and sweepers lands), then
     #: refuse with the row's error (``ChainTimeout``), or report the tombstone (sweep).
     TIME_OUT = "fail it with reason timeout, once"
+    #: A stamp planned on its caller's state (``stamp_on``): report ``ChainMoved`` with the
+    #: chain as it is now, and plan nothing again (the caller decides on it).
+    MOVED = "report the chain as it is now"
 
 
 #: The reply's own botocore error, raised as it is.
@@ -110,6 +121,7 @@ Refusal: TypeAlias = (
     | type[ChainFailed]
     | type[TagExists]
     | type[TransactionItemRejected]
+    | type[ChainMoved]
     | Literal["the reply's error"]
     | None
 )
@@ -236,6 +248,20 @@ STAMP_AGAIN: dict[tuple[bool, bool, bool], Step] = {
     # chain, still overdue, is failed (NOT_LANDED_STEP), or the policy is spent.
     (True, False, True): Step.RETRY,
     (False, False, True): Step.RETRY,
+}
+
+#: A stamp planned on the exact state its caller gave (``stamp_on``), proven not landed
+#: or found not to fit that state, by the chain as it is now: (status) -> (step, error).
+#: The state is the caller's condition, so nothing is planned again here: the caller
+#: gets ``ChainMoved`` with the chain as it is (a refusal's ALL_OLD, or a read) and
+#: decides.  Past its deadline the chain is failed ("timeout") once, as by every late
+#: write, and the caller gets ``ChainTimeout``.
+ON_STATE_NOT_LANDED: dict[Status, tuple[Step, Refusal]] = {
+    Status.LIVE: (Step.MOVED, ChainMoved),  # another write landed first: not retried
+    Status.ABSENT: (Step.MOVED, ChainMoved),  # deleted, expired since
+    Status.ACKED: (Step.MOVED, ChainMoved),  # .current tells whether it holds the token
+    Status.FAILED: (Step.MOVED, ChainMoved),
+    Status.OVERDUE: (Step.TIME_OUT, ChainTimeout),
 }
 
 #: A ``create`` whose reply did not say, by the item read back: (reply, its write token

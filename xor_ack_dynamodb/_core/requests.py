@@ -316,8 +316,14 @@ class Requests:
         (I.REASON, "S", False),
     )
 
-    def _fail_params(self, tag: str, reason: str) -> dict[str, Any]:
-        """The write that closes a live chain as failed, refused by a closed or damaged item."""
+    def _fail_params(self, tag: str, reason: str, chain_id: bytes | None = None) -> dict[str, Any]:
+        """The write that closes a live chain as failed, refused by a closed or damaged item.
+
+        ``chain_id``: refused too by another generation of the chain (a re-created tag).
+        """
+        generation: tuple[Term, ...] = ()
+        if chain_id is not None:
+            generation = (Compare(I.CHAIN_ID, "=", Value(":c", {"B": chain_id})),)
         at = self._now()
         now = Value(":now", _n(at))
         kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
@@ -347,6 +353,7 @@ class Requests:
                 AnyOf((Exists(I.DEADLINE, False), Compare(I.DEADLINE, ">", now))),
                 Compare(I.STAMP, ">", Value(":zero", _n(0)), size=True),
                 *types,
+                *generation,
             ),
             return_values="ALL_NEW",
         ).request()

@@ -15,6 +15,7 @@ from ..errors import (
     CreateManyFailed,
     InvalidReason,
     InvalidStamp,
+    InvalidState,
     InvalidTag,
     InvalidTimeout,
     InvalidToken,
@@ -22,6 +23,7 @@ from ..errors import (
     InvalidWait,
     StampManyFailed,
 )
+from ..item import ChainState
 from ..stamps import Stamp, as_stamp
 from .effects import Entry, Outcome
 
@@ -187,6 +189,45 @@ def check_reason(reason: object) -> str:
             f"reason must be encodable as UTF-8 (no lone surrogates), not {reason!r}"
         ) from exc
     return reason
+
+
+def check_state(state: object) -> ChainState:
+    """``stamp_on``'s state: a ``ChainState`` (as ``get()`` returns it) of a valid tag."""
+    if not isinstance(state, ChainState):
+        raise InvalidState(
+            f"stamp_on writes on a ChainState (what get() returns), not {type(state).__name__}"
+        )
+    check_tag(state.tag)
+    return state
+
+
+def check_chain_id(chain_id: object) -> bytes | None:
+    """``fail``'s ``chain_id``: None, or the non-empty bytes of a ``ChainState.chain_id``."""
+    if chain_id is None:
+        return None
+    if not isinstance(chain_id, (bytes, bytearray)) or not chain_id:
+        raise InvalidState(f"chain_id is a ChainState's chain_id (bytes), not {chain_id!r}")
+    return bytes(chain_id)
+
+
+def on_state_entries(
+    tag: str, stamps: Sequence[tuple[bytes, bytes | str | None]], window: int
+) -> list[Entry]:
+    """``stamp_on``'s stamps and tokens: 1 to ``window // 2`` of them, tokens distinct.
+
+    So they always go out in one write (a write carries at most half the window of
+    tokens, and a repeated token would wait for the next).
+    """
+    entries = [one_entry(tag, stamp, token) for stamp, token in stamps]
+    if not 1 <= len(entries) <= max(1, window // 2):
+        raise InvalidStamp(
+            f"stamp_on_many writes 1 to {max(1, window // 2)} stamps (half the token window)"
+            f" in one write, not {len(entries)}; split them"
+        )
+    tokens = [entry.token for entry in entries if entry.token is not None]
+    if len(set(tokens)) != len(tokens):
+        raise InvalidToken("stamp_on_many got one token twice: each stamp's token is its own")
+    return entries
 
 
 def one_entry(tag: object, stamp: object, token: object) -> Entry:

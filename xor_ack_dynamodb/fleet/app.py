@@ -69,11 +69,16 @@ class Handled:
 class Fleet:
     """Fan-out / fan-in over queues with XOR chains; see the module docstring.
 
-    ``ack``: an ``XorAckDynamoDB`` made with ``retry=None, coalesce=False``
-    (``Fleet.connect`` makes one).  ``handler``: the user's function (sync or
-    async).  ``send``: sends child envelopes (``SqsSender``).  ``continuation``:
-    awaited once per acked chain (``Completed``).  ``page_size``, ``marker_ttl``:
-    see ``once.py`` and ``markers.py``.
+    ``ack``: an ``XorAckDynamoDB`` (``Fleet.connect`` makes one); the fleet's
+    stamps go through its ``stamp_on``, so its retry and merging options do not
+    matter, but no other writer may stamp the fleet's chains (see ``once.py``).
+    ``handler``: the user's function (sync or async).  ``send``: sends child
+    envelopes (``SqsSender``).  ``continuation``: awaited once per acked chain
+    (``Completed``).  ``page_size``, ``marker_ttl``: see ``once.py`` and
+    ``markers.py``.  ``timeout``, ``idle_timeout``: each job's deadline (the client's
+    ``create`` options; ``submit`` may give others): a job still live past it is
+    failed with reason "timeout" by the sweeper, or by the first write that meets
+    it; its messages are dropped before their handler runs.
     """
 
     def __init__(
@@ -86,10 +91,14 @@ class Fleet:
         page_size: int | None = None,
         marker_ttl: float = DEFAULT_MARKER_TTL,
         telemetry: Telemetry | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.ack = ack
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
         self.markers = Markers(
-            ack._client, table=ack.table, partition_key=ack.partition_key, ttl=marker_ttl
+            ack.client, table=ack.table, partition_key=ack.partition_key, ttl=marker_ttl
         )
         self.once = Once(ack, self.markers, page_size)
         self.handler = handler
@@ -115,8 +124,6 @@ class Fleet:
             partition_key=partition_key,
             endpoint_url=endpoint_url,
             region_name=region_name,
-            retry=None,
-            coalesce=False,
             token_window=token_window,
         ) as ack:
             yield cls(ack, **options)
@@ -130,16 +137,32 @@ class Fleet:
 
     # -- jobs ---------------------------------------------------------------------
 
-    async def submit(self, tag: str, payload: Any, *, ttl: float | None = None) -> Envelope:
+    async def submit(
+        self,
+        tag: str,
+        payload: Any,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Envelope:
         """Start a job: create the chain with the root's stamp, then send the root message.
 
         Calling it again for a job whose root has not run yet sends the root again
         (a duplicate, applied once): a submitter that died after the create is safe.
         ``TagExists`` if the chain has moved on since (use ``replay`` for a failed one).
+        ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
+        (default: the fleet's); ``ttl`` must then be longer.
         """
         root_stamp = stamp_of(root_id(tag))
         try:
-            await self.ack.create(tag, root_stamp, ttl=ttl)
+            await self.ack.create(
+                tag,
+                root_stamp,
+                ttl=ttl,
+                timeout=self.timeout if timeout is None else timeout,
+                idle_timeout=self.idle_timeout if idle_timeout is None else idle_timeout,
+            )
         except TagExists:
             state = await self.ack.get(tag)
             if state is None or state.version != 1 or state.stamp != root_stamp:
@@ -152,7 +175,15 @@ class Fleet:
         log("submitted", tag, root.message_id)
         return root
 
-    async def replay(self, tag: str, payload: Any, *, ttl: float | None = None) -> Envelope:
+    async def replay(
+        self,
+        tag: str,
+        payload: Any,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> Envelope:
         """Run a failed (or expired) job again, from its root, as a new chain generation.
 
         Messages of the failed generation still in queues carry its ``chain_id``:
@@ -165,7 +196,7 @@ class Fleet:
         if state is not None and state.acked:
             raise ReplayRefused(tag, "acked")
         log("replayed", tag, None, reason=None if state is None else state.reason)
-        return await self.submit(tag, payload, ttl=ttl)
+        return await self.submit(tag, payload, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
 
     # -- messages -----------------------------------------------------------------
 
@@ -239,17 +270,18 @@ class Fleet:
     async def dead_letter(self, body: str | bytes | Envelope) -> ChainState | None:
         """A message that exhausted its receives: fail its chain with reason ``dead-letter``.
 
-        Only the message's own generation is failed (a replayed chain is left alone);
-        an acked chain stays acked.  Returns the chain as it is after.
+        Only the message's own generation is failed: the write is conditioned on it,
+        so a replay landing between the read and the write is left alone.  An acked
+        chain stays acked.  Returns the chain as it is after.
         """
         env = body if isinstance(body, Envelope) else Envelope.from_json(body)
         state = await self.ack.get(env.tag)
         if state is None or state.chain_id != env.chain_id or not state.live:
             return state
         try:
-            state = await self.ack.fail(env.tag, "dead-letter")
-        except TagNotFound:
-            return None
+            state = await self.ack.fail(env.tag, "dead-letter", chain_id=env.chain_id)
+        except TagNotFound:  # gone, or replayed since the read: not this generation
+            return await self.ack.get(env.tag)
         self.telemetry.count("chains", outcome="failed")
         log("dead-letter", env.tag, env.message_id)
         return state

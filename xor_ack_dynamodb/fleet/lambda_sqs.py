@@ -25,8 +25,11 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from ..errors import CorruptRecord
+from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
+from .markers import is_marker_key
 from .telemetry import log
 
 OpenFleet = Callable[[], AbstractAsyncContextManager[Fleet]]
@@ -126,11 +129,13 @@ class SqsBatchHandler:
 class StreamCompletionHandler:
     """``handler(event, context)`` on the table's stream: continue each chain that just acked.
 
-    The event source mapping's filter criteria pass only transitions to acked; the
-    handler checks the kind again (a filter is configuration, this is code): a
-    ``MODIFY`` whose new image has ``acked_at`` and whose old image has not.
-    Marker items and other writes are ignored.  A failure raises, so the mapping
-    retries the batch (with its retry limit and on-failure destination).
+    Each record is decoded by ``xor_ack_dynamodb.events`` (its transition tables), so
+    the handler is right with or without the mapping's filter criteria: an ``Acked``
+    event runs the continuation of that very generation (``event.chain_id``), unless
+    it is recorded done; ``Failed`` and ``TimedOut`` events are logged and counted in
+    the summary; a stamp that did not end its chain is no event.  The fleet's own
+    marker items are skipped.  A failure raises, so the mapping retries the batch
+    (with its retry limit and on-failure destination).
     """
 
     def __init__(self, open_fleet: OpenFleet, partition_key: str = "tagID") -> None:
@@ -141,28 +146,46 @@ class StreamCompletionHandler:
         result: dict[str, Any] = self.environment.run(lambda fleet: self.process(fleet, event))
         return result
 
-    def acked_tags(self, event: Mapping[str, Any]) -> list[str]:
-        tags = []
+    def events(self, event: Mapping[str, Any]) -> list[ChainEvent]:
+        """The chain events of a batch's records, in order (``events.decode``)."""
+        found: list[ChainEvent] = []
         for record in event.get("Records", []):
-            if record.get("eventName") != "MODIFY":
-                continue
-            images = record.get("dynamodb", {})
-            new, old = images.get("NewImage") or {}, images.get("OldImage") or {}
-            if "acked_at" in new and "acked_at" not in old and "stamp" in new:
-                tags.append(str(new[self.partition_key]["S"]))
-        return tags
+            try:
+                found.extend(decode(record, self.partition_key))
+            except CorruptRecord:
+                if self._is_marker(record):
+                    continue  # a page or a done record of the fleet: no chain
+                raise
+        return found
+
+    def _is_marker(self, record: object) -> bool:
+        try:
+            key = parse(record).keys.get(self.partition_key, {}).get("S")
+        except CorruptRecord:
+            return False
+        return isinstance(key, str) and is_marker_key(key)
 
     async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
-        tags = self.acked_tags(event)
-        ran = await asyncio.gather(*(fleet.complete(tag) for tag in tags))
-        return {"acked": len(tags), "continued": sum(ran)}
+        found = self.events(event)
+        acked = [e for e in found if isinstance(e, Acked)]
+        ended = [e for e in found if isinstance(e, Failed)]  # TimedOut is a Failed
+        for failed in ended:
+            log(failed.kind.replace("_", "-"), failed.tag, None, reason=failed.reason)
+        ran = await asyncio.gather(*(fleet.complete_chain(e.tag, e.chain_id) for e in acked))
+        timed_out = sum(isinstance(e, TimedOut) for e in ended)
+        return {
+            "acked": len(acked),
+            "continued": sum(ran),
+            "failed": len(ended) - timed_out,
+            "timed_out": timed_out,
+        }
 
 
 class SweepHandler:
-    """``handler(event, context)`` for a schedule: fail the chains past their deadline.
+    """``handler(event, context)`` for a schedule: fail the jobs past their deadline.
 
-    Needs the client's ``sweep()`` (chains with deadlines); until the client has it,
-    the handler reports that there is nothing it can sweep.
+    One ``sweep()`` of the client: each overdue chain is failed with reason
+    "timeout" once, whatever the number of sweepers; counted as timed-out chains.
     """
 
     def __init__(self, open_fleet: OpenFleet) -> None:
@@ -170,11 +193,11 @@ class SweepHandler:
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         async def sweep(fleet: Fleet) -> dict[str, Any]:
-            sweeper = getattr(fleet.ack, "sweep", None)
-            if sweeper is None:
-                return {"swept": 0, "supported": False}
-            failed = await sweeper()
-            return {"swept": len(failed), "supported": True}
+            failed = await fleet.ack.sweep()
+            fleet.telemetry.count("chains", len(failed), outcome="timed_out")
+            for chain in failed:
+                log("timed-out", chain.tag, None)
+            return {"swept": len(failed)}
 
         result: dict[str, Any] = self.environment.run(sweep)
         return result

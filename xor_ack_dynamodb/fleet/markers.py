@@ -3,8 +3,10 @@
 Markers live in the chain table under keys no chain tag of the fleet takes
 (``<tag>#xor-ack-fleet/...``), with the item's own attribute names
 (``xor_ack_dynamodb.item``): ``chain_id`` (the generation they belong to),
-``tokens`` (a page's tokens), ``created_at`` and ``expires_at`` (TTL: garbage
-collection, after any re-delivery a queue can still make).  They carry no
+``tokens`` (a page's tokens), ``version`` (page 0 only: the chain's version when
+its token window was first full, which places every later window's tokens in the
+chain's stream of tokens, ``once.py``), ``created_at`` and ``expires_at`` (TTL:
+garbage collection, after any re-delivery a queue can still make).  They carry no
 ``stamp``, so no client takes them for a chain.
 """
 
@@ -29,6 +31,11 @@ def done_key(tag: str, chain_id: bytes) -> str:
     return f"{tag}{_PREFIX}done/{chain_id.hex()}"
 
 
+def is_marker_key(key: str) -> bool:
+    """Is ``key`` a marker's (a page, a done record), not a chain's tag?"""
+    return _PREFIX in key
+
+
 class Markers:
     """Reads and writes marker items over an aiobotocore DynamoDB client.
 
@@ -51,10 +58,12 @@ class Markers:
         self.ttl = ttl
         self.writes = 0
         self.reads = 0
-        self._pages: OrderedDict[str, bytes] = OrderedDict()
+        self._pages: OrderedDict[str, tuple[bytes, int | None]] = OrderedDict()
         self._cache_size = cache_size
 
-    async def _write(self, key: str, chain_id: bytes, tokens: bytes | None = None) -> None:
+    async def _write(
+        self, key: str, chain_id: bytes, tokens: bytes | None = None, version: int | None = None
+    ) -> None:
         """Write the marker ``key`` (an UpdateItem, as every write of the table: one permission)."""
         now = time.time()
         names = {"#c": I.CHAIN_ID, "#n": I.CREATED_AT, "#e": I.EXPIRES_AT}
@@ -68,6 +77,10 @@ class Markers:
             names["#t"] = I.TOKENS
             values[":t"] = {"B": tokens}
             update += ", #t = :t"
+        if version is not None:
+            names["#v"] = I.VERSION
+            values[":v"] = {"N": str(version)}
+            update += ", #v = :v"
         self.writes += 1
         await self._client.update_item(
             TableName=self.table,
@@ -81,14 +94,27 @@ class Markers:
         """Is the page known to exist (written or read by this process)?"""
         return page_key(tag, chain_id, page) in self._pages
 
-    async def put_page(self, tag: str, chain_id: bytes, page: int, tokens: bytes) -> None:
-        """Write a page (its content is fixed by the chain's history: a re-write is the same)."""
-        key = page_key(tag, chain_id, page)
-        await self._write(key, chain_id, tokens)
-        self._remember(key, tokens)
+    async def put_page(
+        self, tag: str, chain_id: bytes, page: int, tokens: bytes, version: int | None = None
+    ) -> None:
+        """Write a page (its content is fixed by the chain's history: a re-write is the same).
 
-    def _remember(self, key: str, tokens: bytes) -> None:
-        self._pages[key] = tokens
+        ``version``: page 0's, the chain's version when its window was first full.
+        """
+        key = page_key(tag, chain_id, page)
+        await self._write(key, chain_id, tokens, version)
+        self._remember(key, tokens, version)
+
+    async def full_at(self, tag: str, chain_id: bytes) -> int | None:
+        """The version at which the chain's window was first full (page 0's), None: no page 0."""
+        key = page_key(tag, chain_id, 0)
+        if key not in self._pages:
+            await self.pages(tag, chain_id, range(1))
+        found = self._pages.get(key)
+        return None if found is None else found[1]
+
+    def _remember(self, key: str, tokens: bytes, version: int | None) -> None:
+        self._pages[key] = (tokens, version)
         self._pages.move_to_end(key)
         while len(self._pages) > self._cache_size:
             self._pages.popitem(last=False)
@@ -100,7 +126,7 @@ class Markers:
         for page in pages:
             key = page_key(tag, chain_id, page)
             if key in self._pages:
-                found[page] = self._pages[key]
+                found[page] = self._pages[key][0]
             else:
                 missing[key] = page
         keys = list(missing)
@@ -117,7 +143,8 @@ class Markers:
                 for raw in response.get("Responses", {}).get(self.table, []):
                     key = raw[self.partition_key]["S"]
                     tokens = bytes(raw.get(I.TOKENS, {}).get("B", b""))
-                    self._remember(key, tokens)
+                    version = raw.get(I.VERSION, {}).get("N")
+                    self._remember(key, tokens, None if version is None else int(version))
                     found[missing[key]] = tokens
                 request = response.get("UnprocessedKeys") or {}
         for page in pages:
