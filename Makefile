@@ -10,7 +10,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check
 OUT    ?= out
-# pytest workers: most tests wait on DynamoDB Local, moto or Spark, so two per core overlap well
+# pytest workers: most tests wait on DynamoDB Local, moto or Spark rather than compute, so two
+# overlap well even on a 2-core machine
 TEST_WORKERS ?= 2
 
 # runtime + PySpark: what `make demo` needs
