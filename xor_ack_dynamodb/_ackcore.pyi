@@ -1,4 +1,4 @@
-"""Types of the optional C fast path of ``xor_ack_dynamodb.memory.Ack`` (see _ackcore.c)."""
+"""Types of the optional C fast path of ``xor_ack_dynamodb.memory.Ack`` (see _ackcore.h)."""
 
 from collections.abc import Callable
 from typing import Protocol
