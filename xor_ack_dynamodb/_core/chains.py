@@ -1,4 +1,6 @@
-"""The operations on one chain: create, stamp (merged entries), fail, delete, wait.
+"""The operations that write one chain: create and stamp (merged entries, or on a given state).
+
+How a chain ends (fail, delete, wait) is in ``endings``.
 
 Each is a generator of effects (``effects``); what a reply means is looked up in
 ``landing``'s tables, through ``Reads``.
@@ -12,11 +14,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .. import item as I
 from ..errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
-    ChainFailed,
     ChainMoved,
     ChainTimeout,
     CorruptItem,
@@ -27,23 +27,21 @@ from ..errors import (
 from ..item import ChainState
 from ..stamps import Stamp, as_stamp
 from . import landing as D
-from .deadlines import Deadlines
-from .effects import Call, Effect, Entry, Outcome, Sleep
+from .effects import Call, Effect, Entry, Outcome
+from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
 from .validate import (
     WRITE_TOKEN_BYTES,
     Lifetime,
     check_deadline,
     check_fits,
-    check_reason,
     check_state,
     check_tag,
-    check_wait,
     on_state_entries,
 )
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
+    pass
 
 
 def _copy_error(error: Exception, cause: BaseException) -> Exception:
@@ -77,7 +75,7 @@ def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Sta
     return seen, seen[-1] if seen else state, len(seen)
 
 
-class SingleChain(Deadlines):
+class SingleChain(Endings):
     """The operations of one table's core on one chain at a time."""
 
     def create(
@@ -357,95 +355,3 @@ class SingleChain(Deadlines):
         except CorruptItem as exc:
             return exc  # this entry's own error, as a merged write gives it
         return outcome
-
-    def fail(
-        self, tag: str, reason: str = "failed", chain_id: bytes | None = None
-    ) -> Generator[Effect, Any, ChainState]:
-        """Close a live chain as failed, so waiters learn it and late stamps are refused.
-
-        ``chain_id``: fail only that generation (``ChainState.chain_id``); another one
-        under the tag (re-created since it was read) counts as no chain, before the
-        write and in its condition: ``TagNotFound``, nothing written.
-
-        A chain that is already acked stays acked (its zero state wins over a late
-        fail, as in Storm) and one already failed stays as it is: both are returned.
-        An item this client cannot read raises ``CorruptItem`` and is not written.
-        """
-        check_tag(tag)
-        check_reason(reason)
-        # Read and validate first: a condition can check the attributes' types (and
-        # does, below, so an item damaged after the read is refused by DynamoDB
-        # itself, atomically), but not every rule of a readable item (a token list
-        # whose length is a multiple of 8, a whole-number version).  The read costs
-        # one request on a path that is rare, and spares the write on a closed chain.
-        state = yield from self._read(tag)
-        attempt = 0
-        while True:
-            if chain_id is not None and state is not None and state.chain_id != chain_id:
-                state = None  # another generation: not the chain to fail
-            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
-            if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
-                assert state is not None
-                state = yield from self._refuse_late("fail", tag, state)
-                continue
-            if step is Step.REFUSE:
-                raise D.refusal(kind, tag, state)
-            if step is Step.DONE:  # already closed: acked stays acked, failed stays failed
-                assert state is not None
-                self.forget(tag)
-                return state
-            if attempt >= 3:
-                # Its condition failed each time, yet the item reads as live: give up.
-                raise StaleLocalData(tag, attempt)
-            attempt += 1
-            self.stats.requests["UpdateItem"] += 1
-            self.stats.writes += 1
-            try:
-                response: UpdateItemOutputTypeDef = yield Call(
-                    "update_item", self._fail_params(tag, reason, chain_id)
-                )
-            except ClientError as exc:
-                if self._reply_step("fail", exc)[1] is Step.REFUSE:
-                    raise  # not its condition: refused, or unknown (fail is never re-read)
-                # Closed, gone or expired since the read, or damaged (CorruptItem).
-                state = yield from self._after_failed_condition(tag, exc)
-                continue
-            self.forget(tag)
-            return I.decode(response["Attributes"], self.partition_key, tag)
-
-    def delete(self, tag: str) -> Generator[Effect, Any, None]:
-        """Remove the chain's item (live or tombstone); TagNotFound when there is none."""
-        check_tag(tag)
-        self.forget(tag)
-        params = self._delete_params(tag)
-        self.stats.requests["DeleteItem"] += 1
-        self.stats.writes += 1
-        try:
-            yield Call("delete_item", params)
-        except ClientError as exc:
-            _, step, kind = self._reply_step("delete", exc)
-            if step is Step.DONE:
-                return  # a re-send found it gone: the first send most likely removed it
-            if kind == D.REPLY_ERROR:
-                raise
-            raise D.refusal(kind, tag, None) from exc
-
-    def wait(
-        self, tag: str, timeout: float, poll_interval: float = 0.2
-    ) -> Generator[Effect, Any, ChainState]:
-        """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
-        check_tag(tag)
-        check_wait(timeout, poll_interval)
-        deadline = self.monotonic() + timeout
-        while True:
-            state = yield from self._read(tag)
-            if state is None:
-                raise TagNotFound(tag)
-            if state.acked:
-                return state
-            if state.failed:
-                raise ChainFailed(tag, state.reason or "failed")
-            remaining = deadline - self.monotonic()
-            if remaining <= 0:
-                raise ChainTimeout(tag, timeout)
-            yield Sleep(min(poll_interval, remaining))
