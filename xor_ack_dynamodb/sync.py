@@ -176,15 +176,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     def stamp_on_many(
         self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
     ) -> list[Stamp]:
-        """Several ``(stamp, token)`` written on ``state`` in one write, or none of them.
-
-        As :meth:`stamp_on` (``ChainMoved`` if the chain moved), for several pieces of
-        work at once, each with its own token (the chain keeps them all): one write
-        unit instead of one per stamp.  Returns each stamp's state, in order (the last
-        one is the chain's).  At most ``token_window // 2`` stamps, tokens distinct
-        (``InvalidStamp``, ``InvalidToken``).  A stamp after those that brought the
-        chain to zero is not written: ``TagNotFound`` is raised for it (the others landed).
-        """
+        """See ``XorAckDynamoDB.stamp_on_many``."""
         outcomes = self._run(self._core.stamp_on(state, stamps))
         return [unwrap(outcome) for outcome in outcomes]
 

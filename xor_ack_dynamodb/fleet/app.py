@@ -23,8 +23,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
+from .._core.validate import Lifetime
 from ..dynamodb import XorAckDynamoDB
 from ..errors import AmbiguousWrite, ReplayRefused, TagExists, TagNotFound
 from ..item import DEFAULT_PARTITION_KEY, ChainState
@@ -40,6 +41,11 @@ from .telemetry import Telemetry, log
 FLEET_TOKEN_WINDOW = 64
 
 Send = Callable[[Sequence[Envelope]], Awaitable[None]]
+
+
+def _given(value: float | None, default: float | None) -> float | None:
+    """A job's own deadline option, or the fleet's when the job gives none."""
+    return default if value is None else value
 
 
 @dataclass(frozen=True)
@@ -141,10 +147,7 @@ class Fleet:
         self,
         tag: str,
         payload: Any,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
+        **lifetime: Unpack[Lifetime],
     ) -> Envelope:
         """Start a job: create the chain with the root's stamp, then send the root message.
 
@@ -159,9 +162,9 @@ class Fleet:
             await self.ack.create(
                 tag,
                 root_stamp,
-                ttl=ttl,
-                timeout=self.timeout if timeout is None else timeout,
-                idle_timeout=self.idle_timeout if idle_timeout is None else idle_timeout,
+                ttl=lifetime.get("ttl"),
+                timeout=_given(lifetime.get("timeout"), self.timeout),
+                idle_timeout=_given(lifetime.get("idle_timeout"), self.idle_timeout),
             )
         except TagExists:
             state = await self.ack.get(tag)
@@ -179,10 +182,7 @@ class Fleet:
         self,
         tag: str,
         payload: Any,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
+        **lifetime: Unpack[Lifetime],
     ) -> Envelope:
         """Run a failed (or expired) job again, from its root, as a new chain generation.
 
@@ -196,7 +196,7 @@ class Fleet:
         if state is not None and state.acked:
             raise ReplayRefused(tag, "acked")
         log("replayed", tag, None, reason=None if state is None else state.reason)
-        return await self.submit(tag, payload, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
+        return await self.submit(tag, payload, **lifetime)
 
     # -- messages -----------------------------------------------------------------
 
