@@ -1,23 +1,20 @@
 """What tracking costs the word count: the same corpus with and without chains.
 
-Runs ``xor_ack_dynamodb.pipeline`` on one SparkSession against DynamoDB Local
-(started here, on 127.0.0.1), alternating untracked and tracked runs, after one
-warm-up run of each (JVM, Python workers and DynamoDB Local warmed up), and
-prints a Markdown table: wall time (median and min over the repetitions),
-DynamoDB requests and writes, records tracked per write, overhead (of the
-medians, and of the minimums: the fastest run is the one least disturbed by
-other load on the machine).
+Runs ``run_wordcount`` (the library's word count, ``xor_ack_dynamodb.spark``) on
+one SparkSession against DynamoDB Local (started here, on 127.0.0.1),
+alternating untracked and tracked runs, after one warm-up run of each (JVM,
+Python workers and DynamoDB Local warmed up), and prints a Markdown table: wall
+time (median and min over the repetitions), the chains' writes (per file), where
+the tracked run's time went (seconds per phase, summed over rounds), and the
+overhead (of the medians, and of the minimums: the fastest run is the one least
+disturbed by other load on the machine).
 
     python benchmarks/bench_pipeline.py --files 200 --lines 170 --reps 5
     python benchmarks/bench_pipeline.py --files 40 --lines 8400 --reps 5
     python benchmarks/bench_pipeline.py --files 40 --lines 42000 --reps 5
     python benchmarks/bench_pipeline.py --files 80 --lines 42000 --reps 3
 
-``--json FILE`` also writes every run's numbers.  ``--library`` measures the
-library's word count instead (``xor_ack_dynamodb.spark``, DataFrame API, three
-chain writes per file): requests are then not counted, writes are the chains'.
-
-    python benchmarks/bench_pipeline.py --library --files 40 --lines 8400 --reps 3
+``--json FILE`` also writes every run's numbers.
 """
 
 from __future__ import annotations
@@ -55,47 +52,21 @@ def one_run(
     start = time.monotonic()
     report = run_wordcount(spark, options)
     wall = time.monotonic() - start
-    ddb = report.totals["dynamodb"]
     if tracker is not None and not report.ok:
-        raise SystemExit(f"a tracked run did not ack every file: {report.failed} failed")
+        raise SystemExit(f"a tracked run did not ack every file: {len(report.failed)} failed")
+    phases: dict[str, float] = {}
+    for summary in report.rounds:
+        for phase, seconds in summary.seconds.items():
+            phases[phase] = round(phases.get(phase, 0.0) + seconds, 3)
+    phases.update(report.seconds)
     return {
         "tracking": tracker is not None,
         "wall": wall,
         "words": report.totals["words"],
-        "requests": ddb["requests"],
-        "writes": ddb["writes"],
-        "records": report.totals["records"],
-        "records_per_write": ddb["records_per_write"],
-        "seconds": report.totals["seconds"],
-        "partitions": report.settings["partitions"],
-    }
-
-
-def one_library_run(
-    spark: Any, corpus: Path, out: Path, tracker: TrackerConfig | None, partitions: int | None
-) -> dict[str, Any]:
-    from xor_ack_dynamodb.spark.examples.wordcount import wordcount
-
-    start = time.monotonic()
-    report = wordcount(
-        spark,
-        str(corpus),
-        str(out),
-        table=tracker.table if tracker else None,
-        tracking=tracker is not None,
-        partitions=partitions,
-        overwrite=True,
-    )
-    wall = time.monotonic() - start
-    if tracker is not None and not report.ok:
-        raise SystemExit(f"a tracked run did not ack every file: {len(report.failed)} failed")
-    return {
-        "tracking": tracker is not None,
-        "wall": wall,
-        "requests": 0,
         "writes": report.chain_writes,
-        "records_per_write": None,
-        "seconds": report.seconds,
+        "writes_per_file": report.writes_per_input,
+        "rounds": len(report.rounds),
+        "seconds": phases,
         "partitions": partitions or 0,
     }
 
@@ -109,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=None, help="default: cores")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--library", action="store_true", help="the xor_ack_dynamodb.spark job")
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
     args = parser.parse_args(argv)
 
@@ -125,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus: {info.files} files, {info.words:,} words", file=sys.stderr)
         spark = build_session(args.master, shuffle_partitions=max(2, args.partitions or 2))
         runs: list[dict[str, Any]] = []
-        run_once = one_library_run if args.library else one_run
+        run_once = one_run
         try:
             with LocalDynamoDB(backend="dynamodb-local") as db:
                 os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = db.endpoint_url  # the library's way
@@ -161,15 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"\n{info.files} files, {info.words:,} words ({args.lines} lines of ~"
-        f"{args.words_per_line} words per file), {runs[0]['partitions']} counting tasks, "
+        f"{args.words_per_line} words per file), shuffle partitions "
+        f"{runs[0]['partitions'] or 'spark default'}, "
         f"{args.master}, {args.reps} repetitions, Python {platform.python_version()}, "
         f"load average {load:.1f} at the end\n"
     )
     print(
-        "| mode | wall s (median) | wall s (min) | DynamoDB requests | writes "
-        "| records per write | overhead (median) | overhead (min) |"
+        "| mode | wall s (median) | wall s (min) | chain writes (per file) | overhead (median) "
+        "| overhead (min) | seconds per phase (last run) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for name, rows in (("untracked", plain), ("tracked", tracked)):
         median = statistics.median(r["wall"] for r in rows)
         fastest = min(r["wall"] for r in rows)
@@ -179,11 +150,11 @@ def main(argv: list[str] | None = None) -> int:
             over_median = f"{(median / base_median - 1) * 100:+.0f} %"
             over_min = f"{(fastest / base_min - 1) * 100:+.0f} %"
         last = rows[-1]
+        per = f" ({last['writes_per_file']:.1f})" if last["writes_per_file"] else ""
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in last["seconds"].items())
         print(
-            f"| {name} | {median:.2f} | {fastest:.2f} "
-            f"| {last['requests']:,} | {last['writes']:,} "
-            f"| {last['records_per_write'] if last['records_per_write'] else '-'} "
-            f"| {over_median} | {over_min} |"
+            f"| {name} | {median:.2f} | {fastest:.2f} | {last['writes']:,}{per} "
+            f"| {over_median} | {over_min} | {phases} |"
         )
     if args.json:
         args.json.write_text(

@@ -1,8 +1,10 @@
-"""One SparkSession per test session (local[2], retries on), and helpers to check counts."""
+"""One SparkSession per test session (local[2], retries on), and helpers to check counts.
+
+``read_output`` (the counts in OUTPUT, a word twice an error) is ``--verify``'s own.
+"""
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from xor_ack_dynamodb.pipeline.verify import read_output
 from xor_ack_dynamodb.table import TableSpec
 
 pyspark = pytest.importorskip("pyspark")
@@ -34,7 +37,7 @@ def shared_spark(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Let the command use the test session (and neither stop it nor its JVM)."""
     from xor_ack_dynamodb.pipeline import spark as spark_module
 
-    monkeypatch.setattr(spark_module, "build_session", lambda *a, **k: spark)
+    monkeypatch.setattr(spark_module, "start_session", lambda *a, **k: spark)
     monkeypatch.setattr(spark_module, "stop_session", lambda *a, **k: None)
     return spark
 
@@ -76,19 +79,4 @@ def file_counts(path: Path) -> Counter[str]:
     return counts
 
 
-def read_output(output: Path) -> dict[str, int]:
-    """The CSV the pipeline wrote (header word,count), as a dict; duplicates are an error."""
-    got: dict[str, int] = {}
-    parts = sorted(output.glob("part-*.csv"))
-    assert parts, f"no CSV part files under {output}"
-    for part in parts:
-        with part.open(encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header is None:
-                continue
-            assert header == ["word", "count"]
-            for word, count in reader:
-                assert word not in got, f"{word!r} appears twice"
-                got[word] = int(count)
-    return got
+__all__ = ["expected_counts", "file_counts", "read_output"]

@@ -82,11 +82,11 @@ def test_wordcount_against_a_given_table(
     result = runner.invoke(pipeline_cli.main, args)
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report.json").read_text())
-    assert [f["status"] for f in report["files"]] == ["acked"] * 6
-    assert report["totals"]["dynamodb"]["requests"] > 0
+    assert [f["status"] for f in report["inputs"]] == ["acked"] * 6
+    assert report["chain_writes"] >= 6 * 3
     assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
     assert "All 6 files acked" in result.output and "1 files" not in result.output
-    assert "Injected faults:" in result.output
+    assert "Injected faults (" in result.output
 
     # The same command again: OUTPUT exists, refused (exit 2) and left as it was; with
     # --overwrite it replaces the folder (and report) it wrote, and only those.
@@ -146,27 +146,26 @@ def test_a_runtime_error_is_one_line_and_exit_1(
 
 def test_the_closing_sentences_say_what_was_proved() -> None:
     from xor_ack_dynamodb.pipeline.progress import conclusion, plural
-    from xor_ack_dynamodb.pipeline.report import Attempt, FileResult, Report, RoundResult
+    from xor_ack_dynamodb.spark import InputResult, RoundSummary, TrackedReport
 
     assert [plural(1, "file"), plural(2, "file"), plural(1000, "file")] == [
         "1 file",
         "2 files",
         "1,000 files",
     ]
-    report = Report("r", "in", "out", True, {"crash_rate": 0.2, "drop_rate": 0.2})
-    report.files = [
-        FileResult("file:/in/a.txt", "acked", 2, [Attempt(1, "incomplete"), Attempt(2, "acked")]),
-        FileResult("file:/in/b.txt", "failed", 1, [Attempt(1, "not-utf8: invalid start byte")]),
+    report = TrackedReport("r", "out", True, settings={"crash_rate": 0.2, "drop_rate": 0.2})
+    report.settings["seed"] = 7
+    report.inputs = [
+        InputResult("file:/in/a.txt", "acked", 2, ["incomplete", "acked"]),
+        InputResult("file:/in/b.txt", "failed", 1, ["not-utf8: invalid start byte"]),
     ]
-    report.rounds = [
-        RoundResult(1, 2, 2, task_failures=1, metrics={"lossy_attempts": 1}),
-        RoundResult(2, 1, 1),
-    ]
+    report.rounds = [RoundSummary(1, 2), RoundSummary(2, 1)]
     report.totals = {"words": 1, "distinct_words": 1}
     assert conclusion(report) == [
         "1 of 2 files acked (their words reached the counts exactly once: 1 word, 1 distinct);"
         " 1 failed and is not in the counts:",
         "  file:/in/b.txt: not-utf8: invalid start byte",
-        "Injected faults: 1 task attempt crashed (Spark re-ran it) and 1 attempt silently "
-        "lost records; the chains caught every loss: 1 file was replayed (2 rounds).",
+        "Injected faults (task attempts crash at rate 0.2 and silently lose records at rate "
+        "0.2, seed 7): Spark re-ran the crashed attempts and the chains caught every loss: "
+        "1 file was replayed (2 rounds).",
     ]

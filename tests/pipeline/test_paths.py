@@ -74,7 +74,7 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("Spark must not start for a refused run")
 
-    monkeypatch.setattr(spark_module, "build_session", refuse)
+    monkeypatch.setattr(spark_module, "start_session", refuse)
 
 
 # -- the CLI refuses before anything is touched ------------------------------------------
@@ -175,7 +175,7 @@ def test_output_is_replaced_only_when_it_is_all_ours(tmp_path: Path) -> None:
 def test_the_report_is_replaced_only_when_it_is_ours(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     check_report(report, False)
-    report.write_text(json.dumps({"run_id": "x", "files": [], "totals": {}}))
+    report.write_text(json.dumps({"run_id": "x", "inputs": [], "totals": {}}))
     with pytest.raises(ReportExists):
         check_report(report, False)
     check_report(report, True)

@@ -1,4 +1,4 @@
-"""Spark helpers that need no Spark: master rewriting, path escaping."""
+"""Spark helpers that need no Spark: master rewriting."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from xor_ack_dynamodb.pipeline.spark import escape_input_path, master_with_retries
+from xor_ack_dynamodb.pipeline.spark import master_with_retries
 
 
 @pytest.mark.parametrize(
@@ -22,10 +22,3 @@ from xor_ack_dynamodb.pipeline.spark import escape_input_path, master_with_retri
 )
 def test_local_masters_get_task_retries(master: str, expected: str) -> None:
     assert master_with_retries(master) == expected
-
-
-def test_escaping_keeps_one_path_one_path() -> None:
-    assert escape_input_path("file:/d/plain.txt") == "file:/d/plain.txt"
-    assert escape_input_path("file:/d/a,b {c} [d]*?.txt") == (
-        "file:/d/a{\\,}b \\{c\\} \\[d\\]\\*\\?.txt"
-    )

@@ -1,9 +1,8 @@
-"""The pure parts: words, keyed stamps, buckets, faults, corpus, path escaping."""
+"""The pure parts: words, keyed stamps, faults, corpus, tags."""
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -11,12 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xor_ack_dynamodb.pipeline.buckets import bucket_of, split_into_buckets
 from xor_ack_dynamodb.pipeline.corpus import UNICODE_WORDS, generate
 from xor_ack_dynamodb.pipeline.errors import SampleExists
 from xor_ack_dynamodb.pipeline.faults import MAX_DROPPED, FaultConfig, InjectedFault
 from xor_ack_dynamodb.pipeline.keyed import Keyed, canonical
-from xor_ack_dynamodb.pipeline.plan import RoundPlan, file_tag
+from xor_ack_dynamodb.pipeline.plan import file_tag
 from xor_ack_dynamodb.pipeline.words import count_lines, count_words
 
 
@@ -60,17 +58,6 @@ def test_fields_cannot_be_confused_by_concatenation() -> None:
     assert k.hash("ab", "c") != k.hash("a", "bc")
     assert k.hash(1) != k.hash("1")
     assert canonical([("a", 1), ("b", 1)]) != canonical([("a", 11)])
-
-
-def test_buckets_are_stable_and_complete() -> None:
-    words = [("alpha", 1), ("beta", 2), ("gamma", 3), ("café", 4)]
-    buckets = split_into_buckets(words, 4)
-    assert len(buckets) == 4
-    assert sorted(e for b in buckets for e in b) == sorted(words)
-    for p, bucket in enumerate(buckets):
-        assert all(bucket_of(w, 4) == p for w, _ in bucket)
-    # CRC-32 of the UTF-8 bytes: the same in every process, whatever PYTHONHASHSEED is.
-    assert bucket_of("café", 7) == zlib.crc32("café".encode()) % 7
 
 
 def test_faults_are_reproducible_per_attempt() -> None:
@@ -146,15 +133,6 @@ def test_tags_name_the_attempt_and_stay_short() -> None:
     assert file_tag("r", "file:/a b.txt", 2) == "r/file:/a b.txt#2"
     long = file_tag("r", "s3a://b/" + "x" * 3000, 1)
     assert long.startswith("r/sha256:") and long.endswith("#1") and len(long) < 100
-
-
-def test_round_plan_validates() -> None:
-    with pytest.raises(ValueError):
-        RoundPlan("r", 1, 0, ("a",), (0,))
-    with pytest.raises(ValueError):
-        RoundPlan("r", 1, 2, ("a",), (0,), tags=("t",))  # tracked without a tracker
-    plan = RoundPlan("r", 1, 2, ("a", "b"), (4, 9))
-    assert plan.positions() == {"a": 0, "b": 1} and not plan.tracking
 
 
 def _snapshot(root: Path) -> dict[str, bytes | None]:

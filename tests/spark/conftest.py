@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import random
 import re
@@ -14,6 +13,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyspark")
+
+from xor_ack_dynamodb.pipeline.verify import read_output
 
 WORDS = [f"w{i:03d}" for i in range(300)] + ["Été", "naïve", "x_y", "Zürich"]
 
@@ -44,17 +45,8 @@ def independent_count(root: Path) -> Counter[str]:
 
 
 def read_counts(output: Path) -> dict[str, int]:
-    got: dict[str, int] = {}
-    parts = sorted(output.glob("part-*.csv"))
-    assert parts, f"no CSV part files under {output}"
-    for part in parts:
-        with part.open(encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            assert next(reader, None) in (None, ["word", "count"])
-            for word, count in reader:
-                assert word not in got, f"{word!r} appears twice"
-                got[word] = int(count)
-    return got
+    """The counts in ``output`` (``--verify``'s reader: a word found twice is an error)."""
+    return dict(read_output(str(output)))
 
 
 @pytest.fixture(scope="session")

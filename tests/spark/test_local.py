@@ -44,7 +44,8 @@ def test_faults_replayed_until_every_input_is_acked_and_counts_exact(
         str(corpus),
         str(out),
         table=chains_env,
-        faults=FaultConfig.rate(0.3, seed=11),
+        # Seed 7: two of the inputs' produce tasks lose rows in round 1 (and others crash).
+        faults=FaultConfig.rate(0.3, seed=7),
         partitions=16,
     )
     replayed = [i.key for i in report.inputs if i.attempts > 1]

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from xor_ack_dynamodb.events import Acked, Failed
 from xor_ack_dynamodb.pipeline.faults import FaultConfig
-from xor_ack_dynamodb.spark import Sink, TrackedReport, track_stream
+from xor_ack_dynamodb.spark import Sink, track_stream
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
 from xor_ack_dynamodb.table import TableSpec
 
@@ -34,7 +35,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         .text(str(inbox))
         .select("value", F.col("_metadata.file_path").alias("file"))
     )
-    reports: dict[int, TrackedReport] = {}
+    events: list[Acked | Failed] = []
     out = tmp_path / "counts"
     query = track_stream(
         stream,
@@ -44,17 +45,22 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         key="file",
         checkpoint=str(tmp_path / "checkpoint"),
         available_now=True,
-        on_batch=lambda batch_id, report: reports.__setitem__(batch_id, report),
+        on_event=events.append,
         table=ddb_table.name,
         faults=FaultConfig.rate(0.3, seed=1),
         partitions=4,
     )
     query.awaitTermination(240)
     assert query.exception() is None
-    assert len(reports) >= 2, "the files did not arrive over several micro-batches"
-    inputs = [i for report in reports.values() for i in report.inputs]
-    assert len(inputs) == 6 and all(i.status == "acked" for i in inputs)
+    folders = sorted(out.glob("batch=*"))
+    assert len(folders) >= 2, "the files did not arrive over several micro-batches"
+    # One Acked event per file (its chain: RUN/FILE#ROUND); a Failed one per replayed chain.
+    acked = [e.tag.rsplit("#", 1)[0].split("/", 1)[1] for e in events if isinstance(e, Acked)]
+    assert len(acked) == len(set(acked)) == 6  # the empty file has no row: no input
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert failed, "the faults caused no replay: the events prove nothing"
+    assert all(e.reason for e in failed)
     total: Counter[str] = Counter()
-    for folder in sorted(out.glob("batch=*")):
+    for folder in folders:
         total.update(read_counts(folder))
     assert total == independent_count(inbox)

@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .faults import FaultConfig
-    from .job import WordCountOptions, run_wordcount
-    from .report import Report
+    from .job import Report, WordCountOptions, run_wordcount
     from .tracker import TrackerConfig
 
 __all__ = ["FaultConfig", "Report", "TrackerConfig", "WordCountOptions", "run_wordcount"]
 
 _WHERE = {
     "FaultConfig": "faults",
-    "Report": "report",
+    "Report": "job",
     "TrackerConfig": "tracker",
     "WordCountOptions": "job",
     "run_wordcount": "job",

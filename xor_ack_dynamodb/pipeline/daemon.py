@@ -1,4 +1,4 @@
-"""A PySpark worker daemon that imports the pipeline's modules once, before it forks.
+"""A PySpark worker daemon that imports the library's modules once, before it forks.
 
 PySpark forks every Python worker from one daemon process.  The stock daemon
 has imported next to nothing, so each new worker pays for importing boto3,
@@ -13,9 +13,9 @@ import boto3  # noqa: F401
 import botocore.session  # noqa: F401
 from pyspark.daemon import manager
 
-import xor_ack_dynamodb.pipeline.job
-import xor_ack_dynamodb.pipeline.stages
-import xor_ack_dynamodb.pipeline.tracker  # noqa: F401
+import xor_ack_dynamodb.pipeline.tracker
+import xor_ack_dynamodb.spark.examples.wordcount
+import xor_ack_dynamodb.spark.stages  # noqa: F401
 
 if __name__ == "__main__":
     manager()

@@ -1,4 +1,7 @@
-"""SIGINT and SIGTERM unwind a run once; its last line says where the tracked files stand."""
+"""How a run ends: SIGINT and SIGTERM unwind it once, errors become one line, never a traceback.
+
+Its last line says where the tracked files stand.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .._cli.errors import RefusedUsage, UserError, explain
+from ..errors import XorAckError
+from .errors import Refused
 
 #: Exit status of an interrupted run (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
@@ -52,14 +62,14 @@ def _interrupted(exc: KeyboardInterrupt, job: Any, output: str) -> str:
 
     name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
     report = job.report if job is not None else None
-    if report is None or not report.files:
+    if report is None or not report.inputs:
         state = "no file was tracked yet"
     else:
-        files = len(report.files)
-        done = report.acked + report.failed
+        files, failed = len(report.inputs), len(report.failed)
+        done = report.acked + failed
         state = f"{report.acked:,} of {plural(files, 'file')} acked, {files - done:,} not finished"
-        if report.failed:
-            state += f", {report.failed:,} failed"
+        if failed:
+            state += f", {failed:,} failed"
     if job is not None and job.committed:
         written = f"the counts had been written to {output}"
     else:
@@ -81,3 +91,47 @@ def exit_now(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def session_name(master: str | None, remote: str | None) -> str:
+    """Where the run's Spark is, for the progress line."""
+    if remote:
+        return f"Spark Connect at {remote}"
+    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return "spark-submit"
+    return master or "local[*]"
+
+
+@contextmanager
+def ending(
+    verbose: bool, interrupted: Callable[[KeyboardInterrupt], str]
+) -> Iterator[Callable[[], None]]:
+    """The body of a command: signals interrupt it once, its errors end in one line.
+
+    An interruption prints ``interrupted(exc)`` and exits 130 at once (see
+    :func:`exit_now`); a refusal exits 2; any other error exits 1 with its first
+    line (Spark's own output only with ``verbose``).  Yields the function that puts
+    the signal handlers back (SparkContext installs its own).
+    """
+    with _signals_interrupt() as reinstall:
+        try:
+            yield reinstall
+        except KeyboardInterrupt as exc:
+            click.echo(interrupted(exc), err=True)
+            exit_now(INTERRUPTED)
+        except Refused as exc:
+            raise RefusedUsage(explain(exc) or str(exc)) from exc
+        except FileNotFoundError as exc:
+            raise UserError(str(exc)) from exc
+        except (XorAckError, ClientError, BotoCoreError) as exc:
+            raise UserError(explain(exc) or str(exc)) from exc
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
+            raise UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(exc).__name__

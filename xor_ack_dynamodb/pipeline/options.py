@@ -1,13 +1,22 @@
-"""What a word count run is asked to do, and who watches it (the progress display)."""
+"""What a word count run is asked to do (``run_wordcount(spark, WordCountOptions(...))``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, TypeVar
+
+import click
 
 from .faults import FaultConfig
-from .report import Report, RoundResult
 from .tracker import TrackerConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def shown(name: str, kind: Any, default: Any, help: str | None = None) -> Callable[[F], F]:
+    """A command-line option of type ``kind`` whose default the help shows."""
+    return click.option(name, type=kind, default=default, show_default=True, help=help)
 
 
 @dataclass
@@ -18,9 +27,9 @@ class WordCountOptions:
     output: str
     tracking: bool = True
     tracker: TrackerConfig | None = None
-    #: Counting tasks; None: the Spark default parallelism (cores), between 2 and 8.
+    #: Shuffle partitions of the counted rows before they are staged; None: Spark's setting.
     partitions: int | None = None
-    read_partitions: int | None = None
+    #: Seconds a round may take; its unfinished files are replayed.
     timeout: float = 300.0
     max_attempts: int = 8
     faults: FaultConfig = field(default_factory=FaultConfig)
@@ -30,7 +39,6 @@ class WordCountOptions:
     #: Replace an existing OUTPUT, if it is a folder this tool wrote (see ``paths``).
     overwrite: bool = False
     output_partitions: int = 1
-    driver_concurrency: int = 32
 
     def __post_init__(self) -> None:
         if self.partitions is not None and self.partitions < 1:
@@ -43,58 +51,3 @@ class WordCountOptions:
             raise ValueError("output_partitions must be >= 1")
         if self.tracking and self.tracker is None:
             raise ValueError("tracking needs a tracker (TrackerConfig)")
-        if self.partitions is not None:
-            check_token_window(self.tracker, self.partitions)
-
-
-def check_token_window(tracker: TrackerConfig | None, partitions: int) -> None:
-    """Every write of a chain's life must stay in its recent-token list (exact idempotency)."""
-    if tracker is not None and tracker.token_window < partitions + 4:
-        raise ValueError(
-            f"token_window {tracker.token_window} is too small for {partitions} "
-            "partitions: it must be >= partitions + 4 so that every write of a chain "
-            "stays recognisable"
-        )
-
-
-@dataclass
-class RoundProgress:
-    """A snapshot while a round runs, for the progress display."""
-
-    round: int
-    files: int
-    tasks_done: int
-    tasks_total: int
-    task_failures: int
-    metrics: dict[str, int]
-
-
-class Observer(Protocol):
-    """Receives progress (the rich display implements it; ``None`` means silent)."""
-
-    def started(self, report: Report) -> None: ...
-    def round_started(self, round_: int, files: int) -> None: ...
-    def round_progress(self, progress: RoundProgress) -> None: ...
-    def round_ended(self, result: RoundResult, report: Report) -> None: ...
-    def step(self, text: str) -> None: ...
-    def finished(self, report: Report) -> None: ...
-
-
-class Silent:
-    def started(self, report: Report) -> None:
-        pass
-
-    def round_started(self, round_: int, files: int) -> None:
-        pass
-
-    def round_progress(self, progress: RoundProgress) -> None:
-        pass
-
-    def round_ended(self, result: RoundResult, report: Report) -> None:
-        pass
-
-    def step(self, text: str) -> None:
-        pass
-
-    def finished(self, report: Report) -> None:
-        pass

@@ -237,7 +237,7 @@ def check_report(report: Path, overwrite: bool) -> None:
             f"report {report} is not a report of xor-ack wordcount, so --overwrite does "
             "not replace it: choose another --report"
         ) from exc
-    if not isinstance(data, dict) or not {"run_id", "files", "totals"} <= set(data):
+    if not isinstance(data, dict) or not {"run_id", "inputs", "totals"} <= set(data):
         raise ReportExists(
             f"report {report} is not a report of xor-ack wordcount, so --overwrite does "
             "not replace it: choose another --report"

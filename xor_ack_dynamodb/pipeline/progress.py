@@ -19,8 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from .options import RoundProgress
-from .report import Report, RoundResult
+from ..spark.report import RoundSummary, TrackedReport
 from .verify import Verification
 
 
@@ -30,7 +29,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 class RichProgress:
-    """An ``Observer`` of :class:`~xor_ack_dynamodb.pipeline.job.WordCount` drawn with rich.
+    """A :class:`~xor_ack_dynamodb.spark.RoundObserver` of the word count, drawn with rich.
 
     One line per step, each with the time since ``started_at`` (the command's
     start, so Spark's start-up is in it); on a terminal a live bar as well.
@@ -50,56 +49,39 @@ class RichProgress:
             disable=not self.console.is_terminal,
         )
         self._task: TaskID | None = None
-        self._files = 0
-        self._acked = 0
-        self._failed = 0
 
     def step(self, text: str) -> None:
         elapsed = time.monotonic() - self.started_at
         self.console.print(f"[{elapsed:6.1f}s] {text}", markup=False, soft_wrap=True)
 
-    def started(self, report: Report) -> None:
-        self._files = len(report.files)
+    def started(self, report: TrackedReport) -> None:
+        files = len(report.inputs)
         mode = "tracked" if report.tracking else "NOT tracked"
         self.step(
-            f"{plural(self._files, 'file')} to count, run {report.run_id} ({mode}), "
+            f"{plural(files, 'file')} to count, run {report.run_id} ({mode}), "
             f"master {report.settings.get('master')}"
         )
         self._progress.start()
-        self._task = self._progress.add_task("files acked", total=self._files, detail="")
+        self._task = self._progress.add_task("files acked", total=files, detail="")
 
-    def _update(self, detail: str) -> None:
+    def _update(self, acked: int, detail: str) -> None:
         if self._task is not None:
-            self._progress.update(self._task, completed=self._acked, detail=detail)
+            self._progress.update(self._task, completed=acked, detail=detail)
 
-    def round_started(self, round_: int, files: int) -> None:
-        self.step(f"round {round_}: {plural(files, 'file')}")
-        self._update(f"round {round_}: {plural(files, 'file')}")
+    def round_started(self, round_: int, inputs: int) -> None:
+        self.step(f"round {round_}: {plural(inputs, 'file')}")
+        if self._task is not None:
+            self._progress.update(self._task, detail=f"round {round_}: {plural(inputs, 'file')}")
 
-    def round_progress(self, progress: RoundProgress) -> None:
-        m = progress.metrics
-        pending = self._files - self._acked - self._failed
-        failures = (
-            f", {progress.task_failures} task attempts failed" if progress.task_failures else ""
-        )
-        self._update(
-            f"round {progress.round} | pending {pending} | failed {self._failed} | "
-            f"tasks {progress.tasks_done}/{progress.tasks_total}{failures} | "
-            f"split {min(m.get('files_split', 0), progress.files)}/{progress.files}"
-        )
-
-    def round_ended(self, result: RoundResult, report: Report) -> None:
-        self._acked = report.acked
-        self._failed = report.failed
-        self._update(f"round {result.round} done")
-        note = f" ({result.job_error})" if result.job_error else ""
+    def round_ended(self, summary: RoundSummary, report: TrackedReport) -> None:
+        self._update(report.acked, f"round {summary.round} done")
+        note = f" ({summary.job_error})" if summary.job_error else ""
         self.step(
-            f"round {result.round}: {result.acked} acked, {result.replayed} to replay, "
-            f"{result.failed} failed{note}"
+            f"round {summary.round}: {summary.acked} acked, {summary.replayed} to replay, "
+            f"{summary.failed} failed{note}"
         )
 
-    def finished(self, report: Report) -> None:
-        self._acked = report.acked
+    def finished(self, report: TrackedReport) -> None:
         self._progress.stop()
         self.console.print(summary_table(report))
 
@@ -112,12 +94,12 @@ class RichProgress:
 NAMED_FAILURES = 5
 
 
-def conclusion(report: Report, check: Verification | None = None) -> list[str]:
+def conclusion(report: TrackedReport, check: Verification | None = None) -> list[str]:
     """What the run proved, in sentences (the last lines of ``xor-ack wordcount``).
 
     ``check``: the independent count of ``--verify``, if it ran.
     """
-    files = len(report.files)
+    files = len(report.inputs)
     totals = report.totals
     words = (
         f"{plural(int(totals.get('words', 0)), 'word')}, "
@@ -129,41 +111,34 @@ def conclusion(report: Report, check: Verification | None = None) -> list[str]:
             "nothing was verified."
         ]
     lines: list[str] = []
-    acked, failed = report.acked, report.failed
-    if failed == 0:
+    bad = report.failed
+    if not bad:
         lines.append(
             f"All {plural(files, 'file')} acked: each file's XOR chain reached zero, so every "
             f"word of every file reached the counts exactly once ({words})."
         )
     else:
         lines.append(
-            f"{acked:,} of {plural(files, 'file')} acked (their words reached the counts "
-            f"exactly once: {words}); {failed:,} failed and "
-            f"{'is' if failed == 1 else 'are'} not in the counts:"
+            f"{report.acked:,} of {plural(files, 'file')} acked (their words reached the counts "
+            f"exactly once: {words}); {len(bad):,} failed and "
+            f"{'is' if len(bad) == 1 else 'are'} not in the counts:"
         )
-        bad = [f for f in report.files if f.status == "failed"]
         for f in bad[:NAMED_FAILURES]:
-            why = f.history[-1].outcome if f.history else "failed"
-            lines.append(f"  {f.path}: {why}")
+            why = f.history[-1] if f.history else "failed"
+            lines.append(f"  {f.key}: {why}")
         if len(bad) > NAMED_FAILURES:
             lines.append(f"  and {len(bad) - NAMED_FAILURES:,} more (see the report)")
-    crashed = sum(r.task_failures for r in report.rounds)
-    metrics: dict[str, int] = {}
-    for r in report.rounds:
-        for key, value in r.metrics.items():
-            metrics[key] = metrics.get(key, 0) + value
-    lossy = metrics.get("lossy_attempts", 0)
-    replayed = sum(1 for f in report.files if f.attempts > 1)
-    faults = report.settings.get("crash_rate") or report.settings.get("drop_rate")
-    were = plural(replayed, "file was", "files were")
+    were = plural(report.replayed, "file was", "files were")
     rounds = plural(len(report.rounds), "round")
-    if faults:
+    settings = report.settings
+    if settings.get("crash_rate") or settings.get("drop_rate"):
         lines.append(
-            f"Injected faults: {plural(crashed, 'task attempt')} crashed (Spark re-ran "
-            f"{'it' if crashed == 1 else 'them'}) and {plural(lossy, 'attempt')} silently "
-            f"lost records; the chains caught every loss: {were} replayed ({rounds})."
+            f"Injected faults (task attempts crash at rate {settings.get('crash_rate', 0):g} and "
+            f"silently lose records at rate {settings.get('drop_rate', 0):g}, seed "
+            f"{settings.get('seed')}): Spark re-ran the crashed attempts and the chains caught "
+            f"every loss: {were} replayed ({rounds})."
         )
-    elif replayed:
+    elif report.replayed:
         lines.append(f"{were} replayed ({rounds}).")
     if check is not None:
         lines.append(_verified(check))
@@ -183,32 +158,26 @@ def _verified(check: Verification) -> str:
     )
 
 
-def summary_table(report: Report) -> Table:
+def summary_table(report: TrackedReport) -> Table:
     totals = report.totals
-    ddb = totals.get("dynamodb", {})
-    seconds = totals.get("seconds", {})
     table = Table(title=f"xor-ack wordcount {report.run_id}", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
-    table.add_row("files", str(totals.get("files")))
+    table.add_row("files", str(len(report.inputs)))
     if report.tracking:
-        table.add_row("acked", f"[green]{totals.get('acked')}[/]")
-        failed = totals.get("failed", 0)
+        table.add_row("acked", f"[green]{report.acked}[/]")
+        failed = len(report.failed)
         table.add_row("failed", f"[red]{failed}[/]" if failed else "0")
-        replayed = sum(1 for f in report.files if f.attempts > 1)
-        table.add_row("files replayed", str(replayed))
-        table.add_row("rounds", str(totals.get("rounds")))
+        table.add_row("files replayed", str(report.replayed))
+        table.add_row("rounds", str(len(report.rounds)))
     else:
         table.add_row("tracking", "[yellow]off: nothing verified[/]")
     table.add_row("words counted", f"{totals.get('words', 0):,}")
     table.add_row("distinct words", f"{totals.get('distinct_words', 0):,}")
     if report.tracking:
-        table.add_row("DynamoDB requests", f"{ddb.get('requests', 0):,}")
-        table.add_row("DynamoDB writes", f"{ddb.get('writes', 0):,}")
-        table.add_row("records per write", str(ddb.get("records_per_write")))
-    lost = totals.get("records_lost_to_faults", 0)
-    if lost:
-        table.add_row("records lost to injected faults", str(lost))
-    for phase, value in seconds.items():
+        table.add_row("DynamoDB writes on the chains", f"{report.chain_writes:,}")
+        per = report.writes_per_input
+        table.add_row("writes per file", f"{per:.2f}" if per is not None else "-")
+    for phase, value in report.seconds.items():
         table.add_row(f"seconds: {phase}", f"{value:.2f}")
     return table

@@ -9,20 +9,20 @@ import click
 from .._cli.errors import RefusedUsage, explain
 from .corpus import generate
 from .errors import Refused
+from .options import shown
 
 
 @click.command("wordcount-sample")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--files", type=click.IntRange(min=0), default=100, show_default=True)
-@click.option("--lines", type=click.IntRange(min=0), default=40, show_default=True)
-@click.option("--words-per-line", type=click.IntRange(min=1), default=12, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
+@shown("--files", click.IntRange(min=0), 100)
+@shown("--lines", click.IntRange(min=0), 40)
+@shown("--words-per-line", click.IntRange(min=1), 12)
+@shown("--seed", int, 0)
+@shown(
     "--invalid",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Also write this many files that are not UTF-8 (they end failed).",
+    click.IntRange(min=0),
+    0,
+    "Also write this many files that are not UTF-8 (they end failed).",
 )
 def wordcount_sample(
     directory: Path, files: int, lines: int, words_per_line: int, seed: int, invalid: int

@@ -1,42 +1,30 @@
-"""Spark plumbing: the session, listing inputs through Hadoop, reading exact files, cleanup.
+"""Spark plumbing: the command's session, and Hadoop's FileSystem for a Hadoop URI output.
 
-Inputs and outputs go through Hadoop's FileSystem API (via the JVM), never the
-driver's local disk, so ``s3a://``, ``hdfs://``, ``gs://`` and ``file:`` paths
-all work the same way.
+The library (``xor_ack_dynamodb.spark.files``) commits a Hadoop URI (``s3a://``,
+``hdfs://``, ``gs://``) through Hadoop's FileSystem API in the driver's JVM (classic
+Spark only); local paths never come here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pyspark import RDD
 from pyspark.sql import SparkSession
 
-from .errors import InputEmpty, InputMissing, PipelineError
-from .paths import (
-    MANIFEST,
-    InputFile,
-    Listing,
-    Unreadable,
-    hidden,
-    is_remote,
-    list_local,
-    read_local,
-)
+from .errors import PipelineError
+from .paths import MANIFEST, Listing
 
 #: Task attempts per task in local mode when faults are injected (``local[N,F]``).
 LOCAL_MAX_FAILURES = 8
 
 _LOCAL = re.compile(r"^local(?:\[(\d+|\*)\])?$")
-_GLOB_SPECIAL = set("\\*?[]{}")
 
 
 def master_with_retries(master: str, max_failures: int = LOCAL_MAX_FAILURES) -> str:
@@ -118,6 +106,27 @@ def _jvm_output_silenced(quiet: bool) -> Iterator[None]:
             os.close(fd)
 
 
+def start_session(
+    master: str | None, remote: str | None, faults: bool, verbose: bool = False
+) -> Any:
+    """The command's session: Spark Connect at ``remote``, else classic Spark at ``master``.
+
+    ``master=None`` is ``local[*]``, or spark-submit's master under spark-submit.
+    With faults injected a local master retries failed tasks (``local[N,F]``) and
+    Spark's logs of the failed attempts are hidden unless ``verbose``.
+    """
+    if remote:
+        from pyspark.sql import SparkSession as Session
+
+        return Session.builder.remote(remote).appName("xor-ack-wordcount").getOrCreate()
+    if master is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        master = "local[*]"
+    if master is not None and faults:
+        master = master_with_retries(master)
+    quiet_level = "FATAL" if faults else "ERROR"
+    return build_session(master, log_level="WARN" if verbose else quiet_level, quiet=not verbose)
+
+
 def stop_session(spark: SparkSession | None, timeout: float = 15.0) -> None:
     """Stop ``spark`` and the JVM this process launched for it: no Java process is left.
 
@@ -125,6 +134,9 @@ def stop_session(spark: SparkSession | None, timeout: float = 15.0) -> None:
     process exits; this closes its stdin (the JVM exits on end of input) and
     kills it if it has not exited within ``timeout`` seconds.
     """
+    if spark is not None and type(spark).__module__.startswith("pyspark.sql.connect"):
+        spark.stop()  # a Spark Connect client: no JVM on this side
+        return
     from pyspark import SparkContext
 
     try:
@@ -147,88 +159,6 @@ def stop_session(spark: SparkSession | None, timeout: float = 15.0) -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout)
-
-
-def list_files(spark: SparkSession, root: str) -> list[InputFile]:
-    """Every file under ``root`` (recursively), sorted: local ones listed by Python.
-
-    Hadoop cannot name a local file whose name holds a ``:`` (it reads
-    ``a:b`` as a URI), so local inputs are listed (:func:`.paths.list_local`)
-    and read (:func:`read_files`) without it; Hadoop URIs go through its
-    FileSystem API.
-    """
-    if not is_remote(root):
-        return list_local(root)
-    jvm: Any = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
-    path = jvm.org.apache.hadoop.fs.Path(root)
-    fs = path.getFileSystem(conf)
-    if not fs.exists(path):
-        raise InputMissing(f"input {root} does not exist: give a folder or file to count")
-    qualified_root = fs.makeQualified(path).toString().rstrip("/")
-    found: list[InputFile] = []
-    iterator = fs.listFiles(path, True)
-    while iterator.hasNext():
-        status = iterator.next()
-        name = status.getPath().toString()
-        relative = (
-            name[len(qualified_root) :].lstrip("/") if name.startswith(qualified_root) else name
-        )
-        if any(hidden(part) for part in relative.split("/") if part):
-            continue
-        found.append(InputFile(name, int(status.getLen())))
-    if not found:
-        raise InputEmpty(
-            f"input {root} holds no file to count (names starting with '_' or '.' are "
-            "skipped): nothing to do"
-        )
-    return sorted(found, key=lambda f: f.path)
-
-
-def escape_input_path(path: str) -> str:
-    """One exact path for Hadoop's comma-separated, glob-expanded input list."""
-    out: list[str] = []
-    for ch in path:
-        if ch in _GLOB_SPECIAL:
-            out.append("\\" + ch)
-        elif ch == ",":
-            out.append("{\\,}")  # a one-way alternation: a comma that does not split the list
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def balanced(files: Sequence[InputFile], partitions: int) -> list[list[str]]:
-    """``files`` in ``partitions`` groups of about equal bytes (largest first, to the lightest)."""
-    groups: list[list[str]] = [[] for _ in range(max(1, min(partitions, len(files))))]
-    heap = [(0, i) for i in range(len(groups))]
-    for f in sorted(files, key=lambda f: (-f.size, f.path)):
-        size, i = heapq.heappop(heap)
-        groups[i].append(f.path)
-        heapq.heappush(heap, (size + max(f.size, 1), i))
-    return groups
-
-
-def _read_group(paths: Iterable[str]) -> Iterator[tuple[str, bytes | Unreadable]]:
-    for path in paths:
-        yield path, read_local(path)
-
-
-def read_files(
-    spark: SparkSession, files: Sequence[InputFile], partitions: int
-) -> RDD[tuple[str, bytes | Unreadable]]:
-    """``(path, content)`` of exactly ``files``, read by the executors.
-
-    Local files are read by the Python workers (any name a POSIX file system
-    allows works, and a file that cannot be read fails alone); Hadoop URIs with
-    ``binaryFiles``.
-    """
-    if files and not is_remote(files[0].path):
-        groups = balanced(files, partitions)
-        rdd = spark.sparkContext.parallelize(groups, len(groups))
-        return rdd.flatMap(_read_group)
-    joined = ",".join(escape_input_path(f.path) for f in files)
-    return spark.sparkContext.binaryFiles(joined, minPartitions=max(1, partitions))
 
 
 # -- the Hadoop file system: the job's writes, for any scheme ----------------------------
@@ -281,14 +211,6 @@ def write_text(spark: SparkSession, target: str, text: str) -> None:
         stream.write(bytearray(text.encode("utf-8")))
     finally:
         stream.close()
-
-
-def make_folder(spark: SparkSession, target: str) -> None:
-    """Create the folder ``target``, which must not exist (so that it is ours to delete)."""
-    fs, path = _fs(spark, target)
-    if fs.exists(path):
-        raise PipelineError(f"{target} exists already: it is not this run's to use")
-    fs.mkdirs(path)
 
 
 def rename(spark: SparkSession, source: str, target: str) -> None:

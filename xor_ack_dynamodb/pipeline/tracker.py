@@ -3,19 +3,13 @@
 Executors never get a client object: they get a :class:`TrackerConfig` (a few
 strings) and build a :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB` once per
 Python worker process (Spark reuses workers across tasks), cached by config.
-What each client did is reported to the driver as deltas of its
-:class:`~xor_ack_dynamodb.ClientStats` through a Spark accumulator.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from pyspark.accumulators import AccumulatorParam
 
 from ..item import DEFAULT_PARTITION_KEY
 from ..sync import SyncXorAckDynamoDB
@@ -27,9 +21,9 @@ class TrackerConfig:
 
     ``local_credentials``: sign with dummy credentials (a loopback DynamoDB Local
     accepts any); otherwise the worker's default AWS credential chain is used.
-    ``token_window`` must cover every write a chain sees in its life (see
-    ``docs/pipeline.md``): 1 create + 1 split + one count write per stage-2
-    partition + 1 fail, plus room for a few writes of faulty attempts.
+    ``token_window`` must cover every write a chain sees in its life: 1 create,
+    the produce and commit stamps, 1 fail, plus room for a few writes of faulty
+    attempts (``docs/spark.md``).
     """
 
     table: str
@@ -82,9 +76,6 @@ class TrackerConfig:
 
 _LOCK = threading.Lock()
 _CLIENTS: dict[TrackerConfig, SyncXorAckDynamoDB] = {}
-_REPORTED: dict[TrackerConfig, dict[str, int]] = {}
-#: Milliseconds each worker spent making its client, reported once (``tracker.client_setup_ms``).
-_SETUP_MS: dict[TrackerConfig, int] = {}
 
 
 def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
@@ -92,41 +83,5 @@ def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
     with _LOCK:
         client = _CLIENTS.get(config)
         if client is None:
-            started = time.perf_counter()
             client = _CLIENTS[config] = config.chains()
-            _REPORTED[config] = {}
-            _SETUP_MS[config] = int((time.perf_counter() - started) * 1000)
         return client
-
-
-def stats_delta(config: TrackerConfig) -> dict[str, int]:
-    """What this worker's client did since the last call (for the metrics accumulator)."""
-    with _LOCK:
-        client = _CLIENTS.get(config)
-        if client is None:
-            return {}
-        now = client.stats.snapshot()
-        before = _REPORTED.get(config, {})
-        _REPORTED[config] = now
-        setup = _SETUP_MS.pop(config, None)
-    delta = {f"ddb.{k}": v - before.get(k, 0) for k, v in now.items()}
-    if setup is not None:
-        delta["tracker.clients"] = 1
-        delta["tracker.client_setup_ms"] = setup
-    return {k: v for k, v in delta.items() if v}
-
-
-def merge_counts(into: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
-    for key, value in other.items():
-        into[key] = into.get(key, 0) + value
-    return into
-
-
-class CountsParam(AccumulatorParam[dict[str, int]]):
-    """A Spark accumulator of named counters (``dict[str, int]``, summed per key)."""
-
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return {}
-
-    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:
-        return merge_counts(value1, value2)

@@ -6,19 +6,17 @@ PySpark is imported only when it runs.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from pathlib import Path
 
 import click
-from botocore.exceptions import BotoCoreError, ClientError
 
 from .._cli.errors import RefusedUsage, UserError, explain
 from .._cli.options import check_endpoint, check_key, check_region, check_table
-from ..errors import XorAckError
 from .chains_table import _maybe_tracker
 from .errors import Refused
-from .interruption import INTERRUPTED, _interrupted, _signals_interrupt, exit_now
+from .interruption import _interrupted, ending, session_name
+from .options import shown
 from .paths import (
     check_paths,
     check_report,
@@ -28,17 +26,6 @@ from .paths import (
     local_listing,
     write_atomically,
 )
-
-
-def _master(master: str | None, faults_on: bool) -> str | None:
-    from .spark import master_with_retries
-
-    if master is None:
-        # Under spark-submit the master is spark-submit's to set.
-        if os.environ.get("PYSPARK_GATEWAY_PORT"):
-            return None
-        master = "local[*]"
-    return master_with_retries(master) if faults_on else master
 
 
 @click.command("wordcount")
@@ -56,8 +43,8 @@ def _master(master: str | None, faults_on: bool) -> str | None:
 @click.option(
     "--remote",
     envvar="SPARK_REMOTE",
-    help="Spark Connect server (sc://HOST:PORT) [default: $SPARK_REMOTE]; runs the "
-    "DataFrame-API word count of xor_ack_dynamodb.spark there.",
+    help="Spark Connect server (sc://HOST:PORT) [default: $SPARK_REMOTE]: the same word "
+    "count, run there (the server must see INPUT and OUTPUT).",
 )
 @click.option(
     "--endpoint-url",
@@ -73,34 +60,27 @@ def _master(master: str | None, faults_on: bool) -> str | None:
 )
 @click.option("--region", callback=check_region, help="AWS region [default: the AWS environment].")
 @click.option("--partition-key", default="tagID", show_default=True, callback=check_key)
-@click.option(
+@shown(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=300.0,
-    show_default=True,
-    help="Seconds a round may take; its unfinished files are replayed.",
+    click.FloatRange(min=0, min_open=True),
+    300.0,
+    "Seconds a round may take; its unfinished files are replayed.",
 )
-@click.option(
-    "--max-attempts",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Attempts per file before it is reported failed.",
-)
+@shown("--max-attempts", click.IntRange(min=1), 8, "Attempts per file before it is failed.")
 @click.option(
     "--partitions",
     type=click.IntRange(min=1),
     default=None,
-    help="Counting tasks (stage-2 partitions) [default: Spark's default parallelism, 2 to 8].",
+    help="Shuffle partitions of the counted rows before they are staged "
+    "[default: spark.sql.shuffle.partitions]; the writes per file do not depend on it.",
 )
-@click.option(
+@shown(
     "--fail-rate",
-    type=click.FloatRange(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Inject faults: this share of task attempts crash, and this share lose records.",
+    click.FloatRange(0, 1),
+    0.0,
+    "Inject faults: this share of task attempts crash, and this share lose records.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the injected faults.")
+@shown("--seed", int, 0, "Seed of the injected faults.")
 @click.option("--no-tracking", is_flag=True, help="Run the same stages without chains.")
 @click.option(
     "--work-dir",
@@ -121,7 +101,7 @@ def _master(master: str | None, faults_on: bool) -> str | None:
     help="After the run, count the finished files again in plain Python (no Spark, no "
     "chains) and check OUTPUT against that count; exit 1 if they differ.",
 )
-@click.option("--output-partitions", type=click.IntRange(min=1), default=1, show_default=True)
+@shown("--output-partitions", click.IntRange(min=1), 1, "CSV files of the counts.")
 @click.option(
     "--single-writes",
     is_flag=True,
@@ -129,12 +109,17 @@ def _master(master: str | None, faults_on: bool) -> str | None:
     "(transactions cost twice the write units on AWS).",
 )
 @click.option(
-    "--local-backend",
-    type=click.Choice(["auto", "dynamodb-local", "moto"]),
-    default="auto",
-    show_default=True,
-    help="Which local DynamoDB to start.",
+    "--watch",
+    is_flag=True,
+    help="Keep counting the files that arrive in INPUT (Structured Streaming), each batch "
+    "into OUTPUT/batch=N, until Ctrl-C; the same command again resumes.",
 )
+@click.option(
+    "--available-now",
+    is_flag=True,
+    help="With --watch: count the files there now, in batches, then stop.",
+)
+@shown("--local-backend", click.Choice(["auto", "dynamodb-local", "moto"]), "auto")
 @click.pass_context
 def wordcount(
     ctx: click.Context,
@@ -157,6 +142,8 @@ def wordcount(
     keep_staging: bool,
     output_partitions: int,
     single_writes: bool,
+    watch: bool,
+    available_now: bool,
     local_backend: str,
     overwrite: bool,
     verbose: bool,
@@ -175,95 +162,84 @@ def wordcount(
 
     started = time.monotonic()
     progress = RichProgress(started_at=started)
+    if remote and master:
+        raise click.UsageError("give --master or --remote (Spark Connect), not both")
+    if available_now and not watch:
+        raise click.UsageError("--available-now goes with --watch")
+    faults = FaultConfig.rate(fail_rate, seed)
+    if watch:
+        if no_tracking or verify_counts or report_path or work_dir or overwrite:
+            raise click.UsageError(
+                "--watch runs tracked, without --no-tracking, --verify, --report, "
+                "--work-dir or --overwrite (each batch has a folder of its own)"
+            )
+        from .watch import run_watch
+
+        run_watch(
+            ctx, input_path, output, master, remote, faults, partitions, max_attempts,
+            available_now, verbose, progress,
+            (endpoint_url, table, region, partition_key, local_backend),
+        )  # fmt: skip
+        return
     try:
         _check_before_spark(input_path, output, report_path, work_dir, overwrite)
     except Refused as exc:
         raise RefusedUsage(explain(exc) or str(exc)) from exc
-    faults = FaultConfig.rate(fail_rate, seed)
-    spark_master = None if remote else _master(master, faults.enabled)
-    token_window = max(32, (partitions or 8) + 8)
     job: WordCount | None = None
-    with _signals_interrupt() as reinstall:
+
+    def interrupted(exc: KeyboardInterrupt) -> str:
+        return _interrupted(exc, job, output)
+
+    with (
+        ending(verbose, interrupted) as reinstall,
+        _maybe_tracker(
+            ctx,
+            not no_tracking,
+            endpoint_url,
+            table,
+            region,
+            partition_key,
+            32,
+            local_backend,
+            progress,
+        ) as tracker,
+    ):
+        from .job import WordCount, WordCountOptions
+        from .spark import start_session, stop_session
+
+        if tracker is not None and single_writes:
+            tracker = dataclasses.replace(tracker, transactions=False)
+        options = WordCountOptions(
+            input=input_path,
+            output=output,
+            tracking=not no_tracking,
+            tracker=tracker,
+            partitions=partitions,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            faults=faults,
+            work_dir=work_dir,
+            keep_staging=keep_staging,
+            output_partitions=output_partitions,
+            overwrite=overwrite,
+        )
+        progress.step(f"starting Spark ({session_name(master, remote)})")
+        spark = None
         try:
-            with _maybe_tracker(
-                ctx,
-                not no_tracking,
-                endpoint_url,
-                table,
-                region,
-                partition_key,
-                token_window,
-                local_backend,
-                progress,
-            ) as tracker:
-                if remote:
-                    if tracker is None or verify_counts or master or work_dir:
-                        raise click.UsageError(
-                            "--remote runs tracked, without --no-tracking, --verify, "
-                            "--master or --work-dir"
-                        )
-                    from .remote_command import run_remote
-
-                    progress.stop()
-                    run_remote(
-                        remote, input_path, output, report_path, tracker, faults,
-                        partitions, max_attempts, overwrite,
-                    )  # fmt: skip
-                    return
-                # Classic PySpark only from here (a Spark Connect client has no SparkContext).
-                from .job import WordCount, WordCountOptions
-                from .spark import build_session, stop_session
-
-                if tracker is not None and single_writes:
-                    tracker = dataclasses.replace(tracker, transactions=False)
-                options = WordCountOptions(
-                    input=input_path,
-                    output=output,
-                    tracking=not no_tracking,
-                    tracker=tracker,
-                    partitions=partitions,
-                    timeout=timeout,
-                    max_attempts=max_attempts,
-                    faults=faults,
-                    work_dir=work_dir,
-                    keep_staging=keep_staging,
-                    output_partitions=output_partitions,
-                    overwrite=overwrite,
-                )
-                progress.step(f"starting Spark ({spark_master or 'spark-submit'})")
-                spark = None
-                try:
-                    quiet_level = "FATAL" if faults.enabled else "ERROR"
-                    spark = build_session(
-                        spark_master,
-                        shuffle_partitions=max(partitions or 2, 2),
-                        log_level="WARN" if verbose else quiet_level,
-                        quiet=not verbose,
-                    )
-                    reinstall()  # SparkContext puts a SIGINT handler of its own in place
-                    job = WordCount(spark, options, progress)
-                    report = job.run()
-                finally:
-                    progress.stop()
-                    stop_session(spark)
-        except KeyboardInterrupt as exc:
-            click.echo(_interrupted(exc, job, output), err=True)
-            exit_now(INTERRUPTED)
-        except Refused as exc:
-            raise RefusedUsage(explain(exc) or str(exc)) from exc
-        except FileNotFoundError as exc:
-            raise UserError(str(exc)) from exc
-        except (XorAckError, ClientError, BotoCoreError) as exc:
-            raise UserError(explain(exc) or str(exc)) from exc
-        except Exception as exc:
-            hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
-            raise UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}") from exc
+            spark = start_session(master, remote, faults.enabled, verbose)
+            reinstall()  # SparkContext puts a SIGINT handler of its own in place
+            job = WordCount(spark, options, progress)
+            report = job.run()
+        finally:
+            progress.stop()
+            stop_session(spark)
+        progress.finished(report)
     check = None
     if verify_counts:
         from .verify import verify
 
         progress.step("verifying the counts against an independent count")
-        check = verify(report, output)
+        check = verify(report, input_path, output)
         report.totals["verification"] = dataclasses.asdict(check)
     if report_path is not None:
         write_atomically(report_path, report.to_json())
@@ -275,7 +251,7 @@ def wordcount(
         raise UserError(f"the counts in {output} do not match an independent count: {check.detail}")
     if not report.ok:
         raise UserError(
-            f"{report.failed} of {plural(len(report.files), 'file')} failed (see the report)"
+            f"{len(report.failed)} of {plural(len(report.inputs), 'file')} failed (see the report)"
         )
 
 
@@ -290,8 +266,3 @@ def _check_before_spark(
         judge_output(output, local_listing(output), overwrite)
     if not is_remote(input_path):
         list_local(input_path)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(exc).__name__

@@ -19,3 +19,16 @@ class OutputSchemaMismatch(PipelineError):
 
 class BatchFailed(PipelineError):
     """A micro-batch of a tracked stream ended with inputs that failed (the query stops)."""
+
+
+class InputRejected(PipelineError):
+    """Raised by the user's function: this input can never be processed (e.g. not UTF-8).
+
+    The input ends ``failed`` at once with the message as its reason, and is not
+    replayed: the same bytes would be rejected again.  Its chain is closed with
+    that reason; the other inputs of the round are not affected.
+    """
+
+
+class RoundTimedOut(PipelineError):
+    """A round's Spark jobs ran past the per-round timeout and were cancelled."""

@@ -7,8 +7,9 @@ Round ``k`` takes the inputs still pending, each under a new chain
 2. one Spark job: the user's function per input (``applyInArrow`` grouped by
    input, stamp ``F ^ D``), a shuffle into ``partitions`` tasks, the rows
    written to ``STAGING/rows/round=k`` by Spark's committer;
-3. one Spark job over what was committed: per input, the sum of its row hashes
-   over every staging file, then one stamp ``C`` per input;
+3. one Spark job over what was committed: per staging file and input, the sum
+   of its row hashes (16 bytes each, collected); the driver adds them up per
+   input and writes one stamp ``C`` per input;
 4. the driver reads every chain: zero -> the input is acked in round ``k``;
    otherwise ``fail`` and replay in round ``k + 1`` (or ``failed``).
 
@@ -17,18 +18,30 @@ the sink's ``finish``, written into the staging folder, given a manifest, and
 renamed onto the output, which is judged by ``pipeline.paths``'s rules (never
 replacing what this library did not write).  DataFrame API only: the same code
 runs on classic Spark and over Spark Connect.
+
+A round's Spark jobs run in a thread of their own under a job tag: past
+``round_timeout`` (or on Ctrl-C, a ``KeyboardInterrupt`` in the calling thread)
+the driver cancels them with ``interruptTag``.  A timed-out round's inputs are
+replayed; an interrupt removes the staging folder and leaves the output as it
+was (absent, the former one, or the complete new one), then propagates.
+Each input's end is told as the library's typed events
+(:class:`~xor_ack_dynamodb.events.Acked`, :class:`~xor_ack_dynamodb.events.Failed`).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TagNotFound
+from ..events.kinds import Acked, Failed, failure
+from ..item import ChainState
 from ..pipeline.faults import FaultConfig
 from ..pipeline.keyed import Keyed
 from ..pipeline.paths import (
@@ -43,14 +56,20 @@ from ..pipeline.plan import file_tag
 from ..pipeline.tracker import TrackerConfig
 from ..sync import SyncXorAckDynamoDB
 from . import stages
+from .digest import MOD
+from .errors import RoundTimedOut
 from .files import Files
-from .report import InputResult, RoundSummary, TrackedReport
+from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import ID, INPUT, MARKER, SUM, TAG, Process, RoundSpec
 
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string"
+#: How long cancelled Spark jobs may take to end after a timeout or an interrupt (seconds).
+CANCEL_WAIT = 30.0
+#: What the driver tells about each input's end (``track(on_event=...)``).
+EventSink = Callable[[Acked | Failed], None]
 
 
 @dataclass
@@ -70,6 +89,14 @@ class JobSpec:
     faults: FaultConfig = field(default_factory=FaultConfig)
     run_id: str | None = None
     keep_staging: bool = False
+    #: Where the rounds' staged rows go (a hidden folder of the run); None: the staging folder.
+    work_dir: str | None = None
+    #: Seconds a round's Spark jobs may take; its unfinished inputs are replayed.  None: no limit.
+    round_timeout: float | None = None
+    on_event: EventSink | None = None
+    observer: RoundObserver | None = None
+    #: Inputs that failed before any round (``InputResult`` with status ``failed``).
+    failed_before: Sequence[InputResult] = ()
 
     def __post_init__(self) -> None:
         if self.source is None and self.keys is None:
@@ -78,6 +105,8 @@ class JobSpec:
             raise ValueError("a source DataFrame needs key=<the column naming each row's input>")
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
+        if self.round_timeout is not None and self.round_timeout <= 0:
+            raise ValueError("round_timeout must be > 0 seconds")
 
 
 class TrackedJob:
@@ -88,12 +117,20 @@ class TrackedJob:
         self.files = Files(spark, spec.sink.path)
         self.output = qualified(spec.sink.path)
         self.staging = staging_path(spec.sink.path, self.run_id)
+        self.rows_root = (
+            f"{qualified(spec.work_dir)}/.xor-ack-{self.run_id}"
+            if spec.work_dir
+            else f"{self.staging}/rows"
+        )
+        #: The output was renamed into place (what an interruption leaves behind).
+        self.committed = False
         self.out_struct = spark.createDataFrame([], spec.schema).schema
         self.columns = tuple(f.name for f in self.out_struct.fields)
         self.keyed = Keyed(self.run_id)
         self.report = TrackedReport(self.run_id, spec.sink.path, spec.tracker is not None)
         self._chains: SyncXorAckDynamoDB | None = None
         self._round_inputs = 0
+        self._tag = f"xor-ack-{self.run_id}"
 
     # -- the run ----------------------------------------------------------------------
 
@@ -103,6 +140,8 @@ class TrackedJob:
         judge_output(self.spec.sink.path, current, self.spec.sink.overwrite)
         keys = self._keys()
         self.report.inputs = [InputResult(k) for k in keys]
+        if self.spec.observer is not None:
+            self.spec.observer.started(self.report)
         acked_in: dict[int, int] = {}
         try:
             pending = list(range(len(keys)))
@@ -125,6 +164,12 @@ class TrackedJob:
         finally:
             if not self.spec.keep_staging:
                 self.files.delete(self.staging)
+                if self.spec.work_dir:
+                    self.files.delete(self.rows_root)
+        if self.spec.failed_before:
+            self.report.inputs = sorted(
+                [*self.report.inputs, *self.spec.failed_before], key=lambda i: i.key
+            )
         self.report.seconds["total"] = round(time.monotonic() - started, 3)
         return self.report
 
@@ -145,9 +190,15 @@ class TrackedJob:
 
     def _round(self, round_: int, pending: list[int], acked_in: dict[int, int]) -> list[int]:
         summary = RoundSummary(round_, len(pending))
+        if self.spec.observer is not None:
+            self.spec.observer.round_started(round_, len(pending))
+        deadline = (
+            None if self.spec.round_timeout is None else time.monotonic() + self.spec.round_timeout
+        )
         self._round_inputs = len(pending)
         keys = [self.report.inputs[i].key for i in pending]
         tags = [file_tag(self.run_id, key, round_) for key in keys]
+        tags_of = dict(zip(pending, tags, strict=True))
         spec = RoundSpec(
             run_id=self.run_id,
             round=round_,
@@ -161,12 +212,12 @@ class TrackedJob:
         )
         if self.spec.tracker is not None:
             t = time.monotonic()
-            self.chains.create_many({tag: self.keyed.file_stamp(tag) for tag in tags})
+            self._create({tag: self.keyed.file_stamp(tag) for tag in tags})
             summary.seconds["create"] = round(time.monotonic() - t, 3)
         keys_df = self.spark.createDataFrame(list(zip(keys, pending, tags, strict=True)), KEYS_DDL)
-        rows_dir = f"{self.staging}/rows/round={round_}"
+        rows_dir = f"{self.rows_root}/round={round_}"
         t = time.monotonic()
-        error = self._run(lambda: self._produce(spec, keys_df).write.parquet(rows_dir))
+        error = self._run(lambda: self._produce(spec, keys_df).write.parquet(rows_dir), deadline)
         summary.seconds["produce"] = round(time.monotonic() - t, 3)
         if self.spec.tracker is None:
             if error is not None:
@@ -175,11 +226,19 @@ class TrackedJob:
             return []
         if error is None:
             t = time.monotonic()
-            error = self._run(lambda: self._check(spec, keys_df, rows_dir).collect())
+            sums: dict[int, int] = {}
+            error = self._run(lambda: sums.update(self._check(spec, rows_dir)), deadline)
+            if error is None:
+                self._each(
+                    lambda i: stages.stamp_committed(spec, tags_of[i], sums.get(i, 0)), pending
+                )
             summary.seconds["check"] = round(time.monotonic() - t, 3)
-        outcomes = self._judge(tags, None if error is None else _first_line(error))
+        job_error = None if error is None else _first_line(error)
+        t = time.monotonic()
+        outcomes = self._judge(tags, job_error)
+        summary.seconds["judge"] = round(time.monotonic() - t, 3)
         still: list[int] = []
-        for i, outcome in zip(pending, outcomes, strict=True):
+        for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
             entry = self.report.inputs[i]
             entry.attempts = round_
             entry.history.append(outcome)
@@ -187,15 +246,27 @@ class TrackedJob:
                 entry.status = "acked"
                 acked_in[i] = round_
                 summary.acked += 1
-            elif round_ >= self.spec.max_attempts:
+            elif permanent or round_ >= self.spec.max_attempts:
                 entry.status = "failed"
                 summary.failed += 1
             else:
                 summary.replayed += 1
                 still.append(i)
-        summary.job_error = None if error is None else _first_line(error)
+        summary.job_error = job_error
         self.report.rounds.append(summary)
+        if self.spec.observer is not None:
+            self.spec.observer.round_ended(summary, self.report)
         return still
+
+    def _create(self, stamps: dict[str, bytes]) -> None:
+        """The round's chains: 100 per transaction, or one request each (``transactions``)."""
+        tracker = self.spec.tracker
+        assert tracker is not None
+        if tracker.transactions:
+            self.chains.create_many(stamps)
+            return
+        tags = list(stamps)
+        self._each(lambda i: self.chains.create(tags[i], stamps[tags[i]]), range(len(tags)))
 
     def _source_columns(self) -> tuple[str, ...]:
         if self.spec.source is None:
@@ -225,47 +296,119 @@ class TrackedJob:
             return moved  # the shuffle and the write stay in the JVM: no Python task
         return moved.mapInArrow(lambda it: stages.transit(spec, it), out_ddl)
 
-    def _check(self, spec: RoundSpec, keys_df: Any, rows_dir: str) -> Any:
+    def _check(self, spec: RoundSpec, rows_dir: str) -> dict[int, int]:
+        """Per input of the round, the sum of its committed rows' hashes (a job, collected).
+
+        One row of 16 bytes per input and staging file comes back to the driver; the
+        driver stamps each chain with the stamp of its sum (``stages.stamp_committed``).
+        """
         staged = self.spark.read.schema(f"{self.spec.schema}, {ID} int").parquet(rows_dir)
         sums_ddl = f"{ID} int, {SUM} binary"
-        sums = staged.mapInArrow(lambda it: stages.partial_sums(spec, it), sums_ddl)
-        every = sums.unionByName(keys_df.select(ID, TAG), allowMissingColumns=True)
-        return (
-            every.repartition(self._tasks(spec), ID)
-            .groupBy(ID)
-            .applyInArrow(lambda table: stages.check(spec, table), f"{ID} int")
-        )
+        totals: dict[int, int] = {}
+        for row in staged.mapInArrow(lambda it: stages.partial_sums(spec, it), sums_ddl).collect():
+            value = int.from_bytes(row[SUM], "big")
+            totals[row[ID]] = (totals.get(row[ID], 0) + value) % MOD
+        return totals
+
+    def _each(self, fn: Callable[[int], object], items: Sequence[int]) -> None:
+        """``fn`` over ``items``, as many at a time as the tracker's connections allow."""
+        tracker = self.spec.tracker
+        assert tracker is not None
+        if not items:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(tracker.concurrency, len(items)))) as pool:
+            list(pool.map(fn, items))
 
     def _tasks(self, spec: RoundSpec) -> int:
         """Tasks of the per-input stages: one per input, at most ``input_tasks``."""
         return max(1, min(self.spec.input_tasks, self._round_inputs))
 
-    def _run(self, action: Any) -> BaseException | None:
-        try:
-            action()
-        except Exception as exc:
-            return exc
-        return None
+    def _run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
+        """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
 
-    def _judge(self, tags: list[str], job_error: str | None) -> list[str]:
-        """``acked`` for each zero chain of a round whose output was committed, else why not."""
-        states = self.chains.get_many(tags) if job_error is None else {}
-        outcomes: list[str] = []
+        Returns the job's error (:class:`RoundTimedOut` for the deadline), None if it
+        ended well.  A ``KeyboardInterrupt`` while waiting cancels the jobs, waits for
+        them to end (so that nothing writes after the staging folder is removed) and
+        propagates.
+        """
+        if deadline is not None and time.monotonic() >= deadline:
+            return self._timed_out()  # creating the chains used the whole budget
+        outcome: list[BaseException | None] = []
+
+        def work() -> None:
+            self.spark.addTag(self._tag)
+            try:
+                action()
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+            finally:
+                self.spark.removeTag(self._tag)
+
+        thread = threading.Thread(target=work, name=f"{self._tag}-jobs", daemon=True)
+        thread.start()
+        try:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except BaseException:
+            self._cancel(thread)
+            raise
+        if thread.is_alive():
+            self._cancel(thread)
+            return self._timed_out()
+        return outcome[0] if outcome else None
+
+    def _timed_out(self) -> RoundTimedOut:
+        return RoundTimedOut(f"timeout: round not finished within {self.spec.round_timeout:g} s")
+
+    def _cancel(self, thread: threading.Thread) -> None:
+        """Interrupt the tagged jobs until the thread that runs them ends (or CANCEL_WAIT)."""
+        give_up = time.monotonic() + CANCEL_WAIT
+        while thread.is_alive() and time.monotonic() < give_up:
+            # A job that had not started yet when interrupted would run: interrupt again.
+            self.spark.interruptTag(self._tag)
+            thread.join(0.5)
+
+    def _judge(self, tags: list[str], job_error: str | None) -> list[tuple[str, bool]]:
+        """Per chain of a round: ``acked`` or why not, and whether that is final.
+
+        A zero chain of a round whose output was committed is acked.  A chain the
+        user's function closed (:class:`InputRejected`) fails for good with its
+        reason.  Any other is closed with ``fail`` (late stamps are refused) and
+        its input replayed.
+        """
+        states = self.chains.get_many(tags)
+        outcomes: list[tuple[str, bool]] = []
         for tag in tags:
             state = states.get(tag)
-            if state is not None and state.acked:
+            if state is not None and state.failed:
                 self.report.chain_writes += state.version
-                outcomes.append("acked")
+                self._tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
+                outcomes.append((_why(state), True))
+                continue
+            if job_error is None and state is not None and state.acked:
+                self.report.chain_writes += state.version
+                latency = (state.acked_at or state.updated_at) - state.created_at
+                self._tell(Acked(tag, state.chain_id, state.acked_at or 0.0, latency))
+                outcomes.append(("acked", False))
                 continue
             reason = job_error or "incomplete: not zero when its round ended"
             try:
                 closed = self.chains.fail(tag, reason=reason)
             except TagNotFound:
-                outcomes.append("chain missing")
+                outcomes.append(("chain missing", False))
                 continue
             self.report.chain_writes += closed.version
-            outcomes.append(reason if not closed.acked else "completed after its round ended")
+            if closed.acked:
+                outcomes.append(("completed after its round ended (not counted)", False))
+                continue
+            self._tell(failure(tag, closed.chain_id, closed.failed_at or 0.0, reason))
+            outcomes.append((reason, False))
         return outcomes
+
+    def _tell(self, event: Acked | Failed) -> None:
+        if self.spec.on_event is not None:
+            self.spec.on_event(event)
 
     # -- the output -------------------------------------------------------------------
 
@@ -274,7 +417,7 @@ class TrackedJob:
 
         rows_schema = f"{self.spec.schema}, {ID} int, round int"
         if acked_in:
-            staged = self.spark.read.schema(rows_schema).parquet(f"{self.staging}/rows")
+            staged = self.spark.read.schema(rows_schema).parquet(self.rows_root)
             pairs = self.spark.createDataFrame(
                 sorted((r, i) for i, r in acked_in.items()), f"round int, {ID} int"
             )
@@ -308,8 +451,10 @@ class TrackedJob:
             except BaseException:
                 self.files.rename(previous, self.output)
                 raise
+            self.committed = True
             return
         self.files.rename(staged, self.output)
+        self.committed = True
 
 
 def _arrow_schema(struct: Any) -> Any:
@@ -318,10 +463,16 @@ def _arrow_schema(struct: Any) -> Any:
     return to_arrow_schema(struct)
 
 
+def _why(state: ChainState) -> str:
+    return state.reason or "failed"
+
+
 def _first_line(exc: BaseException) -> str:
     """The line of a failed job's error that says what happened (the Python error, if any)."""
     text = str(exc).strip() or type(exc).__name__
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if isinstance(exc, RoundTimedOut):
+        return lines[0]
     for line in lines:
         if "InjectedFault" in line or "OutputSchemaMismatch" in line:
             return line[:300]

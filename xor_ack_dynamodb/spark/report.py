@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Status = Literal["pending", "acked", "failed", "counted"]
 
@@ -41,10 +41,19 @@ class TrackedReport:
     #: Writes that landed on the chains (create, stamps, fail), from each item's version.
     chain_writes: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    #: What the job was asked (the application's own entries, e.g. the command's options).
+    settings: dict[str, Any] = field(default_factory=dict)
+    #: What the application measured in the output (e.g. the word count's words).
+    totals: dict[str, Any] = field(default_factory=dict)
 
     @property
     def acked(self) -> int:
         return sum(1 for i in self.inputs if i.status == "acked")
+
+    @property
+    def replayed(self) -> int:
+        """Inputs that needed more than one attempt."""
+        return sum(1 for i in self.inputs if i.attempts > 1)
 
     @property
     def failed(self) -> list[InputResult]:
@@ -66,3 +75,11 @@ class TrackedReport:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, ensure_ascii=True)
+
+
+class RoundObserver(Protocol):
+    """Told of a tracked job's progress on the driver (e.g. a progress display)."""
+
+    def started(self, report: TrackedReport) -> None: ...
+    def round_started(self, round_: int, inputs: int) -> None: ...
+    def round_ended(self, summary: RoundSummary, report: TrackedReport) -> None: ...

@@ -10,7 +10,7 @@ Writes per input and round, whatever the number of shuffle partitions: the
 driver's ``create`` (``F``), the produce stamp ``F ^ D`` (``D`` the stamp of the
 rows the user's function returned for the input), the commit check's stamp
 ``C`` (the stamp of the rows of that input that Spark committed to staging,
-summed over all staging files before one stamp is written), and a ``fail``
+summed over all staging files, then written once by the driver), and a ``fail``
 only when the chain did not reach zero.  ``D == C`` exactly when the committed
 rows are the produced rows: nothing lost, nothing duplicated.
 """
@@ -27,7 +27,7 @@ from ..pipeline.faults import FaultConfig, TaskFaults
 from ..pipeline.keyed import Keyed
 from ..pipeline.tracker import TrackerConfig, chains_for
 from .digest import MOD, row_sum, rows_stamp, stage_token, sum_bytes
-from .errors import OutputSchemaMismatch
+from .errors import InputRejected, OutputSchemaMismatch
 
 #: Internal columns, never in the user's rows or output.
 INPUT = "_xa_input"
@@ -97,7 +97,14 @@ def produce(spec: RoundSpec, table: Any) -> Any:
     input_id = table.column(ID)[0].as_py()
     tag = table.column(TAG)[0].as_py()
     rows = table.filter(pc.invert(table.column(MARKER))).select(list(spec.source_columns))
-    out = spec.process(key, rows)
+    try:
+        out = spec.process(key, rows)
+    except InputRejected as exc:
+        # The input can never be processed: its chain closes with the reason, no rows.
+        if spec.tracker is not None:
+            with contextlib.suppress(ChainFailed, TagNotFound):
+                chains_for(spec.tracker).fail(tag, reason=str(exc))
+        out = spec.schema.empty_table()
     if isinstance(out, pa.RecordBatch):
         out = pa.Table.from_batches([out])
     try:
@@ -138,6 +145,7 @@ def partial_sums(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    spec.task_faults(CHECK).crash_now(stamped=False)
     sums: dict[int, int] = {}
     for batch in batches:
         table = pa.Table.from_batches([batch])
@@ -155,26 +163,18 @@ def partial_sums(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
         )
 
 
-def check(spec: RoundSpec, table: Any) -> Any:
-    """``applyInArrow`` per input over its partial sums (plus a zero for its marker row).
+def stamp_committed(spec: RoundSpec, tag: str, total: int) -> None:
+    """The commit check's stamp ``C`` of an input: the stamp of the rows committed for it.
 
-    Stamps ``C``, the stamp of the rows committed for the input, with a token made
-    of it: a re-run or speculative attempt sums the same committed files and
-    writes the same token, recognised and not applied twice.
+    ``total``: the sum of the hashes of its rows over every staging file (0: none).
+    Its token is made of it: a check run again over the same committed files writes
+    the same token, recognised and not applied twice.
     """
-    import pyarrow as pa
-
-    faults = spec.task_faults(CHECK)
-    faults.crash_now(stamped=False)
-    input_id = table.column(ID)[0].as_py()
-    tag = next(t for t in table.column(TAG).to_pylist() if t is not None)
-    total = sum(int.from_bytes(b, "big") for b in table.column(SUM).to_pylist() if b) % MOD
-    if spec.tracker is not None:
-        keyed = Keyed(spec.run_id)
-        value = rows_stamp(keyed, tag, total)
-        _stamp(spec, tag, value, stage_token(keyed, "commit", tag, value))
-    faults.crash_now(stamped=True)
-    return pa.table({ID: pa.array([input_id], type=pa.int32())})
+    if spec.tracker is None:
+        return
+    keyed = Keyed(spec.run_id)
+    value = rows_stamp(keyed, tag, total)
+    _stamp(spec, tag, value, stage_token(keyed, "commit", tag, value))
 
 
 def _xor(a: bytes, b: bytes) -> bytes:

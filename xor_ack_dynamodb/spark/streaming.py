@@ -4,20 +4,25 @@ Each micro-batch is a tracked job of its own (:func:`track` over the batch's
 rows, the inputs being the batch's distinct keys: with a file source, the files
 that arrived), committed to ``OUTPUT/batch=N``.  A batch that Spark runs again
 after a restart replaces that folder (ours, by its manifest), so each batch's
-output is there once.  ``on_batch(batch_id, report)`` gets every batch's report;
-a batch with a failed input raises (:class:`BatchFailed`), which stops the query.
+output is there once.  ``on_event`` gets each input's end as the library's typed
+events (``events.Acked`` / ``events.Failed``, as :func:`track` tells them); a
+batch with a failed input raises (:class:`BatchFailed`), which stops the query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from .errors import BatchFailed
-from .report import TrackedReport
+from .job import EventSink
 from .sink import Sink
 from .stages import Process
+
+
+def batch_path(output: str, batch_id: int) -> str:
+    """Where micro-batch ``batch_id`` of a stream into ``output`` is committed."""
+    return f"{output.rstrip('/')}/batch={batch_id:06d}"
 
 
 def track_stream(
@@ -29,7 +34,7 @@ def track_stream(
     key: str,
     checkpoint: str,
     available_now: bool = False,
-    on_batch: Callable[[int, TrackedReport], None] | None = None,
+    on_event: EventSink | None = None,
     **options: Any,
 ) -> Any:
     """Start the query; ``options`` are :func:`track`'s (table, faults, partitions, ...).
@@ -40,12 +45,17 @@ def track_stream(
     from . import track
 
     def batch(frame: Any, batch_id: int) -> None:
-        target = replace(sink, path=f"{sink.path.rstrip('/')}/batch={batch_id:06d}", overwrite=True)
+        target = replace(sink, path=batch_path(sink.path, batch_id), overwrite=True)
         report = track(
-            frame.sparkSession, process, schema, target, source=frame, key=key, **options
+            frame.sparkSession,
+            process,
+            schema,
+            target,
+            source=frame,
+            key=key,
+            on_event=on_event,
+            **options,
         )
-        if on_batch is not None:
-            on_batch(batch_id, report)
         if not report.ok:
             names = ", ".join(i.key for i in report.failed[:3])
             raise BatchFailed(

@@ -59,11 +59,9 @@ def orders_etl(
     """Clean every order file under ``input_``, join ``customers`` (customer, country)."""
     from pyspark.sql import functions as F
 
-    lines = (
-        spark.read.option("recursiveFileLookup", "true")
-        .text(input_)
-        .select("value", F.col("_metadata.file_path").alias("file_key"))
-    )
+    from .wordcount import text_lines
+
+    lines = text_lines(spark.read, input_, key="file_key")
     return track(
         spark,
         clean_orders,

@@ -3,81 +3,172 @@
 Each input is a text file; the function counts the words of one file (lines
 lower-cased, ``\\w+`` matches, ``pipeline.words``) and returns ``(word, n)``
 rows; the sink sums them by word over the acked files and writes CSV
-``word,count``.  The source is Spark's text reader with the file of each line
-taken from the ``_metadata.file_path`` column, so it runs on a cluster and over
-Spark Connect alike.
+``word,count`` (by count, then word, in each file).
+
+Two ways to the files, one function of the words:
+
+- local files (``/x``, ``file:/x``): listed on the driver (``pipeline.paths``:
+  hidden names skipped, links followed, any name a POSIX file system allows), and
+  each read by the task that counts it.  A file that cannot be counted (not UTF-8,
+  unreadable) is rejected (:class:`~xor_ack_dynamodb.spark.InputRejected`): it
+  fails at once with its reason, alone; one that cannot even be opened (a broken
+  link, a FIFO) fails before any round.
+- Hadoop URIs (``s3a://``, ``hdfs://``): Spark's text reader, the file of each line
+  taken from the ``_metadata.file_path`` column.
+
+Both run on a cluster and over Spark Connect alike (the driver, or the Connect
+client, must then see the local files the executors read).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...pipeline.faults import FaultConfig
-from ...pipeline.words import count_lines
-from .. import Sink, TrackedReport, track
+from ...pipeline.options import WordCountOptions
+from ...pipeline.paths import Unreadable, is_remote, list_local, printable, read_local
+from ...pipeline.words import count_lines, count_words
+from .. import Sink, TrackedReport
+from ..errors import InputRejected
+from ..job import EventSink, JobSpec, TrackedJob
+from ..report import InputResult, RoundObserver
 
 SCHEMA = "word string, n long"
 
 
-def count_file(key: str, rows: Any) -> Any:
-    """One file's ``(word, n)`` rows, from its lines (column ``value``)."""
+def _rows(counts: Mapping[str, int]) -> Any:
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    counts = count_lines([str(line) for line in rows.column("value").to_pylist()])
-    words = sorted(counts)
-    return pa.table({"word": words, "n": [counts[w] for w in words]})
+    words = list(counts)
+    return pa.table(
+        {
+            "word": pa.array(words, pa.string()),
+            "n": pa.array([counts[w] for w in words], pa.int64()),
+        }
+    )
 
 
-def total_by_word(rows: Any) -> Any:
+def count_file(key: str, rows: Any) -> Any:
+    """One file's ``(word, n)`` rows, from its lines (column ``value``)."""
+    return _rows(count_lines([str(line) for line in rows.column("value").to_pylist()]))
+
+
+@dataclass(frozen=True)
+class CountLocalFile:
+    """One local file's ``(word, n)`` rows, read by the task: ``paths`` maps keys to paths."""
+
+    paths: Mapping[str, str]
+
+    def __call__(self, key: str, rows: Any) -> Any:
+        data = read_local(self.paths.get(key, key))
+        if isinstance(data, Unreadable):
+            raise InputRejected(f"unreadable: {data}")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputRejected(f"not-utf8: {exc.reason} at byte {exc.start}") from exc
+        return _rows(count_words(text))
+
+
+def total_by_word(rows: Any, files: int = 1) -> Any:
+    """The counts summed over the acked files, in ``files`` files sorted by count, word."""
     from pyspark.sql import functions as F
 
-    return rows.groupBy("word").agg(F.sum("n").cast("long").alias("count"))
+    totals = rows.groupBy("word").agg(F.sum("n").cast("long").alias("count"))
+    return totals.repartition(files).sortWithinPartitions(F.desc("count"), F.asc("word"))
 
 
-def wordcount(
+def text_lines(reader: Any, path: str, key: str = "file") -> Any:
+    """The lines of the text files under ``path`` (``value``), each with its file (``key``).
+
+    ``reader``: ``spark.read`` or ``spark.readStream``.
+    """
+    from pyspark.sql import functions as F
+
+    lines = reader.option("recursiveFileLookup", "true").text(path)
+    return lines.select("value", F.col("_metadata.file_path").alias(key))
+
+
+def counts_sink(output: str, files: int = 1, overwrite: bool = False) -> Sink:
+    """CSV ``word,count``: the rows summed by word, in ``files`` files."""
+    return Sink(
+        output,
+        format="csv",
+        options={"header": "true"},
+        finish=lambda rows: total_by_word(rows, files),
+        overwrite=overwrite,
+    )
+
+
+def tracking_options(options: WordCountOptions) -> dict[str, Any]:
+    """What :func:`~xor_ack_dynamodb.spark.track` (and ``JobSpec``) take from ``options``."""
+    return {
+        "tracker": options.tracker if options.tracking else None,
+        "partitions": options.partitions,
+        "max_attempts": options.max_attempts,
+        "faults": options.faults,
+        "round_timeout": options.timeout,
+    }
+
+
+def tracked_wordcount(
     spark: Any,
-    input_: str,
-    output: str,
-    *,
-    table: str | None = None,
-    endpoint_url: str | None = None,
-    region: str | None = None,
-    faults: FaultConfig | None = None,
-    partitions: int | None = None,
-    max_attempts: int = 8,
-    tracking: bool = True,
-    overwrite: bool = False,
-) -> TrackedReport:
-    """Count the words of the text files under ``input_`` into ``output`` (CSV), tracked."""
-    from pyspark.sql import functions as F
+    options: WordCountOptions,
+    observer: RoundObserver | None = None,
+    on_event: EventSink | None = None,
+) -> TrackedJob:
+    """The tracked job of ``options`` (its inputs listed): ``.run()`` runs it."""
+    source: Any = None
+    key: str | None = None
+    keys: list[str] | None = None
+    process: Any = count_file
+    failed_before: list[InputResult] = []
+    if is_remote(options.input):
+        source, key = text_lines(spark.read, options.input), "file"
+    else:
+        paths: dict[str, str] = {}
+        for entry in list_local(options.input):
+            name = printable(entry.path)
+            if entry.problem is not None:
+                failed_before.append(InputResult(name, "failed", 0, [entry.problem]))
+            else:
+                paths[name] = entry.path
+        keys = list(paths)
+        # Only the names that printing changed (bytes that are not UTF-8) travel.
+        process = CountLocalFile({k: p for k, p in paths.items() if k != p})
+    spec = JobSpec(
+        process=process,
+        schema=SCHEMA,
+        sink=counts_sink(options.output, options.output_partitions, options.overwrite),
+        source=source,
+        key=key,
+        keys=keys,
+        run_id=options.run_id,
+        keep_staging=options.keep_staging,
+        work_dir=options.work_dir,
+        on_event=on_event,
+        observer=observer,
+        failed_before=failed_before,
+        **tracking_options(options),
+    )
+    return TrackedJob(spark, spec)
 
-    lines = (
-        spark.read.option("recursiveFileLookup", "true")
-        .text(input_)
-        .select("value", F.col("_metadata.file_path").alias("file"))
-    )
-    return track(
-        spark,
-        count_file,
-        SCHEMA,
-        Sink(
-            output,
-            format="csv",
-            options={"header": "true"},
-            finish=total_by_word,
-            files=1,
-            overwrite=overwrite,
-        ),
-        source=lines,
-        key="file",
-        table=table,
-        endpoint_url=endpoint_url,
-        region=region,
-        faults=faults,
-        partitions=partitions,
-        max_attempts=max_attempts,
-        tracking=tracking,
-    )
+
+def wordcount(spark: Any, input_: str, output: str, **options: Any) -> TrackedReport:
+    """Count the words of the text files under ``input_`` into ``output`` (CSV), tracked.
+
+    ``options``: :class:`~xor_ack_dynamodb.pipeline.WordCountOptions`' fields; the
+    chains' table, unless ``tracker=`` or ``tracking=False``, as :func:`track` finds it
+    (``table=``, ``endpoint_url=``, ``region=``, the session's conf, the environment).
+    """
+    from .. import chains_config
+
+    where = {name: options.pop(name, None) for name in ("table", "endpoint_url", "region")}
+    if options.get("tracking", True) and options.get("tracker") is None:
+        options["tracker"] = chains_config(spark, **where)
+    return tracked_wordcount(spark, WordCountOptions(input_, output, **options)).run()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,177 @@
+"""``xor-ack wordcount --watch``: count the files that arrive in INPUT, each tracked.
+
+A Structured Streaming file source over INPUT (Spark's text reader, the file of
+each line from ``_metadata.file_path``), run through the library's
+:func:`~xor_ack_dynamodb.spark.track_stream`: each micro-batch's new files are
+counted, tracked to completion (replayed if their chains do not reach zero) and
+committed to ``OUTPUT/batch=N`` (CSV ``word,count`` of that batch's files).  The
+stream's checkpoint is ``OUTPUT/_checkpoint``: the same command again resumes
+where it stopped, never counting a file twice.  Each file's end is printed from
+the library's typed events (``events.Acked`` / ``events.Failed``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from .._cli.errors import RefusedUsage, UserError, explain
+from ..events.kinds import Acked, Failed
+from .chains_table import _tracker
+from .errors import OutputNotOurs, Refused
+from .faults import FaultConfig
+from .interruption import Interrupted, ending, session_name
+from .options import WordCountOptions
+from .paths import check_paths, is_remote, local_path, qualified
+from .progress import RichProgress, plural
+
+#: The stream's checkpoint, inside OUTPUT (a name Spark's readers skip).
+CHECKPOINT = "_checkpoint"
+#: Seconds between two looks at the query (how soon Ctrl-C or its end is noticed).
+POLL = 0.5
+
+
+def check_watch_output(output: str) -> None:
+    """OUTPUT is absent, empty, or what an earlier ``--watch`` wrote (batches, checkpoint)."""
+    if is_remote(output):
+        return
+    folder = local_path(output)
+    if not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise OutputNotOurs(f"output {output} is a file: choose a folder for --watch")
+        return
+    others = [
+        n for n in sorted(os.listdir(folder)) if n != CHECKPOINT and not n.startswith("batch=")
+    ]
+    if others:
+        raise OutputNotOurs(
+            f"output {output} holds {others[0]!r}, which --watch did not write: choose an "
+            "empty or new folder (or the OUTPUT of an earlier --watch, to resume it)"
+        )
+
+
+@dataclass
+class Watch:
+    """What the stream did so far (for the closing line, also after Ctrl-C)."""
+
+    acked: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def event(self, say: Callable[[str], None]) -> Callable[[Acked | Failed], None]:
+        def tell(event: Acked | Failed) -> None:
+            key = _input_of(event.tag)
+            if isinstance(event, Acked):
+                self.acked.add(key)
+                self.failed.pop(key, None)
+                say(f"acked {key}")
+            else:
+                self.failed[key] = event.reason
+                say(f"not acked {key}: {event.reason}")
+
+        return tell
+
+
+def _input_of(tag: str) -> str:
+    """The input of a chain ``RUN/INPUT#ROUND``."""
+    return tag.split("/", 1)[-1].rsplit("#", 1)[0]
+
+
+def watch(
+    spark: Any,
+    options: WordCountOptions,
+    *,
+    available_now: bool,
+    state: Watch,
+    say: Callable[[str], None],
+) -> None:
+    """Run the stream until it ends (``available_now``) or the process is interrupted."""
+    from ..spark import track_stream
+    from ..spark.examples.wordcount import (
+        SCHEMA,
+        count_file,
+        counts_sink,
+        text_lines,
+        tracking_options,
+    )
+
+    query = track_stream(
+        text_lines(spark.readStream, options.input),
+        count_file,
+        SCHEMA,
+        counts_sink(options.output),
+        key="file",
+        checkpoint=f"{qualified(options.output)}/{CHECKPOINT}",
+        available_now=available_now,
+        on_event=state.event(say),
+        **tracking_options(options),
+    )
+    try:
+        while not query.awaitTermination(POLL):
+            pass
+    finally:
+        if query.isActive:
+            query.stop()
+    error = query.exception()
+    if error is not None:
+        raise RuntimeError(str(error).strip().splitlines()[0])
+
+
+def run_watch(
+    ctx: click.Context,
+    input_: str,
+    output: str,
+    master: str | None,
+    remote: str | None,
+    faults: FaultConfig,
+    partitions: int | None,
+    max_attempts: int,
+    available_now: bool,
+    verbose: bool,
+    progress: RichProgress,
+    where: tuple[str | None, str | None, str | None, str, str],
+) -> None:
+    """``xor-ack wordcount --watch``: the stream, its lines, its end (Ctrl-C: exit 130)."""
+    try:
+        check_paths(input_, output)
+        check_watch_output(output)
+    except Refused as exc:
+        raise RefusedUsage(explain(exc) or str(exc)) from exc
+    state = Watch()
+
+    def interrupted(exc: KeyboardInterrupt) -> str:
+        name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
+        return (
+            f"interrupted ({name}): {plural(len(state.acked), 'file')} acked and committed "
+            f"to {output}; the same command resumes from its checkpoint"
+        )
+
+    endpoint_url, table, region, partition_key, backend = where
+    with (
+        ending(verbose, interrupted) as reinstall,
+        _tracker(ctx, endpoint_url, table, region, partition_key, 32, backend, progress) as tracker,
+    ):
+        from .spark import start_session, stop_session
+
+        progress.step(f"starting Spark ({session_name(master, remote)})")
+        spark = None
+        try:
+            spark = start_session(master, remote, faults.enabled, verbose)
+            reinstall()
+            progress.step(f"watching {input_} (Ctrl-C stops)")
+            options = WordCountOptions(
+                input_, output, tracker=tracker, faults=faults, partitions=partitions,
+                max_attempts=max_attempts,
+            )  # fmt: skip
+            watch(spark, options, available_now=available_now, state=state, say=progress.step)
+        finally:
+            stop_session(spark)
+    progress.step(
+        f"{plural(len(state.acked), 'file')} acked, {len(state.failed)} failed; counts per "
+        f"batch in {output}/batch=*"
+    )
+    if state.failed:
+        raise UserError(f"{plural(len(state.failed), 'file')} failed: {sorted(state.failed)[0]}")
