@@ -227,6 +227,6 @@ def test_a_job_past_the_deadline_is_cancelled(spark: Any, tmp_path: Path) -> Non
     job = TrackedJob(spark, spec)
     start = time.monotonic()
     sleeping = spark.range(2).repartition(2).mapInArrow(_sleep, "id long")
-    error = job._run(lambda: sleeping.collect(), time.monotonic() + 1.0)
+    error = job.jobs.run(lambda: sleeping.collect(), time.monotonic() + 1.0)
     assert isinstance(error, RoundTimedOut) and str(error).startswith("timeout")
     assert time.monotonic() - start < 45

@@ -31,7 +31,6 @@ Each input's end is told as the library's typed events
 from __future__ import annotations
 
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -45,20 +44,18 @@ from ..item import ChainState
 from ..pipeline.faults import FaultConfig
 from ..pipeline.keyed import Keyed
 from ..pipeline.paths import (
-    MANIFEST,
-    OutputAction,
     judge_output,
-    manifest_text,
     qualified,
     staging_path,
 )
 from ..pipeline.plan import file_tag
 from ..pipeline.tracker import TrackerConfig
 from ..sync import SyncXorAckDynamoDB
-from . import stages
+from . import output, stages
 from .digest import MOD
 from .errors import RoundTimedOut
 from .files import Files
+from .jobs import TaggedJobs
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import ID, INPUT, MARKER, SUM, TAG, Process, RoundSpec
@@ -66,8 +63,6 @@ from .stages import ID, INPUT, MARKER, SUM, TAG, Process, RoundSpec
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string"
-#: How long cancelled Spark jobs may take to end after a timeout or an interrupt (seconds).
-CANCEL_WAIT = 30.0
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
 
@@ -130,7 +125,7 @@ class TrackedJob:
         self.report = TrackedReport(self.run_id, spec.sink.path, spec.tracker is not None)
         self._chains: SyncXorAckDynamoDB | None = None
         self._round_inputs = 0
-        self._tag = f"xor-ack-{self.run_id}"
+        self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
 
     # -- the run ----------------------------------------------------------------------
 
@@ -158,8 +153,11 @@ class TrackedJob:
                 for i in pending:
                     self.report.inputs[i].status = "failed"
             t = time.monotonic()
-            self._write_output(acked_in)
-            self._commit()
+            rows = output.acked_rows(self.spark, self.spec, self.rows_root, self.columns, acked_in)
+            output.write(rows, self.spec.sink, f"{self.staging}/output")
+            self.committed = output.commit(
+                self.files, self.spec.sink, self.staging, self.output, self.run_id
+            )
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
         finally:
             if not self.spec.keep_staging:
@@ -217,7 +215,9 @@ class TrackedJob:
         keys_df = self.spark.createDataFrame(list(zip(keys, pending, tags, strict=True)), KEYS_DDL)
         rows_dir = f"{self.rows_root}/round={round_}"
         t = time.monotonic()
-        error = self._run(lambda: self._produce(spec, keys_df).write.parquet(rows_dir), deadline)
+        error = self.jobs.run(
+            lambda: self._produce(spec, keys_df).write.parquet(rows_dir), deadline
+        )
         summary.seconds["produce"] = round(time.monotonic() - t, 3)
         if self.spec.tracker is None:
             if error is not None:
@@ -227,7 +227,7 @@ class TrackedJob:
         if error is None:
             t = time.monotonic()
             sums: dict[int, int] = {}
-            error = self._run(lambda: sums.update(self._check(spec, rows_dir)), deadline)
+            error = self.jobs.run(lambda: sums.update(self._check(spec, rows_dir)), deadline)
             if error is None:
                 self._each(
                     lambda i: stages.stamp_committed(spec, tags_of[i], sums.get(i, 0)), pending
@@ -323,51 +323,8 @@ class TrackedJob:
         """Tasks of the per-input stages: one per input, at most ``input_tasks``."""
         return max(1, min(self.spec.input_tasks, self._round_inputs))
 
-    def _run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
-        """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
-
-        Returns the job's error (:class:`RoundTimedOut` for the deadline), None if it
-        ended well.  A ``KeyboardInterrupt`` while waiting cancels the jobs, waits for
-        them to end (so that nothing writes after the staging folder is removed) and
-        propagates.
-        """
-        if deadline is not None and time.monotonic() >= deadline:
-            return self._timed_out()  # creating the chains used the whole budget
-        outcome: list[BaseException | None] = []
-
-        def work() -> None:
-            self.spark.addTag(self._tag)
-            try:
-                action()
-            except BaseException as exc:  # handed to the waiting thread
-                outcome.append(exc)
-            else:
-                outcome.append(None)
-            finally:
-                self.spark.removeTag(self._tag)
-
-        thread = threading.Thread(target=work, name=f"{self._tag}-jobs", daemon=True)
-        thread.start()
-        try:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        except BaseException:
-            self._cancel(thread)
-            raise
-        if thread.is_alive():
-            self._cancel(thread)
-            return self._timed_out()
-        return outcome[0] if outcome else None
-
     def _timed_out(self) -> RoundTimedOut:
         return RoundTimedOut(f"timeout: round not finished within {self.spec.round_timeout:g} s")
-
-    def _cancel(self, thread: threading.Thread) -> None:
-        """Interrupt the tagged jobs until the thread that runs them ends (or CANCEL_WAIT)."""
-        give_up = time.monotonic() + CANCEL_WAIT
-        while thread.is_alive() and time.monotonic() < give_up:
-            # A job that had not started yet when interrupted would run: interrupt again.
-            self.spark.interruptTag(self._tag)
-            thread.join(0.5)
 
     def _judge(self, tags: list[str], job_error: str | None) -> list[tuple[str, bool]]:
         """Per chain of a round: ``acked`` or why not, and whether that is final.
@@ -409,52 +366,6 @@ class TrackedJob:
     def _tell(self, event: Acked | Failed) -> None:
         if self.spec.on_event is not None:
             self.spec.on_event(event)
-
-    # -- the output -------------------------------------------------------------------
-
-    def _write_output(self, acked_in: dict[int, int]) -> None:
-        from pyspark.sql import functions as F
-
-        rows_schema = f"{self.spec.schema}, {ID} int, round int"
-        if acked_in:
-            staged = self.spark.read.schema(rows_schema).parquet(self.rows_root)
-            pairs = self.spark.createDataFrame(
-                sorted((r, i) for i, r in acked_in.items()), f"round int, {ID} int"
-            )
-            rows = staged.join(F.broadcast(pairs), ["round", ID]).select(*self.columns)
-        else:
-            rows = self.spark.createDataFrame([], self.spec.schema)
-        sink = self.spec.sink
-        out = sink.finish(rows) if sink.finish is not None else rows
-        if sink.files:
-            out = out.repartition(sink.files)
-        writer = out.write.format(sink.format).options(**sink.options)
-        if sink.partition_by:
-            writer = writer.partitionBy(*sink.partition_by)
-        writer.save(f"{self.staging}/output")
-
-    def _commit(self) -> None:
-        """A manifest, then a rename: the output is absent, the former one, or complete."""
-        staged = f"{self.staging}/output"
-        listing = self.files.listing(staged)
-        names = listing.names if listing is not None else ()
-        self.files.write_text(f"{staged}/{MANIFEST}", manifest_text(self.run_id, "", names))
-        current = self.files.listing(self.output)
-        action = judge_output(self.spec.sink.path, current, self.spec.sink.overwrite)
-        if action is OutputAction.REPLACE_EMPTY:
-            self.files.remove_empty_folder(self.output)
-        elif action is OutputAction.REPLACE_OURS:
-            previous = f"{self.staging}/previous"
-            self.files.rename(self.output, previous)
-            try:
-                self.files.rename(staged, self.output)
-            except BaseException:
-                self.files.rename(previous, self.output)
-                raise
-            self.committed = True
-            return
-        self.files.rename(staged, self.output)
-        self.committed = True
 
 
 def _arrow_schema(struct: Any) -> Any:

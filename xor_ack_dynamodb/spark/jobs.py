@@ -1,0 +1,69 @@
+"""A round's Spark jobs under one job tag: run in a thread, cancelled past a deadline or on Ctrl-C.
+
+The calling thread waits for the jobs' thread; past the deadline, or when a
+``KeyboardInterrupt`` reaches the waiting thread, it interrupts the tagged jobs
+(``interruptTag``, classic Spark and Spark Connect alike) until they have ended,
+so nothing writes after the caller cleans up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: How long cancelled Spark jobs may take to end after a timeout or an interrupt (seconds).
+CANCEL_WAIT = 30.0
+
+
+class TaggedJobs:
+    """Spark jobs run under ``tag``; ``timed_out()`` makes the error of a job past its deadline."""
+
+    def __init__(self, spark: Any, tag: str, timed_out: Callable[[], BaseException]) -> None:
+        self.spark = spark
+        self.tag = tag
+        self.timed_out = timed_out
+
+    def run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
+        """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
+
+        Returns the job's error (``timed_out()`` for the deadline), None if it
+        ended well.  A ``KeyboardInterrupt`` while waiting cancels the jobs, waits for
+        them to end (so that nothing writes after the staging folder is removed) and
+        propagates.
+        """
+        if deadline is not None and time.monotonic() >= deadline:
+            return self.timed_out()  # creating the chains used the whole budget
+        outcome: list[BaseException | None] = []
+
+        def work() -> None:
+            self.spark.addTag(self.tag)
+            try:
+                action()
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+            finally:
+                self.spark.removeTag(self.tag)
+
+        thread = threading.Thread(target=work, name=f"{self.tag}-jobs", daemon=True)
+        thread.start()
+        try:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except BaseException:
+            self.cancel(thread)
+            raise
+        if thread.is_alive():
+            self.cancel(thread)
+            return self.timed_out()
+        return outcome[0] if outcome else None
+
+    def cancel(self, thread: threading.Thread) -> None:
+        """Interrupt the tagged jobs until the thread that runs them ends (or CANCEL_WAIT)."""
+        give_up = time.monotonic() + CANCEL_WAIT
+        while thread.is_alive() and time.monotonic() < give_up:
+            # A job that had not started yet when interrupted would run: interrupt again.
+            self.spark.interruptTag(self.tag)
+            thread.join(0.5)
