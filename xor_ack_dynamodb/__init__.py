@@ -10,6 +10,7 @@ Trackers over one idea (see the README):
 
 from __future__ import annotations
 
+from ._core.validate import Lifetime
 from ._ops import ClientStats
 from .dynamodb import XorAckDynamoDB
 from .item import ChainState
@@ -24,6 +25,7 @@ __all__ = [
     "ChainState",
     "ClientStats",
     "FailReason",
+    "Lifetime",
     "RetryPolicy",
     "Stamp",
     "SyncXorAckDynamoDB",

@@ -15,8 +15,9 @@ import boto3
 import pytest
 import yaml
 
-from xor_ack_dynamodb.errors import CorruptRecord, InvalidEnvelope
+from xor_ack_dynamodb.errors import CorruptRecord
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
+from xor_ack_dynamodb.fleet.errors import InvalidEnvelope
 from xor_ack_dynamodb.fleet.lambda_sqs import (
     SqsBatchHandler,
     StreamCompletionHandler,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import xor_ack_dynamodb.fleet as fleet_package
-from xor_ack_dynamodb.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
 from xor_ack_dynamodb.fleet import Envelope, Verdict, child_id, root_id, stamp_of
+from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
 from xor_ack_dynamodb.fleet.markers import page_key
 
 pytestmark = pytest.mark.ddblocal

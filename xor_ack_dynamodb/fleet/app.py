@@ -25,13 +25,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from .._core.validate import Lifetime
+from .. import Lifetime
 from ..dynamodb import XorAckDynamoDB
-from ..errors import AmbiguousWrite, ReplayRefused, TagExists, TagNotFound
+from ..errors import AmbiguousWrite, TagExists, TagNotFound
 from ..item import DEFAULT_PARTITION_KEY, ChainState
 from ..stamps import Stamp, xor
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of
+from .errors import ReplayRefused
 from .markers import DEFAULT_MARKER_TTL, Markers
 from .once import Once, Result, Verdict
 from .telemetry import Telemetry, log

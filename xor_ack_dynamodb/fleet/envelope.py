@@ -29,8 +29,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidEnvelope
 from ..stamps import Stamp
+from .errors import InvalidEnvelope
 
 #: Bytes of a message identity and of a fleet stamp (128 bits, the library's default).
 ID_BYTES = 16

@@ -47,17 +47,11 @@ from enum import Enum
 from typing import Any
 
 from ..dynamodb import XorAckDynamoDB
-from ..errors import (
-    ChainFailed,
-    ChainMoved,
-    ChainTimeout,
-    MarkerMissing,
-    TagNotFound,
-    UnsuitableClient,
-)
+from ..errors import ChainFailed, ChainMoved, ChainTimeout, TagNotFound
 from ..item import ChainState, token_digest
 from ..stamps import Stamp
 from .envelope import Envelope
+from .errors import MarkerMissing, UnsuitableClient
 from .markers import Markers
 
 

@@ -21,8 +21,8 @@ import signal
 from collections import Counter
 from typing import Any
 
-from ..errors import InvalidEnvelope
 from .app import Fleet
+from .errors import InvalidEnvelope
 from .telemetry import log
 
 #: SQS's own bounds.
