@@ -15,13 +15,14 @@ import boto3
 import pytest
 import yaml
 
-from xor_ack_dynamodb.errors import CorruptRecord
+from xor_ack_dynamodb.errors import CorruptRecord, InvalidTimeout
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope
 from xor_ack_dynamodb.fleet.lambda_sqs import (
     SqsBatchHandler,
     StreamCompletionHandler,
     SweepHandler,
+    from_environment,
 )
 from xor_ack_dynamodb.table import TableSpec
 
@@ -278,3 +279,31 @@ def test_the_sweeper_fails_a_stalled_job_within_its_roles_actions(
     finally:
         handler.environment.close()
     assert box.done == []
+
+
+def test_a_fleet_from_the_environment_gives_its_jobs_the_configured_deadline(
+    moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    queue = boto3.client("sqs", endpoint_url=moto_endpoint, region_name="us-east-1")
+    url = queue.create_queue(QueueName="env-deadline")["QueueUrl"]
+    monkeypatch.setenv("XOR_ACK_TABLE", moto_table.name)
+    monkeypatch.setenv("XOR_ACK_QUEUE_URL", url)
+    monkeypatch.setenv("XOR_ACK_JOB_TIMEOUT", "600")
+    monkeypatch.setenv("XOR_ACK_JOB_IDLE_TIMEOUT", "60")
+
+    async def submit() -> tuple[float | None, float | None]:
+        async with from_environment()() as fleet:
+            await fleet.submit("env-job", 1)
+            state = await fleet.ack.get("env-job")
+        assert state is not None and state.deadline is not None
+        return state.idle_timeout, state.deadline - state.created_at
+
+    idle, first_deadline = asyncio.run(submit())
+    assert idle == 60 and 599 <= first_deadline <= 601  # the first deadline is the timeout's
+
+    monkeypatch.setenv("XOR_ACK_JOB_TIMEOUT", "ten minutes")
+    with pytest.raises(InvalidTimeout, match="XOR_ACK_JOB_TIMEOUT"):
+        from_environment()

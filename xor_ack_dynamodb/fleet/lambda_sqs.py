@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from ..errors import CorruptRecord
+from ..errors import CorruptRecord, InvalidTimeout
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
@@ -203,6 +203,17 @@ class SweepHandler:
         return result
 
 
+def _seconds_from_env(name: str) -> float | None:
+    """An optional number of seconds from the environment; ``InvalidTimeout`` if it is not one."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise InvalidTimeout(f"{name}={text!r} is not a number of seconds") from exc
+
+
 def from_environment(
     handler: Handler | None = None, continuation: Continuation | None = None
 ) -> OpenFleet:
@@ -210,8 +221,12 @@ def from_environment(
 
     ``XOR_ACK_TABLE`` (the chains table), ``XOR_ACK_QUEUE_URL`` (where children go),
     ``XOR_ACK_PARTITION_KEY`` (default ``tagID``), ``XOR_ACK_CONTINUATION_QUEUE_URL``
-    (optional: a ``QueueContinuation`` when no ``continuation`` is given).
+    (optional: a ``QueueContinuation`` when no ``continuation`` is given),
+    ``XOR_ACK_JOB_TIMEOUT`` / ``XOR_ACK_JOB_IDLE_TIMEOUT`` (optional, seconds: the
+    deadline of the jobs this fleet submits; ``InvalidTimeout`` if not a number).
     """
+    timeout = _seconds_from_env("XOR_ACK_JOB_TIMEOUT")
+    idle_timeout = _seconds_from_env("XOR_ACK_JOB_IDLE_TIMEOUT")
 
     @contextlib.asynccontextmanager
     async def open_fleet() -> Any:
@@ -229,6 +244,8 @@ def from_environment(
                 handler=handler or (lambda message: []),
                 send=SqsSender(sqs, os.environ["XOR_ACK_QUEUE_URL"]),
                 continuation=then,
+                timeout=timeout,
+                idle_timeout=idle_timeout,
             ) as fleet:
                 yield fleet
 
