@@ -77,6 +77,11 @@ def parser() -> argparse.ArgumentParser:
         "(e.g. direct,4ms): regimes.{md,json}",
     )
     p.add_argument(
+        "--plain-tables",
+        action="store_true",
+        help="--regimes on tables with the key alone (no inventory indexes, no stream)",
+    )
+    p.add_argument(
         "--profile-paths",
         action="store_true",
         help="only profile our client by path (scheduler, settle, proof): profile-paths.*",
@@ -173,7 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.regimes:
         regimes = parse_regimes(args.regimes)
         with LocalDynamoDB(backend="dynamodb-local") as server:
-            print(asyncio.run(compare(server.endpoint_url, regimes, sizes, out, meta)))
+            if args.plain_tables:
+                meta["server"] += "; tables with the key alone (no indexes, no stream)"
+            report = compare(
+                server.endpoint_url, regimes, sizes, out, meta, plain_tables=args.plain_tables
+            )
+            print(asyncio.run(report))
         return 0
     with endpoint(args.delay_ms) as url:
         if args.request_costs:

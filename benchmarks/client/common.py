@@ -20,7 +20,19 @@ SCALING_WRITERS = (1, 4, 16, 64, 256)
 IMPLS = ("seed", "ours")
 
 
-def make_tables(endpoint: str, names: Sequence[str]) -> None:
+def make_tables(endpoint: str, names: Sequence[str], *, plain: bool = False) -> None:
+    """The chain tables ``xor-ack table create`` makes (the inventory's two indexes, the
+    stream); ``plain``: the key alone, as the seed's table was, to see what those cost."""
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION, **CREDENTIALS)
     for name in names:
-        create_table(client, TableSpec(name=name))
+        if not plain:
+            create_table(client, TableSpec(name=name))
+            continue
+        key = TableSpec(name=name).partition_key
+        client.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=name)

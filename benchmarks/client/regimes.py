@@ -61,7 +61,13 @@ def parse_regimes(text: str) -> list[Regime]:
 
 
 async def compare(
-    endpoint: str, regimes: Sequence[Regime], sizes: Sizes, out: Path, meta: dict[str, Any]
+    endpoint: str,
+    regimes: Sequence[Regime],
+    sizes: Sizes,
+    out: Path,
+    meta: dict[str, Any],
+    *,
+    plain_tables: bool = False,
 ) -> str:
     """Run the regimes' cases interleaved and write the side-by-side report."""
     if cases.watch_server().pid is None:
@@ -79,7 +85,7 @@ async def compare(
             pair: list[Impl] = []
             for name, make in (("seed", SeedImpl), ("ours", OursImpl)):
                 table = f"bench-{name}-{regime.name}-{suffix}"
-                make_tables(endpoint, [table])
+                make_tables(endpoint, [table], plain=plain_tables)
                 client = await stack.enter_async_context(
                     session.client(
                         "dynamodb",
