@@ -10,9 +10,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check
 OUT    ?= out
-# pytest workers: most tests wait on DynamoDB Local, moto or Spark rather than compute, so three
+# pytest workers: most tests wait on DynamoDB Local, moto or Spark rather than compute, so two
 # overlap well even on a 2-core machine
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 
 # runtime + PySpark: what `make demo` needs
 RUNTIME := $(VENV)/.installed-runtime

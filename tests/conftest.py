@@ -75,18 +75,3 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, TableSpec]:
     )
     return endpoint, _table_factory(endpoint)()
 
-
-#: Folders whose files take minutes (Spark sessions, clusters, worker fleets), longest first.
-#: The suite runs split over workers one file at a time (``-n 2 --dist loadfile``): starting
-#: these first keeps one worker from being left alone with them at the end.
-SLOW_FIRST = ("tests/spark/", "tests/pipeline/", "tests/fleet/", "tests/docs/", "tests/faults/")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        return next(
-            (i for i, folder in enumerate(SLOW_FIRST) if item.nodeid.startswith(folder)),
-            len(SLOW_FIRST),
-        )
-
-    items.sort(key=rank)  # stable: each file's own order is kept
