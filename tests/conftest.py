@@ -74,4 +74,3 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, TableSpec]:
         "moto_endpoint" if request.param == "moto" else "ddb_local_endpoint"
     )
     return endpoint, _table_factory(endpoint)()
-
