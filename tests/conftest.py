@@ -74,3 +74,17 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, TableSpec]:
         "moto_endpoint" if request.param == "moto" else "ddb_local_endpoint"
     )
     return endpoint, _table_factory(endpoint)()
+
+
+@pytest.fixture
+def tracker(ddb_local_endpoint: str, ddb_table: TableSpec) -> Any:
+    """Where a Spark job's chains go: a fresh table on DynamoDB Local."""
+    from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
+
+    return TrackerConfig(
+        table=ddb_table.name,
+        endpoint_url=ddb_local_endpoint,
+        region="us-east-1",
+        partition_key=ddb_table.partition_key,
+        local_credentials=True,
+    )

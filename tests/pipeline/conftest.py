@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from xor_ack_dynamodb.pipeline.verify import read_output
-from xor_ack_dynamodb.table import TableSpec
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -40,19 +39,6 @@ def shared_spark(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(spark_module, "start_session", lambda *a, **k: spark)
     monkeypatch.setattr(spark_module, "stop_session", lambda *a, **k: None)
     return spark
-
-
-@pytest.fixture
-def tracker(ddb_local_endpoint: str, ddb_table: TableSpec) -> Any:
-    from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
-
-    return TrackerConfig(
-        table=ddb_table.name,
-        endpoint_url=ddb_local_endpoint,
-        region="us-east-1",
-        partition_key=ddb_table.partition_key,
-        local_credentials=True,
-    )
 
 
 def expected_counts(root: Path, *, skip_undecodable: bool = True) -> Counter[str]:

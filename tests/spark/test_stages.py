@@ -34,7 +34,6 @@ from xor_ack_dynamodb.spark.stages import (
     stamp_committed,
 )
 from xor_ack_dynamodb.sync import SyncXorAckDynamoDB
-from xor_ack_dynamodb.table import TableSpec
 
 pytestmark = pytest.mark.ddblocal
 
@@ -46,17 +45,6 @@ def words(key: str, rows: Any) -> Any:
     if key.endswith("bad"):
         raise InputRejected("not-utf8: invalid start byte at byte 3")
     return pa.table({"word": ["a", "b", "c", "d"], "n": [1, 2, 3, 4]}, schema=SCHEMA)
-
-
-@pytest.fixture
-def tracker(ddb_local_endpoint: str, ddb_table: TableSpec) -> TrackerConfig:
-    return TrackerConfig(
-        table=ddb_table.name,
-        endpoint_url=ddb_local_endpoint,
-        region="us-east-1",
-        partition_key=ddb_table.partition_key,
-        local_credentials=True,
-    )
 
 
 @pytest.fixture
