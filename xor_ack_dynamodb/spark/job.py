@@ -155,9 +155,8 @@ class TrackedJob:
             t = time.monotonic()
             rows = output.acked_rows(self.spark, self.spec, self.rows_root, self.columns, acked_in)
             output.write(rows, self.spec.sink, f"{self.staging}/output")
-            self.committed = output.commit(
-                self.files, self.spec.sink, self.staging, self.output, self.run_id
-            )
+            output.commit(self.files, self.spec.sink, self.staging, self.output, self.run_id)
+            self.committed = True
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
         finally:
             if not self.spec.keep_staging:

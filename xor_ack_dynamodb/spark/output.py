@@ -46,10 +46,10 @@ def write(rows: Any, sink: Sink, staged: str) -> None:
     writer.save(staged)
 
 
-def commit(files: Files, sink: Sink, staging: str, output: str, run_id: str) -> bool:
+def commit(files: Files, sink: Sink, staging: str, output: str, run_id: str) -> None:
     """A manifest, then a rename: the output is absent, the former one, or complete.
 
-    Returns True once the new output is in place; raises (the output as it was) if not.
+    Raises, with the output as it was, if the new one could not be put in place.
     """
     staged = f"{staging}/output"
     listing = files.listing(staged)
@@ -66,6 +66,5 @@ def commit(files: Files, sink: Sink, staging: str, output: str, run_id: str) -> 
         except BaseException:
             files.rename(previous, output)
             raise
-        return True
+        return
     files.rename(staged, output)
-    return True
