@@ -37,15 +37,26 @@ fact; nothing else in the package looks into ``ClientError.response``.
 
 Retries: :func:`botocore_config` (botocore's ``standard`` mode, 10 attempts, unless
 ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say otherwise).
+
+Per-request CPU: the same config turns off two things botocore does on every request
+that buy this package nothing, and that cost about 40 % of a stamp's client CPU (see
+docs/performance.md): client-side parameter validation (every request is built by the
+core from a structured value, and the scripted-peer tests check each one against the
+botocore model, ``tests/core/peer.py``; DynamoDB validates again) and the rebuild of
+the ``User-Agent`` header from a dozen sanitised components, twice per request (a fixed
+header naming this package and botocore instead, :data:`USER_AGENT`).
 """
 
 from __future__ import annotations
 
 import os
+import platform
 from contextlib import AbstractAsyncContextManager
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import urlsplit
 
+import botocore
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -62,6 +73,20 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _TRUE = ("true", "1", "yes")
 
 
+def _version() -> str:
+    try:
+        return metadata.version("xor-ack-dynamodb")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
+
+
+#: The ``User-Agent`` of the clients made here, built once (botocore rebuilds its own per request).
+USER_AGENT = (
+    f"xor-ack-dynamodb/{_version()} Botocore/{botocore.__version__} "
+    f"Python/{platform.python_version()} {platform.system()}/{platform.release()}"
+)
+
+
 def botocore_config(**overrides: object) -> Config:
     """The ``botocore.config.Config`` the clients use when given none.
 
@@ -73,7 +98,12 @@ def botocore_config(**overrides: object) -> Config:
     whose connection was lost is re-sent within milliseconds, not after the mode's
     backoff, so that few other writes can push its token out of the item.
     """
-    options: dict[str, object] = {"connect_timeout": 5, "read_timeout": 30}
+    options: dict[str, object] = {
+        "connect_timeout": 5,
+        "read_timeout": 30,
+        "parameter_validation": False,  # the module docstring says why
+        "user_agent": USER_AGENT,
+    }
     if not os.environ.get("AWS_RETRY_MODE") and not os.environ.get("AWS_MAX_ATTEMPTS"):
         options["retries"] = {"mode": "standard", "max_attempts": 10}
     options.update(overrides)

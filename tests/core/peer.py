@@ -5,6 +5,10 @@ what comes back -- a response dict, an exception (thrown into the generator, as
 the clients do), or a function of the Call that builds either (a write's random
 token is only known once it is sent).  Errors are built by hand with the
 ``ResponseMetadata`` that ``_attempts`` reads.
+
+Every Call is checked against botocore's model of the DynamoDB API (the check the
+clients turn off at run time, ``_aws.botocore_config``): a request the core builds
+wrong fails here, not on a server.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import botocore.session
+from botocore import xform_name
 from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.validate import validate_parameters
 
 from xor_ack_dynamodb._attempts import _NEVER_SENT, UNKNOWN_ATTEMPTS
 from xor_ack_dynamodb._ops import Call, Op, Sleep
@@ -24,6 +31,16 @@ Step: TypeAlias = tuple[str, Answer]
 TAG = "t"
 CHAIN = b"chain-01"
 OTHER_CHAIN = b"chain-02"
+
+
+_MODEL = botocore.session.get_session().get_service_model("dynamodb")
+_OPERATIONS = {xform_name(name): name for name in _MODEL.operation_names}
+
+
+def check_request(call: Call) -> None:
+    """Raise botocore's ``ParamValidationError`` if ``call`` breaks the DynamoDB model."""
+    shape = _MODEL.operation_model(_OPERATIONS[call.op]).input_shape
+    validate_parameters(call.params, shape)
 
 
 @dataclass
@@ -55,6 +72,7 @@ def drive(op: Op, script: Sequence[Step], ran: Ran | None = None) -> Ran:
                 effect = op.send(None)
                 continue
             ran.calls.append(effect)
+            check_request(effect)
             assert steps, f"unscripted {effect.op}: {effect.params}"
             expected, answer = steps.pop(0)
             assert effect.op == expected, f"sent {effect.op}, the script expects {expected}"

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb import xor
 from xor_ack_dynamodb._core import cancellation as C
 from xor_ack_dynamodb._core import landing as D
-from xor_ack_dynamodb._ops import Chains, Entry
+from xor_ack_dynamodb._ops import Call, Chains, Entry
 from xor_ack_dynamodb.errors import (
     AmbiguousWrite,
     ChainFailed,
@@ -40,6 +40,7 @@ from .peer import (
     OTHER_CHAIN,
     TAG,
     Ran,
+    check_request,
     client_error,
     condition_failed,
     drive,
@@ -799,3 +800,13 @@ def test_every_stamp_again_row(key: tuple[bool, bool, bool]) -> None:
         assert planned(ran.calls[-1]) == (CHAIN, "2")  # the timeout write, on the item seen
     else:
         assert step is D.Step.RETRY and isinstance(outcome, StaleLocalData)
+
+
+def test_the_peer_checks_each_request_against_the_dynamodb_model() -> None:
+    # The clients send without botocore's validation (``_aws.botocore_config``); the
+    # scripted peer is where a request the core builds wrong is caught.
+    check_request(Call("get_item", {"TableName": "chains", "Key": {"tagID": {"S": "t"}}}))
+    with pytest.raises(ParamValidationError, match="Key"):
+        check_request(Call("get_item", {"TableName": "chains", "Key": {"tagID": {"X": "t"}}}))
+    with pytest.raises(ParamValidationError):
+        check_request(Call("update_item", {"TableName": "chains"}))
