@@ -82,6 +82,12 @@ def parser() -> argparse.ArgumentParser:
         help="--regimes on tables with the key alone (no inventory indexes, no stream)",
     )
     p.add_argument(
+        "--same-config",
+        action="store_true",
+        help="--regimes with the seed on our client config too (the algorithms alone; "
+        "default: the seed on the SDK's defaults, as its users pass it a client)",
+    )
+    p.add_argument(
         "--profile-paths",
         action="store_true",
         help="only profile our client by path (scheduler, settle, proof): profile-paths.*",
@@ -181,7 +187,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.plain_tables:
                 meta["server"] += "; tables with the key alone (no indexes, no stream)"
             report = compare(
-                server.endpoint_url, regimes, sizes, out, meta, plain_tables=args.plain_tables
+                server.endpoint_url,
+                regimes,
+                sizes,
+                out,
+                meta,
+                plain_tables=args.plain_tables,
+                same_config=args.same_config,
             )
             print(asyncio.run(report))
         return 0

@@ -5,6 +5,12 @@ Each regime gets its own pair of clients (seed and ours), the delayed ones point
 load on the machine lands on every regime and both algorithms alike.  Every client asks
 for ``ReturnConsumedCapacity=TOTAL`` (``RequestCounter(capacity=True)``), seed and ours.
 Writes ``regimes.md`` and ``regimes.json`` to ``--out``.
+
+Clients as each algorithm's users have them: ours is made with ``botocore_config()``, the
+config ``XorAckDynamoDB.connect()`` uses (botocore's parameter validation off, a fixed
+User-Agent); the seed's, which takes any client it is given, with the SDK's defaults and
+the same pool, retries and timeouts (:func:`sdk_config`).  ``--same-config`` gives the seed
+ours too, to compare the algorithms alone.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import aioboto3
+from botocore.config import Config
 
 from xor_ack_dynamodb.retry import botocore_config
 
@@ -40,6 +47,17 @@ class Regime:
 
     name: str
     delay_ms: float
+
+
+def sdk_config() -> Config:
+    """The SDK's defaults with the pool, retries and timeouts of ``botocore_config``."""
+    config: Config = Config(
+        max_pool_connections=POOL,
+        retries={"mode": "standard", "max_attempts": 10},
+        connect_timeout=5,
+        read_timeout=30,
+    )
+    return config
 
 
 def parse_regimes(text: str) -> list[Regime]:
@@ -68,13 +86,16 @@ async def compare(
     meta: dict[str, Any],
     *,
     plain_tables: bool = False,
+    same_config: bool = False,
 ) -> str:
     """Run the regimes' cases interleaved and write the side-by-side report."""
     if cases.watch_server().pid is None:
         print("DynamoDB Local's pid not found in /proc: no server CPU figures", flush=True)
     suffix = int(time.time())
     session = aioboto3.Session()
-    config = botocore_config(max_pool_connections=POOL)
+    configs = {"ours": botocore_config(max_pool_connections=POOL)}
+    configs["seed"] = configs["ours"] if same_config else sdk_config()
+    meta["seed_client"] = "ours (--same-config)" if same_config else "SDK defaults"
     k = sizes.children
     async with contextlib.AsyncExitStack() as stack:
         impls: dict[str, list[Impl]] = {}
@@ -91,7 +112,7 @@ async def compare(
                         "dynamodb",
                         endpoint_url=url,
                         region_name=REGION,
-                        config=config,
+                        config=configs[name],
                         **CREDENTIALS,
                     )
                 )
@@ -186,7 +207,15 @@ def markdown(
         "`--check-proxy --delay-ms N` times one GetItem both ways). All regimes' clients "
         "run interleaved, round "
         "by round. Throughput ratios of cases run in rounds are medians of back-to-back "
-        "round ratios; other columns are totals over the rounds.",
+        "round ratios; other columns are totals over the rounds. Clients: ours made with "
+        "`botocore_config()` (as `connect()` makes it: parameter validation off, a fixed "
+        "User-Agent), the seed's with "
+        + (
+            "the same config (`--same-config`: the algorithms alone)."
+            if meta.get("seed_client", "").startswith("ours")
+            else "the SDK's defaults (as its users pass one), both with the same pool, "
+            "retries and timeouts."
+        ),
         "",
         f"| metric | {head} |",
         "|---|" + "---:|" * (3 * len(regimes)),
