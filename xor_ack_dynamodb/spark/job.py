@@ -7,9 +7,9 @@ Round ``k`` takes the inputs still pending, each under a new chain
 2. one Spark job: the user's function per input (``applyInArrow`` grouped by
    input, stamp ``F ^ D``), a shuffle into ``partitions`` tasks, the rows
    written to ``STAGING/rows/round=k`` by Spark's committer;
-3. one Spark job over what was committed: per staging file and input, the sum
-   of its row hashes (16 bytes each, collected); the driver adds them up per
-   input and writes one stamp ``C`` per input;
+3. one Spark job over what was committed: per input, the sum of the hashes
+   its rows carry (computed where each row was produced), added up by Spark
+   and collected; the driver writes one stamp ``C`` per input;
 4. the driver reads every chain: zero -> the input is acked in round ``k``;
    otherwise ``fail`` and replay in round ``k + 1`` (or ``failed``).
 
@@ -49,16 +49,16 @@ from ..pipeline.paths import (
     staging_path,
 )
 from ..pipeline.plan import file_tag
-from ..pipeline.tracker import TrackerConfig
+from ..pipeline.tracker import TrackerConfig, chains_for
 from ..sync import SyncXorAckDynamoDB
 from . import output, stages
-from .digest import MOD
+from .digest import spark_sums_by
 from .errors import RoundTimedOut
 from .files import Files
 from .jobs import TaggedJobs
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
-from .stages import ID, INPUT, MARKER, SUM, TAG, Process, RoundSpec
+from .stages import HASH_HIGH, HASH_LOW, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
 
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
@@ -180,7 +180,8 @@ class TrackedJob:
     def chains(self) -> SyncXorAckDynamoDB:
         if self._chains is None:
             assert self.spec.tracker is not None
-            self._chains = self.spec.tracker.chains()
+            # this process's client for the config: the next job in this driver reuses it
+            self._chains = chains_for(self.spec.tracker)
         return self._chains
 
     # -- one round ----------------------------------------------------------------------
@@ -285,7 +286,7 @@ class TrackedJob:
                 .withColumn(MARKER, F.lit(False))
             )
             grouped = rows.unionByName(markers, allowMissingColumns=True)
-        out_ddl = f"{self.spec.schema}, {ID} int"
+        out_ddl = f"{self.spec.schema}, {STAGED_DDL}"
         grouped = grouped.repartition(self._tasks(spec), ID)  # the groupBy keeps it: no shuffle
         produced = grouped.groupBy(ID).applyInArrow(
             lambda table: stages.produce(spec, table), out_ddl
@@ -298,16 +299,13 @@ class TrackedJob:
     def _check(self, spec: RoundSpec, rows_dir: str) -> dict[int, int]:
         """Per input of the round, the sum of its committed rows' hashes (a job, collected).
 
-        One row of 16 bytes per input and staging file comes back to the driver; the
-        driver stamps each chain with the stamp of its sum (``stages.stamp_committed``).
+        Reads three columns of the committed files (the input id and the hash each row
+        carries from where it was produced) and adds them up per input in Spark; one row
+        per input comes back to the driver, which stamps each chain with the stamp of
+        its sum (``stages.stamp_committed``).
         """
-        staged = self.spark.read.schema(f"{self.spec.schema}, {ID} int").parquet(rows_dir)
-        sums_ddl = f"{ID} int, {SUM} binary"
-        totals: dict[int, int] = {}
-        for row in staged.mapInArrow(lambda it: stages.partial_sums(spec, it), sums_ddl).collect():
-            value = int.from_bytes(row[SUM], "big")
-            totals[row[ID]] = (totals.get(row[ID], 0) + value) % MOD
-        return totals
+        staged = self.spark.read.schema(f"{self.spec.schema}, {STAGED_DDL}").parquet(rows_dir)
+        return spark_sums_by(staged.select(ID, HASH_HIGH, HASH_LOW), ID, HASH_HIGH, HASH_LOW)
 
     def _each(self, fn: Callable[[int], object], items: Sequence[int]) -> None:
         """``fn`` over ``items``, as many at a time as the tracker's connections allow."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..pipeline.paths import MANIFEST, OutputAction, judge_output, manifest_text
 from .files import Files
 from .sink import Sink
-from .stages import ID
+from .stages import ID, STAGED_DDL
 
 if TYPE_CHECKING:
     from .job import JobSpec
@@ -28,7 +28,7 @@ def acked_rows(
 
     if not acked_in:
         return spark.createDataFrame([], spec.schema)
-    staged = spark.read.schema(f"{spec.schema}, {ID} int, round int").parquet(rows_root)
+    staged = spark.read.schema(f"{spec.schema}, {STAGED_DDL}, round int").parquet(rows_root)
     pairs = spark.createDataFrame(
         sorted((r, i) for i, r in acked_in.items()), f"round int, {ID} int"
     )

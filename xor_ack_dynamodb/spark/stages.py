@@ -13,6 +13,10 @@ rows the user's function returned for the input), the commit check's stamp
 summed over all staging files, then written once by the driver), and a ``fail``
 only when the chain did not reach zero.  ``D == C`` exactly when the committed
 rows are the produced rows: nothing lost, nothing duplicated.
+
+Each row is hashed once, where it is produced, and carries its hash (two long
+columns) into staging: the commit check reads those two columns of the committed
+files (and the input id), not the rows, and adds them up per input.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from ..errors import ChainFailed, TagNotFound
 from ..pipeline.faults import FaultConfig, TaskFaults
 from ..pipeline.keyed import Keyed
 from ..pipeline.tracker import TrackerConfig, chains_for
-from .digest import MOD, row_sum, rows_stamp, stage_token, sum_bytes
+from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
 from .errors import InputRejected, OutputSchemaMismatch
 
 #: Internal columns, never in the user's rows or output.
@@ -34,9 +40,13 @@ INPUT = "_xa_input"
 ID = "_xa_id"
 TAG = "_xa_tag"
 MARKER = "_xa_marker"
-SUM = "_xa_sum"
+#: The two 64-bit lanes of each staged row's hash, computed where the row was produced.
+HASH_HIGH = "_xa_hash_high"
+HASH_LOW = "_xa_hash_low"
+#: What the staged rows carry besides the user's columns.
+STAGED_DDL = f"{ID} int, {HASH_HIGH} long, {HASH_LOW} long"
 #: Fault-injection stage numbers (``FaultConfig.for_task``).
-PRODUCE, TRANSIT, CHECK = 1, 2, 3
+PRODUCE, TRANSIT = 1, 2
 
 Process = Callable[[str, Any], Any]
 
@@ -115,15 +125,21 @@ def produce(spec: RoundSpec, table: Any) -> Any:
             f"declare them as {list(spec.columns)} with these types: {spec.schema}"
         ) from exc
     if spec.tracker is not None:
+        lanes = row_lanes(spec.run_id, out, spec.columns)
         keyed = Keyed(spec.run_id)
-        declared = row_sum(spec.run_id, out, list(spec.columns))
+        declared = lanes_sum(lanes)
         value = _xor(keyed.file_stamp(tag), rows_stamp(keyed, tag, declared))
         _stamp(spec, tag, value, stage_token(keyed, "produce", tag, value))
+    else:
+        lanes = [np.zeros(out.num_rows, dtype=np.uint64)] * 2
+    out = out.append_column(ID, pa.array(np.full(out.num_rows, input_id, dtype=np.int32)))
+    out = out.append_column(HASH_HIGH, pa.array(lanes[0].view(np.int64)))
+    out = out.append_column(HASH_LOW, pa.array(lanes[1].view(np.int64)))
     faults.crash_now(stamped=True)
     keep, _ = faults.lose(list(range(out.num_rows)))
     if len(keep) != out.num_rows:
         out = out.take(pa.array(keep, type=pa.int64()))
-    return out.append_column(ID, pa.array([input_id] * out.num_rows, type=pa.int32()))
+    return out
 
 
 def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
@@ -138,29 +154,6 @@ def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
             batch = batch.take(pa.array(keep, type=pa.int64()))
             faults = TaskFaults.none()  # one loss per task attempt
         yield batch
-
-
-def partial_sums(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` over the committed staging rows: per input, the sum of its row hashes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    spec.task_faults(CHECK).crash_now(stamped=False)
-    sums: dict[int, int] = {}
-    for batch in batches:
-        table = pa.Table.from_batches([batch])
-        ids = table.column(ID)
-        for input_id in pc.unique(ids).to_pylist():
-            part = table.filter(pc.equal(ids, input_id))
-            total = row_sum(spec.run_id, part, list(spec.columns))
-            sums[input_id] = (sums.get(input_id, 0) + total) % MOD
-    if sums:
-        yield pa.RecordBatch.from_pydict(
-            {
-                ID: pa.array(list(sums), type=pa.int32()),
-                SUM: pa.array([sum_bytes(s) for s in sums.values()], type=pa.binary()),
-            }
-        )
 
 
 def stamp_committed(spec: RoundSpec, tag: str, total: int) -> None:
