@@ -39,12 +39,14 @@ Retries: :func:`botocore_config` (botocore's ``standard`` mode, 10 attempts, unl
 ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say otherwise).
 
 Per-request CPU: the same config turns off two things botocore does on every request
-that buy this package nothing, and that cost about 40 % of a stamp's client CPU (see
-docs/performance.md): client-side parameter validation (every request is built by the
-core from a structured value, and the scripted-peer tests check each one against the
-botocore model, ``tests/core/peer.py``; DynamoDB validates again) and the rebuild of
-the ``User-Agent`` header from a dozen sanitised components, twice per request (a fixed
-header naming this package and botocore instead, :data:`USER_AGENT`).
+that buy this package nothing: client-side parameter validation (every request is
+built by the core from a structured value, the scripted-peer tests check each one
+against the botocore model, ``tests/core/peer.py``, and DynamoDB validates again) and
+the rebuild of the ``User-Agent`` header from a dozen sanitised components, twice per
+request (a fixed header naming this package and botocore instead, :data:`USER_AGENT`).
+Before, they took 17 % (the header) and most of another 13 % (serialization and
+validation) of a stamp's client CPU (``benchmarks/results/profile-paths.md``, run before
+the change; docs/performance.md has the benchmark after it).
 """
 
 from __future__ import annotations
