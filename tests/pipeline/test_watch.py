@@ -1,7 +1,12 @@
-"""``xor-ack wordcount --watch --available-now``: files that arrive, counted once each."""
+"""``xor-ack wordcount --watch``: files that arrive, counted once each, also across Ctrl-C."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,7 @@ from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import expected_counts, read_output
+from .test_interrupt import alive, descendants
 
 pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
 
@@ -46,6 +52,68 @@ def test_watch_counts_what_arrived_and_resumes_without_counting_twice(
     assert again.exit_code == 0, again.output
     # Only the new file was counted by the second run: the checkpoint remembered the rest.
     assert "1 file acked" in again.output and "acked file:" in again.output
+    assert batches(out) == expected_counts(inbox)
+
+
+def test_ctrl_c_stops_the_watcher_and_available_now_resumes_it(
+    shared_spark: Any, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    generate(inbox, files=3, lines=6, seed=4)
+    out = tmp_path / "counts"
+    args = ["wordcount", str(inbox), "-o", str(out), "--watch"]
+    args += ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name]
+    # The watcher in a subprocess of its own (its own Spark), as a user runs it.
+    source = str(Path(pipeline_cli.__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": path}
+    log = tmp_path / "watch.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "xor_ack_dynamodb.pipeline", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+    try:
+        # Spark's commit log records micro-batch 0 once its foreachBatch has returned.
+        committed = out / "_checkpoint" / "commits" / "0"
+        deadline = time.monotonic() + 240
+        while not committed.exists() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        assert committed.exists(), log.read_text()
+        tree = descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        code = proc.wait(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:  # pragma: no cover - only if the test already failed
+            proc.kill()
+            proc.wait()
+    err = log.read_text()
+    assert code == 130, err
+    assert took < 10, f"{took:.1f} s from SIGINT to exit"
+    assert "Traceback" not in err and "WARN" not in err and "Exception" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted (SIGINT): 3 files acked and committed to {out}; "
+        "the same command resumes from its checkpoint"
+    ), err
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in tree if alive(p)], "Spark's JVM outlived the watcher"
+    # OUTPUT is what batch 0 committed: its checkpoint and its counts, nothing half-written.
+    assert sorted(p.name for p in out.iterdir()) == ["_checkpoint", "batch=000000"]
+    assert batches(out) == expected_counts(inbox)
+
+    # A file arrives while it is stopped; the same command (here until caught up) resumes.
+    (inbox / "late.txt").write_text("Late words arrive late\n", encoding="utf-8")
+    again = CliRunner().invoke(pipeline_cli.main, [*args, "--available-now"])
+    assert again.exit_code == 0, again.output
+    assert "1 file acked" in again.output
+    assert sorted(p.name for p in out.iterdir()) == ["_checkpoint", "batch=000000", "batch=000001"]
     assert batches(out) == expected_counts(inbox)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from .._cli.errors import RefusedUsage, UserError, explain
+from .._cli.signals import stop_on_signals
 from ..events.kinds import Acked, Failed
 from .chains_table import _tracker
 from .errors import OutputNotOurs, Refused
@@ -109,12 +110,17 @@ def watch(
         on_event=state.event(say),
         **tracking_options(options),
     )
-    try:
-        while not query.awaitTermination(POLL):
-            pass
-    finally:
-        if query.isActive:
-            query.stop()
+    # SIGINT / SIGTERM only set an event here: raised inside a py4j call (the main thread
+    # spends its time in awaitTermination) they would make py4j log a traceback.
+    with stop_on_signals() as stop:
+        try:
+            while not stop.is_set() and not query.awaitTermination(POLL):
+                pass
+        finally:
+            if query.isActive:
+                query.stop()
+    if stop.is_set():
+        raise Interrupted(stop.signal)
     error = query.exception()
     if error is not None:
         raise RuntimeError(str(error).strip().splitlines()[0])
