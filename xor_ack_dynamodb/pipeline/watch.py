@@ -150,9 +150,10 @@ def run_watch(
 
     def interrupted(exc: KeyboardInterrupt) -> str:
         name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
+        # Acked is not committed: a micro-batch cut short after its acks wrote nothing.
         return (
-            f"interrupted ({name}): {plural(len(state.acked), 'file')} acked and committed "
-            f"to {output}; the same command resumes from its checkpoint"
+            f"interrupted ({name}): {plural(len(state.acked), 'file')} acked, the completed "
+            f"micro-batches in {output}; the same command resumes from its checkpoint"
         )
 
     endpoint_url, table, region, partition_key, backend = where
