@@ -62,18 +62,23 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def interrupt_mid_run(args: list[str], sig: signal.Signals, log: Path) -> tuple[int, str]:
-    # The subprocess imports the same package as this test.
+def start_pipeline_cli(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """``python -m xor_ack_dynamodb.pipeline ARGS`` as a user runs it (its own Spark),
+    importing the same package as this test, its stderr written to ``log``."""
     source = str(Path(pipeline_cli.__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": path}
     with log.open("w") as err:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "xor_ack_dynamodb.pipeline", *args],
             stdout=subprocess.DEVNULL,
             stderr=err,
             env=env,
         )
+
+
+def interrupt_mid_run(args: list[str], sig: signal.Signals, log: Path) -> tuple[int, str]:
+    proc = start_pipeline_cli(args, log)
     try:
         deadline = time.monotonic() + 240
         while "round 1:" not in log.read_text() and time.monotonic() < deadline:

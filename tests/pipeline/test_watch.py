@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,7 +19,7 @@ from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import expected_counts, read_output
-from .test_interrupt import alive, descendants
+from .test_interrupt import alive, descendants, start_pipeline_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
 
@@ -66,17 +63,8 @@ def test_ctrl_c_stops_the_watcher_and_available_now_resumes_it(
     args = ["wordcount", str(inbox), "-o", str(out), "--watch", "--partitions", "2"]
     args += ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name]
     # The watcher in a subprocess of its own (its own Spark), as a user runs it.
-    source = str(Path(pipeline_cli.__file__).resolve().parents[2])
-    path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": path}
     log = tmp_path / "watch.log"
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "xor_ack_dynamodb.pipeline", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
+    proc = start_pipeline_cli(args, log)
     checkpoint = out / "_checkpoint"
     try:
         deadline = time.monotonic() + 240
