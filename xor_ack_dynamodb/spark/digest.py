@@ -187,12 +187,6 @@ def row_sum(run_id: str, table: Any, columns: Sequence[str]) -> int:
     return lanes_sum(row_lanes(run_id, table, columns))
 
 
-def row_sums_by(run_id: str, table: Any, columns: Sequence[str], by: str) -> dict[int, int]:
-    """``row_sum`` of each group of rows sharing a value of the integer column ``by``."""
-    ids = np.asarray(table.column(by).to_numpy(zero_copy_only=False))
-    return lanes_sums_by(ids, row_lanes(run_id, table, columns))
-
-
 def spark_sums_by(frame: Any, by: str, high: str, low: str) -> dict[int, int]:
     """``lanes_sums_by`` of a DataFrame's lane columns, computed by Spark (no Python worker).
 
