@@ -50,14 +50,9 @@ class Regime:
 
 
 def sdk_config() -> Config:
-    """The SDK's defaults with the pool, retries and timeouts of ``botocore_config``."""
-    config: Config = Config(
-        max_pool_connections=POOL,
-        retries={"mode": "standard", "max_attempts": 10},
-        connect_timeout=5,
-        read_timeout=30,
-    )
-    return config
+    """``botocore_config``'s pool, retries and timeouts, with botocore's own per-request
+    validation and User-Agent (the SDK's defaults for the two things ours turns off)."""
+    return botocore_config(max_pool_connections=POOL, parameter_validation=True, user_agent=None)
 
 
 def parse_regimes(text: str) -> list[Regime]:
