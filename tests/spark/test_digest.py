@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +17,6 @@ from xor_ack_dynamodb.spark.digest import (
     lanes_sums_by,
     row_lanes,
     row_sum,
-    spark_sums_by,
 )
 
 COLUMNS = ["s", "i", "f", "b", "blob", "day", "at", "price", "tags"]
@@ -133,21 +131,3 @@ def test_any_split_adds_up_and_a_lost_row_shows(
         lost = data.draw(st.integers(0, len(rows) - 1))
         kept = table.take(pa.array([i for i in range(len(rows)) if i != lost], pa.int64()))
         assert row_sum("run", kept, ["w", "n"]) != whole
-
-
-def test_spark_adds_the_carried_lanes_up_as_the_digest_does(local_spark: Any) -> None:
-    # The commit check sums the lanes in Spark (signed longs holding unsigned values);
-    # it must give, per input, exactly what ``lanes_sums_by`` gives in Python.
-    rows = mixed().append_column("id", pa.array([3, 1, 3, 2, 1], pa.int32()))
-    lanes = row_lanes("run", rows, COLUMNS)
-    extreme = np.array([2**64 - 1, 2**63, 0, 1, 2**63 - 1], dtype=np.uint64)  # carries
-    lanes = [lanes[0], extreme]
-    ids = np.asarray(rows.column("id").to_numpy())
-    frame = local_spark.createDataFrame(
-        [
-            (int(i), int(h), int(lo))
-            for i, h, lo in zip(ids, lanes[0].view(np.int64), lanes[1].view(np.int64), strict=True)
-        ],
-        "id int, high long, low long",
-    )
-    assert spark_sums_by(frame, "id", "high", "low") == lanes_sums_by(ids, lanes)

@@ -158,7 +158,7 @@ def _exact_sums(values: np.ndarray, starts: np.ndarray | None = None) -> list[in
     return [int(lo) + (int(hi) << 32) for lo, hi in zip(lows, highs, strict=True)]
 
 
-def _combine(lane_sums: Sequence[Sequence[int]]) -> list[int]:
+def combine_lanes(lane_sums: Sequence[Sequence[int]]) -> list[int]:
     """Per group, the 128-bit row hashes' sum: lane 0 the high 64 bits, lane 1 the low."""
     high, low = lane_sums
     return [((h << 64) + lo) % MOD for h, lo in zip(high, low, strict=True)]
@@ -168,7 +168,7 @@ def lanes_sum(lanes: Sequence[np.ndarray]) -> int:
     """The sum modulo 2**128 of the 128-bit row hashes given as their two lanes."""
     if not len(lanes[0]):
         return 0
-    return _combine([_exact_sums(lane) for lane in lanes])[0]
+    return combine_lanes([_exact_sums(lane) for lane in lanes])[0]
 
 
 def lanes_sums_by(ids: np.ndarray, lanes: Sequence[np.ndarray]) -> dict[int, int]:
@@ -178,35 +178,13 @@ def lanes_sums_by(ids: np.ndarray, lanes: Sequence[np.ndarray]) -> dict[int, int
     order = np.argsort(ids, kind="stable")
     ids = ids[order]
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    sums = _combine([_exact_sums(lane[order], starts) for lane in lanes])
+    sums = combine_lanes([_exact_sums(lane[order], starts) for lane in lanes])
     return {int(ids[s]): total for s, total in zip(starts, sums, strict=True)}
 
 
 def row_sum(run_id: str, table: Any, columns: Sequence[str]) -> int:
     """Sum modulo 2**128 of the rows' 128-bit hashes (``columns`` of ``table``, in order)."""
     return lanes_sum(row_lanes(run_id, table, columns))
-
-
-def spark_sums_by(frame: Any, by: str, high: str, low: str) -> dict[int, int]:
-    """``lanes_sums_by`` of a DataFrame's lane columns, computed by Spark (no Python worker).
-
-    The lanes are stored as signed longs holding unsigned 64-bit values; each is read
-    back as that unsigned value (a decimal) and summed exactly per group.
-    """
-    from decimal import Decimal
-
-    from pyspark.sql import functions as F
-
-    wrap = F.lit(Decimal(1 << 64))
-
-    def unsigned(name: str) -> Any:
-        value = F.col(name).cast("decimal(20,0)")
-        return F.when(F.col(name) < 0, value + wrap).otherwise(value)
-
-    sums = frame.groupBy(by).agg(F.sum(unsigned(high)).alias(high), F.sum(unsigned(low)).alias(low))
-    return {
-        int(row[by]): _combine([[int(row[high])], [int(row[low])]])[0] for row in sums.collect()
-    }
 
 
 def sum_bytes(total: int) -> bytes:

@@ -7,9 +7,9 @@ Round ``k`` takes the inputs still pending, each under a new chain
 2. one Spark job: the user's function per input (``applyInArrow`` grouped by
    input, stamp ``F ^ D``), a shuffle into ``partitions`` tasks, the rows
    written to ``STAGING/rows/round=k`` by Spark's committer;
-3. one Spark job over what was committed: per input, the sum of the hashes
-   its rows carry (computed where each row was produced), added up by Spark
-   and collected; the driver writes one stamp ``C`` per input;
+3. the commit check over what was committed (``check``): per input, the sum of
+   the hashes its rows carry (computed where each row was produced); the
+   driver writes one stamp ``C`` per input;
 4. the driver reads every chain: zero -> the input is acked in round ``k``;
    otherwise ``fail`` and replay in round ``k + 1`` (or ``failed``).
 
@@ -52,13 +52,13 @@ from ..pipeline.plan import file_tag
 from ..pipeline.tracker import TrackerConfig, chains_for
 from ..sync import SyncXorAckDynamoDB
 from . import output, stages
-from .digest import spark_sums_by
+from .check import committed_sums
 from .errors import RoundTimedOut
 from .files import Files
 from .jobs import TaggedJobs
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
-from .stages import HASH_HIGH, HASH_LOW, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
+from .stages import ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
 
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
@@ -227,7 +227,7 @@ class TrackedJob:
         if error is None:
             t = time.monotonic()
             sums: dict[int, int] = {}
-            error = self.jobs.run(lambda: sums.update(self._check(spec, rows_dir)), deadline)
+            error = self.jobs.run(lambda: sums.update(self._check(rows_dir)), deadline)
             if error is None:
                 self._each(
                     lambda i: stages.stamp_committed(spec, tags_of[i], sums.get(i, 0)), pending
@@ -296,16 +296,10 @@ class TrackedJob:
             return moved  # the shuffle and the write stay in the JVM: no Python task
         return moved.mapInArrow(lambda it: stages.transit(spec, it), out_ddl)
 
-    def _check(self, spec: RoundSpec, rows_dir: str) -> dict[int, int]:
-        """Per input of the round, the sum of its committed rows' hashes (a job, collected).
-
-        Reads three columns of the committed files (the input id and the hash each row
-        carries from where it was produced) and adds them up per input in Spark; one row
-        per input comes back to the driver, which stamps each chain with the stamp of
-        its sum (``stages.stamp_committed``).
-        """
-        staged = self.spark.read.schema(f"{self.spec.schema}, {STAGED_DDL}").parquet(rows_dir)
-        return spark_sums_by(staged.select(ID, HASH_HIGH, HASH_LOW), ID, HASH_HIGH, HASH_LOW)
+    def _check(self, rows_dir: str) -> dict[int, int]:
+        """Per input of the round, the sum of its committed rows' hashes (``check``)."""
+        staged_ddl = f"{self.spec.schema}, {STAGED_DDL}"
+        return committed_sums(self.spark, self.files.local, rows_dir, staged_ddl)
 
     def _each(self, fn: Callable[[int], object], items: Sequence[int]) -> None:
         """``fn`` over ``items``, as many at a time as the tracker's connections allow."""

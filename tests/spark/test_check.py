@@ -1,0 +1,78 @@
+"""The commit check's two ways to the committed sums (the driver reading local files,
+and a Spark aggregate) against the digest's own per-input sums."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from xor_ack_dynamodb.spark.check import committed_sums, spark_sums_by
+from xor_ack_dynamodb.spark.digest import lanes_sums_by, row_lanes
+from xor_ack_dynamodb.spark.stages import HASH_HIGH, HASH_LOW, ID, STAGED_DDL
+
+from .test_digest import COLUMNS, mixed
+
+DDL = f"word string, {STAGED_DDL}"
+#: Lanes that carry: the sums must be exact, not wrapped at 64 bits.
+EXTREME = [2**64 - 1, 2**63, 0, 1, 2**63 - 1, 2**64 - 2]
+
+
+def staged_rows(ids: list[int], high: list[int], low: list[int]) -> list[tuple[Any, ...]]:
+    signed = [np.array(lane, dtype=np.uint64).view(np.int64) for lane in (high, low)]
+    return [
+        (f"w{n}", i, int(h), int(lo))
+        for n, (i, h, lo) in enumerate(zip(ids, signed[0], signed[1], strict=True))
+    ]
+
+
+def expected(ids: list[int], high: list[int], low: list[int]) -> dict[int, int]:
+    lanes = [np.array(lane, dtype=np.uint64) for lane in (high, low)]
+    return lanes_sums_by(np.array(ids, dtype=np.int32), lanes)
+
+
+def test_spark_adds_the_carried_lanes_up_as_the_digest_does(local_spark: Any) -> None:
+    # Signed longs holding unsigned values, summed per input as ``lanes_sums_by`` does.
+    rows = mixed().append_column("id", pa.array([3, 1, 3, 2, 1], pa.int32()))
+    lanes = row_lanes("run", rows, COLUMNS)
+    extreme = np.array(EXTREME[:5], dtype=np.uint64)
+    lanes = [lanes[0], extreme]
+    ids = np.asarray(rows.column("id").to_numpy())
+    frame = local_spark.createDataFrame(
+        [
+            (int(i), int(h), int(lo))
+            for i, h, lo in zip(ids, lanes[0].view(np.int64), lanes[1].view(np.int64), strict=True)
+        ],
+        "id int, high long, low long",
+    )
+    assert spark_sums_by(frame, "id", "high", "low") == lanes_sums_by(ids, lanes)
+
+
+def test_driver_and_spark_read_the_same_sums_of_what_spark_committed(
+    local_spark: Any, tmp_path: Path
+) -> None:
+    ids = [1, 2, 1, 3, 1, 2]
+    high = EXTREME
+    low = list(reversed(EXTREME))
+    folder = tmp_path / "round=1"
+    frame = local_spark.createDataFrame(staged_rows(ids, high, low), DDL)
+    frame.repartition(4).write.parquet(str(folder))
+    # What is not committed data: an attempt's leftovers and hidden files.
+    stray = pa.table({ID: pa.array([1], pa.int32()), HASH_HIGH: [5], HASH_LOW: [7]})
+    (folder / "_temporary" / "0").mkdir(parents=True)
+    pq.write_table(stray, folder / "_temporary" / "0" / "part-00009.parquet")
+    pq.write_table(stray, folder / ".part-00010.parquet")
+
+    want = expected(ids, high, low)
+    assert committed_sums(local_spark, True, str(folder), DDL) == want
+    assert committed_sums(local_spark, False, f"file:{folder}", DDL) == want
+
+
+def test_a_committed_round_without_rows_has_no_sums(local_spark: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "round=2"
+    local_spark.createDataFrame([], DDL).write.parquet(str(folder))
+    assert committed_sums(local_spark, True, str(folder), DDL) == {}
+    assert committed_sums(local_spark, False, f"file:{folder}", DDL) == {}
