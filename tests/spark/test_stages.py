@@ -8,12 +8,15 @@ function rejects fails at once with its reason.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from botocore.exceptions import ClientError
 
 pytest.importorskip("pyspark")
 
@@ -22,6 +25,7 @@ from xor_ack_dynamodb.pipeline.plan import file_tag
 from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
 from xor_ack_dynamodb.spark import InputRejected
 from xor_ack_dynamodb.spark.digest import MOD, lanes_sums_by
+from xor_ack_dynamodb.spark.errors import InputsInterleaved
 from xor_ack_dynamodb.spark.stages import (
     HASH_HIGH,
     HASH_LOW,
@@ -30,9 +34,9 @@ from xor_ack_dynamodb.spark.stages import (
     MARKER,
     TAG,
     RoundSpec,
-    produce,
     stamp_committed,
 )
+from xor_ack_dynamodb.spark.stages import produce as produce_task
 from xor_ack_dynamodb.sync import SyncXorAckDynamoDB
 
 pytestmark = pytest.mark.ddblocal
@@ -58,6 +62,15 @@ def start(chains: SyncXorAckDynamoDB, key: str) -> tuple[str, Any]:
     chains.create(tag, Keyed(RUN).file_stamp(tag))
     marker = pa.table({INPUT: [key], ID: pa.array([0], pa.int32()), TAG: [tag], MARKER: [True]})
     return tag, marker
+
+
+def produce(s: RoundSpec, *inputs: Any) -> Any:
+    """``stages.produce`` as one task over ``inputs`` (each an input's rows, in turn)."""
+    batches = [batch for table in inputs for batch in table.to_batches()]
+    out_schema = pa.schema(
+        [*SCHEMA, (ID, pa.int32()), (HASH_HIGH, pa.int64()), (HASH_LOW, pa.int64())]
+    )
+    return pa.Table.from_batches(list(produce_task(s, iter(batches))), out_schema)
 
 
 def spec(tracker: TrackerConfig) -> RoundSpec:
@@ -136,3 +149,66 @@ def test_a_rejected_input_fails_at_once_with_its_reason(
     state = chains.get(tag)
     assert state.failed and not state.acked
     assert state.reason == "not-utf8: invalid start byte at byte 3"
+
+
+def lines_of(tag: str, key: str, input_id: int, lines: list[str]) -> Any:
+    """An input's source rows (``value``) followed by its marker row."""
+    n = len(lines) + 1
+    return pa.table(
+        {
+            INPUT: [key] * n,
+            ID: pa.array([input_id] * n, pa.int32()),
+            TAG: [tag] * n,
+            MARKER: [False] * len(lines) + [True],
+            "value": [*lines, None],
+        }
+    )
+
+
+def test_a_task_runs_each_of_its_inputs_once_and_ends_with_every_stamp_written(
+    tracker: TrackerConfig, chains: Any
+) -> None:
+    calls: list[tuple[str, list[str]]] = []
+
+    def first_words(key: str, rows: Any) -> Any:
+        lines = [str(v) for v in rows.column("value").to_pylist()]
+        calls.append((key, lines))
+        return pa.table({"word": [line.split()[0] for line in lines], "n": [1] * len(lines)})
+
+    s = RoundSpec(RUN, 1, first_words, ("word", "n"), SCHEMA, ("value",), tracker)
+    keys = ["file:/a", "file:/b", "file:/c"]
+    tags = [start(chains, key)[0] for key in keys]
+    tables = [
+        lines_of(tag, key, i, [f"{key} line {n}" for n in range(i + 2)])
+        for i, (tag, key) in enumerate(zip(tags, keys, strict=True))
+    ]
+    # Batches cut across inputs: one ends in the middle of "b", the next starts there.
+    whole = pa.concat_tables(tables).combine_chunks()
+    batches = [whole.slice(0, 4).to_batches()[0], whole.slice(4).to_batches()[0]]
+    out = pa.Table.from_batches(list(produce_task(s, iter(batches))))
+    assert calls == [(key, [f"{key} line {n}" for n in range(i + 2)]) for i, key in enumerate(keys)]
+    # The task has ended: every input's produce stamp is in, before any commit check.
+    assert [chains.get(tag).version for tag in tags] == [2, 2, 2]
+    for i, tag in enumerate(tags):
+        mine = out.filter(pc.equal(out.column(ID), i))
+        commit(s, tag, mine)
+        assert chains.get(tag).acked
+
+
+def test_an_input_whose_rows_come_in_two_runs_fails_the_task(
+    tracker: TrackerConfig, chains: Any
+) -> None:
+    s = spec(tracker)
+    (_, a), (_, b) = start(chains, "file:/a"), start(chains, "file:/b")
+    b = b.set_column(1, ID, pa.array([1], pa.int32()))
+    with pytest.raises(InputsInterleaved, match="rows of input 0 came in two runs"):
+        produce(s, a, b, a)
+
+
+def test_a_stamp_that_cannot_be_written_fails_the_task(tracker: TrackerConfig) -> None:
+    gone = dataclasses.replace(tracker, table="no-such-table")
+    marker = pa.table(
+        {INPUT: ["file:/a"], ID: pa.array([0], pa.int32()), TAG: ["t"], MARKER: [True]}
+    )
+    with pytest.raises(ClientError, match="non-existent table"):
+        produce(spec(gone), marker)

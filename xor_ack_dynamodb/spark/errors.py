@@ -30,5 +30,10 @@ class InputRejected(PipelineError):
     """
 
 
+class InputsInterleaved(PipelineError):
+    """A task's rows of one input were not contiguous: its round fails rather than
+    run the user's function twice over parts of one input."""
+
+
 class RoundTimedOut(PipelineError):
     """A round's Spark jobs ran past the per-round timeout and were cancelled."""

@@ -4,9 +4,10 @@ Round ``k`` takes the inputs still pending, each under a new chain
 ``run_id/key#k`` (``pipeline.plan.file_tag``):
 
 1. the driver creates every chain of the round (stamp ``F``);
-2. one Spark job: the user's function per input (``applyInArrow`` grouped by
-   input, stamp ``F ^ D``), a shuffle into ``partitions`` tasks, the rows
-   written to ``STAGING/rows/round=k`` by Spark's committer;
+2. one Spark job: the user's function per input (``mapInArrow`` over each
+   task's inputs, sorted by input; stamp ``F ^ D``), a shuffle into
+   ``partitions`` tasks, the rows written to ``STAGING/rows/round=k`` by
+   Spark's committer;
 3. the commit check over what was committed (``check``): per input, the sum of
    the hashes its rows carry (computed where each row was produced); the
    driver writes one stamp ``C`` per input;
@@ -287,10 +288,9 @@ class TrackedJob:
             )
             grouped = rows.unionByName(markers, allowMissingColumns=True)
         out_ddl = f"{self.spec.schema}, {STAGED_DDL}"
-        grouped = grouped.repartition(self._tasks(spec), ID)  # the groupBy keeps it: no shuffle
-        produced = grouped.groupBy(ID).applyInArrow(
-            lambda table: stages.produce(spec, table), out_ddl
-        )
+        # Each input's rows in one task, one input after the other (``stages.produce``).
+        grouped = grouped.repartition(self._tasks(spec), ID).sortWithinPartitions(ID)
+        produced = grouped.mapInArrow(lambda batches: stages.produce(spec, batches), out_ddl)
         moved = produced.repartition(self.spec.partitions) if self.spec.partitions else produced
         if not spec.faults.enabled:
             return moved  # the shuffle and the write stay in the JVM: no Python task

@@ -3,7 +3,7 @@
 Every function here is shipped by value inside a :class:`RoundSpec` (a few
 strings, the tracker's config, the user's function) and runs in a Python
 worker on the executors, on classic Spark and over Spark Connect alike (only
-``applyInArrow`` / ``mapInArrow``; no RDD, no ``SparkContext``).  Each worker
+``mapInArrow``; no RDD, no ``SparkContext``).  Each worker
 builds its own DynamoDB client once (``tracker.chains_for``).
 
 Writes per input and round, whatever the number of shuffle partitions: the
@@ -22,7 +22,9 @@ files (and the input id), not the rows, and adds them up per input.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,7 +35,7 @@ from ..pipeline.faults import FaultConfig, TaskFaults
 from ..pipeline.keyed import Keyed
 from ..pipeline.tracker import TrackerConfig, chains_for
 from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
-from .errors import InputRejected, OutputSchemaMismatch
+from .errors import InputRejected, InputsInterleaved, OutputSchemaMismatch
 
 #: Internal columns, never in the user's rows or output.
 INPUT = "_xa_input"
@@ -92,17 +94,66 @@ def _stamp(spec: RoundSpec, tag: str, value: bytes, token: bytes) -> None:
         chains_for(spec.tracker).stamp(tag, value, token=token)
 
 
-def produce(spec: RoundSpec, table: Any) -> Any:
-    """``applyInArrow`` over one input's rows (plus its marker row): the user's output rows.
+def produce(spec: RoundSpec, batches: Iterable[Any]) -> Iterator[Any]:
+    """``mapInArrow`` over one task's inputs: the user's output rows of each, hashed.
 
-    Stamps ``F ^ D`` where ``D`` is the stamp of the rows returned, then may lose a
-    few of them (fault injection: the loss the commit check must catch).
+    The task's rows come sorted by input, each input with its marker row (the one
+    row an input without source rows has).  Per input: the user's function, the
+    rows' hashes, and the stamp ``F ^ D`` (``D`` the stamp of the rows returned),
+    sent while the next input is processed; the task ends once every stamp is
+    written.  Then it may lose a few rows (fault injection: the loss the commit
+    check must catch).
     """
     import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.compute as pc  # type: ignore[import-untyped]
 
     faults = spec.task_faults(PRODUCE)
     faults.crash_now(stamped=False)
+    with _Stamps(spec) as stamps:
+        for table in _inputs(batches):
+            out = _produce_input(spec, table, stamps)
+            keep, _ = faults.lose(list(range(out.num_rows)))
+            if len(keep) != out.num_rows:
+                out = out.take(pa.array(keep, type=pa.int64()))
+            yield from out.to_batches()
+    faults.crash_now(stamped=True)
+
+
+def _inputs(batches: Iterable[Any]) -> Iterator[Any]:
+    """The rows of each input in turn (an Arrow table each), from batches sorted by input.
+
+    Raises :class:`InputsInterleaved` rather than process an input's rows twice in
+    parts, should they ever come unsorted.
+    """
+    import pyarrow as pa
+
+    parts: list[Any] = []
+    current: int | None = None
+    done: set[int] = set()
+    for batch in batches:
+        ids = np.asarray(batch.column(ID).to_numpy(zero_copy_only=False))
+        cuts = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
+        for begin, end in itertools.pairwise(cuts):
+            input_id = int(ids[begin])
+            if input_id != current:
+                if parts:
+                    yield pa.Table.from_batches(parts)
+                    done.add(current)  # type: ignore[arg-type]
+                if input_id in done:
+                    raise InputsInterleaved(
+                        f"the rows of input {input_id} came in two runs: Spark did not keep "
+                        "the task's rows sorted by input"
+                    )
+                parts, current = [], input_id
+            parts.append(batch.slice(begin, end - begin))
+    if parts:
+        yield pa.Table.from_batches(parts)
+
+
+def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
+    """One input's rows through the user's function, with their hashes; its stamp sent."""
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
     key = table.column(INPUT)[0].as_py()
     input_id = table.column(ID)[0].as_py()
     tag = table.column(TAG)[0].as_py()
@@ -127,19 +178,43 @@ def produce(spec: RoundSpec, table: Any) -> Any:
     if spec.tracker is not None:
         lanes = row_lanes(spec.run_id, out, spec.columns)
         keyed = Keyed(spec.run_id)
-        declared = lanes_sum(lanes)
-        value = _xor(keyed.file_stamp(tag), rows_stamp(keyed, tag, declared))
-        _stamp(spec, tag, value, stage_token(keyed, "produce", tag, value))
+        value = _xor(keyed.file_stamp(tag), rows_stamp(keyed, tag, lanes_sum(lanes)))
+        stamps.send(tag, value, stage_token(keyed, "produce", tag, value))
     else:
         lanes = [np.zeros(out.num_rows, dtype=np.uint64)] * 2
     out = out.append_column(ID, pa.array(np.full(out.num_rows, input_id, dtype=np.int32)))
     out = out.append_column(HASH_HIGH, pa.array(lanes[0].view(np.int64)))
-    out = out.append_column(HASH_LOW, pa.array(lanes[1].view(np.int64)))
-    faults.crash_now(stamped=True)
-    keep, _ = faults.lose(list(range(out.num_rows)))
-    if len(keep) != out.num_rows:
-        out = out.take(pa.array(keep, type=pa.int64()))
-    return out
+    return out.append_column(HASH_LOW, pa.array(lanes[1].view(np.int64)))
+
+
+class _Stamps:
+    """A task's produce stamps, sent as they come, as many at a time as the tracker allows.
+
+    Leaving the block waits for every one of them; the first that failed is raised
+    (the task fails and Spark runs it again: the same stamps, the same tokens).
+    """
+
+    def __init__(self, spec: RoundSpec) -> None:
+        self.spec = spec
+        self.pool: ThreadPoolExecutor | None = None
+        self.sent: list[Future[None]] = []
+
+    def send(self, tag: str, value: bytes, token: bytes) -> None:
+        if self.pool is None:
+            assert self.spec.tracker is not None
+            self.pool = ThreadPoolExecutor(max_workers=self.spec.tracker.concurrency)
+        self.sent.append(self.pool.submit(_stamp, self.spec, tag, value, token))
+
+    def __enter__(self) -> _Stamps:
+        return self
+
+    def __exit__(self, error: type[BaseException] | None, *rest: object) -> None:
+        if self.pool is None:
+            return
+        self.pool.shutdown(wait=True)
+        if error is None:  # else the task fails already, with its own error
+            for future in self.sent:
+                future.result()
 
 
 def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
