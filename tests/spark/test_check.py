@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from xor_ack_dynamodb.spark.check import committed_sums, spark_sums_by
+from xor_ack_dynamodb.spark.check import committed_sums, local_sums_by, spark_sums_by
 from xor_ack_dynamodb.spark.digest import lanes_sums_by, row_lanes
 from xor_ack_dynamodb.spark.stages import HASH_HIGH, HASH_LOW, ID, STAGED_DDL
 
@@ -32,6 +32,12 @@ def staged_rows(ids: list[int], high: list[int], low: list[int]) -> list[tuple[A
 def expected(ids: list[int], high: list[int], low: list[int]) -> dict[int, int]:
     lanes = [np.array(lane, dtype=np.uint64) for lane in (high, low)]
     return lanes_sums_by(np.array(ids, dtype=np.int32), lanes)
+
+
+def spark_sums(spark: Any, folder: Path) -> dict[int, int]:
+    """What the check does for a Hadoop URI: Spark reads and adds up."""
+    staged = spark.read.schema(DDL).parquet(str(folder))
+    return spark_sums_by(staged, ID, HASH_HIGH, HASH_LOW)
 
 
 def test_spark_adds_the_carried_lanes_up_as_the_digest_does(local_spark: Any) -> None:
@@ -67,12 +73,13 @@ def test_driver_and_spark_read_the_same_sums_of_what_spark_committed(
     pq.write_table(stray, folder / ".part-00010.parquet")
 
     want = expected(ids, high, low)
-    assert committed_sums(local_spark, True, str(folder), DDL) == want
-    assert committed_sums(local_spark, False, f"file:{folder}", DDL) == want
+    assert local_sums_by(str(folder)) == want
+    assert spark_sums(local_spark, folder) == want
+    assert committed_sums(local_spark, f"file:{folder}", DDL) == want
 
 
 def test_a_committed_round_without_rows_has_no_sums(local_spark: Any, tmp_path: Path) -> None:
     folder = tmp_path / "round=2"
     local_spark.createDataFrame([], DDL).write.parquet(str(folder))
-    assert committed_sums(local_spark, True, str(folder), DDL) == {}
-    assert committed_sums(local_spark, False, f"file:{folder}", DDL) == {}
+    assert local_sums_by(str(folder)) == {}
+    assert spark_sums(local_spark, folder) == {}

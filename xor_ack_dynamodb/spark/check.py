@@ -26,18 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline.paths import local_path
+from ..pipeline.paths import is_remote, local_path
 from .digest import combine_lanes, lanes_sums_by
 from .stages import HASH_HIGH, HASH_LOW, ID
 
 
-def committed_sums(spark: Any, local: bool, folder: str, staged_ddl: str) -> dict[int, int]:
+def committed_sums(spark: Any, folder: str, staged_ddl: str) -> dict[int, int]:
     """Per input id, the sum of the committed rows' hashes under ``folder`` (a round's).
 
-    ``local``: whether the driver reads ``folder`` itself; ``staged_ddl``: the staged
-    rows' schema (for the Spark read).  An input without a committed row is absent.
+    ``staged_ddl``: the staged rows' schema (for Spark's read of a Hadoop URI).  An
+    input without a committed row is absent.
     """
-    if local:
+    if not is_remote(folder):
         return local_sums_by(local_path(folder))
     staged = spark.read.schema(staged_ddl).parquet(folder)
     return spark_sums_by(staged.select(ID, HASH_HIGH, HASH_LOW), ID, HASH_HIGH, HASH_LOW)

@@ -299,7 +299,7 @@ class TrackedJob:
     def _check(self, rows_dir: str) -> dict[int, int]:
         """Per input of the round, the sum of its committed rows' hashes (``check``)."""
         staged_ddl = f"{self.spec.schema}, {STAGED_DDL}"
-        return committed_sums(self.spark, self.files.local, rows_dir, staged_ddl)
+        return committed_sums(self.spark, rows_dir, staged_ddl)
 
     def _each(self, fn: Callable[[int], object], items: Sequence[int]) -> None:
         """``fn`` over ``items``, as many at a time as the tracker's connections allow."""
