@@ -127,23 +127,26 @@ def _inputs(batches: Iterable[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
     parts: list[Any] = []
-    current: int | None = None
+    current = -1
     done: set[int] = set()
     for batch in batches:
+        if not batch.num_rows:
+            continue
         ids = np.asarray(batch.column(ID).to_numpy(zero_copy_only=False))
         cuts = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
         for begin, end in itertools.pairwise(cuts):
             input_id = int(ids[begin])
-            if input_id != current:
-                if parts:
-                    yield pa.Table.from_batches(parts)
-                    done.add(current)  # type: ignore[arg-type]
+            if parts and input_id != current:
+                yield pa.Table.from_batches(parts)
+                done.add(current)
+                parts = []
+            if not parts:
                 if input_id in done:
                     raise InputsInterleaved(
                         f"the rows of input {input_id} came in two runs: Spark did not keep "
                         "the task's rows sorted by input"
                     )
-                parts, current = [], input_id
+                current = input_id
             parts.append(batch.slice(begin, end - begin))
     if parts:
         yield pa.Table.from_batches(parts)
