@@ -106,7 +106,7 @@ def test_sigint_and_sigterm_stop_cleanly_and_a_rerun_is_exact(
     shared_spark: Any, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Path
 ) -> None:
     corpus = tmp_path / "corpus"
-    generate(corpus, files=240, lines=30, seed=5)
+    generate(corpus, files=60, lines=30, seed=5)
     out = tmp_path / "out"
     given = ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name]
     common = ["wordcount", str(corpus), "--output", str(out / "counts")]
@@ -122,7 +122,7 @@ def test_sigint_and_sigterm_stop_cleanly_and_a_rerun_is_exact(
         assert "Traceback" not in err and "WARN" not in err and "log4j" not in err, err
         last = err.strip().splitlines()[-1]
         assert last.startswith(f"interrupted ({sig.name}): "), err
-        assert "of 240 files acked" in last and "nothing was written to" in last, last
+        assert "of 60 files acked" in last and "nothing was written to" in last, last
         assert last.endswith("re-run the same command")
         # Nothing beside OUTPUT: no staging folder, no report, no OUTPUT.
         assert not out.exists() or list(out.iterdir()) == [], list(out.iterdir())
