@@ -65,7 +65,7 @@ def test_wordcount_over_spark_connect_exact_under_faults(
             "--fail-rate",
             "0.3",
             "--seed",
-            "5",
+            "8",
             "--partitions",
             "8",
         ],
@@ -95,7 +95,7 @@ def test_xor_ack_wordcount_remote_over_spark_connect(
             str(client_python()), "-m", "xor_ack_dynamodb.pipeline", "wordcount", str(corpus),
             "--output", str(out), "--report", str(report_path), "--remote", connect_url,
             "--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name,
-            "--region", "us-east-1", "--fail-rate", "0.3", "--seed", "5", "--partitions", "8",
+            "--region", "us-east-1", "--fail-rate", "0.3", "--seed", "8", "--partitions", "8",
         ],
         env=env, capture_output=True, text=True, timeout=280, check=False,
     )  # fmt: skip
