@@ -9,7 +9,9 @@ function rejects fails at once with its reason.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,11 +24,12 @@ pytest.importorskip("pyspark")
 
 from xor_ack_dynamodb.pipeline.keyed import Keyed
 from xor_ack_dynamodb.pipeline.plan import file_tag
-from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
+from xor_ack_dynamodb.pipeline.tracker import TrackerConfig, chains_for
 from xor_ack_dynamodb.spark import InputRejected
 from xor_ack_dynamodb.spark.digest import MOD, lanes_sums_by
 from xor_ack_dynamodb.spark.errors import InputsInterleaved
 from xor_ack_dynamodb.spark.stages import (
+    CREATED,
     HASH_HIGH,
     HASH_LOW,
     ID,
@@ -60,8 +63,7 @@ def start(chains: SyncXorAckDynamoDB, key: str) -> tuple[str, Any]:
     """A new chain for ``key`` (stamp F, as the driver makes it) and its marker row."""
     tag = file_tag(f"{RUN}-{uuid.uuid4().hex}", key, 1)
     chains.create(tag, Keyed(RUN).file_stamp(tag))
-    marker = pa.table({INPUT: [key], ID: pa.array([0], pa.int32()), TAG: [tag], MARKER: [True]})
-    return tag, marker
+    return tag, lines_of(chains, tag, key, 0, [])
 
 
 def produce(s: RoundSpec, *inputs: Any) -> Any:
@@ -77,9 +79,10 @@ def spec(tracker: TrackerConfig) -> RoundSpec:
     return RoundSpec(RUN, 1, words, ("word", "n"), SCHEMA, (), tracker)
 
 
-def commit(s: RoundSpec, tag: str, *committed: Any) -> None:
+def commit(s: RoundSpec, chains: SyncXorAckDynamoDB, tag: str, *committed: Any) -> None:
     """The commit check over ``committed`` (the produced tables Spark committed): the
-    hashes the rows carry, added up as the driver's Spark job adds them."""
+    hashes the rows carry, added up as the driver adds them, stamped on the chain as
+    the driver read it after the job."""
     total = 0
     for table in committed:
         ids = np.asarray(table.column(ID).to_numpy(zero_copy_only=False))
@@ -88,7 +91,7 @@ def commit(s: RoundSpec, tag: str, *committed: Any) -> None:
             for c in (HASH_HIGH, HASH_LOW)
         ]
         total += sum(lanes_sums_by(ids, lanes).values())
-    stamp_committed(s, tag, total % MOD)
+    stamp_committed(s, tag, total % MOD, chains.get(tag))
 
 
 def test_the_rows_produced_committed_once_ack(tracker: TrackerConfig, chains: Any) -> None:
@@ -96,7 +99,7 @@ def test_the_rows_produced_committed_once_ack(tracker: TrackerConfig, chains: An
     s = spec(tracker)
     out = produce(s, marker)
     assert out.num_rows == 4
-    commit(s, tag, out.slice(0, 1), out.slice(1))  # in two staging files: sums add up
+    commit(s, chains, tag, out.slice(0, 1), out.slice(1))  # in two staging files: sums add up
     assert chains.get(tag).acked
 
 
@@ -107,8 +110,8 @@ def test_a_rerun_attempt_does_not_apply_its_stamps_twice(
     s = spec(tracker)
     out = produce(s, marker)
     produce(s, marker)  # Spark ran the task again: the same stamp, the same token
-    commit(s, tag, out)
-    commit(s, tag, out)  # and the check too
+    commit(s, chains, tag, out)
+    commit(s, chains, tag, out)  # and the check too
     state = chains.get(tag)
     assert state.acked and state.version == 3
 
@@ -117,7 +120,7 @@ def test_a_lost_row_keeps_the_chain_open(tracker: TrackerConfig, chains: Any) ->
     tag, marker = start(chains, "file:/a.txt")
     s = spec(tracker)
     out = produce(s, marker)
-    commit(s, tag, out.slice(1))
+    commit(s, chains, tag, out.slice(1))
     assert not chains.get(tag).acked
 
 
@@ -125,7 +128,7 @@ def test_every_row_lost_keeps_the_chain_open(tracker: TrackerConfig, chains: Any
     tag, marker = start(chains, "file:/a.txt")
     s = spec(tracker)
     produce(s, marker)
-    commit(s, tag)  # nothing of the input was committed: only its marker reaches the check
+    commit(s, chains, tag)  # nothing of the input was committed: only its marker reaches the check
     assert not chains.get(tag).acked
 
 
@@ -134,7 +137,7 @@ def test_rows_committed_twice_keep_the_chain_open(tracker: TrackerConfig, chains
     tag, marker = start(chains, "file:/a.txt")
     s = spec(tracker)
     out = produce(s, marker)
-    commit(s, tag, out, out)
+    commit(s, chains, tag, out, out)
     assert not chains.get(tag).acked
 
 
@@ -145,22 +148,27 @@ def test_a_rejected_input_fails_at_once_with_its_reason(
     s = spec(tracker)
     out = produce(s, marker)
     assert out.num_rows == 0 and out.column_names == ["word", "n", ID, HASH_HIGH, HASH_LOW]
-    commit(s, tag, out)  # the check's stamp is refused by the closed chain
+    commit(s, chains, tag, out)  # the check's stamp is refused by the closed chain
     state = chains.get(tag)
     assert state.failed and not state.acked
     assert state.reason == "not-utf8: invalid start byte at byte 3"
 
 
-def lines_of(tag: str, key: str, input_id: int, lines: list[str]) -> Any:
-    """An input's source rows (``value``) followed by its marker row."""
+def lines_of(
+    chains: SyncXorAckDynamoDB, tag: str, key: str, input_id: int, lines: list[str]
+) -> Any:
+    """An input's source rows (``value``) followed by its marker row, which carries
+    its chain as the driver read it after creating it."""
     n = len(lines) + 1
+    created = pickle.dumps(chains.get(tag))
     return pa.table(
         {
             INPUT: [key] * n,
             ID: pa.array([input_id] * n, pa.int32()),
             TAG: [tag] * n,
             MARKER: [False] * len(lines) + [True],
-            "value": [*lines, None],
+            CREATED: pa.array([None] * len(lines) + [created], pa.binary()),
+            "value": pa.array([*lines, None], pa.string()),
         }
     )
 
@@ -179,7 +187,7 @@ def test_a_task_runs_each_of_its_inputs_once_and_ends_with_every_stamp_written(
     keys = ["file:/a", "file:/b", "file:/c"]
     tags = [start(chains, key)[0] for key in keys]
     tables = [
-        lines_of(tag, key, i, [f"{key} line {n}" for n in range(i + 2)])
+        lines_of(chains, tag, key, i, [f"{key} line {n}" for n in range(i + 2)])
         for i, (tag, key) in enumerate(zip(tags, keys, strict=True))
     ]
     # Batches cut across inputs: one ends in the middle of "b", the next starts there.
@@ -193,7 +201,7 @@ def test_a_task_runs_each_of_its_inputs_once_and_ends_with_every_stamp_written(
     assert [chains.get(tag).version for tag in tags] == [2, 2, 2]
     for i, tag in enumerate(tags):
         mine = out.filter(pc.equal(out.column(ID), i))
-        commit(s, tag, mine)
+        commit(s, chains, tag, mine)
         assert chains.get(tag).acked
 
 
@@ -210,7 +218,51 @@ def test_an_input_whose_rows_come_in_two_runs_fails_the_task(
 def test_a_stamp_that_cannot_be_written_fails_the_task(tracker: TrackerConfig) -> None:
     gone = dataclasses.replace(tracker, table="no-such-table")
     marker = pa.table(
-        {INPUT: ["file:/a"], ID: pa.array([0], pa.int32()), TAG: ["t"], MARKER: [True]}
+        {
+            INPUT: ["file:/a"],
+            ID: pa.array([0], pa.int32()),
+            TAG: ["t"],
+            MARKER: [True],
+            CREATED: pa.array([None], pa.binary()),
+        }
     )
     with pytest.raises(ClientError, match="non-existent table"):
         produce(spec(gone), marker)
+
+
+@pytest.fixture
+def requests(tracker: TrackerConfig) -> Iterator[list[str]]:
+    """The DynamoDB operations the stages' client (this process's, as a worker's) sends."""
+    sent: list[str] = []
+    events = chains_for(tracker)._client.meta.events
+
+    def record(model: Any, **_: Any) -> None:
+        sent.append(model.name)
+
+    events.register("before-call.dynamodb", record)
+    yield sent
+    events.unregister("before-call.dynamodb", record)
+
+
+def test_each_stamp_on_a_chain_as_known_is_one_write_without_a_read(
+    tracker: TrackerConfig, chains: Any, requests: list[str]
+) -> None:
+    tag, marker = start(chains, "file:/a.txt")
+    s = spec(tracker)
+    out = produce(s, marker)
+    assert requests == ["UpdateItem"]  # on the chain as created: no GetItem first
+    commit(s, chains, tag, out)
+    assert requests == ["UpdateItem", "UpdateItem"]
+    assert chains.get(tag).acked
+
+
+def test_a_rerun_on_a_chain_that_moved_on_reads_and_applies_nothing(
+    tracker: TrackerConfig, chains: Any, requests: list[str]
+) -> None:
+    tag, marker = start(chains, "file:/a.txt")
+    s = spec(tracker)
+    produce(s, marker)
+    requests.clear()
+    produce(s, marker)  # the created state is old now: the write is refused, then a read
+    assert "GetItem" in requests and requests.count("UpdateItem") == 1
+    assert chains.get(tag).version == 2

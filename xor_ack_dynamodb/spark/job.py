@@ -31,6 +31,7 @@ Each input's end is told as the library's typed events
 
 from __future__ import annotations
 
+import pickle
 import re
 import time
 import uuid
@@ -59,11 +60,11 @@ from .files import Files
 from .jobs import TaggedJobs
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
-from .stages import ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
+from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
 
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
-KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string"
+KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
 
@@ -209,11 +210,18 @@ class TrackedJob:
             faults=self.spec.faults,
             transit_tasks=self.spec.partitions or 1,
         )
+        created: dict[str, bytes | None] = dict.fromkeys(tags)
         if self.spec.tracker is not None:
             t = time.monotonic()
             self._create({tag: self.keyed.file_stamp(tag) for tag in tags})
+            # Each task stamps on its chains as created: one conditional write, no read.
+            for tag, state in self.chains.get_many(tags).items():
+                created[tag] = None if state is None else pickle.dumps(state)
             summary.seconds["create"] = round(time.monotonic() - t, 3)
-        keys_df = self.spark.createDataFrame(list(zip(keys, pending, tags, strict=True)), KEYS_DDL)
+        keys_df = self.spark.createDataFrame(
+            [(k, i, tag, created[tag]) for k, i, tag in zip(keys, pending, tags, strict=True)],
+            KEYS_DDL,
+        )
         rows_dir = f"{self.rows_root}/round={round_}"
         t = time.monotonic()
         error = self.jobs.run(
@@ -230,8 +238,12 @@ class TrackedJob:
             sums: dict[int, int] = {}
             error = self.jobs.run(lambda: sums.update(self._check(rows_dir)), deadline)
             if error is None:
+                states = self.chains.get_many(tags)  # each C: one write on the chain as read
                 self._each(
-                    lambda i: stages.stamp_committed(spec, tags_of[i], sums.get(i, 0)), pending
+                    lambda i: stages.stamp_committed(
+                        spec, tags_of[i], sums.get(i, 0), states.get(tags_of[i])
+                    ),
+                    pending,
                 )
             summary.seconds["check"] = round(time.monotonic() - t, 3)
         job_error = None if error is None else _first_line(error)
@@ -283,7 +295,7 @@ class TrackedJob:
         else:
             rows = (
                 self.spec.source.withColumnRenamed(self.spec.key, INPUT)
-                .join(F.broadcast(keys_df), INPUT)
+                .join(F.broadcast(keys_df.drop(CREATED)), INPUT)
                 .withColumn(MARKER, F.lit(False))
             )
             grouped = rows.unionByName(markers, allowMissingColumns=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ChainFailed, TagNotFound
+from ..errors import ChainFailed, ChainMoved, TagNotFound
+from ..item import ChainState
 from ..pipeline.faults import FaultConfig, TaskFaults
 from ..pipeline.keyed import Keyed
 from ..pipeline.tracker import TrackerConfig, chains_for
@@ -42,6 +44,8 @@ INPUT = "_xa_input"
 ID = "_xa_id"
 TAG = "_xa_tag"
 MARKER = "_xa_marker"
+#: On each input's marker row: its chain as the driver created it (pickled ``ChainState``).
+CREATED = "_xa_created"
 #: The two 64-bit lanes of each staged row's hash, computed where the row was produced.
 HASH_HIGH = "_xa_hash_high"
 HASH_LOW = "_xa_hash_low"
@@ -85,13 +89,26 @@ class RoundSpec:
         return faults.for_task(self.round, stage, partition, attempt)
 
 
-def _stamp(spec: RoundSpec, tag: str, value: bytes, token: bytes) -> None:
-    """One stamp; a chain already closed (failed, or gone) refuses it and that is all."""
+def _stamp(
+    spec: RoundSpec, tag: str, value: bytes, token: bytes, known: ChainState | None = None
+) -> None:
+    """One stamp; a chain already closed (failed, or gone) refuses it and that is all.
+
+    ``known``: the chain as the caller knows it to be: the stamp is one conditional
+    write on it, no read.  Should the chain have moved on (an earlier attempt's
+    stamp, a ``fail``), it is stamped as any stamp: read, then a token it holds
+    already is not applied again.
+    """
     if spec.tracker is None:
         return
+    chains = chains_for(spec.tracker)
     # A closed chain refuses: the driver judged the round already, a late stamp changes nothing.
     with contextlib.suppress(ChainFailed, TagNotFound):
-        chains_for(spec.tracker).stamp(tag, value, token=token)
+        if known is not None:
+            with contextlib.suppress(ChainMoved):
+                chains.stamp_on(known, value, token=token)
+                return
+        chains.stamp(tag, value, token=token)
 
 
 def produce(spec: RoundSpec, batches: Iterable[Any]) -> Iterator[Any]:
@@ -160,7 +177,9 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
     key = table.column(INPUT)[0].as_py()
     input_id = table.column(ID)[0].as_py()
     tag = table.column(TAG)[0].as_py()
-    rows = table.filter(pc.invert(table.column(MARKER))).select(list(spec.source_columns))
+    marker = table.column(MARKER)
+    created = table.filter(marker).column(CREATED)[0].as_py()
+    rows = table.filter(pc.invert(marker)).select(list(spec.source_columns))
     try:
         out = spec.process(key, rows)
     except InputRejected as exc:
@@ -182,7 +201,8 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
         lanes = row_lanes(spec.run_id, out, spec.columns)
         keyed = Keyed(spec.run_id)
         value = _xor(keyed.file_stamp(tag), rows_stamp(keyed, tag, lanes_sum(lanes)))
-        stamps.send(tag, value, stage_token(keyed, "produce", tag, value))
+        known = None if created is None else pickle.loads(created)
+        stamps.send(tag, value, stage_token(keyed, "produce", tag, value), known)
     else:
         lanes = [np.zeros(out.num_rows, dtype=np.uint64)] * 2
     out = out.append_column(ID, pa.array(np.full(out.num_rows, input_id, dtype=np.int32)))
@@ -202,11 +222,11 @@ class _Stamps:
         self.pool: ThreadPoolExecutor | None = None
         self.sent: list[Future[None]] = []
 
-    def send(self, tag: str, value: bytes, token: bytes) -> None:
+    def send(self, tag: str, value: bytes, token: bytes, known: ChainState | None) -> None:
         if self.pool is None:
             assert self.spec.tracker is not None
             self.pool = ThreadPoolExecutor(max_workers=self.spec.tracker.concurrency)
-        self.sent.append(self.pool.submit(_stamp, self.spec, tag, value, token))
+        self.sent.append(self.pool.submit(_stamp, self.spec, tag, value, token, known))
 
     def __enter__(self) -> _Stamps:
         return self
@@ -234,18 +254,19 @@ def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:
         yield batch
 
 
-def stamp_committed(spec: RoundSpec, tag: str, total: int) -> None:
+def stamp_committed(spec: RoundSpec, tag: str, total: int, known: ChainState | None) -> None:
     """The commit check's stamp ``C`` of an input: the stamp of the rows committed for it.
 
-    ``total``: the sum of the hashes of its rows over every staging file (0: none).
-    Its token is made of it: a check run again over the same committed files writes
-    the same token, recognised and not applied twice.
+    ``total``: the sum of the hashes of its rows over every staging file (0: none);
+    ``known``: its chain as the driver read it after the round's job.  Its token is
+    made of it: a check run again over the same committed files writes the same
+    token, recognised and not applied twice.
     """
     if spec.tracker is None:
         return
     keyed = Keyed(spec.run_id)
     value = rows_stamp(keyed, tag, total)
-    _stamp(spec, tag, value, stage_token(keyed, "commit", tag, value))
+    _stamp(spec, tag, value, stage_token(keyed, "commit", tag, value), known)
 
 
 def _xor(a: bytes, b: bytes) -> bytes:
