@@ -5,9 +5,11 @@ Its last line says where the tracked files stand.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +23,8 @@ from .errors import Refused
 
 #: Exit status of an interrupted run (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
+#: Seconds after a dropped interruption before it is given again.
+_REDELIVER_AFTER = 0.05
 
 
 class Interrupted(KeyboardInterrupt):
@@ -35,23 +39,45 @@ def _signals_interrupt() -> Iterator[Callable[[], None]]:
     clean-up (cancel the jobs, remove the staging folder, stop the JVM and a
     local DynamoDB) is not cut short.  Yields a function that puts the handlers
     back in place (SparkContext installs its own SIGINT handler).
+
+    A handler raises in whatever the main thread runs at that moment; in a
+    finalizer or a weakref callback (py4j releases its Java objects from those)
+    Python prints the exception and drops it.  Such a dropped interruption is
+    given again (``_thread.interrupt_main``) so that it lands in the run's own
+    code: a signal is never lost.
     """
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.getsignal(sig) for sig in signals}
+    previous_hook = sys.unraisablehook
 
     def handler(signum: int, _frame: Any) -> None:
         for sig in signals:
             signal.signal(sig, signal.SIG_IGN)
         raise Interrupted(signal.Signals(signum).name)
 
+    def dropped(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if not isinstance(exc, Interrupted):
+            previous_hook(unraisable)
+            return
+        signum = signal.Signals[exc.args[0]] if exc.args else signal.SIGINT
+        signal.signal(signum, handler)  # armed again for this one delivery
+        # A moment later, from another thread: the main thread takes it once out of the
+        # finalizer (were it in another one by then, this hook gives it again).
+        again = threading.Timer(_REDELIVER_AFTER, _thread.interrupt_main, args=(signum,))
+        again.daemon = True
+        again.start()
+
     def install() -> None:
         for sig in signals:
             signal.signal(sig, handler)
 
     install()
+    sys.unraisablehook = dropped
     try:
         yield install
     finally:
+        sys.unraisablehook = previous_hook
         for sig, old in previous.items():
             signal.signal(sig, old)
 
