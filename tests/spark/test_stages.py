@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -26,7 +25,8 @@ from xor_ack_dynamodb.pipeline.keyed import Keyed
 from xor_ack_dynamodb.pipeline.plan import file_tag
 from xor_ack_dynamodb.pipeline.tracker import TrackerConfig, chains_for
 from xor_ack_dynamodb.spark import InputRejected
-from xor_ack_dynamodb.spark.digest import MOD, lanes_sums_by
+from xor_ack_dynamodb.spark.check import staged_sums_by
+from xor_ack_dynamodb.spark.digest import MOD
 from xor_ack_dynamodb.spark.errors import InputsInterleaved
 from xor_ack_dynamodb.spark.stages import (
     CREATED,
@@ -83,14 +83,7 @@ def commit(s: RoundSpec, chains: SyncXorAckDynamoDB, tag: str, *committed: Any) 
     """The commit check over ``committed`` (the produced tables Spark committed): the
     hashes the rows carry, added up as the driver adds them, stamped on the chain as
     the driver read it after the job."""
-    total = 0
-    for table in committed:
-        ids = np.asarray(table.column(ID).to_numpy(zero_copy_only=False))
-        lanes = [
-            np.asarray(table.column(c).to_numpy(zero_copy_only=False)).view(np.uint64)
-            for c in (HASH_HIGH, HASH_LOW)
-        ]
-        total += sum(lanes_sums_by(ids, lanes).values())
+    total = sum(sum(staged_sums_by(table).values()) for table in committed)
     stamp_committed(s, tag, total % MOD, chains.get(tag))
 
 

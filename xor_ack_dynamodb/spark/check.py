@@ -44,17 +44,22 @@ def committed_sums(spark: Any, folder: str, staged_ddl: str) -> dict[int, int]:
 
 
 def local_sums_by(folder: str) -> dict[int, int]:
-    """``lanes_sums_by`` of the parquet files of a local folder, read by this process."""
+    """``staged_sums_by`` of the parquet files of a local folder, read by this process."""
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
     schema = pa.schema([(ID, pa.int32()), (HASH_HIGH, pa.int64()), (HASH_LOW, pa.int64())])
-    table = ds.dataset(folder, format="parquet", schema=schema).to_table()
-    ids = np.asarray(table.column(ID).to_numpy())
-    lanes = [
-        np.asarray(table.column(name).to_numpy()).view(np.uint64) for name in (HASH_HIGH, HASH_LOW)
-    ]
-    return lanes_sums_by(ids, lanes)
+    return staged_sums_by(ds.dataset(folder, format="parquet", schema=schema).to_table())
+
+
+def staged_sums_by(table: Any) -> dict[int, int]:
+    """``lanes_sums_by`` of staged rows: an Arrow table with the input id and hash columns."""
+
+    def column(name: str) -> np.ndarray:
+        return np.asarray(table.column(name).to_numpy(zero_copy_only=False))
+
+    lanes = [column(name).view(np.uint64) for name in (HASH_HIGH, HASH_LOW)]
+    return lanes_sums_by(column(ID), lanes)
 
 
 def spark_sums_by(frame: Any, by: str, high: str, low: str) -> dict[int, int]:
