@@ -42,7 +42,7 @@ from typing import Any
 import boto3
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb.item import FAILED_INDEX, OPEN_INDEX
+from xor_ack_dynamodb.dynamodb.item import FAILED_INDEX, OPEN_INDEX
 from xor_ack_dynamodb.table import TableSpec, create_table, delete_table
 
 WRITES = ("UpdateItem", "TransactWriteItems", "DeleteItem")

@@ -34,7 +34,7 @@ from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
 from xor_ack_dynamodb.pipeline.spark import build_session
-from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
+from xor_ack_dynamodb.spark.tracker import TrackerConfig
 from xor_ack_dynamodb.table import TableSpec, create_table
 
 

@@ -14,7 +14,7 @@ not a product API.  A stamp is a read-modify-write on the value read:
 So an uncontended stamp costs two requests, and under contention every lost race
 costs two more.  The seed itself raises ``StaleLocalData`` at the first lost race
 and leaves retrying to its caller; the issue's baseline retries inside, which is
-what is ported here, with the same :class:`~xor_ack_dynamodb.retry.RetryPolicy`
+what is ported here, with the same :class:`~xor_ack_dynamodb.dynamodb.retry.RetryPolicy`
 (delay formula and bounds) that the benchmark gives the new client, so that the
 two differ in algorithm only.  The seed's ``stamp`` on a missing tag crashes; here
 it raises ``TagNotFound``.

@@ -79,7 +79,7 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, TableSpec]:
 @pytest.fixture
 def tracker(ddb_local_endpoint: str, ddb_table: TableSpec) -> Any:
     """Where a Spark job's chains go: a fresh table on DynamoDB Local."""
-    from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
+    from xor_ack_dynamodb.spark.tracker import TrackerConfig
 
     return TrackerConfig(
         table=ddb_table.name,

@@ -5,19 +5,19 @@ Trackers over one idea (see the README):
 - :class:`XorAckDynamoDB` / :class:`SyncXorAckDynamoDB`: chains in DynamoDB,
   conditional writes, safe under retries and concurrency;
 - :class:`Ack`: the in-memory tracker with events, timeouts and a high-water mark;
-- ``xor_ack_dynamodb.acker``: Storm-style tuple trees.
+- ``xor_ack_dynamodb.memory.acker``: Storm-style tuple trees.
 """
 
 from __future__ import annotations
 
-from ._core.validate import Lifetime
-from ._ops import ClientStats
-from .dynamodb import XorAckDynamoDB
-from .item import ChainState
-from .memory import Ack, AckStats, FailReason
-from .retry import RetryPolicy
+from .chain import ChainState
+from .dynamodb._core.effects import ClientStats
+from .dynamodb._core.validate import Lifetime
+from .dynamodb.client import XorAckDynamoDB
+from .dynamodb.retry import RetryPolicy
+from .dynamodb.sync import SyncXorAckDynamoDB
+from .memory.ack import Ack, AckStats, FailReason
 from .stamps import Stamp, new_stamp, xor
-from .sync import SyncXorAckDynamoDB
 
 __all__ = [
     "Ack",

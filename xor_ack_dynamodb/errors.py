@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from .item import ChainState  # for annotations only: a runtime import is circular
+    from .chain import ChainState  # for annotations only: a runtime import is circular
 
 #: What a ``*_many`` call gives per tag that succeeded.
 R = TypeVar("R")

@@ -1,137 +1,24 @@
-"""A sweeper fit for a scheduled Lambda function: ``xor_ack_dynamodb.sweeper.handler``.
-
-Point an EventBridge rule (``rate(1 minute)``) or an EventBridge Scheduler schedule at a
-function whose handler is ``xor_ack_dynamodb.sweeper.handler`` and whose role has the
-stack's ``SweeperPolicyArn``.  Each invocation runs one ``sweep()``: every chain past its
-deadline is failed with reason ``"timeout"``, exactly once however many sweepers run at
-once (each failing write is conditional; there is no leader), and the chain's stream
-carries the failure to whoever listens.  The event's content is not needed: any scheduled
-event (or ``{}``) does; its ``id`` and ``time`` are echoed in the summary.
-
-Configuration, from the function's environment::
-
-    XOR_ACK_TABLE           the table (required)
-    XOR_ACK_PARTITION_KEY   its partition key (default tagID)
-    AWS_REGION              set by Lambda; AWS_ENDPOINT_URL_DYNAMODB for a local table
-
-The handler returns a summary (``SweepSummary.as_dict``) and prints it as one JSON line,
-which CloudWatch Logs keeps as a structured record.  One client is kept per process, so a
-warm function reuses its connections.
-"""
+"""The scheduled sweep's Lambda handler (``xor_ack_dynamodb.sweeper.handler``, as
+infra/sweeper.yaml names it): the public path of :mod:`xor_ack_dynamodb.dynamodb.sweeper`."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import time
-from dataclasses import dataclass
-from typing import Any
+from .dynamodb.sweeper import (
+    ENV_PARTITION_KEY,
+    ENV_TABLE,
+    MAX_TAGS,
+    SweeperMisconfigured,
+    SweepSummary,
+    handler,
+    settings,
+)
 
-from . import _aws
-from .errors import XorAckError
-from .item import DEFAULT_PARTITION_KEY, ChainState
-from .sync import SyncXorAckDynamoDB
-from .table import InvalidTableSpec, TableSpec
-
-ENV_TABLE = "XOR_ACK_TABLE"
-ENV_PARTITION_KEY = "XOR_ACK_PARTITION_KEY"
-#: At most this many tags are listed in a summary (the count is always exact).
-MAX_TAGS = 1000
-
-_clients: dict[tuple[str, str, str | None], SyncXorAckDynamoDB] = {}
-
-
-class SweeperMisconfigured(XorAckError):
-    """The sweeper's environment does not name a usable table."""
-
-
-@dataclass(frozen=True)
-class SweepSummary:
-    """What one sweep did: the chains it failed (this sweeper's own writes only)."""
-
-    table: str
-    swept: tuple[str, ...]  # the tag of every chain this sweep failed
-    seconds: float
-    event_id: str | None = None
-    scheduled_at: str | None = None
-
-    #: The keys of ``as_dict``, in order: ``failed`` counts the chains, ``tags`` lists
-    #: at most ``MAX_TAGS`` of them, ``more`` is how many it leaves out.
-    KEYS = ("table", "failed", "tags", "more", "seconds", "event_id", "scheduled_at")
-
-    @classmethod
-    def of(
-        cls, table: str, failed: list[ChainState], seconds: float, event: Any = None
-    ) -> SweepSummary:
-        event = event if isinstance(event, dict) else {}
-        return cls(
-            table=table,
-            swept=tuple(state.tag for state in failed),
-            seconds=round(seconds, 3),
-            event_id=_text(event.get("id")),
-            scheduled_at=_text(event.get("time")),
-        )
-
-    @property
-    def failed(self) -> int:
-        return len(self.swept)
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return self.swept[:MAX_TAGS]
-
-    @property
-    def more(self) -> int:
-        return max(0, len(self.swept) - MAX_TAGS)
-
-    def as_dict(self) -> dict[str, Any]:
-        summary = {key: getattr(self, key) for key in self.KEYS}
-        summary["tags"] = list(self.tags)
-        return summary
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def settings(environ: dict[str, str] | None = None) -> TableSpec:
-    """The table and key the environment names (``SweeperMisconfigured`` otherwise)."""
-    env = os.environ if environ is None else environ
-    table = env.get(ENV_TABLE, "")
-    if not table:
-        raise SweeperMisconfigured(
-            f"{ENV_TABLE} is not set: set it to the chains table's name in the function's "
-            "environment (the stack's TableName output)"
-        )
-    try:
-        return TableSpec(
-            name=table, partition_key=env.get(ENV_PARTITION_KEY) or DEFAULT_PARTITION_KEY
-        )
-    except InvalidTableSpec as exc:
-        raise SweeperMisconfigured(f"the sweeper's environment: {exc}") from exc
-
-
-def _client(spec: TableSpec) -> SyncXorAckDynamoDB:
-    key = (spec.name, spec.partition_key, _aws.endpoint_url())
-    client = _clients.get(key)
-    if client is None:
-        client = SyncXorAckDynamoDB(
-            _aws.sync_client(), table=spec.name, partition_key=spec.partition_key
-        )
-        _clients[key] = client
-    return client
-
-
-def handler(event: Any, context: Any) -> dict[str, Any]:
-    """Lambda entry point: one sweep of the table named by ``XOR_ACK_TABLE``."""
-    spec = settings()
-    started = time.monotonic()
-    failed = _client(spec).sweep()
-    summary = SweepSummary.of(spec.name, failed, time.monotonic() - started, event).as_dict()
-    line = {"message": "xor-ack sweep", "level": "INFO", **summary}
-    request = getattr(context, "aws_request_id", None)
-    if isinstance(request, str):
-        line["aws_request_id"] = request
-    print(json.dumps(line, separators=(",", ":")), file=sys.stdout, flush=True)
-    return summary
+__all__ = [
+    "ENV_PARTITION_KEY",
+    "ENV_TABLE",
+    "MAX_TAGS",
+    "SweepSummary",
+    "SweeperMisconfigured",
+    "handler",
+    "settings",
+]

@@ -1,68 +1,37 @@
-"""Tuple-tree helpers: the spout and bolt side of Storm's protocol, over any tracker.
+"""Tuple trees over any tracker: the public path of :mod:`xor_ack_dynamodb.memory.tuple_tree`.
 
-The spout starts a tree; every bolt that processes an input tuple acks it and
-anchors the children it emits -- in **one** folded stamp, ``input_id ^ child_1
-^ ... ^ child_n``, sent *before* the children are handed on, so no child can be
-processed before it is anchored and a tree can never look complete while one of
-its children is still on its way.  FsShelter sends one Anchor per child and
-then an Ok for the input; Storm folds them, and so does this module.
-
-The same :class:`TupleTree` runs over every tracker, through a small *sink*:
+The spout and bolt helpers live with the in-memory tracker
+(``memory/tuple_tree.py``); this module adds the two sinks that put a tree in a
+DynamoDB table, which is why it sits above both trackers (an integration): the
+in-memory tracker never imports the DynamoDB one.
 
 ==========================  ===================================================
-:class:`AckerSink`          in-process :class:`~xor_ack_dynamodb.acker.Acker`
-                            shards (Track / Ok / Fail messages)
-:class:`AckSink`            an in-memory :class:`~xor_ack_dynamodb.memory.Ack`
-                            (tag = anchor id, stamps = 8-byte ids)
 :class:`DynamoDBSink`       :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB`: a tree
                             shared by many processes (workers, Lambda)
 :class:`AsyncDynamoDBSink`  :class:`~xor_ack_dynamodb.XorAckDynamoDB`, for
                             :class:`AsyncTupleTree`
 ==========================  ===================================================
-
-Over DynamoDB the tag of a tree is ``prefix + str(anchor_id)`` and each id is
-an 8-byte stamp (int64, two's complement, big-endian, never 0).  With
-``deterministic=True`` a bolt's child ids are derived from its input (and the
-write carries the input id as idempotency token), so an input processed twice
--- a Lambda retry, a re-delivered message -- produces the same children and the
-same stamp, which DynamoDB applies once: the tree still completes exactly.
-
-**One core, two drivers.**  :class:`TupleTree` (blocking) and
-:class:`AsyncTupleTree` share a sans-I/O core, :class:`~._tree_plan.TreePlan`:
-for each call it makes every decision (ids, the folded value, the idempotency
-token, validation) and returns a *step* -- the one request to send and how the
-sink's answer becomes the result.  A driver only sends the request, blocking or
-awaited (``_send``), and states the public signature.  Generating the async
-class from the sync one (unasync) was not chosen: it needs a build step, and the
-generated source is what mypy and readers would have to trust without seeing it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Hashable
+from typing import Generic, TypeVar
 
-from ._tree_plan import (
-    ID_BYTES,
+from .dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
+from .memory.tuple_tree import (
+    AckerSink,
+    AckSink,
+    AsyncTreeSink,
+    AsyncTupleTree,
     Emitted,
-    Init,
     Started,
-    Step,
-    TreePlan,
+    TreeSink,
     TupleRef,
-    Xor,
+    TupleTree,
+    id_from_stamp,
+    id_stamp,
 )
-from .acker import Acked, Acker, acker_for, check_id
-from .dynamodb import XorAckDynamoDB
-from .stamps import Stamp
-from .sync import SyncXorAckDynamoDB
-
-if TYPE_CHECKING:
-    from .memory import PyAck
-
-ClientT = TypeVar("ClientT")
-SinkT = TypeVar("SinkT")
-R = TypeVar("R")
 
 __all__ = [
     "AckSink",
@@ -80,87 +49,7 @@ __all__ = [
     "id_stamp",
 ]
 
-
-def id_stamp(value: int) -> Stamp:
-    """An int64 id (or folded value) as an 8-byte stamp: two's complement, big-endian."""
-    return Stamp(check_id(value).to_bytes(ID_BYTES, "big", signed=True))
-
-
-def id_from_stamp(stamp: bytes) -> int:
-    """The inverse of :func:`id_stamp`."""
-    if len(stamp) != ID_BYTES:
-        raise ValueError(f"an id stamp is {ID_BYTES} bytes, not {len(stamp)}")
-    return int.from_bytes(stamp, "big", signed=True)
-
-
-# -- sinks: where the stamps go ---------------------------------------------------------
-
-
-class TreeSink(Protocol):
-    """A tracker seen from the tuple-tree helpers (blocking)."""
-
-    def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
-        """Start tree ``anchor_id`` with ``value`` (its root ids folded); True if it completed."""
-        ...
-
-    def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        """XOR ``value`` into the tree; True if this completed it."""
-        ...
-
-    def fail(self, anchor_id: int) -> None:
-        """Fail the tree."""
-        ...
-
-
-class AsyncTreeSink(Protocol):
-    """A tracker seen from :class:`AsyncTupleTree`."""
-
-    async def init(
-        self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable
-    ) -> bool: ...
-
-    async def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool: ...
-
-    async def fail(self, anchor_id: int) -> None: ...
-
-
-class AckerSink:
-    """In-process :class:`Acker` shards; each tree goes to ``acker_for(ackers, anchor_id)``."""
-
-    def __init__(self, ackers: Sequence[Acker]) -> None:
-        if not ackers:
-            raise ValueError("at least one acker is needed")
-        self.ackers = tuple(ackers)
-
-    def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
-        outcome = acker_for(self.ackers, anchor_id).track(task_id, source_id, anchor_id, value)
-        return isinstance(outcome, Acked)
-
-    def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        return isinstance(acker_for(self.ackers, anchor_id).ok(anchor_id, value), Acked)
-
-    def fail(self, anchor_id: int) -> None:
-        acker_for(self.ackers, anchor_id).fail(anchor_id)
-
-
-class AckSink:
-    """An in-memory ``Ack``: tag ``prefix + str(anchor_id)``, 8-byte id stamps."""
-
-    def __init__(self, ack: PyAck, prefix: str = "") -> None:
-        self.ack = ack
-        self.prefix = prefix
-
-    def tag(self, anchor_id: int) -> str:
-        return f"{self.prefix}{anchor_id}"
-
-    def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
-        return self.ack.add(self.tag(anchor_id), id_stamp(value))
-
-    def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        return self.ack.stamp(self.tag(anchor_id), id_stamp(value))
-
-    def fail(self, anchor_id: int) -> None:
-        self.ack.fail(self.tag(anchor_id))
+ClientT = TypeVar("ClientT")
 
 
 class _TableSink(Generic[ClientT]):
@@ -208,108 +97,3 @@ class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
 
     async def fail(self, anchor_id: int) -> None:
         await self.client.fail(self.tag(anchor_id))
-
-
-# -- the drivers: one request per call, sent blocking or awaited ---------------------------
-
-
-class _Driver(Generic[SinkT]):
-    """What both drivers hold: the sink and the plan (see :mod:`._tree_plan`)."""
-
-    def __init__(
-        self,
-        sink: SinkT,
-        next_id: Callable[[], int] | None = None,
-        *,
-        deterministic: bool = False,
-    ) -> None:
-        self.sink = sink
-        self._plan = TreePlan(next_id, deterministic)
-
-
-class TupleTree(_Driver[TreeSink]):
-    """Spout and bolt helpers over a blocking sink.
-
-    ``next_id``: the task's id generator (default: a fresh :class:`IdGenerator`).
-    ``deterministic``: derive a bolt's child ids from its input, and send the
-    input id as the write's idempotency token (DynamoDB), so that processing the
-    same input again is harmless.
-    """
-
-    def _send(self, step: Step[R]) -> R:
-        request = step.request
-        if isinstance(request, Init):
-            completed = self.sink.init(
-                request.anchor_id,
-                request.value,
-                task_id=request.task_id,
-                source_id=request.source_id,
-            )
-        elif isinstance(request, Xor):
-            completed = self.sink.xor(request.anchor_id, request.value, token=request.token)
-        else:
-            self.sink.fail(request.anchor_id)
-            completed = False
-        return step.finish(completed)
-
-    def start(
-        self, roots: int = 1, *, task_id: Hashable = None, source_id: Hashable = None
-    ) -> Started:
-        """Spout: start a tree whose ``roots`` tuples are about to be emitted (one message)."""
-        return self._send(self._plan.start(roots, task_id, source_id))
-
-    def ack(self, input: TupleRef, children: int = 0) -> Emitted:
-        """Bolt: ``input`` is processed and ``children`` tuples are to be emitted.
-
-        One stamp acks the input and anchors every child; emit the returned
-        children only after this returns.
-        """
-        return self._send(self._plan.ack(input, children))
-
-    def emit(self, input: TupleRef, children: int, *, offset: int = 0) -> tuple[TupleRef, ...]:
-        """Bolt: anchor ``children`` more tuples to ``input``'s tree before ``input`` is acked.
-
-        For a bolt that emits while it works; one stamp per call.  With
-        ``deterministic``, give each call of one input a distinct ``offset``.
-        """
-        return self._send(self._plan.emit(input, children, offset))
-
-    def fail(self, input: TupleRef) -> None:
-        """Bolt: processing ``input`` failed; the whole tree fails."""
-        self._send(self._plan.fail(input))
-
-
-class AsyncTupleTree(_Driver[AsyncTreeSink]):
-    """:class:`TupleTree` over an async sink (:class:`AsyncDynamoDBSink`): the same calls."""
-
-    async def _send(self, step: Step[R]) -> R:
-        request = step.request
-        if isinstance(request, Init):
-            completed = await self.sink.init(
-                request.anchor_id,
-                request.value,
-                task_id=request.task_id,
-                source_id=request.source_id,
-            )
-        elif isinstance(request, Xor):
-            completed = await self.sink.xor(request.anchor_id, request.value, token=request.token)
-        else:
-            await self.sink.fail(request.anchor_id)
-            completed = False
-        return step.finish(completed)
-
-    async def start(
-        self, roots: int = 1, *, task_id: Hashable = None, source_id: Hashable = None
-    ) -> Started:
-        return await self._send(self._plan.start(roots, task_id, source_id))
-
-    async def ack(self, input: TupleRef, children: int = 0) -> Emitted:
-        return await self._send(self._plan.ack(input, children))
-
-    async def emit(
-        self, input: TupleRef, children: int, *, offset: int = 0
-    ) -> tuple[TupleRef, ...]:
-        return await self._send(self._plan.emit(input, children, offset))
-
-    async def fail(self, input: TupleRef) -> None:
-        await self._send(self._plan.fail(input))

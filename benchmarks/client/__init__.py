@@ -27,7 +27,7 @@ one table per implementation, and runs every scenario for both in one process:
 Requests are counted the same way for both implementations, by hooks on the
 botocore client: ``before-call`` (API calls) and ``before-send`` (HTTP requests
 sent, which also counts botocore's own retries).  Both get the same botocore
-config (``xor_ack_dynamodb.retry.botocore_config`` with a pool for 256 writers)
+config (``xor_ack_dynamodb.dynamodb.retry.botocore_config`` with a pool for 256 writers)
 and the same ``RetryPolicy`` for lost races.  Setup (create, parent stamps)
 is not timed; only the stamps of the measured phase are.
 

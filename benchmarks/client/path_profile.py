@@ -38,7 +38,7 @@ SCHEDULER = "ours: scheduler (submit, write queue, coalescing, flush, drain)"
 SETTLE = "ours: settle (after a failed write: is it proven not landed, read back)"
 PROOF = "ours: proof (did a write land: its tokens on the item)"
 BATCHES = "ours: PartiQL batches"
-CORE = "ours: core plan (_ops: params, decode, merge of stamps)"
+CORE = "ours: core plan (_core: params, decode, merge of stamps)"
 PACKAGE = "ours: rest of xor_ack_dynamodb"
 PATHS = (SCHEDULER, SETTLE, PROOF, BATCHES, CORE, PACKAGE)
 
@@ -57,7 +57,7 @@ def path_category(func: Func) -> str | None:
         return SCHEDULER
     if module == "_batches.py":
         return BATCHES
-    if module == "_ops.py" or "/_core/" in filename:
+    if "/_core/" in filename:
         return CORE
     return PACKAGE
 

@@ -14,8 +14,9 @@ from typing import Any
 import aioboto3
 
 from xor_ack_dynamodb import Stamp, XorAckDynamoDB, new_stamp
-from xor_ack_dynamodb._core.expressions import Compare, Update
-from xor_ack_dynamodb._ops import Call, Chains, Entry
+from xor_ack_dynamodb.dynamodb._core.effects import Call, Entry
+from xor_ack_dynamodb.dynamodb._core.expressions import Compare, Update
+from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.retry import botocore_config
 
 from . import cases

@@ -1,4 +1,4 @@
-"""A scripted DynamoDB peer: runs one ``_ops`` generator, answering each Call from a script.
+"""A scripted DynamoDB peer: runs one ``_core`` generator, answering each Call from a script.
 
 No server: each step of a script names the operation the core must send next and
 what comes back -- a response dict, an exception (thrown into the generator, as
@@ -7,7 +7,7 @@ token is only known once it is sent).  Errors are built by hand with the
 ``ResponseMetadata`` that ``_attempts`` reads.
 
 Every Call is checked against botocore's model of the DynamoDB API (the check the
-clients turn off at run time, ``_aws.botocore_config``): a request the core builds
+clients turn off at run time, ``aws.botocore_config``): a request the core builds
 wrong fails here, not on a server.
 """
 
@@ -22,8 +22,8 @@ from botocore import xform_name
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.validate import validate_parameters
 
-from xor_ack_dynamodb._attempts import _NEVER_SENT, UNKNOWN_ATTEMPTS
-from xor_ack_dynamodb._ops import Call, Op, Sleep
+from xor_ack_dynamodb.dynamodb._attempts import _NEVER_SENT, UNKNOWN_ATTEMPTS
+from xor_ack_dynamodb.dynamodb._core.effects import Call, Op, Sleep
 
 Answer: TypeAlias = dict[str, Any] | BaseException | Callable[[Call], Any]
 Step: TypeAlias = tuple[str, Answer]

@@ -25,7 +25,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, xor
-from xor_ack_dynamodb._ops import Chains, Sleep
+from xor_ack_dynamodb.dynamodb._core.effects import Sleep
+from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
     CorruptItem,

@@ -26,7 +26,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb._batches import (
+from xor_ack_dynamodb.chain import ChainState
+from xor_ack_dynamodb.dynamodb._batches import (
     MAX_BATCH_STATEMENTS,
     Applied,
     Batcher,
@@ -35,9 +36,9 @@ from xor_ack_dynamodb._batches import (
     SendAlone,
     read_batch,
 )
-from xor_ack_dynamodb._core.expressions import PLACEHOLDERS, Compare, Exists, Update, Value
-from xor_ack_dynamodb._ops import Chains, ClientStats
-from xor_ack_dynamodb.item import ChainState
+from xor_ack_dynamodb.dynamodb._core.effects import ClientStats
+from xor_ack_dynamodb.dynamodb._core.expressions import PLACEHOLDERS, Compare, Exists, Update, Value
+from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.table import TableSpec
 
@@ -494,7 +495,7 @@ async def test_a_batch_refused_whole_is_sent_write_by_write_and_batching_stops(
     refuse = Trigger(raising(client_error("BatchExecuteStatement", code)))
     async with faulty(kind, local, before={"batch_execute_statement": refuse}) as client:
         chains = await make_chains(client, "refused-", 10, 2)
-        with caplog.at_level(logging.WARNING, logger="xor_ack_dynamodb._batches"):
+        with caplog.at_level(logging.WARNING, logger="xor_ack_dynamodb.dynamodb._batches"):
             seen = await stamp_all(client, chains)
         assert refuse.left == 0, "no batch was sent"
         assert all(sum(s.acked for s in states) == 1 for states in seen.values())

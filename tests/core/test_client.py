@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from xor_ack_dynamodb import Stamp, new_stamp, xor
-from xor_ack_dynamodb import item as I
+from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
     ChainFailed,

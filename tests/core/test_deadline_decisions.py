@@ -16,9 +16,13 @@ from typing import Any
 import boto3
 import pytest
 
-from xor_ack_dynamodb import item as I
-from xor_ack_dynamodb._core.deadlines import Listing
-from xor_ack_dynamodb._ops import Chains, Entry
+from xor_ack_dynamodb.chain import ChainState
+from xor_ack_dynamodb.dynamodb import item as I
+from xor_ack_dynamodb.dynamodb._core.deadlines import Listing
+from xor_ack_dynamodb.dynamodb._core.effects import Entry
+from xor_ack_dynamodb.dynamodb._core.many import Chains
+from xor_ack_dynamodb.dynamodb.item import decode
+from xor_ack_dynamodb.dynamodb.sync import SyncXorAckDynamoDB
 from xor_ack_dynamodb.errors import (
     ChainTimeout,
     CorruptItem,
@@ -26,9 +30,7 @@ from xor_ack_dynamodb.errors import (
     InvalidTTL,
     TagExists,
 )
-from xor_ack_dynamodb.item import ChainState, decode
 from xor_ack_dynamodb.stamps import Stamp
-from xor_ack_dynamodb.sync import SyncXorAckDynamoDB
 
 from .peer import TAG, condition_failed, drive, got, item, lost_connection, ok
 

@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from xor_ack_dynamodb import ChainState, events, new_stamp, xor
-from xor_ack_dynamodb import item as I
+from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import ChainFailed, ChainTimeout, XorAckError
 from xor_ack_dynamodb.table import TableSpec
 

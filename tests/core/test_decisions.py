@@ -1,6 +1,6 @@
 """The core's decisions against a scripted peer: no server, every Call and Sleep checked.
 
-Each test runs one ``_ops`` generator with ``peer.drive`` and answers its Calls by
+Each test runs one ``_core`` generator with ``peer.drive`` and answers its Calls by
 hand: lost responses, throttles, lost races, re-created tags, tombstones, damaged
 items and cancelled transactions.  The last tests walk every row of the tables of
 ``_core/landing.py``.
@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
-from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb import xor
-from xor_ack_dynamodb._core import cancellation as C
-from xor_ack_dynamodb._core import landing as D
-from xor_ack_dynamodb._ops import Call, Chains, Entry
+from xor_ack_dynamodb.chain import ChainState
+from xor_ack_dynamodb.dynamodb import item as I
+from xor_ack_dynamodb.dynamodb._core import cancellation as C
+from xor_ack_dynamodb.dynamodb._core import landing as D
+from xor_ack_dynamodb.dynamodb._core.effects import Call, Entry
+from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.errors import (
     AmbiguousWrite,
     ChainFailed,
@@ -31,7 +33,6 @@ from xor_ack_dynamodb.errors import (
     TagNotFound,
     TransactionItemRejected,
 )
-from xor_ack_dynamodb.item import ChainState
 from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.stamps import Stamp
 
@@ -803,7 +804,7 @@ def test_every_stamp_again_row(key: tuple[bool, bool, bool]) -> None:
 
 
 def test_the_peer_checks_each_request_against_the_dynamodb_model() -> None:
-    # The clients send without botocore's validation (``_aws.botocore_config``); the
+    # The clients send without botocore's validation (``aws.botocore_config``); the
     # scripted peer is where a request the core builds wrong is caught.
     check_request(Call("get_item", {"TableName": "chains", "Key": {"tagID": {"S": "t"}}}))
     with pytest.raises(ParamValidationError, match="Key"):

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from xor_ack_dynamodb._ops import Chains
+from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.errors import InvalidState, TagNotFound
 from xor_ack_dynamodb.stamps import Stamp
 
@@ -69,7 +69,7 @@ def test_without_a_generation_any_live_chain_is_failed_as_before() -> None:
 
 @pytest.mark.parametrize("bad", ["abc", b"", 7])
 def test_a_chain_id_that_is_not_one_is_refused_before_anything_is_sent(bad: object) -> None:
-    from xor_ack_dynamodb._core.validate import check_chain_id
+    from xor_ack_dynamodb.dynamodb._core.validate import check_chain_id
 
     with pytest.raises(InvalidState):
         check_chain_id(bad)

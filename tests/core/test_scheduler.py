@@ -19,8 +19,8 @@ import boto3
 import pytest
 
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb._coalescing import Merge, Merging
-from xor_ack_dynamodb._ops import Effect, Entry, Outcome
+from xor_ack_dynamodb.dynamodb._coalescing import Merge, Merging
+from xor_ack_dynamodb.dynamodb._core.effects import Effect, Entry, Outcome
 from xor_ack_dynamodb.errors import TagNotFound
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb import xor
-from xor_ack_dynamodb._core import landing as D
-from xor_ack_dynamodb._core.validate import check_token
-from xor_ack_dynamodb._ops import Chains
+from xor_ack_dynamodb.chain import ChainState, check_token
+from xor_ack_dynamodb.dynamodb import item as I
+from xor_ack_dynamodb.dynamodb._core import landing as D
+from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.errors import (
     ChainFailed,
     ChainMoved,
@@ -28,7 +28,6 @@ from xor_ack_dynamodb.errors import (
     InvalidToken,
     TagNotFound,
 )
-from xor_ack_dynamodb.item import ChainState
 from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.stamps import Stamp, new_stamp
 from xor_ack_dynamodb.table import TableSpec

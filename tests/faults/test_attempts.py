@@ -15,7 +15,7 @@ from core.facade import open_client
 from core.lossy_proxy import LossyProxy
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb._attempts import attempt_unknown
+from xor_ack_dynamodb.dynamodb._attempts import attempt_unknown
 from xor_ack_dynamodb.errors import AmbiguousWrite
 from xor_ack_dynamodb.table import TableSpec
 
@@ -113,7 +113,7 @@ def test_only_a_write_whose_connection_was_lost_is_resent_soon() -> None:
 
     from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError
 
-    from xor_ack_dynamodb._attempts import RESEND_DELAY, _resend_soon
+    from xor_ack_dynamodb.dynamodb._attempts import RESEND_DELAY, _resend_soon
 
     handler = _resend_soon(total_attempts=3)
     update, get = SimpleNamespace(name="UpdateItem"), SimpleNamespace(name="GetItem")

@@ -32,7 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from core.facade import open_client
 
 from xor_ack_dynamodb import new_stamp, xor
-from xor_ack_dynamodb._attempts import may_have_landed
+from xor_ack_dynamodb.dynamodb._attempts import may_have_landed
 from xor_ack_dynamodb.errors import XorAckError
 from xor_ack_dynamodb.local import dynamodb_local_command, free_port, install_dynamodb_local
 from xor_ack_dynamodb.retry import botocore_config

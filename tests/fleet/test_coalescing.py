@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from xor_ack_dynamodb import xor
+from xor_ack_dynamodb.chain import ChainState, token_digest
 from xor_ack_dynamodb.errors import ChainMoved
 from xor_ack_dynamodb.fleet import Envelope, Verdict, stamp_of
 from xor_ack_dynamodb.fleet.envelope import child_id, root_id
 from xor_ack_dynamodb.fleet.markers import Markers
 from xor_ack_dynamodb.fleet.once import Once
-from xor_ack_dynamodb.item import ChainState, token_digest
 from xor_ack_dynamodb.stamps import Stamp
 
 TAG = "job"

@@ -1,4 +1,4 @@
-"""xor_ack_dynamodb._aws: where a client's region, endpoint and credentials come from."""
+"""xor_ack_dynamodb.dynamodb.aws: where a client's region, endpoint and credentials come from."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import aioboto3
 import boto3
 import pytest
 
-from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, _aws
-from xor_ack_dynamodb._aws import async_client, sync_client
+from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
+from xor_ack_dynamodb.dynamodb import aws
+from xor_ack_dynamodb.dynamodb.aws import async_client, sync_client
 from xor_ack_dynamodb.errors import RegionMissing, XorAckError
-from xor_ack_dynamodb.pipeline.tracker import TrackerConfig
 from xor_ack_dynamodb.retry import botocore_config
+from xor_ack_dynamodb.spark.tracker import TrackerConfig
 
 _VARIABLES = (
     "AWS_REGION",
@@ -71,7 +72,7 @@ def test_a_sessions_own_region_beats_the_environment(env: pytest.MonkeyPatch) ->
     env.setenv("AWS_REGION", "eu-west-2")
     session = boto3.session.Session(region_name="ca-central-1")
     assert sync_client(session=session).meta.region_name == "ca-central-1"
-    assert _aws.region(session=boto3.session.Session()) == "eu-west-2"
+    assert aws.region(session=boto3.session.Session()) == "eu-west-2"
 
 
 @pytest.mark.parametrize(
@@ -129,16 +130,14 @@ def test_endpoint_precedence(
     for name, value in variables.items():
         env.setenv(name, value)
     assert sync_client(endpoint=argument).meta.endpoint_url == expected
-    assert (_aws.endpoint_url(argument) or "https://dynamodb.eu-west-1.amazonaws.com") == expected
+    assert (aws.endpoint_url(argument) or "https://dynamodb.eu-west-1.amazonaws.com") == expected
 
 
 def test_only_an_explicit_endpoint_is_passed_to_botocore(env: pytest.MonkeyPatch) -> None:
     """botocore resolves the environment's endpoints itself: passing them too would double it."""
     env.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9002")
-    assert "endpoint_url" not in _aws.client_options()
-    assert (
-        _aws.client_options(endpoint="http://127.0.0.1:1")["endpoint_url"] == "http://127.0.0.1:1"
-    )
+    assert "endpoint_url" not in aws.client_options()
+    assert aws.client_options(endpoint="http://127.0.0.1:1")["endpoint_url"] == "http://127.0.0.1:1"
 
 
 def test_loopback_without_credentials_signs_with_dummy_ones(env: pytest.MonkeyPatch) -> None:
@@ -151,9 +150,9 @@ def test_loopback_without_credentials_signs_with_dummy_ones(env: pytest.MonkeyPa
 
 
 def test_a_remote_endpoint_never_gets_dummy_credentials(env: pytest.MonkeyPatch) -> None:
-    options = _aws.client_options(endpoint="https://dynamodb.example.com", region_name="eu-west-1")
+    options = aws.client_options(endpoint="https://dynamodb.example.com", region_name="eu-west-1")
     assert "aws_access_key_id" not in options
-    forced = _aws.client_options(region_name="eu-west-1", local_credentials=True)
+    forced = aws.client_options(region_name="eu-west-1", local_credentials=True)
     assert forced["aws_access_key_id"] == "local"
 
 
@@ -202,20 +201,20 @@ def test_what_an_aws_error_says_is_read_in_one_place() -> None:
         },
         "TransactWriteItems",
     )
-    assert _aws.error_code(cancelled) == "TransactionCanceledException"
-    assert _aws.error_message(cancelled) == "cancelled"
-    assert _aws.http_status(cancelled) == 400
-    assert _aws.condition_item(cancelled) == raw
-    found = _aws.cancellation_reasons(cancelled)
-    assert [_aws.cancellation_code(reason) for reason in found] == [
+    assert aws.error_code(cancelled) == "TransactionCanceledException"
+    assert aws.error_message(cancelled) == "cancelled"
+    assert aws.http_status(cancelled) == 400
+    assert aws.condition_item(cancelled) == raw
+    found = aws.cancellation_reasons(cancelled)
+    assert [aws.cancellation_code(reason) for reason in found] == [
         "ConditionalCheckFailed",
         "None",  # an item AWS gave no code for was fine
     ]
     bare = ClientError({}, "UpdateItem")  # an error built by hand, without a body
-    assert (_aws.error_code(bare), _aws.error_message(bare), _aws.http_status(bare)) == (
+    assert (aws.error_code(bare), aws.error_message(bare), aws.http_status(bare)) == (
         "",
         "",
         None,
     )
-    assert _aws.condition_item(bare) is None and _aws.cancellation_reasons(bare) == []
-    assert _aws.error_code(EndpointConnectionError(endpoint_url="http://127.0.0.1:1")) == ""
+    assert aws.condition_item(bare) is None and aws.cancellation_reasons(bare) == []
+    assert aws.error_code(EndpointConnectionError(endpoint_url="http://127.0.0.1:1")) == ""

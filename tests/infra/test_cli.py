@@ -17,8 +17,8 @@ from botocore.exceptions import NoRegionError
 from click.testing import CliRunner, Result
 
 from xor_ack_dynamodb import cli as cli_module
-from xor_ack_dynamodb._cli import local as local_verbs
 from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
+from xor_ack_dynamodb.cli import local as local_verbs
 from xor_ack_dynamodb.local import stop_detached
 from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, describe_table
 

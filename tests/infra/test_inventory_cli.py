@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 from click.testing import CliRunner, Result
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
-from xor_ack_dynamodb._cli import sweep as sweep_verb
 from xor_ack_dynamodb.cli import Settings, cli
+from xor_ack_dynamodb.cli import sweep as sweep_verb
 from xor_ack_dynamodb.table import TableSpec
 
 from .test_cli import assert_usage_error, assert_user_error

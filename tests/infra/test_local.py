@@ -1,4 +1,4 @@
-"""xor_ack_dynamodb.local: DynamoDB Local on loopback, the moto fallback said out loud, and
+"""xor_ack_dynamodb.dynamodb.local: DynamoDB Local on loopback, the moto fallback said out loud, and
 the detached server of `xor-ack local start|status|stop`."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import boto3
 import pytest
 
 from xor_ack_dynamodb import local
-from xor_ack_dynamodb._local import install
+from xor_ack_dynamodb.dynamodb.local import install
 from xor_ack_dynamodb.local import (
     LocalDynamoDB,
     LocalDynamoDBError,

@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, sweeper
-from xor_ack_dynamodb.item import ChainState
+from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+from xor_ack_dynamodb.chain import ChainState
+from xor_ack_dynamodb.dynamodb import sweeper  # the module: the tests set its constants
 from xor_ack_dynamodb.table import TableSpec
 
 EVENT = json.loads((Path(__file__).parent / "events" / "scheduled-event.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from cfnlint.helpers import REGIONS  # type: ignore[import-untyped]
 
-from xor_ack_dynamodb.item import DEFAULT_PARTITION_KEY, EXPIRES_AT
+from xor_ack_dynamodb.dynamodb.item import DEFAULT_PARTITION_KEY, EXPIRES_AT
 from xor_ack_dynamodb.table import DEFAULT_TABLE, INDEXES, TTL_ATTRIBUTE, TableSpec
 
 from .cfn import TEMPLATE, Resolver, load_template

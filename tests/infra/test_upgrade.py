@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from xor_ack_dynamodb.cli import cli
+from xor_ack_dynamodb.dynamodb.item import FAILED_INDEX, OPEN_INDEX
+from xor_ack_dynamodb.dynamodb.upgrade import Change, plan_upgrade, upgrade_table
 from xor_ack_dynamodb.errors import StreamViewConflict, UpgradeTimeout
-from xor_ack_dynamodb.item import FAILED_INDEX, OPEN_INDEX
 from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.table import (
     INDEXES,
@@ -24,7 +25,6 @@ from xor_ack_dynamodb.table import (
     delete_table,
     describe_table,
 )
-from xor_ack_dynamodb.upgrade import Change, plan_upgrade, upgrade_table
 
 #: Seconds an upgrade here may wait for an index (DynamoDB Local builds one in about 1 s):
 #: a stuck index fails the test with UpgradeTimeout, well before pytest's own timeout.

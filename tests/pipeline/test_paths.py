@@ -22,12 +22,11 @@ from xor_ack_dynamodb.pipeline.errors import (
     PathsOverlap,
     ReportExists,
 )
-from xor_ack_dynamodb.pipeline.paths import (
+from xor_ack_dynamodb.pipeline.paths import check_paths, check_report, write_atomically
+from xor_ack_dynamodb.spark.paths import (
     MANIFEST,
     InputFile,
     OutputAction,
-    check_paths,
-    check_report,
     is_remote,
     judge_output,
     list_local,
@@ -35,9 +34,8 @@ from xor_ack_dynamodb.pipeline.paths import (
     manifest_text,
     read_local,
     staging_path,
-    write_atomically,
 )
-from xor_ack_dynamodb.pipeline.plan import file_tag
+from xor_ack_dynamodb.spark.plan import file_tag
 
 
 def snapshot(root: Path) -> dict[str, bytes | str]:

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from xor_ack_dynamodb.pipeline.corpus import UNICODE_WORDS, generate
 from xor_ack_dynamodb.pipeline.errors import SampleExists
-from xor_ack_dynamodb.pipeline.faults import MAX_DROPPED, FaultConfig, InjectedFault
-from xor_ack_dynamodb.pipeline.keyed import Keyed, canonical
-from xor_ack_dynamodb.pipeline.plan import file_tag
-from xor_ack_dynamodb.pipeline.words import count_lines, count_words
+from xor_ack_dynamodb.spark.examples.words import count_lines, count_words
+from xor_ack_dynamodb.spark.faults import MAX_DROPPED, FaultConfig, InjectedFault
+from xor_ack_dynamodb.spark.keyed import Keyed, canonical
+from xor_ack_dynamodb.spark.plan import file_tag
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))

@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("pyspark")
 
 from xor_ack_dynamodb.pipeline.corpus import generate
-from xor_ack_dynamodb.pipeline.faults import FaultConfig
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
-from xor_ack_dynamodb.pipeline.paths import MANIFEST
 from xor_ack_dynamodb.spark import TrackedReport as Report
+from xor_ack_dynamodb.spark.faults import FaultConfig
+from xor_ack_dynamodb.spark.paths import MANIFEST
 
 from .conftest import expected_counts, file_counts, read_output
 from .test_paths import BYTES_NAME, ODD_NAMES

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.pipeline.faults import FaultConfig
 from xor_ack_dynamodb.spark.examples.wordcount import wordcount
+from xor_ack_dynamodb.spark.faults import FaultConfig
 from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, read_counts

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.pipeline.faults import FaultConfig
 from xor_ack_dynamodb.spark.examples.orders import orders_etl
+from xor_ack_dynamodb.spark.faults import FaultConfig
 from xor_ack_dynamodb.table import TableSpec
 
 CUSTOMERS = {"ada": "uk", "bob": "us", "cyd": "fr", "dee": "us"}

@@ -21,13 +21,13 @@ from botocore.exceptions import ClientError
 
 pytest.importorskip("pyspark")
 
-from xor_ack_dynamodb.pipeline.keyed import Keyed
-from xor_ack_dynamodb.pipeline.plan import file_tag
-from xor_ack_dynamodb.pipeline.tracker import TrackerConfig, chains_for
+from xor_ack_dynamodb.dynamodb.sync import SyncXorAckDynamoDB
 from xor_ack_dynamodb.spark import InputRejected
 from xor_ack_dynamodb.spark.check import staged_sums_by
 from xor_ack_dynamodb.spark.digest import MOD
 from xor_ack_dynamodb.spark.errors import InputsInterleaved
+from xor_ack_dynamodb.spark.keyed import Keyed
+from xor_ack_dynamodb.spark.plan import file_tag
 from xor_ack_dynamodb.spark.stages import (
     CREATED,
     HASH_HIGH,
@@ -40,7 +40,7 @@ from xor_ack_dynamodb.spark.stages import (
     stamp_committed,
 )
 from xor_ack_dynamodb.spark.stages import produce as produce_task
-from xor_ack_dynamodb.sync import SyncXorAckDynamoDB
+from xor_ack_dynamodb.spark.tracker import TrackerConfig, chains_for
 
 pytestmark = pytest.mark.ddblocal
 

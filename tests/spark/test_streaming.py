@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from xor_ack_dynamodb.events import Acked, Failed
-from xor_ack_dynamodb.pipeline.faults import FaultConfig
 from xor_ack_dynamodb.spark import Sink, track_stream
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
+from xor_ack_dynamodb.spark.faults import FaultConfig
 from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, make_corpus, read_counts

@@ -7,9 +7,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from xor_ack_dynamodb.pipeline.keyed import Keyed
 from xor_ack_dynamodb.spark import TrackingNotConfigured, chains_config
 from xor_ack_dynamodb.spark.digest import MOD, row_sum, rows_stamp
+from xor_ack_dynamodb.spark.keyed import Keyed
 
 
 class FakeConf:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from xor_ack_dynamodb._generations import Generations
+from xor_ack_dynamodb.memory._generations import Generations
 
 
 class Item:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb._tree_plan import FailTree, Init, TreePlan, TupleRef, Xor
 from xor_ack_dynamodb.acker import Acker, IdGenerator
+from xor_ack_dynamodb.memory._tree_plan import FailTree, Init, TreePlan, TupleRef, Xor
 from xor_ack_dynamodb.tuple_tree import AckerSink, AsyncTupleTree, TupleTree
 
 

@@ -1,6 +1,9 @@
 """Chain events: what happened to a chain, as typed values, for every tracker.
 
-- :mod:`.kinds`: the events (``Created``, ``Acked``, ``Failed``, ``TimedOut``,
+Layer: an integration. Imports the DynamoDB tracker and the vocabulary (the event kinds
+themselves are the vocabulary's ``lifecycle``).
+
+- :mod:`xor_ack_dynamodb.lifecycle`: the events (``Created``, ``Acked``, ``Failed``, ``TimedOut``,
   ``Expired``, ``Deleted``), frozen, each with ``tag``, ``chain_id``, ``time`` and a
   deterministic ``id``;
 - :func:`decode`: a DynamoDB Streams record (Lambda event or ``GetRecords`` format)
@@ -18,9 +21,7 @@ See docs/events.md.
 from __future__ import annotations
 
 from ..errors import CorruptRecord
-from .follow import StreamReader, follow, read, stream_arn, streams_client
-from .handler import RecentIds, StreamHandler
-from .kinds import (
+from ..lifecycle import (
     CLASSES,
     KINDS,
     Acked,
@@ -34,6 +35,8 @@ from .kinds import (
     Kind,
     TimedOut,
 )
+from .follow import StreamReader, follow, read, stream_arn, streams_client
+from .handler import RecentIds, StreamHandler
 from .records import StreamRecord, parse
 from .stats import Summary
 from .transitions import NEW_CHAIN, REMOVED, REPLACED, SAME_CHAIN, decode, events_of

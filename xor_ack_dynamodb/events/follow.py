@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _aws
+from ..dynamodb import aws
+from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import CorruptRecord, StreamNotEnabled
-from ..item import DEFAULT_PARTITION_KEY
-from .kinds import ChainEvent
+from ..lifecycle import ChainEvent
 from .transitions import decode
 
 
@@ -27,13 +27,13 @@ def streams_client(
     """A boto3 ``dynamodbstreams`` client on the same endpoint as the tables' client.
 
     ``AWS_ENDPOINT_URL_DYNAMODB`` names the endpoint of ``dynamodb`` only, so the
-    endpoint (argument or environment, see ``_aws``) is passed on explicitly: DynamoDB
+    endpoint (argument or environment, see ``aws``) is passed on explicitly: DynamoDB
     Local serves both APIs on one port.
     """
     import boto3
 
-    endpoint = _aws.endpoint_url(endpoint_url)
-    options = _aws.client_options(endpoint=endpoint, region_name=region_name, config=config)
+    endpoint = aws.endpoint_url(endpoint_url)
+    options = aws.client_options(endpoint=endpoint, region_name=region_name, config=config)
     return boto3.session.Session().client("dynamodbstreams", **options)
 
 

@@ -44,9 +44,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import CorruptRecord
-from ..item import DEFAULT_PARTITION_KEY
-from .kinds import ChainEvent, Kind
+from ..lifecycle import ChainEvent, Kind
 from .transitions import decode
 
 Callback = Callable[[Any], object]

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .kinds import Acked, ChainEvent, Expired
+from ..lifecycle import Acked, ChainEvent, Expired
 
 #: The percentiles of the complete latency a summary reports.
 PERCENTILES = (50, 90, 99)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
+from ..chain import ChainState
+from ..dynamodb.item import DEFAULT_PARTITION_KEY
+from ..dynamodb.item import decode as decode_item
 from ..errors import CorruptItem, CorruptRecord
-from ..item import DEFAULT_PARTITION_KEY, ChainState
-from ..item import decode as decode_item
-from .kinds import (
+from ..lifecycle import (
     Acked,
     ChainEvent,
     Created,

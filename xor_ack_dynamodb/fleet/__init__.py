@@ -1,5 +1,7 @@
 """Fan-out / fan-in over queues, completing exactly once: see docs/fleet.md.
 
+Layer: an integration. Imports ``events``, the DynamoDB tracker and the vocabulary.
+
 - ``Envelope``: a message's chain, identity, parent and payload (``envelope.py``);
 - ``Fleet``: jobs, the handler integration, continuations, dead letters, replay
   (``app.py``), its writes applied once per message identity (``once.py``);

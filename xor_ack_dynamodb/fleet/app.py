@@ -25,10 +25,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from .. import Lifetime
-from ..dynamodb import XorAckDynamoDB
+from ..chain import ChainState
+from ..dynamodb import Lifetime
+from ..dynamodb.client import XorAckDynamoDB
+from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import AmbiguousWrite, TagExists, TagNotFound
-from ..item import DEFAULT_PARTITION_KEY, ChainState
 from ..stamps import Stamp, xor
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of

@@ -2,7 +2,7 @@
 
 Markers live in the chain table under keys no chain tag of the fleet takes
 (``<tag>#xor-ack-fleet/...``), with the item's own attribute names
-(``xor_ack_dynamodb.item``): ``chain_id`` (the generation they belong to),
+(``xor_ack_dynamodb.dynamodb.item``): ``chain_id`` (the generation they belong to),
 ``tokens`` (a page's tokens), ``version`` (page 0 only: the chain's version when
 its token window was first full, which places every later window's tokens in the
 chain's stream of tokens, ``once.py``), ``created_at`` and ``expires_at`` (TTL:
@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from .. import item as I
+from ..dynamodb import item as I
 
 #: How long markers outlive their write: SQS keeps a message at most 14 days.
 DEFAULT_MARKER_TTL = 14 * 86_400

@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..dynamodb import XorAckDynamoDB
+from ..chain import ChainState, token_digest
+from ..dynamodb.client import XorAckDynamoDB
 from ..errors import ChainFailed, ChainMoved, ChainTimeout, TagNotFound
-from ..item import ChainState, token_digest
 from ..stamps import Stamp
 from .envelope import Envelope
 from .errors import MarkerMissing, UnsuitableClient

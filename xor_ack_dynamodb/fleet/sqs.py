@@ -38,10 +38,10 @@ class SqsSender:
 
 def sqs_client(*, endpoint: str | None = None, region_name: str | None = None) -> Any:
     """An aiobotocore SQS client (an async context manager), region and credentials as for
-    DynamoDB (``xor_ack_dynamodb._aws``); ``endpoint``: e.g. a local SQS on 127.0.0.1."""
+    DynamoDB (``xor_ack_dynamodb.dynamodb.aws``); ``endpoint``: e.g. a local SQS on 127.0.0.1."""
     import aioboto3
 
-    from .._aws import client_options
+    from ..dynamodb.aws import client_options
 
     session = aioboto3.Session()
     options = client_options(endpoint=endpoint, region_name=region_name, session=session)

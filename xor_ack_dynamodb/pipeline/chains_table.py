@@ -9,15 +9,15 @@ from typing import Any
 import click
 from botocore.exceptions import ClientError
 
-from .._cli.errors import UserError
-from ..table import DEFAULT_TABLE, TableSpec, create_table
+from ..cli.errors import UserError
+from ..dynamodb.table import DEFAULT_TABLE, TableSpec, create_table
 
 #: The table the command creates in the DynamoDB Local it starts itself.
 LOCAL_TABLE = "xor-ack-wordcount"
 
 
 def _env_endpoint() -> str | None:
-    from .._aws import endpoint_url
+    from ..dynamodb.aws import endpoint_url
 
     return endpoint_url()
 
@@ -34,9 +34,9 @@ def _tracker(
     progress: Any,
 ) -> Iterator[Any]:
     """The TrackerConfig to use: a DynamoDB Local started here, or the given table."""
-    from ..local import LocalDynamoDB
+    from ..dynamodb.local import LocalDynamoDB
+    from ..spark.tracker import TrackerConfig
     from .errors import TableMissing
-    from .tracker import TrackerConfig
 
     # Run as `xor-ack [--endpoint-url URL] [--table T] wordcount ...`: the root group's
     # options count too (its --table only when it was given, not its default).
@@ -63,7 +63,7 @@ def _tracker(
             yield config
         return
     # Credentials: each process's own AWS environment; dummy ones only where it names
-    # none and the endpoint is on loopback (``_aws.client_options`` decides).
+    # none and the endpoint is on loopback (``aws.client_options`` decides).
     config = TrackerConfig(
         table=table or DEFAULT_TABLE,
         endpoint_url=endpoint_url,

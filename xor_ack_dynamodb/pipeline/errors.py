@@ -1,12 +1,36 @@
-"""Errors of the pipeline that a user can act on."""
+"""Errors of the word count that a user can act on.
+
+The Spark library's errors (:mod:`xor_ack_dynamodb.spark.errors`) reach the
+command as they are; the word count adds its own refusals below, under the same
+base (``PipelineError`` is the library's ``SparkTrackingError``).
+"""
 
 from __future__ import annotations
 
-from ..errors import XorAckError
+from ..spark.errors import (
+    InputEmpty,
+    InputMissing,
+    OutputExists,
+    OutputNotOurs,
+    Refused,
+    SparkTrackingError,
+)
 
+#: The base of every error of the word count: the Spark library's.
+PipelineError = SparkTrackingError
 
-class PipelineError(XorAckError):
-    """The word count cannot run as asked; the message says why and what to do."""
+__all__ = [
+    "InputEmpty",
+    "InputMissing",
+    "OutputExists",
+    "OutputNotOurs",
+    "PathsOverlap",
+    "PipelineError",
+    "Refused",
+    "ReportExists",
+    "SampleExists",
+    "TableMissing",
+]
 
 
 class TableMissing(PipelineError):
@@ -21,28 +45,8 @@ class TableMissing(PipelineError):
         self.table = table
 
 
-class Refused(PipelineError):
-    """The run was refused before anything was read or written (the CLI exits 2)."""
-
-
-class InputMissing(Refused):
-    """INPUT does not exist (or is a broken symbolic link)."""
-
-
-class InputEmpty(Refused):
-    """INPUT holds no file to count."""
-
-
 class PathsOverlap(Refused):
     """OUTPUT, --report or --work-dir is INPUT, lies inside it, or contains it."""
-
-
-class OutputExists(Refused):
-    """OUTPUT exists and is not empty, and --overwrite was not given."""
-
-
-class OutputNotOurs(Refused):
-    """--overwrite was given but OUTPUT is not a folder this tool wrote (or holds more)."""
 
 
 class ReportExists(Refused):

@@ -17,7 +17,7 @@ from typing import Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .._cli.errors import RefusedUsage, UserError, explain
+from ..cli.errors import RefusedUsage, UserError, explain
 from ..errors import XorAckError
 from .errors import Refused
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spark.examples.wordcount import tracked_wordcount
+from ..spark.examples.wordcount import WordCountOptions, tracked_wordcount
 from ..spark.files import is_connect
 from ..spark.job import TrackedJob
+from ..spark.paths import is_remote
 from ..spark.report import RoundObserver, TrackedReport
-from .options import WordCountOptions
-from .paths import is_remote
 from .verify import read_output
 
 #: The report of a word count run: the library's.

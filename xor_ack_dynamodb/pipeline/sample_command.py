@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._cli.errors import RefusedUsage, explain
+from ..cli.errors import RefusedUsage, explain
 from .corpus import generate
 from .errors import Refused
 from .options import shown

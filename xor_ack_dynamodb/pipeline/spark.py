@@ -18,9 +18,6 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .errors import PipelineError
-from .paths import MANIFEST, Listing
-
 #: Task attempts per task in local mode when faults are injected (``local[N,F]``).
 LOCAL_MAX_FAILURES = 8
 
@@ -73,7 +70,7 @@ def build_session(
             "spark.driver.host": "127.0.0.1",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
-            "spark.python.daemon.module": "xor_ack_dynamodb.pipeline.daemon",
+            "spark.python.daemon.module": "xor_ack_dynamodb.spark.daemon",
         }.items():
             builder = builder.config(key, value)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -162,67 +159,3 @@ def stop_session(spark: SparkSession | None, timeout: float = 15.0) -> None:
 
 
 # -- the Hadoop file system: the job's writes, for any scheme ----------------------------
-
-
-def _fs(spark: SparkSession, target: str) -> tuple[Any, Any]:
-    jvm: Any = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(target)
-    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
-
-
-def delete_path(spark: SparkSession, target: str) -> None:
-    """Remove ``target`` (recursively) if it exists: only ever a path the job created."""
-    fs, path = _fs(spark, target)
-    if fs.exists(path):
-        fs.delete(path, True)
-
-
-def listing(spark: SparkSession, target: str) -> Listing | None:
-    """What is at ``target`` (:class:`.paths.Listing`), None if nothing."""
-    fs, path = _fs(spark, target)
-    if not fs.exists(path):
-        return None
-    if not fs.getFileStatus(path).isDirectory():
-        return Listing(is_dir=False)
-    names = tuple(sorted(status.getPath().getName() for status in fs.listStatus(path)))
-    manifest = read_text(spark, f"{target.rstrip('/')}/{MANIFEST}") if MANIFEST in names else None
-    return Listing(is_dir=True, names=names, manifest=manifest)
-
-
-def read_text(spark: SparkSession, target: str) -> str | None:
-    fs, path = _fs(spark, target)
-    jvm: Any = spark._jvm
-    stream = fs.open(path)
-    try:
-        data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
-    finally:
-        stream.close()
-    try:
-        return bytes(data).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def write_text(spark: SparkSession, target: str, text: str) -> None:
-    """Create ``target`` (never over an existing file) holding ``text``."""
-    fs, path = _fs(spark, target)
-    stream = fs.create(path, False)
-    try:
-        stream.write(bytearray(text.encode("utf-8")))
-    finally:
-        stream.close()
-
-
-def rename(spark: SparkSession, source: str, target: str) -> None:
-    """Rename ``source`` to ``target`` (which must not exist)."""
-    fs, src = _fs(spark, source)
-    _, dst = _fs(spark, target)
-    if fs.exists(dst) or not fs.rename(src, dst):
-        raise PipelineError(f"could not rename {source} to {target}")
-
-
-def remove_empty_folder(spark: SparkSession, target: str) -> None:
-    """Remove ``target`` only if it is an empty folder (fails otherwise)."""
-    fs, path = _fs(spark, target)
-    if fs.listStatus(path) or not fs.delete(path, False):
-        raise PipelineError(f"{target} is no longer empty: it was left as it is")

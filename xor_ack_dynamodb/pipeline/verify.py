@@ -15,10 +15,10 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 
+from ..spark.examples.words import count_lines
+from ..spark.paths import is_remote, list_local, local_path, printable, read_local
 from ..spark.report import TrackedReport
 from .errors import Refused
-from .paths import is_remote, list_local, local_path, printable, read_local
-from .words import count_lines
 
 #: Word counts in the sentence of a mismatch.
 SHOWN = 3

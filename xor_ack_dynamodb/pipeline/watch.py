@@ -19,15 +19,16 @@ from typing import Any
 
 import click
 
-from .._cli.errors import RefusedUsage, UserError, explain
-from .._cli.signals import stop_on_signals
-from ..events.kinds import Acked, Failed
+from ..cli.errors import RefusedUsage, UserError, explain
+from ..cli.signals import stop_on_signals
+from ..lifecycle import Acked, Failed
+from ..spark.examples.wordcount import WordCountOptions
+from ..spark.faults import FaultConfig
+from ..spark.paths import is_remote, local_path, qualified
 from .chains_table import _tracker
 from .errors import OutputNotOurs, Refused
-from .faults import FaultConfig
 from .interruption import Interrupted, ending, session_name
-from .options import WordCountOptions
-from .paths import check_paths, is_remote, local_path, qualified
+from .paths import check_paths
 from .progress import RichProgress, plural
 
 #: The stream's checkpoint, inside OUTPUT (a name Spark's readers skip).

@@ -11,21 +11,14 @@ from pathlib import Path
 
 import click
 
-from .._cli.errors import RefusedUsage, UserError, explain
-from .._cli.options import check_endpoint, check_key, check_region, check_table
+from ..cli.errors import RefusedUsage, UserError, explain
+from ..cli.options import check_endpoint, check_key, check_region, check_table
+from ..spark.paths import is_remote, judge_output, list_local, local_listing
 from .chains_table import _maybe_tracker
 from .errors import Refused
 from .interruption import _interrupted, ending, session_name
 from .options import shown
-from .paths import (
-    check_paths,
-    check_report,
-    is_remote,
-    judge_output,
-    list_local,
-    local_listing,
-    write_atomically,
-)
+from .paths import check_paths, check_report, write_atomically
 
 
 @click.command("wordcount")
@@ -157,7 +150,7 @@ def wordcount(
     before anything is touched (missing INPUT, OUTPUT that exists, paths that
     overlap), 130 when interrupted.  See docs/pipeline.md.
     """
-    from .faults import FaultConfig
+    from ..spark.faults import FaultConfig
     from .progress import RichProgress, conclusion, plural
 
     started = time.monotonic()

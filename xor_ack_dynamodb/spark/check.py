@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline.paths import is_remote, local_path
 from .digest import combine_lanes, lanes_sums_by
+from .paths import is_remote, local_path
 from .stages import HASH_HIGH, HASH_LOW, ID
 
 

@@ -2,14 +2,14 @@
 
 Executors never read the client's environment (over Spark Connect they run on
 the server and do not see it): the driver resolves a small picklable
-:class:`~xor_ack_dynamodb.pipeline.tracker.TrackerConfig` and ships it inside
+:class:`~xor_ack_dynamodb.spark.tracker.TrackerConfig` and ships it inside
 the stage functions.  Each setting comes from, in order: the argument, the
 session's conf (``spark.xorack.table``, ``spark.xorack.endpoint``,
 ``spark.xorack.region``, ``spark.xorack.partitionKey``), the environment
 (``XOR_ACK_TABLE``, ``AWS_ENDPOINT_URL_DYNAMODB`` / ``AWS_ENDPOINT_URL``,
 ``AWS_REGION`` / ``AWS_DEFAULT_REGION``).  Credentials are never shipped: each
 executor uses its own default AWS credential chain (dummy ones only for a
-loopback endpoint when its environment names none, ``_aws``'s rule).
+loopback endpoint when its environment names none, ``aws``'s rule).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..item import DEFAULT_PARTITION_KEY
-from ..pipeline.tracker import TrackerConfig
+from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from .errors import TrackingNotConfigured
+from .tracker import TrackerConfig
 
 CONF_PREFIX = "spark.xorack."
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline.keyed import Keyed
+from .keyed import Keyed
 
 MOD = 1 << 128
 _LANES = 2

@@ -1,27 +1,52 @@
-"""Errors of the Spark library that a user can act on (all are :class:`PipelineError`)."""
+"""Errors of the Spark library that a user can act on (all are :class:`SparkTrackingError`)."""
 
 from __future__ import annotations
 
-from ..pipeline.errors import PipelineError
+from ..errors import XorAckError
 
 
-class TrackingNotConfigured(PipelineError):
+class SparkTrackingError(XorAckError):
+    """A tracked Spark job cannot go on as asked; the message says why and what to do."""
+
+
+class Refused(SparkTrackingError):
+    """The run was refused before anything was read or written."""
+
+
+class InputMissing(Refused):
+    """The input folder does not exist (or is a broken symbolic link)."""
+
+
+class InputEmpty(Refused):
+    """The input folder holds no file to process."""
+
+
+class OutputExists(Refused):
+    """The output exists and is not empty, and the sink was not asked to overwrite it
+    (``Sink(overwrite=True)``)."""
+
+
+class OutputNotOurs(Refused):
+    """Overwrite was asked, but the output is not a folder this library wrote (or holds more)."""
+
+
+class TrackingNotConfigured(SparkTrackingError):
     """No chains table was named (argument, session conf or environment)."""
 
 
-class RemoteFilesUnsupported(PipelineError):
+class RemoteFilesUnsupported(SparkTrackingError):
     """Staging and committing a Hadoop URI needs the JVM, which Spark Connect does not expose."""
 
 
-class OutputSchemaMismatch(PipelineError):
+class OutputSchemaMismatch(SparkTrackingError):
     """The user's function returned columns that do not fit the declared output schema."""
 
 
-class BatchFailed(PipelineError):
+class BatchFailed(SparkTrackingError):
     """A micro-batch of a tracked stream ended with inputs that failed (the query stops)."""
 
 
-class InputRejected(PipelineError):
+class InputRejected(SparkTrackingError):
     """Raised by the user's function: this input can never be processed (e.g. not UTF-8).
 
     The input ends ``failed`` at once with the message as its reason, and is not
@@ -30,10 +55,10 @@ class InputRejected(PipelineError):
     """
 
 
-class InputsInterleaved(PipelineError):
+class InputsInterleaved(SparkTrackingError):
     """A task's rows of one input were not contiguous: its round fails rather than
     run the user's function twice over parts of one input."""
 
 
-class RoundTimedOut(PipelineError):
+class RoundTimedOut(SparkTrackingError):
     """A round's Spark jobs ran past the per-round timeout and were cancelled."""

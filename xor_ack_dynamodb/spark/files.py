@@ -4,7 +4,7 @@ A local path (``/x``, ``file:/x``) is handled by Python's ``os`` on the driver
 (or the Spark Connect client, which must then share the file system with the
 server, as on one machine); a Hadoop URI (``s3a://``, ``hdfs://``) through
 Hadoop's FileSystem API in the driver's JVM, which only classic Spark exposes.
-The rules of what may be replaced are ``pipeline.paths``'s, unchanged.
+The rules of what may be replaced are ``paths``'s, unchanged.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import os
 import shutil
 from typing import Any
 
-from ..pipeline.errors import PipelineError
-from ..pipeline.paths import Listing, is_remote, local_listing, local_path
-from .errors import RemoteFilesUnsupported
+from .errors import RemoteFilesUnsupported, SparkTrackingError
+from .paths import Listing, is_remote, local_listing, local_path
 
 
 def is_connect(spark: Any) -> bool:
@@ -26,7 +25,7 @@ def is_connect(spark: Any) -> bool:
 def _hadoop() -> Any:
     # Imported only for a Hadoop URI: it needs classic PySpark (the JVM), which the
     # thin Spark Connect client (pyspark-client) does not ship.
-    from ..pipeline import spark as hadoop
+    from . import hadoop
 
     return hadoop
 
@@ -63,7 +62,7 @@ class Files:
             return
         src, dst = local_path(source), local_path(target)
         if os.path.lexists(dst):
-            raise PipelineError(f"could not rename {source} to {target}: {target} exists")
+            raise SparkTrackingError(f"could not rename {source} to {target}: {target} exists")
         os.rename(src, dst)
 
     def remove_empty_folder(self, target: str) -> None:

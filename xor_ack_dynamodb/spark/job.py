@@ -1,7 +1,7 @@
 """The driver of a tracked job: rounds of chains, judging, replay, one commit.
 
 Round ``k`` takes the inputs still pending, each under a new chain
-``run_id/key#k`` (``pipeline.plan.file_tag``):
+``run_id/key#k`` (``plan.file_tag``):
 
 1. the driver creates every chain of the round (stamp ``F``);
 2. one Spark job: the user's function per input (``mapInArrow`` over each
@@ -16,7 +16,7 @@ Round ``k`` takes the inputs still pending, each under a new chain
 
 Then the output: the rows of each input's acked round only (a join), through
 the sink's ``finish``, written into the staging folder, given a manifest, and
-renamed onto the output, which is judged by ``pipeline.paths``'s rules (never
+renamed onto the output, which is judged by ``paths``'s rules (never
 replacing what this library did not write).  DataFrame API only: the same code
 runs on classic Spark and over Spark Connect.
 
@@ -40,27 +40,27 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..chain import ChainState
+from ..dynamodb.sync import SyncXorAckDynamoDB
 from ..errors import TagNotFound
-from ..events.kinds import Acked, Failed, failure
-from ..item import ChainState
-from ..pipeline.faults import FaultConfig
-from ..pipeline.keyed import Keyed
-from ..pipeline.paths import (
+from ..lifecycle import Acked, Failed, failure
+from . import output, stages
+from .check import committed_sums
+from .errors import RoundTimedOut
+from .faults import FaultConfig
+from .files import Files
+from .jobs import TaggedJobs
+from .keyed import Keyed
+from .paths import (
     judge_output,
     qualified,
     staging_path,
 )
-from ..pipeline.plan import file_tag
-from ..pipeline.tracker import TrackerConfig, chains_for
-from ..sync import SyncXorAckDynamoDB
-from . import output, stages
-from .check import committed_sums
-from .errors import RoundTimedOut
-from .files import Files
-from .jobs import TaggedJobs
+from .plan import file_tag
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
+from .tracker import TrackerConfig, chains_for
 
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")

@@ -2,7 +2,7 @@
 
 Only each input's acked round counts (a join of the staged rows with the pairs
 (round, input)); the sink's ``finish`` shapes them; the files go to the staging
-folder, get a manifest, and are renamed onto the output as ``pipeline.paths``
+folder, get a manifest, and are renamed onto the output as ``paths``
 judges it: absent, an empty folder, or a former output of this library (never
 what it did not write).
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..pipeline.paths import MANIFEST, OutputAction, judge_output, manifest_text
 from .files import Files
+from .paths import MANIFEST, OutputAction, judge_output, manifest_text
 from .sink import Sink
 from .stages import ID, STAGED_DDL
 

@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from ..chain import ChainState
 from ..errors import ChainFailed, ChainMoved, TagNotFound
-from ..item import ChainState
-from ..pipeline.faults import FaultConfig, TaskFaults
-from ..pipeline.keyed import Keyed
-from ..pipeline.tracker import TrackerConfig, chains_for
 from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
 from .errors import InputRejected, InputsInterleaved, OutputSchemaMismatch
+from .faults import FaultConfig, TaskFaults
+from .keyed import Keyed
+from .tracker import TrackerConfig, chains_for
 
 #: Internal columns, never in the user's rows or output.
 INPUT = "_xa_input"

@@ -42,7 +42,7 @@ def track_stream(
     Returns the ``StreamingQuery``; ``available_now=True`` processes what is there
     and stops (``query.awaitTermination()``).
     """
-    from . import track
+    from .tracking import track
 
     def batch(frame: Any, batch_id: int) -> None:
         target = replace(sink, path=batch_path(sink.path, batch_id), overwrite=True)

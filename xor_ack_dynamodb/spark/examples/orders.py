@@ -14,8 +14,8 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ...pipeline.faults import FaultConfig
 from .. import Sink, TrackedReport, track
+from ..faults import FaultConfig
 
 SCHEMA = "order_id long, customer string, cents long, file string"
 

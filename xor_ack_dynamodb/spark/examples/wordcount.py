@@ -1,13 +1,13 @@
 """The word count as a tracked job: per file its words' counts, then the sum over files.
 
 Each input is a text file; the function counts the words of one file (lines
-lower-cased, ``\\w+`` matches, ``pipeline.words``) and returns ``(word, n)``
+lower-cased, ``\\w+`` matches, ``words``) and returns ``(word, n)``
 rows; the sink sums them by word over the acked files and writes CSV
 ``word,count`` (by count, then word, in each file).
 
 Two ways to the files, one function of the words:
 
-- local files (``/x``, ``file:/x``): listed on the driver (``pipeline.paths``:
+- local files (``/x``, ``file:/x``): listed on the driver (``paths``:
   hidden names skipped, links followed, any name a POSIX file system allows), and
   each read by the task that counts it.  A file that cannot be counted (not UTF-8,
   unreadable) is rejected (:class:`~xor_ack_dynamodb.spark.InputRejected`): it
@@ -23,17 +23,52 @@ client, must then see the local files the executors read).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ...pipeline.faults import FaultConfig
-from ...pipeline.options import WordCountOptions
-from ...pipeline.paths import Unreadable, is_remote, list_local, printable, read_local
-from ...pipeline.words import count_lines, count_words
 from .. import Sink, TrackedReport
 from ..errors import InputRejected
+from ..faults import FaultConfig
 from ..job import EventSink, JobSpec, TrackedJob
+from ..paths import Unreadable, is_remote, list_local, printable, read_local
 from ..report import InputResult, RoundObserver
+from ..tracker import TrackerConfig
+from .words import count_lines, count_words
+
+
+@dataclass
+class WordCountOptions:
+    """Everything a run needs besides the SparkSession."""
+
+    input: str
+    output: str
+    tracking: bool = True
+    tracker: TrackerConfig | None = None
+    #: Shuffle partitions of the counted rows before they are staged; None: Spark's setting.
+    partitions: int | None = None
+    #: Seconds a round may take; its unfinished files are replayed.
+    timeout: float = 300.0
+    max_attempts: int = 8
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    run_id: str | None = None
+    work_dir: str | None = None
+    keep_staging: bool = False
+    #: Replace an existing OUTPUT, if it is a folder this tool wrote (see ``paths``).
+    overwrite: bool = False
+    output_partitions: int = 1
+
+    def __post_init__(self) -> None:
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError("partitions must be >= 1")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be > 0 seconds")
+        if self.output_partitions < 1:
+            raise ValueError("output_partitions must be >= 1")
+        if self.tracking and self.tracker is None:
+            raise ValueError("tracking needs a tracker (TrackerConfig)")
+
 
 SCHEMA = "word string, n long"
 
@@ -159,7 +194,7 @@ def tracked_wordcount(
 def wordcount(spark: Any, input_: str, output: str, **options: Any) -> TrackedReport:
     """Count the words of the text files under ``input_`` into ``output`` (CSV), tracked.
 
-    ``options``: :class:`~xor_ack_dynamodb.pipeline.WordCountOptions`' fields; the
+    ``options``: :class:`WordCountOptions`' fields; the
     chains' table, unless ``tracker=`` or ``tracking=False``, as :func:`track` finds it
     (``table=``, ``endpoint_url=``, ``region=``, the session's conf, the environment).
     """

@@ -1,1 +1,0 @@
-"""The ``xor-ack`` command line, one module per concern; ``xor_ack_dynamodb.cli`` assembles it."""

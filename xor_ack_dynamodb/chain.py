@@ -1,0 +1,108 @@
+"""The chain's vocabulary: what a chain is as its readers see it, and the token rule.
+
+:class:`ChainState` is one chain's snapshot (``get()`` returns it; errors carry it);
+``check_token`` / ``token_digest`` are the rule every idempotency token follows.
+Both trackers' layers and every integration read these; this module imports only
+the rest of the vocabulary (``errors``, ``stamps``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from .errors import InvalidToken
+from .stamps import Stamp
+
+MAX_TOKEN_BYTES = 16
+WRITE_TOKEN_BYTES = 8
+
+
+def check_token(token: object) -> bytes | None:
+    """Validate an idempotency token and return its 8-byte digest, as the item keeps it.
+
+    Items keep fixed-size digests (BLAKE2b, 64 bits) so the recent tokens are one
+    small binary attribute; two different tokens of one chain collide with a chance
+    of about window**2 / 2**65.
+    """
+    if token is None:
+        return None
+    if isinstance(token, str):
+        try:
+            token = token.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidToken(
+                f"a str token must be encodable as UTF-8 (no lone surrogates), not {token!r}"
+            ) from exc
+    if not isinstance(token, (bytes, bytearray)) or not 1 <= len(token) <= MAX_TOKEN_BYTES:
+        raise InvalidToken(
+            f"a token must be 1 to {MAX_TOKEN_BYTES} bytes (or a str of as many UTF-8 bytes),"
+            f" not {token!r}"
+        )
+    return hashlib.blake2b(bytes(token), digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """What ``get()`` returns: a snapshot of one chain."""
+
+    tag: str
+    stamp: Stamp
+    chain_id: bytes
+    version: int
+    tokens: tuple[bytes, ...]
+    created_at: float
+    updated_at: float
+    acked_at: float | None = None
+    failed_at: float | None = None
+    reason: str | None = None
+    expires_at: float | None = None
+    #: Epoch seconds by which the chain must ack (None: no deadline); live chains only.
+    deadline: float | None = None
+    #: Seconds each landed stamp moves the deadline ahead to (None: a fixed deadline).
+    idle_timeout: float | None = None
+
+    @property
+    def acked(self) -> bool:
+        """Every stamp of the chain landed: the state is all zeros."""
+        return self.stamp.acked
+
+    @property
+    def failed(self) -> bool:
+        return self.failed_at is not None
+
+    @property
+    def live(self) -> bool:
+        """Neither acked nor failed: stamps may still land."""
+        return not self.acked and not self.failed
+
+    def overdue(self, now: float | None = None) -> bool:
+        """Live past its deadline: no write lands on it any more, a sweep fails it ("timeout")."""
+        moment = time.time() if now is None else now
+        return self.live and self.deadline is not None and self.deadline <= moment
+
+    def holds(self, token: bytes | str) -> bool:
+        """Is a stamp with this idempotency ``token`` among the chain's last writes?
+
+        The chain keeps the digests of its last ``token_window`` writes' tokens
+        (``token_digest``): True means that stamp landed; False, that it did not land
+        within that window.
+        """
+        return token_digest(token) in self.tokens
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (
+            time.time() if now is None else now
+        )
+
+
+def token_digest(token: bytes | str) -> bytes:
+    """The 8 bytes a chain keeps in ``tokens`` for a stamp's idempotency ``token``.
+
+    ``InvalidToken`` for a token a stamp would refuse (1 to 16 bytes, or a str of as
+    many UTF-8 bytes).
+    """
+    digest = check_token(token)
+    assert digest is not None
+    return digest

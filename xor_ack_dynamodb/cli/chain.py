@@ -1,0 +1,278 @@
+"""``xor-ack chain``: create, stamp, touch, show, list, fail or delete chains by hand."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any, get_args
+
+import click
+
+from ..chain import ChainState
+from ..dynamodb import ListStatus
+from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
+from .errors import UserError
+from .options import Verbs, _settings, choice_option, json_option, seconds_option
+from .show import _echo_pairs, _when
+
+
+def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
+    """A stamp in hex (``0x`` allowed); empty or not hex is a usage error."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower().startswith("0x"):
+        text = text[2:]
+    try:
+        data = bytes.fromhex(text)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not hexadecimal (e.g. 9f86d081884c7d65)") from None
+    if not data:
+        raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
+    return data
+
+
+def _check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value:
+        raise click.BadParameter("a tag cannot be empty")
+    return value
+
+
+def _state_word(state: ChainState, now: float | None = None) -> str:
+    if state.acked:
+        return "acked"
+    if state.failed:
+        return "failed"
+    return "overdue" if state.overdue(now) else "pending"
+
+
+def _state_dict(state: ChainState, now: float | None = None) -> dict[str, Any]:
+    return {
+        "tag": state.tag,
+        "stamp": state.stamp.hex(),
+        "state": _state_word(state, now),
+        "acked": state.acked,
+        "failed": state.failed,
+        "reason": state.reason,
+        "chain_id": state.chain_id.hex(),
+        "version": state.version,
+        "tokens": len(state.tokens),
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "acked_at": state.acked_at,
+        "failed_at": state.failed_at,
+        "expires_at": state.expires_at,
+        "deadline": state.deadline,
+        "idle_timeout": state.idle_timeout,
+        "overdue": state.overdue(now),
+    }
+
+
+@click.group(cls=Verbs)
+def chain() -> None:
+    """Create, stamp, touch, show, list, fail or delete chains by hand (hex stamps)."""
+
+
+@chain.command("create")
+@click.argument("tag", callback=_check_tag)
+@click.argument("stamp", required=False, callback=_stamp)
+@click.option(
+    "--bytes",
+    "nbytes",
+    type=click.IntRange(min=MIN_NBYTES),
+    default=DEFAULT_NBYTES,
+    show_default=True,
+    help="Size of the random stamp made when STAMP is omitted.",
+)
+@seconds_option("--ttl", "Delete the item after SECONDS (garbage collection, after any deadline).")
+@seconds_option("--timeout", "Fail the chain if not acked within SECONDS.")
+@seconds_option(
+    "--idle-timeout",
+    "Fail the chain if SECONDS pass without a stamp (each stamp moves the deadline).",
+)
+@click.pass_context
+def chain_create(
+    ctx: click.Context,
+    tag: str,
+    stamp: bytes | None,
+    nbytes: int,
+    ttl: float | None,
+    timeout: float | None,
+    idle_timeout: float | None,
+) -> None:
+    """Start chain TAG with STAMP (hex); a random stamp is made and printed if omitted.
+
+    \b
+    Example:
+      xor-ack chain create job-1 --timeout 600 --ttl 86400 --table my-chains
+    """
+    value = stamp if stamp is not None else secrets.token_bytes(nbytes)
+    result = (
+        _settings(ctx)
+        .chains()
+        .create(tag, value, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
+    )
+    click.echo(f"{tag} created, state {result.hex()}")
+
+
+@chain.command("stamp")
+@click.argument("tag", callback=_check_tag)
+@click.argument("stamp", callback=_stamp)
+@click.option("--token", help="Idempotency token (1-16 bytes): a re-sent stamp applies once.")
+@click.pass_context
+def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -> None:
+    """XOR STAMP (hex) into chain TAG and print the new state.
+
+    \b
+    Example:
+      xor-ack chain stamp job-1 9f86d081884c7d659a2feaa0c55ad015 --token worker-1
+    """
+    result = _settings(ctx).chains().stamp(tag, stamp, token=token)
+    click.echo(f"{tag} state {result.hex()} ({'acked' if result.acked else 'pending'})")
+
+
+def _show(ctx: click.Context, tag: str, as_json: bool) -> None:
+    state = _settings(ctx).chains().get(tag)
+    if state is None:
+        raise UserError(f'"{tag}" does not exist (never created, deleted or expired)')
+    now = time.time()
+    if as_json:
+        click.echo(json.dumps(_state_dict(state, now), indent=2))
+        return
+    pairs: list[tuple[str, object]] = [
+        ("tag", state.tag),
+        ("state", _state_word(state, now) + (f" ({state.reason})" if state.reason else "")),
+        ("stamp", state.stamp.hex()),
+        ("version", state.version),
+        ("created", _when(state.created_at)),
+        ("updated", _when(state.updated_at)),
+    ]
+    if state.deadline is not None and state.live:
+        pairs.append(("deadline", _when(state.deadline) + _from_now(state.deadline, now)))
+    if state.idle_timeout is not None and state.live:
+        pairs.append(("idle timeout", f"{state.idle_timeout:g} s (each stamp moves the deadline)"))
+    if state.acked_at is not None:
+        pairs.append(("acked", _when(state.acked_at)))
+    if state.failed_at is not None:
+        pairs.append(("failed", _when(state.failed_at)))
+    pairs.append(("expires", _when(state.expires_at)))
+    _echo_pairs(pairs)
+
+
+def _from_now(moment: float, now: float) -> str:
+    left = moment - now
+    return f" (in {left:.0f} s)" if left > 0 else f" (overdue by {-left:.0f} s)"
+
+
+@chain.command("show")
+@click.argument("tag", callback=_check_tag)
+@json_option()
+@click.pass_context
+def chain_show(ctx: click.Context, tag: str, as_json: bool) -> None:
+    """Show chain TAG: state, deadline, times, reason (exit 1 if it does not exist).
+
+    An open chain past its deadline shows as "overdue" until a sweep (or a late
+    write) fails it with reason "timeout".
+
+    \b
+    Example:
+      xor-ack chain show job-1 --table my-chains --json
+    """
+    _show(ctx, tag, as_json)
+
+
+@chain.command("get")
+@click.argument("tag", callback=_check_tag)
+@json_option()
+@click.pass_context
+def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
+    """Show chain TAG, as `chain show` does (exit 1 if it does not exist).
+
+    \b
+    Example:
+      xor-ack chain get job-1 --table my-chains --json
+    """
+    _show(ctx, tag, as_json)
+
+
+@chain.command("touch")
+@click.argument("tag", callback=_check_tag)
+@seconds_option(
+    "--timeout", "Move the deadline to now + SECONDS [default: the chain's idle timeout]."
+)
+@click.pass_context
+def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
+    """Push chain TAG's deadline later (Storm's resetTimeout); never earlier.
+
+    \b
+    Example:
+      xor-ack chain touch job-1 --timeout 300
+    """
+    state = _settings(ctx).chains().touch(tag, timeout=timeout)
+    click.echo(f"{tag} deadline {_when(state.deadline)}")
+
+
+@chain.command("list")
+@choice_option(
+    "--status",
+    get_args(ListStatus),
+    "open: not acked nor failed; overdue: open past the deadline; failed: tombstones.",
+    "open",
+)
+@click.option("--limit", type=click.IntRange(min=1), help="At most N chains.")
+@json_option("Print one JSON object per chain.")
+@click.pass_context
+def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_json: bool) -> None:
+    """List open, overdue or failed chains from the inventory indexes (no scan).
+
+    One Query per index shard and page, then the chains themselves, read
+    consistently: what is listed is what the items say now.  Text output is one
+    line per chain (tag, state, deadline or failure), then a count on stderr.
+
+    \b
+    Example:
+      xor-ack chain list --status overdue --limit 50 --json
+    """
+    now = time.time()
+    count = 0
+    for state in _settings(ctx).chains().list_chains(status=status, limit=limit):
+        count += 1
+        if as_json:
+            click.echo(json.dumps(_state_dict(state, now), separators=(",", ":")))
+        elif state.failed:
+            click.echo(f"{state.tag}\tfailed\t{_when(state.failed_at)}\t{state.reason}")
+        else:
+            due = "-" if state.deadline is None else _when(state.deadline)
+            click.echo(f"{state.tag}\t{_state_word(state, now)}\t{due}")
+    if not as_json:
+        click.echo(f"{count} {status} chain(s)", err=True)
+
+
+@chain.command("fail")
+@click.argument("tag", callback=_check_tag)
+@click.option("--reason", default="failed", show_default=True, help="Why it failed.")
+@click.pass_context
+def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
+    """Close chain TAG as failed (an acked chain stays acked).
+
+    \b
+    Example:
+      xor-ack chain fail job-1 --reason "worker lost"
+    """
+    state = _settings(ctx).chains().fail(tag, reason)
+    click.echo(f"{tag} {_state_word(state)}" + (f" ({state.reason})" if state.reason else ""))
+
+
+@chain.command("delete")
+@click.argument("tag", callback=_check_tag)
+@click.pass_context
+def chain_delete(ctx: click.Context, tag: str) -> None:
+    """Delete chain TAG's item.
+
+    \b
+    Example:
+      xor-ack chain delete job-1
+    """
+    _settings(ctx).chains().delete(tag)
+    click.echo(f"{tag} deleted")

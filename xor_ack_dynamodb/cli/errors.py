@@ -1,0 +1,55 @@
+"""The errors a user can act on, each said in one ``error: ...`` line."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
+
+from ..dynamodb.aws import error_code, error_message
+from ..errors import XorAckError
+
+
+class UserError(click.ClickException):
+    """A mistake the user can fix: one ``error: ...`` line on stderr, exit 1."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=file is None, file=file)
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+def explain(exc: BaseException) -> str | None:
+    """The one-line message for an error a user can act on, or None for a bug."""
+    if isinstance(exc, XorAckError):
+        return f"{exc.code}: {_one_line(str(exc))}"
+    if isinstance(exc, ClientError):
+        code = error_code(exc) or "ClientError"
+        message = _one_line(error_message(exc) or str(exc))
+        hint = ""
+        if code == "ResourceNotFoundException":
+            hint = " (create the table with `xor-ack table create`, or pass --table)"
+        elif code in ("UnrecognizedClientException", "InvalidSignatureException"):
+            hint = " (check the AWS credentials)"
+        return f"{code}: {message}{hint}"
+    if isinstance(exc, ParamValidationError):
+        return _one_line(str(exc))
+    if isinstance(exc, BotoCoreError):
+        text = _one_line(str(exc))
+        if "Could not connect to the endpoint URL" in text:
+            return f"{text} (is it running? `xor-ack local start` starts one)"
+        if type(exc).__name__ == "NoRegionError":
+            return "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"
+        if type(exc).__name__ == "NoCredentialsError":
+            return "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID"
+        return text
+    return None
+
+
+class RefusedUsage(UserError):
+    """A run refused before anything was touched: one ``error:`` line, exit 2."""
+
+    exit_code = 2

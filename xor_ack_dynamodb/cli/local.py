@@ -1,0 +1,128 @@
+"""``xor-ack local``: one detached DynamoDB Local (or moto server) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..dynamodb.local import Backend, ServerState, server_status, start_detached, stop_detached
+from ..dynamodb.local.server import _answers
+from ..dynamodb.table import TTL_ATTRIBUTE, create_table
+from .options import Settings, Verbs, _settings, backend_option
+from .show import _echo_pairs, _when
+
+#: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
+NOT_RUNNING = 3
+
+
+@click.group(cls=Verbs)
+def local() -> None:
+    """Run DynamoDB Local on 127.0.0.1 without Docker.
+
+    Falls back to moto's server, and says so, where Java 17 or npm is missing.
+    """
+
+
+@local.command("start")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="[default: a free port]")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the tables in this directory across restarts.",
+)
+@click.option("--in-memory", is_flag=True, help="Keep the tables in memory (the default).")
+@backend_option(
+    "--backend", "auto: DynamoDB Local, or moto's server where Java 17 or npm is missing."
+)
+@click.option(
+    "--create-table", "with_table", is_flag=True, help="Also create the table (see --table)."
+)
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Startup timeout (s).")
+@click.pass_context
+def local_start(
+    ctx: click.Context,
+    port: int,
+    data_dir: Path | None,
+    in_memory: bool,
+    backend: Backend,
+    with_table: bool,
+    timeout: float,
+) -> None:
+    """Start a local DynamoDB in the background and print its endpoint.
+
+    Stdout is one line, `export AWS_ENDPOINT_URL_DYNAMODB=...`, so that
+    `eval "$(xor-ack local start)"` points this shell (and the clients,
+    boto3 and the AWS CLI) at it.  The rest goes to stderr.  A --port that
+    is taken is refused (exit 1), and nothing is started.
+
+    \b
+    Example:
+      eval "$(xor-ack local start --port 8000 --create-table)"
+    """
+    if in_memory and data_dir is not None:
+        raise click.UsageError("--in-memory and --data-dir exclude each other")
+    state = start_detached(backend=backend, port=port, data_dir=data_dir, startup_timeout=timeout)
+    where = f"data in {state.data_dir}" if state.data_dir else "in memory"
+    click.echo(
+        f"{_kind_name(state)} running at {state.endpoint_url} (pid {state.pid}, {where}); "
+        "stop it with `xor-ack local stop`",
+        err=True,
+    )
+    if with_table:
+        settings = _settings(ctx)
+        spec = settings.spec()
+        at_local = Settings(state.endpoint_url, settings.region, spec.name, spec.partition_key)
+        create_table(at_local.client(), spec)
+        click.echo(
+            f"table {spec.name} ready (key {spec.partition_key}, TTL on {TTL_ATTRIBUTE})", err=True
+        )
+    click.echo(f"export AWS_ENDPOINT_URL_DYNAMODB={state.endpoint_url}")
+
+
+def _running(state: ServerState | None, hint: str = "", code: int = 0) -> ServerState:
+    """The server ``state`` tells of; with none, say so (and ``hint``) and exit with ``code``."""
+    if state is None:
+        click.echo(f"no local DynamoDB running{hint}")
+        sys.exit(code)
+    return state
+
+
+def _kind_name(state: ServerState) -> str:
+    return "DynamoDB Local" if state.kind == "dynamodb-local" else "moto server (test double)"
+
+
+@local.command("status")
+def local_status() -> None:
+    """Say whether the local DynamoDB runs (exit 0) or not (exit 3).
+
+    \b
+    Example:
+      xor-ack local status
+    """
+    state = _running(server_status(), " (start one with `xor-ack local start`)", NOT_RUNNING)
+    answering = _answers(state.endpoint_url)
+    _echo_pairs(
+        [
+            ("server", _kind_name(state)),
+            ("endpoint", state.endpoint_url),
+            ("pid", state.pid),
+            ("data", state.data_dir or "in memory"),
+            ("up since", _when(state.started_at)),
+            ("answering", "yes" if answering else "no"),
+            ("log", state.log_file),
+        ]
+    )
+
+
+@local.command("stop")
+def local_stop() -> None:
+    """Stop the local DynamoDB started by `xor-ack local start`.
+
+    \b
+    Example:
+      xor-ack local stop
+    """
+    state = _running(stop_detached())
+    click.echo(f"stopped {_kind_name(state)} at {state.endpoint_url} (pid {state.pid})")

@@ -1,0 +1,221 @@
+"""The options every command takes, before or after its name, and the settings they make."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from urllib.parse import urlsplit
+
+import click
+
+from ..dynamodb import aws
+from ..dynamodb.local.server import Backend
+from ..dynamodb.table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ..dynamodb.sync import SyncXorAckDynamoDB
+
+#: The root group's options that every command also takes after its name.
+CONNECTION_OPTIONS = ("endpoint_url", "region", "table", "partition_key")
+F = TypeVar("F", bound=Callable[..., Any])
+_REGION = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+@dataclass
+class Settings:
+    """The group's options, shared by every command."""
+
+    endpoint_url: str | None
+    region: str | None
+    table: str
+    partition_key: str
+    _client: DynamoDBClient | None = field(default=None, init=False, repr=False)
+
+    def spec(self, **options: Any) -> TableSpec:
+        return TableSpec(name=self.table, partition_key=self.partition_key, **options)
+
+    def client(self) -> DynamoDBClient:
+        """A boto3 DynamoDB client for these settings (made once; see ``aws``).
+
+        Fails fast by hand: three attempts, not the clients' ten.
+        """
+        if self._client is None:
+            config = aws.botocore_config(retries={"mode": "standard", "max_attempts": 3})
+            self._client = aws.sync_client(
+                endpoint=self.endpoint_url, region_name=self.region, config=config
+            )
+        return self._client
+
+    def chains(self) -> SyncXorAckDynamoDB:
+        from ..dynamodb.sync import SyncXorAckDynamoDB
+
+        return SyncXorAckDynamoDB(self.client(), table=self.table, partition_key=self.partition_key)
+
+
+def backend_option(name: str, help: str) -> Callable[[F], F]:
+    """The option that picks a local DynamoDB server: ``_local``'s ``Backend``, ``auto`` first."""
+    return choice_option(name, sorted(get_args(Backend)), help, "auto")
+
+
+def choice_option(
+    name: str, choices: Sequence[str], help: str, default: str | None = None
+) -> Callable[[F], F]:
+    """An option of one of ``choices``; its default, if any, shown in --help."""
+    return typed_option(name, click.Choice(choices), help, default)
+
+
+#: A number of seconds above 0 (``--timeout``, ``--ttl``, ``--watch``, ...).
+SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+def json_option(help: str = "Print JSON.") -> Callable[[F], F]:
+    """``--json``: print JSON instead of text (the command's parameter is ``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def seconds_option(name: str, help: str, default: float | None = None) -> Callable[[F], F]:
+    """An option of ``SECONDS``; its default, if it has one, is shown in --help."""
+    return typed_option(name, SECONDS, help, default)
+
+
+def typed_option(
+    name: str, kind: click.ParamType[Any], help: str, default: float | str | None = None
+) -> Callable[[F], F]:
+    """An option of type ``kind`` (a range, a choice); its default, if any, shown in --help."""
+    return click.option(
+        name, type=kind, default=default, show_default=default is not None, help=help
+    )
+
+
+def url_option(name: str, help: str, *, required: bool = False) -> Callable[[F], F]:
+    """An http(s) URL option (``check_endpoint``)."""
+    return click.option(name, metavar="URL", required=required, callback=check_endpoint, help=help)
+
+
+def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{value!r} is not an http(s) URL, e.g. http://127.0.0.1:8000")
+    return value
+
+
+def check_region(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not _REGION.fullmatch(value):
+        raise click.BadParameter(f"{value!r} is not an AWS region, e.g. us-east-1")
+    return value
+
+
+def _check_spec(**field: str) -> None:
+    try:
+        TableSpec(**field)  # type: ignore[arg-type]
+    except InvalidTableSpec as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        _check_spec(name=value)
+    return value
+
+
+def check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        _check_spec(partition_key=value)
+    return value
+
+
+def _connection_options(*, root: bool) -> list[click.Option]:
+    """The options of the root group (``root``: with defaults) or of every command (without).
+
+    A command's own value, when given, replaces the root group's (see ``Verb``).
+    """
+    table: dict[str, Any] = {}
+    key: dict[str, Any] = {}
+    if root:
+        table = {"envvar": "XOR_ACK_TABLE", "default": DEFAULT_TABLE, "show_default": True}
+        key = {"envvar": "XOR_ACK_PARTITION_KEY", "default": TableSpec().partition_key}
+        key["show_default"] = True
+    return [
+        click.Option(
+            ["--endpoint-url"],
+            metavar="URL",
+            callback=check_endpoint,
+            help="DynamoDB endpoint, e.g. http://127.0.0.1:8000 "
+            "[default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS]",
+        ),
+        click.Option(
+            ["--region"],
+            metavar="REGION",
+            callback=check_region,
+            help="AWS region [default: AWS_REGION, AWS_DEFAULT_REGION, the AWS profile's]",
+        ),
+        click.Option(
+            ["--table"],
+            metavar="NAME",
+            callback=check_table,
+            help="Table of the chains [env: XOR_ACK_TABLE]"
+            if root
+            else f"Table of the chains [default: XOR_ACK_TABLE, else {DEFAULT_TABLE}]",
+            **table,
+        ),
+        click.Option(
+            ["--partition-key"],
+            metavar="NAME",
+            callback=check_key,
+            help="Partition key attribute (holds the tag) [env: XOR_ACK_PARTITION_KEY]"
+            if root
+            else "Partition key attribute (holds the tag) "
+            f"[default: XOR_ACK_PARTITION_KEY, else {TableSpec().partition_key}]",
+            **key,
+        ),
+    ]
+
+
+_AFTER_THE_VERB = (
+    "--endpoint-url, --region, --table and --partition-key may come before or after the "
+    "command; given in both places, the one after the command wins."
+)
+
+
+class Verb(click.Command):
+    """A command that also takes the root group's options after its name; those win."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.extend(_connection_options(root=False))
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        formatter.write_paragraph()
+        formatter.write_text(_AFTER_THE_VERB)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        settings = ctx.find_object(Settings)
+        for name in CONNECTION_OPTIONS:
+            value = ctx.params.pop(name, None)
+            if value is not None and settings is not None:
+                setattr(settings, name, value)
+        return super().invoke(ctx)
+
+
+class Verbs(click.Group):
+    """A group of ``Verb`` commands (``table``, ``local``, ``chain``)."""
+
+    command_class = Verb
+
+
+def _settings(ctx: click.Context) -> Settings:
+    settings = ctx.find_object(Settings)
+    if settings is None:  # pragma: no cover - the root group always sets it
+        raise RuntimeError("xor-ack settings missing")
+    return settings

@@ -1,0 +1,84 @@
+"""``xor-ack sweep``: fail every overdue chain once, or keep doing it every SECONDS."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..chain import ChainState
+from ..dynamodb.sweeper import SweepSummary
+from ..errors import XorAckError
+from .errors import explain
+from .options import SECONDS, Verb, _settings, json_option
+from .show import _when
+from .signals import stop_on_signals as _stop_on_signals
+
+
+def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> None:
+    if as_json:
+        line = {"at": time.time(), **summary.as_dict()}
+        click.echo(json.dumps(line, separators=(",", ":")))
+        return
+    for state in failed:
+        click.echo(f"{state.tag} failed ({state.reason}) at {_when(state.failed_at)}")
+    click.echo(f"swept {summary.table}: {summary.failed} chain(s) failed ({summary.seconds:g} s)")
+
+
+@click.command("sweep", cls=Verb)
+@click.option(
+    "--watch",
+    type=SECONDS,
+    metavar="SECONDS",
+    help="Sweep again every SECONDS until Ctrl-C or SIGTERM.",
+)
+@json_option("Print one JSON object per sweep.")
+@click.pass_context
+def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
+    """Fail every chain past its deadline (reason "timeout"), once each.
+
+    Safe with any number of sweepers at once: each chain is failed by one
+    conditional write, so it is failed exactly once.  Prints the chains this
+    sweep failed, then one summary line (--json: one object per sweep).  With
+    --watch, sweeps every SECONDS and, on Ctrl-C or SIGTERM, ends with one
+    "stopped" line and exit 0; an error after the first sweep is printed and the
+    next sweep tries again.
+
+    \b
+    Example:
+      xor-ack sweep --watch 60 --table my-chains
+    """
+    settings = _settings(ctx)
+    chains = settings.chains()
+    table = settings.table
+
+    def once() -> int:
+        started = time.monotonic()
+        failed = chains.sweep()
+        summary = SweepSummary.of(table, failed, time.monotonic() - started)
+        _report(summary, failed, as_json)
+        return summary.failed
+
+    if watch is None:
+        once()
+        return
+    total = sweeps = 0
+    with _stop_on_signals() as stop:
+        while True:
+            try:
+                total += once()
+            except (XorAckError, ClientError, BotoCoreError) as exc:
+                if not sweeps:
+                    raise  # the first sweep failed (no table, no access): say so and end
+                # a later one is reported and tried again (throttling, a network blip):
+                # the next sweep fails what this one left
+                click.echo(f"error: {explain(exc)} (sweeping again in {watch:g} s)", err=True)
+            sweeps += 1
+            if stop.wait(watch):
+                break
+    click.echo(
+        f"stopped by {stop.signal} after {sweeps} sweep(s) of {table}: {total} chain(s) failed",
+        err=True,
+    )

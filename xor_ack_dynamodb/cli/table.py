@@ -1,0 +1,194 @@
+"""``xor-ack table``: create, describe, upgrade or delete the chains table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ..dynamodb.table import (
+    INDEXES,
+    STREAM_VIEW,
+    TTL_ATTRIBUTE,
+    TableInfo,
+    create_table,
+    delete_table,
+)
+from ..dynamodb.table import describe_table as describe_table_info
+from ..dynamodb.upgrade import plan_upgrade, upgrade_table
+from .options import Verbs, _settings, json_option, seconds_option
+from .show import _echo_pairs
+
+_UPGRADE_HINT = "run `xor-ack table upgrade` to add it"
+
+
+@click.group(cls=Verbs)
+def table() -> None:
+    """Create, describe, upgrade or delete the chains table."""
+
+
+@table.command("create")
+@click.option(
+    "--billing-mode",
+    type=click.Choice(["PAY_PER_REQUEST", "PROVISIONED"]),
+    default="PAY_PER_REQUEST",
+    show_default=True,
+    help="On-demand or provisioned capacity.",
+)
+@click.option("--read-capacity", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--write-capacity", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until ACTIVE.")
+@click.pass_context
+def table_create(
+    ctx: click.Context, billing_mode: Any, read_capacity: int, write_capacity: int, wait: bool
+) -> None:
+    """Create the table the clients expect (idempotent; TTL on expires_at).
+
+    The table gets a stream (NEW_AND_OLD_IMAGES) and the two sparse inventory
+    indexes.  An existing table is checked: its key must be the partition key
+    (type S), and TTL is turned on if it is off; what it lacks (a table made by
+    an earlier release) is named, and `xor-ack table upgrade` adds it.  For
+    production, prefer the
+    CloudFormation template infra/table.yaml (PITR, encryption, deletion
+    protection, an IAM policy).
+
+    \b
+    Example:
+      xor-ack table create --table my-chains --endpoint-url http://127.0.0.1:8000
+    """
+    settings = _settings(ctx)
+    spec = settings.spec(
+        billing_mode=billing_mode, read_capacity=read_capacity, write_capacity=write_capacity
+    )
+    client = settings.client()
+    created = create_table(client, spec, wait=wait)
+    if created:
+        click.echo(
+            f"table {spec.name} created: key {spec.partition_key} (S), TTL on {TTL_ATTRIBUTE}, "
+            f"{spec.billing_mode}, stream {STREAM_VIEW}, indexes {', '.join(INDEXES)}"
+        )
+        return
+    click.echo(f"table {spec.name} already exists, checked: key {spec.partition_key} (S)")
+    table = client.describe_table(TableName=spec.name)["Table"]
+    ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
+    for change in plan_upgrade(spec, table, ttl):
+        click.echo(
+            f"warning: table {spec.name} needs: {change} (`xor-ack table upgrade` does it)",
+            err=True,
+        )
+
+
+@table.command("upgrade")
+@seconds_option(
+    "--timeout", "Seconds to wait for each new index to be ACTIVE (DynamoDB backfills it).", 3600.0
+)
+@click.pass_context
+def table_upgrade(ctx: click.Context, timeout: float) -> None:
+    """Add the stream, the inventory indexes and TTL to a table made before them.
+
+    One change at a time (DynamoDB builds one index at a time), waiting for each
+    index to be ACTIVE.  Idempotent: an up-to-date table is left as it is, and an
+    interrupted upgrade resumes.  A table whose stream has another view type is
+    refused, with nothing changed.  Chains written before the upgrade are not in
+    the inventory (they carry no index keys); they expire by their TTL.
+
+    \b
+    Example:
+      xor-ack table upgrade --table my-chains
+    """
+    settings = _settings(ctx)
+    spec = settings.spec()
+
+    def progress(line: str) -> None:
+        click.echo(f"table {spec.name}: {line}", err=True)
+
+    changes = upgrade_table(settings.client(), spec, timeout=timeout, progress=progress)
+    if not changes:
+        click.echo(f"table {spec.name} is up to date: nothing changed")
+        return
+    for change in changes:
+        click.echo(f"table {spec.name}: {change}: done")
+    click.echo(f"table {spec.name} upgraded: {len(changes)} change(s)")
+
+
+@table.command("describe")
+@json_option()
+@click.pass_context
+def table_describe(ctx: click.Context, as_json: bool) -> None:
+    """Show the table's key, status, capacity, TTL and size.
+
+    \b
+    Example:
+      xor-ack table describe --table my-chains --json
+    """
+    settings = _settings(ctx)
+    info = describe_table_info(settings.client(), settings.table)
+    if as_json:
+        click.echo(json.dumps(info.as_dict(), indent=2))
+        return
+    ttl = f"{info.ttl_status} ({info.ttl_attribute})" if info.ttl_attribute else info.ttl_status
+    capacity = info.billing_mode
+    if info.billing_mode == "PROVISIONED":
+        capacity += f" (read {info.read_capacity}, write {info.write_capacity})"
+    _echo_pairs(
+        [
+            ("table", info.name),
+            ("arn", info.arn or "-"),
+            ("status", info.status),
+            ("key", f"{info.partition_key} ({info.partition_key_type})"),
+            ("billing", capacity),
+            ("ttl", ttl),
+            ("deletion protection", "on" if info.deletion_protection else "off"),
+            ("encryption", info.sse_status or "AWS owned key"),
+            ("stream", _stream_line(info)),
+            ("indexes", _indexes_line(info)),
+            ("items", f"{info.item_count} (~{info.size_bytes} bytes, updated every ~6 h on AWS)"),
+        ]
+    )
+    if info.partition_key != settings.partition_key:
+        click.echo(
+            f"warning: the partition key is {info.partition_key}, not {settings.partition_key}: "
+            f"pass --partition-key {info.partition_key}",
+            err=True,
+        )
+    missing = [name for name in INDEXES if name not in info.indexes]
+    if info.stream_view is None or missing:
+        lacks = ([] if info.stream_view else ["a stream"]) + [f"index {n}" for n in missing]
+        click.echo(f"warning: the table has no {' and no '.join(lacks)}: {_UPGRADE_HINT}", err=True)
+    if info.ttl_attribute not in (None, TTL_ATTRIBUTE):
+        click.echo(
+            f"warning: TTL is on {info.ttl_attribute}, the clients expire chains via "
+            f"{TTL_ATTRIBUTE}",
+            err=True,
+        )
+
+
+@table.command("delete")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until it is gone.")
+@click.pass_context
+def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
+    """Delete the table and every chain in it.
+
+    \b
+    Example:
+      xor-ack table delete --table my-chains --yes
+    """
+    settings = _settings(ctx)
+    if not yes:
+        click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
+    delete_table(settings.client(), settings.table, wait=wait)
+    click.echo(f"table {settings.table} deleted")
+
+
+def _stream_line(info: TableInfo) -> str:
+    if info.stream_view is None:
+        return "off"
+    return f"{info.stream_view} ({info.stream_arn or '-'})"
+
+
+def _indexes_line(info: TableInfo) -> str:
+    if not info.indexes:
+        return "none"
+    return ", ".join(f"{name} ({status})" for name, status in sorted(info.indexes.items()))

@@ -1,0 +1,181 @@
+"""What botocore's attempts of one request tell: may an earlier send of a write have landed?
+
+botocore sends a request up to ``max_attempts`` times.  ``RetryAttempts`` in a
+response only counts the re-sends, not why they happened, and the why decides:
+
+- an attempt answered with a 4xx (throttling, validation, a failed condition)
+  was refused by DynamoDB before anything was written: it did not land;
+- an attempt whose connection could not even be opened (connection refused,
+  connect timeout) sent nothing: it did not land;
+- any other attempt -- a lost or reset connection, a read timeout, a 5xx, a 2xx
+  that botocore retried anyway (a bad CRC32) -- has an unknown outcome: it may
+  have landed.
+
+:func:`watch` registers two handlers on a client's own event emitter
+(``client.meta.events``): ``needs-retry.dynamodb`` sees every attempt's response
+or exception (botocore emits it after each attempt, the last one included) and
+counts, in the request's context, the attempts whose outcome is unknown;
+``after-call.dynamodb`` writes that count into the parsed response, which is
+the response of the ``ClientError`` botocore raises for an error, and
+``after-call-error.dynamodb`` marks a transport error none of whose attempts
+was sent.  A third handler, first on ``needs-retry``, shortens the wait before
+the re-send of a write whose connection was lost (:func:`_resend_soon`).
+:func:`may_have_landed` reads it back.  A response without the count (a client
+that could not be watched, an error built by hand) falls back to
+``RetryAttempts``: any re-send may have landed.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
+
+from .aws import http_status
+
+#: Key of ``ResponseMetadata``: attempts before the last one whose outcome is unknown.
+UNKNOWN_ATTEMPTS = "XorAckUnknownAttempts"
+_CONTEXT_KEY = "xor_ack_attempts"  # per request: one bool per attempt, True when unknown
+_HANDLER_ID = "xor-ack-attempt-outcomes"
+_NEVER_SENT = "xor_ack_never_sent"  # set on a transport error none of whose attempts was sent
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Did this transport error happen before a byte of the request could be sent?"""
+    if isinstance(exc, ConnectTimeoutError):
+        return True
+    if isinstance(exc, EndpointConnectionError):
+        # botocore (urllib3) and aiobotocore (aiohttp) both raise it for a refused
+        # connection, but aiobotocore also for a reset one: only a failed connect counts.
+        cause = exc.kwargs.get("error")
+        return isinstance(cause, socket.gaierror) or type(cause).__name__ in {
+            "NewConnectionError",  # urllib3
+            "ClientConnectorError",  # aiohttp
+            "ClientConnectorDNSError",
+        }
+    return False
+
+
+def attempt_unknown(response: Any, caught_exception: BaseException | None) -> bool:
+    """May this one attempt (``(http_response, parsed)`` or an exception) have landed?"""
+    if caught_exception is not None:
+        return not _never_sent(caught_exception)
+    if response is None:
+        return True
+    status = getattr(response[0], "status_code", None)
+    return not (isinstance(status, int) and 400 <= status < 500)
+
+
+def _on_attempt(
+    request_dict: Any = None,
+    response: Any = None,
+    caught_exception: BaseException | None = None,
+    **_: Any,
+) -> None:
+    """``needs-retry``: note the outcome of the attempt just made (never asks for a retry)."""
+    context = request_dict.get("context") if isinstance(request_dict, dict) else None
+    if isinstance(context, dict):
+        context.setdefault(_CONTEXT_KEY, []).append(attempt_unknown(response, caught_exception))
+
+
+def _on_call(parsed: Any = None, context: Any = None, **_: Any) -> None:
+    """``after-call``: write the count of earlier unknown attempts into the response."""
+    if not isinstance(parsed, dict) or not isinstance(context, dict):
+        return
+    attempts = context.get(_CONTEXT_KEY)
+    if attempts is None:
+        return
+    # The last attempt is the response itself: its status tells its own outcome.
+    parsed.setdefault("ResponseMetadata", {})[UNKNOWN_ATTEMPTS] = sum(attempts[:-1])
+
+
+def _on_call_error(exception: Any = None, context: Any = None, **_: Any) -> None:
+    """``after-call-error``: mark a transport error after which nothing was ever sent."""
+    if not isinstance(context, dict) or not isinstance(exception, BaseException):
+        return
+    attempts = context.get(_CONTEXT_KEY)
+    if attempts and not any(attempts):
+        setattr(exception, _NEVER_SENT, True)
+
+
+#: Writes whose lost response is re-sent at once (see :func:`_resend_soon`).
+_WRITES = frozenset({"UpdateItem", "TransactWriteItems", "BatchExecuteStatement"})
+#: Seconds before the n-th re-send of a write whose connection was lost: n times this.
+RESEND_DELAY = 0.01
+
+
+def _resend_soon(total_attempts: int) -> Any:
+    """``needs-retry``, first: re-send a write whose connection was lost after ``n * 10 ms``.
+
+    A write whose response was lost is proven landed or not by its token in the
+    item, which keeps the last ``token_window`` tokens; the longer the re-send
+    waits (botocore's standard mode: up to 1 s, then 2 s, ...), the more writes of
+    other clients can push the token out and leave the write ambiguous.  Only the
+    delay changes: a lost connection is retried by every botocore retry mode, the
+    attempts stay bounded by the client's own ``total_max_attempts``, and a 5xx or
+    a throttle keeps botocore's backoff.
+    """
+
+    def handler(
+        attempts: int = 0,
+        operation: Any = None,
+        caught_exception: BaseException | None = None,
+        **_: Any,
+    ) -> float | None:
+        if caught_exception is None or _never_sent(caught_exception):
+            return None
+        if getattr(operation, "name", None) not in _WRITES or attempts >= total_attempts:
+            return None
+        return RESEND_DELAY * attempts
+
+    return handler
+
+
+def watch(client: Any) -> bool:
+    """Record attempt outcomes on ``client``'s responses; False if it has no event emitter."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is None or not hasattr(events, "register"):
+        return False
+    retries = getattr(getattr(client.meta, "config", None), "retries", None) or {}
+    total = retries.get("total_max_attempts")
+    if isinstance(total, int) and hasattr(events, "register_first"):
+        events.register_first(
+            "needs-retry.dynamodb", _resend_soon(total), unique_id=_HANDLER_ID + "-resend"
+        )
+    events.register("needs-retry.dynamodb", _on_attempt, unique_id=_HANDLER_ID)
+    events.register("after-call.dynamodb", _on_call, unique_id=_HANDLER_ID + "-call")
+    events.register("after-call-error.dynamodb", _on_call_error, unique_id=_HANDLER_ID + "-error")
+    return True
+
+
+def earlier_send_may_have_landed(response: dict[str, Any]) -> bool:
+    """Before the attempt that gave ``response``, did one end with an unknown outcome?"""
+    meta = response.get("ResponseMetadata", {})
+    if UNKNOWN_ATTEMPTS in meta:
+        return int(meta[UNKNOWN_ATTEMPTS] or 0) > 0
+    return int(meta.get("RetryAttempts", 0) or 0) > 0
+
+
+def may_have_landed(exc: BaseException) -> bool:
+    """Could any send of the request that failed with ``exc`` have been applied?
+
+    A ``ClientError`` with a 4xx status whose earlier attempts were all refused or
+    never sent is proven not landed, and so is a transport error none of whose
+    attempts could connect; anything else (a 5xx, a lost connection or a timeout
+    on any attempt) may have landed.
+    """
+    if not isinstance(exc, ClientError):
+        return not getattr(exc, _NEVER_SENT, False)
+    status = http_status(exc)
+    if status is not None and status >= 500:
+        return True
+    return earlier_send_may_have_landed(exc.response)
+
+
+def mark_sent_before(exc: ClientError) -> ClientError:
+    """``exc`` marked as the answer to a write an earlier send of which may have landed."""
+    meta = exc.response.setdefault("ResponseMetadata", {})
+    meta["RetryAttempts"] = max(1, int(meta.get("RetryAttempts", 0) or 0))
+    meta[UNKNOWN_ATTEMPTS] = max(1, int(meta.get(UNKNOWN_ATTEMPTS, 0) or 0))
+    return exc

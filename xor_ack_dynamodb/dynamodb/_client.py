@@ -1,0 +1,222 @@
+"""What the async and the sync client share besides the core: construction and accessors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
+
+from ..errors import CreateManyFailed
+from ..stamps import Stamp, xor
+from ._attempts import watch
+from ._batches import DEFAULT_WRITE_SLOTS, Batcher
+from ._core.effects import ClientStats, Entry, Op, Outcome
+from ._core.many import Chains
+from ._core.validate import (
+    DEFAULT_TOKEN_WINDOW,
+    DEFAULT_TOMBSTONE_TTL,
+    Lifetime,
+    check_keywords,
+    collect_many,
+    create_entries,
+    many_entries,
+)
+from .aws import Settings
+from .item import DEFAULT_PARTITION_KEY
+from .retry import DEFAULT_RETRY, RetryPolicy
+
+if TYPE_CHECKING:
+    from botocore.config import Config
+
+
+class Options(TypedDict, total=False):
+    """The constructor's options after ``table`` (each one's meaning: ``ClientBase``)."""
+
+    partition_key: str
+    retry: RetryPolicy | None
+    token_window: int
+    tombstone_ttl: float
+    cache_size: int
+    coalesce: bool
+    batch_writes: bool
+    write_slots: int
+
+
+class Connection(Options, total=False):
+    """``connect``'s options: the constructor's, and how to make the boto client (``aws``)."""
+
+    endpoint_url: str | None
+    region_name: str | None
+    session: Any  # a boto3 session for the sync client, an aioboto3 one for the async
+    config: Config | None
+
+
+def connection(options: Connection) -> tuple[Any, Settings, Options]:
+    """``connect``'s options split: the session, the boto client's settings, the rest."""
+    settings = Settings(
+        endpoint=options.get("endpoint_url"),
+        region_name=options.get("region_name"),
+        config=options.get("config"),
+    )
+    rest = {key: value for key, value in options.items() if key not in _CONNECTION}
+    return options.get("session"), settings, cast(Options, rest)
+
+
+#: The keys of ``Connection`` that are not the constructor's.
+_CONNECTION = frozenset(Connection.__annotations__) - frozenset(Options.__annotations__)
+
+
+#: How many transactions ``create_many`` and requests ``stamp_many`` have in flight at once.
+DEFAULT_CREATE_CONCURRENCY = 4
+DEFAULT_STAMP_CONCURRENCY = 16
+
+
+class CreateMany(Lifetime, total=False):
+    """``create_many``'s options: the chains' ``Lifetime`` and ``concurrency``.
+
+    ``concurrency``: transactions in flight at once (default 4).
+    """
+
+    concurrency: int
+
+
+class StampMany(TypedDict, total=False):
+    """``stamp_many``'s options: ``tokens``, ``concurrency``, ``transact``.
+
+    ``tokens``: ``{tag: token}``, each as ``stamp``'s ``token`` (default none);
+    ``concurrency``: requests in flight at once (default 16); ``transact``: up to
+    100 chains per TransactWriteItems request (default False).
+    """
+
+    tokens: Mapping[str, bytes | str] | None
+    concurrency: int
+    transact: bool
+
+
+def check_concurrency(concurrency: int) -> int:
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    return concurrency
+
+
+#: The injected DynamoDB client: aiobotocore's for the async client, boto3's for the sync one.
+ClientT = TypeVar("ClientT")
+
+
+class ClientBase(Generic[ClientT]):
+    """Holds the injected DynamoDB client and the sans-I/O core both clients drive.
+
+    ``retry``: the policy for lost races (``None``: raise ``StaleLocalData`` at once).
+    ``token_window``: how many recent write tokens each item keeps (re-send detection
+    and idempotency). ``tombstone_ttl``: seconds an acked or failed chain stays
+    readable. ``cache_size``: chains whose last state the client remembers (so an
+    uncontended stamp is one request). ``coalesce``: merge concurrent stamps on one
+    chain into one write. ``batch_writes``: send concurrent stamp writes of different
+    chains together, up to 25 per PartiQL ``BatchExecuteStatement``, while earlier
+    ones are in flight (see ``_batches``; needs ``dynamodb:PartiQLUpdate``, and a
+    server that checks statement conditions: DynamoDB or DynamoDB Local, not moto).
+    ``write_slots``: with ``batch_writes``, how many stamp writes go out alone at
+    once before the next ones wait (at most one request's time) to go together.
+    ``clock``: the wall clock (epoch seconds) every ``:now`` of a write comes from:
+    deadlines, TTL, timestamps (DynamoDB conditions have no clock of their own).
+
+    The injected client gets event handlers (``_attempts.watch``) that note which
+    of botocore's sends of a request may have landed (one key added to
+    ``ResponseMetadata``), and re-send a write whose connection was lost after
+    10 ms instead of botocore's backoff; they never change a request, nor which
+    errors botocore retries or how often.
+    """
+
+    xor = staticmethod(xor)
+
+    def __init__(
+        self,
+        client: ClientT,
+        *,
+        table: str,
+        partition_key: str = DEFAULT_PARTITION_KEY,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        token_window: int = DEFAULT_TOKEN_WINDOW,
+        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
+        cache_size: int = 10_000,
+        coalesce: bool = True,
+        batch_writes: bool = False,
+        write_slots: int = DEFAULT_WRITE_SLOTS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if write_slots < 1:
+            raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
+        self._client = client
+        # Per attempt, botocore's events tell a refused send from one that may have
+        # landed; the core reads that from each error (``_attempts``).
+        watch(client)
+        self._core = Chains(
+            table=table,
+            partition_key=partition_key,
+            retry=retry,
+            token_window=token_window,
+            tombstone_ttl=tombstone_ttl,
+            cache_size=cache_size,
+            clock=clock,
+        )
+        self._coalesce = coalesce
+        self._batcher = Batcher(self._core.stats, write_slots) if batch_writes else None
+        self._setup()
+
+    def _setup(self) -> None:
+        """Set up the driver's own state (its queues of stamps to merge)."""
+
+    # -- the *_many calls' inputs and results, before and after their I/O -------
+
+    def _creates(
+        self, stamps: Mapping[str, bytes], options: CreateMany
+    ) -> tuple[dict[str, Stamp], Callable[[dict[str, Any]], Op], int]:
+        """``create_many``'s validated stamps, the transaction each piece of them runs, and
+        how many run at once."""
+        concurrency = check_concurrency(options.get("concurrency", DEFAULT_CREATE_CONCURRENCY))
+        lifetime = {key: value for key, value in options.items() if key != "concurrency"}
+        values, checked = create_entries(stamps, lifetime, self._core.token_window)
+        return values, lambda piece: self._core.create_transact(piece, **checked), concurrency
+
+    @staticmethod
+    def _created(values: Mapping[str, Stamp], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
+        return collect_many(values, outcomes, CreateManyFailed)
+
+    @staticmethod
+    def _stamps(stamps: Mapping[str, bytes], options: StampMany) -> tuple[dict[str, Entry], int]:
+        """``stamp_many``'s validated entries, and how many requests go out at once."""
+        check_keywords("stamp_many", options, StampMany)
+        concurrency = check_concurrency(options.get("concurrency", DEFAULT_STAMP_CONCURRENCY))
+        return many_entries(stamps, options.get("tokens")), concurrency
+
+    @staticmethod
+    def _stamped(entries: Mapping[str, Entry], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:
+        return collect_many(entries, outcomes)
+
+    @property
+    def table(self) -> str:
+        return self._core.table
+
+    @property
+    def partition_key(self) -> str:
+        return self._core.partition_key
+
+    @property
+    def token_window(self) -> int:
+        """How many recent write tokens each chain item keeps (``ChainState.tokens``)."""
+        return self._core.token_window
+
+    @property
+    def client(self) -> ClientT:
+        """The DynamoDB client this wraps (aiobotocore's or boto3's), for requests of your own."""
+        return self._client
+
+    @property
+    def batching(self) -> bool:
+        """Are stamp writes being batched (``batch_writes``, and not stopped by a refusal)?"""
+        return self._batcher is not None and self._batcher.enabled
+
+    @property
+    def stats(self) -> ClientStats:
+        """Requests per operation, writes, stamps applied, lost races, retries."""
+        return self._core.stats

@@ -1,0 +1,120 @@
+"""How a chain ends: fail it (once, its generation only), delete it, or wait for its end.
+
+Generators of effects like every operation of the core; what a reply means is looked
+up in ``landing``'s tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from ...chain import ChainState
+from ...errors import ChainFailed, ChainTimeout, StaleLocalData, TagNotFound
+from .. import item as I
+from . import landing as D
+from .deadlines import Deadlines
+from .effects import Call, Effect, Sleep
+from .landing import Step
+from .validate import check_reason, check_tag, check_wait
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
+
+
+class Endings(Deadlines):
+    """fail, delete and wait: the operations that close a chain or wait for it to close."""
+
+    def fail(
+        self, tag: str, reason: str = "failed", chain_id: bytes | None = None
+    ) -> Generator[Effect, Any, ChainState]:
+        """Close a live chain as failed, so waiters learn it and late stamps are refused.
+
+        ``chain_id``: fail only that generation (``ChainState.chain_id``); another one
+        under the tag (re-created since it was read) counts as no chain, before the
+        write and in its condition: ``TagNotFound``, nothing written.
+
+        A chain that is already acked stays acked (its zero state wins over a late
+        fail, as in Storm) and one already failed stays as it is: both are returned.
+        An item this client cannot read raises ``CorruptItem`` and is not written.
+        """
+        check_tag(tag)
+        check_reason(reason)
+        # Read and validate first: a condition can check the attributes' types (and
+        # does, below, so an item damaged after the read is refused by DynamoDB
+        # itself, atomically), but not every rule of a readable item (a token list
+        # whose length is a multiple of 8, a whole-number version).  The read costs
+        # one request on a path that is rare, and spares the write on a closed chain.
+        state = yield from self._read(tag)
+        attempt = 0
+        while True:
+            if chain_id is not None and state is not None and state.chain_id != chain_id:
+                state = None  # another generation: not the chain to fail
+            step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
+            if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
+                assert state is not None
+                state = yield from self._refuse_late("fail", tag, state)
+                continue
+            if step is Step.REFUSE:
+                raise D.refusal(kind, tag, state)
+            if step is Step.DONE:  # already closed: acked stays acked, failed stays failed
+                assert state is not None
+                self.forget(tag)
+                return state
+            if attempt >= 3:
+                # Its condition failed each time, yet the item reads as live: give up.
+                raise StaleLocalData(tag, attempt)
+            attempt += 1
+            self.stats.requests["UpdateItem"] += 1
+            self.stats.writes += 1
+            try:
+                response: UpdateItemOutputTypeDef = yield Call(
+                    "update_item", self._fail_params(tag, reason, chain_id)
+                )
+            except ClientError as exc:
+                if self._reply_step("fail", exc)[1] is Step.REFUSE:
+                    raise  # not its condition: refused, or unknown (fail is never re-read)
+                # Closed, gone or expired since the read, or damaged (CorruptItem).
+                state = yield from self._after_failed_condition(tag, exc)
+                continue
+            self.forget(tag)
+            return I.decode(response["Attributes"], self.partition_key, tag)
+
+    def delete(self, tag: str) -> Generator[Effect, Any, None]:
+        """Remove the chain's item (live or tombstone); TagNotFound when there is none."""
+        check_tag(tag)
+        self.forget(tag)
+        params = self._delete_params(tag)
+        self.stats.requests["DeleteItem"] += 1
+        self.stats.writes += 1
+        try:
+            yield Call("delete_item", params)
+        except ClientError as exc:
+            _, step, kind = self._reply_step("delete", exc)
+            if step is Step.DONE:
+                return  # a re-send found it gone: the first send most likely removed it
+            if kind == D.REPLY_ERROR:
+                raise
+            raise D.refusal(kind, tag, None) from exc
+
+    def wait(
+        self, tag: str, timeout: float, poll_interval: float = 0.2
+    ) -> Generator[Effect, Any, ChainState]:
+        """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
+        check_tag(tag)
+        check_wait(timeout, poll_interval)
+        deadline = self.monotonic() + timeout
+        while True:
+            state = yield from self._read(tag)
+            if state is None:
+                raise TagNotFound(tag)
+            if state.acked:
+                return state
+            if state.failed:
+                raise ChainFailed(tag, state.reason or "failed")
+            remaining = deadline - self.monotonic()
+            if remaining <= 0:
+                raise ChainTimeout(tag, timeout)
+            yield Sleep(min(poll_interval, remaining))

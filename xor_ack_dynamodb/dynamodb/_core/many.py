@@ -1,0 +1,380 @@
+"""The operations on many chains per request: transactions of stamps and of creates.
+
+``Chains`` is the whole core of one table: ``SingleChain``'s operations and these.
+A cancelled transaction is read per item through ``cancellation.CANCELLED_ITEM``, and
+what goes out next is ``cancellation.AFTER_CANCEL``'s.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any, Unpack
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ...chain import WRITE_TOKEN_BYTES, ChainState
+from ...errors import (
+    AmbiguousWrite,
+    BufferLengthsUnequal,
+    ChainTimeout,
+    CorruptItem,
+    StaleLocalData,
+    TagExists,
+    TagNotFound,
+    TransactionItemRejected,
+)
+from ...stamps import Stamp
+from ..aws import cancellation_code, error_code
+from . import cancellation as C
+from . import landing as D
+from .cancellation import Source
+from .chains import SingleChain, plan_batch
+from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
+from .landing import TRANSACTION_CANCELED, Status, Step
+from .validate import (
+    MAX_TRANSACTION_BYTES,
+    MAX_TRANSACTION_ITEMS,
+    Lifetime,
+    chunked,
+    create_entries,
+    transaction_bytes,
+)
+
+
+def _moved(before: ChainState | None, now: ChainState | None) -> bool:
+    """Is ``now`` a later state of the chain ``before`` was (another write landed since)?"""
+    return (
+        before is not None
+        and now is not None
+        and now.chain_id == before.chain_id
+        and now.version > before.version
+    )
+
+
+class Chains(SingleChain):
+    """Decision logic for one table; both clients drive its generators.
+
+    Holds the configuration, a bounded cache of the last state seen per tag
+    (so an uncontended stamp costs one request), and the statistics.
+    """
+
+    def transactions(self, items: Mapping[str, Stamp | Entry]) -> list[dict[str, Any]]:
+        """``items`` (stamps or entries by tag) in pieces that fit one transaction each.
+
+        At most 100 chains and, by :func:`transaction_bytes`, 4 MiB per piece.
+        """
+        return chunked(
+            items,
+            MAX_TRANSACTION_ITEMS,
+            lambda tag, value: transaction_bytes(tag, value, self.token_window),
+            MAX_TRANSACTION_BYTES,
+        )
+
+    def piece(
+        self, op: Callable[[dict[str, Any]], Op], piece: dict[str, Any]
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """``op`` over one piece of a ``*_many`` call (:meth:`transactions`); a DynamoDB
+        error that escapes it (a read before any write) is the outcome of each item."""
+        try:
+            outcomes: dict[str, Outcome] = yield from op(piece)
+        except (ClientError, BotoCoreError) as exc:
+            return dict.fromkeys(piece, exc)
+        return outcomes
+
+    def _transact(
+        self, params: Sequence[dict[str, Any]]
+    ) -> Generator[Effect, Any, ClientError | BotoCoreError | None]:
+        """Send Update actions as one transaction: the error, or None when it went through."""
+        self.stats.requests["TransactWriteItems"] += 1
+        self.stats.writes += len(params)
+        try:
+            yield Call("transact_write_items", {"TransactItems": [{"Update": p} for p in params]})
+        except (ClientError, BotoCoreError) as exc:
+            return exc
+        return None
+
+    def _after_cancel(
+        self, tags: Sequence[str], cancelled: ClientError
+    ) -> Generator[Effect, Any, CancelReport]:
+        """What a cancelled transaction tells of each item: its state now, or an error.
+
+        Returns (fresh states of the items whose condition failed, the items that
+        met another writer, errors of items that cannot be written at all, caused
+        by ``cancelled``).  Items the server gave no ``Item`` for are read
+        (BatchGetItem), all of them when it gave no reasons that fit the items.
+        """
+        fresh: dict[str, ChainState | None] = {}
+        to_read: list[str] = []
+        errors: dict[str, Exception] = {}
+        contended: set[str] = set()
+        for tag, reason in zip(tags, C.item_reasons(tags, cancelled), strict=True):
+            _, raced, source, refusal = C.CANCELLED_ITEM[C.cancelled_of(reason)]
+            if raced:
+                contended.add(tag)
+            if source is Source.READ:
+                to_read.append(tag)
+            elif source is Source.GIVEN:
+                assert reason is not None
+                try:
+                    fresh[tag] = self._decode(reason.get("Item"), tag=tag)
+                except CorruptItem as damaged:
+                    errors[tag] = damaged
+                    continue
+                self.remember(fresh[tag], tag)
+            if refusal is TransactionItemRejected:
+                assert reason is not None
+                code = cancellation_code(reason)
+                errors[tag] = TransactionItemRejected(tag, code, reason.get("Message", ""))
+                errors[tag].__cause__ = cancelled
+        if to_read:
+            states, corrupt = yield from self._read_many(to_read)
+            fresh.update(states)
+            errors.update(corrupt)
+        return fresh, contended, errors
+
+    def stamp_transact(
+        self, entries: Mapping[str, Entry]
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """One stamp on each of up to 100 chains, written as one transaction per attempt.
+
+        The same decisions as :meth:`stamp_batch`, per chain: states come from the
+        cache or one BatchGetItem, each chain's write is conditioned on the version
+        it was planned on, a stamp whose token a chain holds is not applied again.
+        A cancelled transaction applied nothing: the items whose condition failed
+        come back with their current state (``ALL_OLD``), chains that refuse the
+        stamp (failed, complete, gone) leave the batch, and the rest is sent again
+        after a backoff.  Once a single chain is left, it goes on as
+        :meth:`stamp_batch` (a plain write costs half the write units).
+        """
+        if len(entries) > MAX_TRANSACTION_ITEMS:
+            raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
+        outcomes: dict[str, Outcome] = {}
+        states: dict[str, ChainState | None] = {}
+        unknown: list[str] = []
+        remembered: set[str] = set()  # planned on the cache, not on this call's own read
+        now_wall = self.clock()
+        for tag in entries:
+            state = self.cached(tag)
+            if state is None or state.expired(now_wall):
+                unknown.append(tag)
+            else:
+                states[tag] = state
+                remembered.add(tag)
+        if unknown:
+            found, corrupt = yield from self._read_many(unknown)
+            states.update(found)
+            outcomes.update(corrupt)  # an item this client cannot read: nothing is written
+        pending = [tag for tag in entries if tag not in outcomes]
+        attempt = 0
+        started = self.monotonic()
+        while pending:
+            writes: list[tuple[str, bytes, dict[str, Any], ChainState]] = []
+            for tag in pending:
+                entry, state = entries[tag], states.get(tag)
+                status = D.status_of(state, self.clock())
+                if state is not None and entry.token is not None and entry.token in state.tokens:
+                    outcomes[tag] = state.stamp  # landed before: apply nothing
+                elif state is not None and status is Status.OVERDUE:
+                    outcomes[tag] = yield from self._late(tag, entry, state)
+                elif state is None or status is not Status.LIVE:
+                    outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
+                elif len(entry.stamp) != len(state.stamp):
+                    outcomes[tag] = BufferLengthsUnequal()
+                else:
+                    token = entry.token or secrets.token_bytes(WRITE_TOKEN_BYTES)
+                    tokens = (*state.tokens, token)[-self.token_window :]
+                    _, new_state, _ = plan_batch(state.stamp, [entry])
+                    params, planned = self._stamp_params(tag, state, new_state, tokens, self._now())
+                    writes.append((tag, token, params, planned))
+            if len(writes) <= 1:
+                for tag, _, _, _ in writes:
+                    try:
+                        (outcomes[tag],) = yield from self.stamp_batch(
+                            tag, [entries[tag]], states.get(tag), tag not in remembered
+                        )
+                    except CorruptItem as damaged:
+                        outcomes[tag] = damaged
+                break
+            attempt += 1
+            tags = [tag for tag, _, _, _ in writes]
+            error = yield from self._transact([params for _, _, params, _ in writes])
+            if error is None:
+                for tag, _, _, planned in writes:
+                    outcomes[tag] = planned.stamp
+                    self.remember(planned, tag)
+                self.stats.stamps += len(writes)
+                break
+            if error_code(error) != TRANSACTION_CANCELED:
+                # Not a cancellation: a transport or server error, settled as one write's.
+                current = yield from self._read_back(tags, error, outcomes)
+                if current is not None:
+                    self._judge_resent(writes, states, current, outcomes, error)
+                    for tag in tags:
+                        outcomes.setdefault(tag, error)
+                break
+            assert isinstance(error, ClientError)
+            fresh, contended, rejected = yield from self._after_cancel(tags, error)
+            outcomes.update(rejected)
+            if D.sent_of(error) is D.Sent.MAYBE_TWICE:
+                # An earlier send of this very transaction may have landed (all of it).
+                current = {tag: fresh.get(tag, states.get(tag)) for tag in tags}
+                self._judge_resent(writes, states, current, outcomes, error)
+            # Chains whose remembered state was old were not raced: each is planned
+            # again once on the item the cancellation returned, without a back-off.
+            refreshed = {
+                tag for tag in remembered.intersection(fresh) if _moved(states.get(tag), fresh[tag])
+            }
+            remembered -= refreshed
+            self.stats.cache_refreshes += len(refreshed)
+            states.update(fresh)
+            pending = [tag for tag in tags if tag not in outcomes]
+            if not pending:
+                break
+            raced = bool(contended.intersection(pending) - refreshed)
+            step = C.AFTER_CANCEL[("stamp", raced, bool(refreshed), bool(rejected))]
+            if step is Step.REPLAN:
+                attempt -= 1
+            elif step is Step.RETRY and not (yield from self._back_off(attempt, started)):
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
+                break
+        return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
+
+    def _read_back(
+        self, tags: Sequence[str], error: ClientError | BotoCoreError, outcomes: dict[str, Outcome]
+    ) -> Generator[Effect, Any, dict[str, ChainState | None] | None]:
+        """Every item of a transaction that failed without a cancellation, read back.
+
+        None when the error is proven not landed or the read fails: that error is then
+        each item's outcome.  An item this client cannot read gets its ``CorruptItem``.
+        """
+        try:
+            current, corrupt = yield from self._settle_many(tags, error)
+        except (ClientError, BotoCoreError) as failure:
+            outcomes.update(dict.fromkeys(tags, failure))
+            return None
+        outcomes.update(corrupt)
+        return current
+
+    def _late(self, tag: str, entry: Entry, state: ChainState) -> Generator[Effect, Any, Outcome]:
+        """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error.
+
+        A chain found not overdue after all (an old cached state) is stamped alone.
+        """
+        try:
+            current = yield from self._refuse_late("stamp", tag, state)
+        except (ChainTimeout, StaleLocalData, ClientError, BotoCoreError) as late:
+            return late
+        try:
+            (outcome,) = yield from self.stamp_batch(tag, [entry], current)
+        except CorruptItem as damaged:
+            return damaged
+        return outcome
+
+    def _judge_resent(
+        self,
+        writes: Sequence[tuple[str, bytes, dict[str, Any], ChainState]],
+        before: Mapping[str, ChainState | None],
+        current: Mapping[str, ChainState | None],
+        outcomes: dict[str, Outcome],
+        error: BaseException,
+    ) -> None:
+        """After a transaction that may have landed: the outcome of each write proven either way.
+
+        Writes proven landed get their planned state; writes proven not landed are
+        left out of ``outcomes`` (the caller retries or reports them); a write that
+        cannot be told gets ``AmbiguousWrite``.
+        """
+        for tag, token, _, planned in writes:
+            if tag in outcomes:
+                continue
+            try:
+                landed = self._landed(before.get(tag), current.get(tag), [token], tag, True)
+            except AmbiguousWrite as ambiguous:
+                ambiguous.__cause__ = error
+                outcomes[tag] = ambiguous
+                continue
+            if landed:
+                self.stats.resent_writes_recognised += 1
+                self.stats.stamps += 1
+                outcomes[tag] = planned.stamp
+
+    def create_transact(
+        self, stamps: Mapping[str, bytes], **lifetime: Unpack[Lifetime]
+    ) -> Generator[Effect, Any, dict[str, Outcome]]:
+        """Start up to 100 chains with one transaction per attempt (see :meth:`create`).
+
+        Each chain's outcome is its stamp, ``TagExists`` (a live chain holds the
+        tag), or the error that kept it out.  A cancelled transaction wrote
+        nothing: the chains that exist leave it and the rest is sent again.
+        """
+        if len(stamps) > MAX_TRANSACTION_ITEMS:
+            raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
+        values, checked = create_entries(stamps, lifetime, self.token_window)
+        outcomes: dict[str, Outcome] = {}
+        pending = list(values)
+        attempt = 0
+        started = self.monotonic()
+        while pending:
+            if len(pending) == 1:
+                (tag,) = pending
+                try:
+                    outcomes[tag] = yield from self.create(tag, values[tag], **checked)
+                except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
+                    outcomes[tag] = exc
+                break
+            attempt += 1
+            now = self._now()
+            writes = []
+            for tag in pending:
+                token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+                chain_id = secrets.token_bytes(8)
+                update = self._create_update(tag, values[tag], checked, now, token, chain_id)
+                writes.append((tag, token, update.request()))
+            error = yield from self._transact([params for _, _, params in writes])
+            if error is None:
+                for tag, token, params in writes:
+                    self.remember(self._created_state(tag, values[tag], params, now, token), tag)
+                    outcomes[tag] = values[tag]
+                break
+            tags = [tag for tag, _, _ in writes]
+            cancelled = error_code(error) == TRANSACTION_CANCELED
+            contended: set[str] = set(tags)
+            if cancelled:
+                assert isinstance(error, ClientError)
+                current, contended, rejected = yield from self._after_cancel(tags, error)
+                outcomes.update(rejected)
+            else:
+                read = yield from self._read_back(tags, error, outcomes)
+                if read is None:
+                    break
+                current = read
+            # A cancellation refused each item on its condition; any other error left
+            # the transaction's fate unknown (settled by reading every item).
+            reply = D.Reply.CONDITION_FAILED if cancelled else D.Reply.UNKNOWN
+            refused = 0  # items that left it: a live chain holds the tag, or rejected
+            for tag, token, _ in writes:
+                state = current.get(tag)
+                if tag in outcomes or state is None:
+                    refused += tag in outcomes
+                    continue
+                verdict, _, _ = D.CREATE_SETTLED[(reply, token in state.tokens)]
+                if verdict is D.Verdict.LANDED:
+                    self.stats.resent_writes_recognised += 1
+                    outcomes[tag] = values[tag]  # our own create, sent twice
+                elif D.NOT_LANDED_STEP[("create", D.status_of(state))][0] is Step.REFUSE:
+                    exists = TagExists(tag)  # a live chain holds the tag
+                    exists.__cause__ = error
+                    outcomes[tag] = exists
+                    refused += 1
+            if not cancelled:
+                for tag in tags:
+                    outcomes.setdefault(tag, error)
+                break
+            pending = [tag for tag in tags if tag not in outcomes]
+            raced = bool(contended.intersection(pending))
+            step = C.AFTER_CANCEL[("create", raced, False, refused > 0)]
+            if step is Step.RETRY and not (yield from self._back_off(attempt, started)):
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
+                break
+        return {tag: outcomes[tag] for tag in values}

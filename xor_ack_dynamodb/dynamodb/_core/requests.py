@@ -1,0 +1,374 @@
+"""The DynamoDB requests of the core: the parameters of each write, its placeholders.
+
+Which condition guards which write is decided here; what a failed condition or
+any other answer means is ``landing``'s.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ...chain import ChainState
+from ...stamps import Stamp
+from .. import item as I
+from ..retry import DEFAULT_RETRY, RetryPolicy
+from .effects import ClientStats
+from .expressions import (
+    PLACEHOLDERS,
+    AnyOf,
+    AttributeValue,
+    Compare,
+    Delete,
+    Exists,
+    Not,
+    Term,
+    Update,
+    Value,
+)
+from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, first_deadline
+
+#: The expression placeholder of each attribute of the item (rendered in ``expressions``).
+_ATTRIBUTES = {placeholder: attribute for attribute, placeholder in PLACEHOLDERS.items()}
+
+
+def _names(*placeholders: str, key: str | None = None) -> dict[str, str]:
+    """``ExpressionAttributeNames`` for ``placeholders`` (and ``#pk``: the key attribute)."""
+    names = {p: _ATTRIBUTES[p] for p in placeholders}
+    if key is not None:
+        names["#pk"] = key
+    return names
+
+
+def _n(number: float | int) -> AttributeValue:
+    return {"N": str(number)}
+
+
+class Requests:
+    """The configuration of one table's core, and the DynamoDB requests it sends.
+
+    Holds the configuration, a bounded cache of the last state seen per tag
+    (so an uncontended stamp costs one request), and the statistics; builds the
+    parameters of every write (its condition, its update, its placeholders).
+    """
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        partition_key: str = I.DEFAULT_PARTITION_KEY,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        token_window: int = DEFAULT_TOKEN_WINDOW,
+        tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL,
+        cache_size: int = 10_000,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not table or not isinstance(table, str):
+            raise ValueError("table must be a non-empty string")
+        if not partition_key or not isinstance(partition_key, str):
+            raise ValueError("partition_key must be a non-empty string")
+        if token_window < 2:
+            raise ValueError("token_window must be >= 2")
+        if tombstone_ttl <= 0:
+            raise ValueError("tombstone_ttl must be > 0")
+        self.table = table
+        self.partition_key = partition_key
+        self.retry = retry
+        self.token_window = token_window
+        self.tombstone_ttl = tombstone_ttl
+        self.cache_size = max(0, cache_size)
+        self.clock = clock
+        self.monotonic = monotonic
+        self.rng = rng or random.Random()
+        self.stats = ClientStats()
+        self._cache: OrderedDict[str, ChainState] = OrderedDict()
+
+    def _key(self, tag: str) -> dict[str, Any]:
+        return {self.partition_key: {"S": tag}}
+
+    def _now(self) -> float:
+        return round(self.clock(), 3)
+
+    def _expiry(self, now: float, ttl: float) -> dict[str, str]:
+        return {"N": str(math.ceil(now + ttl))}
+
+    def _create_update(
+        self,
+        tag: str,
+        value: Stamp,
+        lifetime: Lifetime,
+        now: float,
+        token: bytes,
+        chain_id: bytes,
+    ) -> Update:
+        """The conditional write that starts a chain (a free tag, or a closed or expired one).
+
+        A live chain is in the open index (``open_shard``, ``due_at``: its deadline,
+        or ``NEVER_DUE``); the first deadline is ``timeout`` from now, else
+        ``idle_timeout`` (``lifetime`` is validated before: a ``ttl`` ends after it).
+        """
+        ttl, idle_timeout = lifetime.get("ttl"), lifetime.get("idle_timeout")
+        at = Value(":now", _n(now))
+        sets: list[tuple[str, Value]] = [
+            (I.STAMP, Value(":s", {"B": bytes(value)})),
+            (I.CHAIN_ID, Value(":c", {"B": chain_id})),
+            (I.VERSION, Value(":v", _n(1))),
+            (I.TOKENS, Value(":t", {"B": token})),
+            (I.CREATED_AT, at),
+            (I.UPDATED_AT, at),
+            (I.OPEN_SHARD, Value(":os", _n(I.shard_of(tag)))),
+        ]
+        remove = [I.ACKED_AT, I.FAILED_AT, I.REASON, I.FAILED_SHARD]
+        if ttl is not None:
+            sets.append((I.EXPIRES_AT, Value(":exp", self._expiry(now, ttl))))
+        else:
+            remove.append(I.EXPIRES_AT)
+        span = first_deadline(lifetime)
+        if span is not None:
+            deadline = Value(":dl", _n(round(now + span, 3)))
+            sets += [(I.DEADLINE, deadline), (I.DUE_AT, deadline)]
+        else:
+            sets.append((I.DUE_AT, Value(":due", _n(I.NEVER_DUE))))
+            remove.append(I.DEADLINE)
+        if idle_timeout is not None:
+            sets.append((I.IDLE_TIMEOUT, Value(":idle", _n(idle_timeout))))
+        else:
+            remove.append(I.IDLE_TIMEOUT)
+        free = AnyOf(
+            (
+                Exists(self.partition_key, False),
+                Exists(I.ACKED_AT),
+                Exists(I.FAILED_AT),
+                Compare(I.EXPIRES_AT, "<=", at),
+            )
+        )
+        return Update(
+            self.table, self._key(tag), set=tuple(sets), remove=tuple(remove), condition=(free,)
+        )
+
+    @staticmethod
+    def _created_expiry(params: dict[str, Any]) -> float | None:
+        exp = params["ExpressionAttributeValues"].get(":exp")
+        return None if exp is None else float(exp["N"])
+
+    def _created_state(
+        self, tag: str, value: Stamp, params: dict[str, Any], now: float, token: bytes
+    ) -> ChainState:
+        values = params["ExpressionAttributeValues"]
+        deadline, idle = values.get(":dl"), values.get(":idle")
+        return ChainState(
+            tag,
+            value,
+            values[":c"]["B"],
+            1,
+            (token,),
+            now,
+            now,
+            expires_at=self._created_expiry(params),
+            deadline=None if deadline is None else float(deadline["N"]),
+            idle_timeout=None if idle is None else float(idle["N"]),
+        )
+
+    def _moved_deadline(
+        self, state: ChainState, deadline: float, sets: list[tuple[str, Value]]
+    ) -> float | None:
+        """SET a later ``deadline`` (and ``due_at``); the ``expires_at`` that keeps its lead.
+
+        TTL is garbage collection: an expiry moves with the deadline, by as much.
+        """
+        value = Value(":dl", _n(deadline))
+        sets += [(I.DEADLINE, value), (I.DUE_AT, value)]
+        expires_at = state.expires_at
+        if expires_at is not None and state.deadline is not None and deadline > state.deadline:
+            expires_at = float(math.ceil(expires_at + deadline - state.deadline))
+            sets.append((I.EXPIRES_AT, Value(":exp", _n(int(expires_at)))))
+        return expires_at
+
+    @staticmethod
+    def _in_time(state: ChainState, at: Value) -> tuple[Term, ...]:
+        """The condition that refuses a write after the chain's deadline (none without one)."""
+        return () if state.deadline is None else (Compare(I.DEADLINE, ">", at),)
+
+    def _stamp_params(
+        self, tag: str, state: ChainState, new_state: Stamp, tokens: tuple[bytes, ...], now: float
+    ) -> tuple[dict[str, Any], ChainState]:
+        """:meth:`_stamp_update`'s write as ``UpdateItem`` parameters, and the state it leads to."""
+        update, after = self._stamp_update(tag, state, new_state, tokens, now)
+        return update.request(), after
+
+    def _stamp_update(
+        self, tag: str, state: ChainState, new_state: Stamp, tokens: tuple[bytes, ...], now: float
+    ) -> tuple[Update, ChainState]:
+        """The conditional write of one stamp (or merged stamps), and the state it leads to."""
+        at = Value(":now", _n(now))
+        sets: list[tuple[str, Value]] = [
+            (I.STAMP, Value(":s", {"B": bytes(new_state)})),
+            (I.VERSION, Value(":v", _n(state.version + 1))),
+            (I.TOKENS, Value(":t", {"B": b"".join(tokens)})),
+            (I.UPDATED_AT, at),
+        ]
+        acked_at = None
+        expires_at, deadline = state.expires_at, state.deadline
+        remove: tuple[str, ...] = ()
+        if new_state.acked:
+            expiry = Value(":exp", self._expiry(now, self.tombstone_ttl))
+            sets += [(I.ACKED_AT, at), (I.EXPIRES_AT, expiry)]
+            acked_at, expires_at, deadline = now, float(expiry.value["N"]), None
+            remove = (I.OPEN_SHARD, I.DUE_AT, I.DEADLINE)  # out of the open index
+        elif state.idle_timeout is not None:  # progress: the deadline moves, in this write
+            deadline = round(now + state.idle_timeout, 3)
+            expires_at = self._moved_deadline(state, deadline, sets)
+        condition: tuple[Term, ...] = (
+            Compare(I.VERSION, "=", Value(":old", _n(state.version))),
+            Compare(I.CHAIN_ID, "=", Value(":c", {"B": state.chain_id})),
+            *self._in_time(state, at),
+        )
+        update = Update(
+            self.table, self._key(tag), set=tuple(sets), remove=remove, condition=condition
+        )
+        after = replace(
+            state,
+            stamp=new_state,
+            version=state.version + 1,
+            tokens=tokens,
+            updated_at=now,
+            acked_at=acked_at,
+            expires_at=expires_at,
+            deadline=deadline,
+        )
+        return update, after
+
+    def _touch_update(
+        self, tag: str, state: ChainState, deadline: float, tokens: tuple[bytes, ...], now: float
+    ) -> tuple[Update, ChainState]:
+        """The write of ``touch``: a later deadline, conditioned as a stamp (in time, unchanged)."""
+        at = Value(":now", _n(now))
+        sets: list[tuple[str, Value]] = [
+            (I.VERSION, Value(":v", _n(state.version + 1))),
+            (I.TOKENS, Value(":t", {"B": b"".join(tokens)})),
+            (I.UPDATED_AT, at),
+        ]
+        expires_at = self._moved_deadline(state, deadline, sets)
+        condition = (
+            Compare(I.VERSION, "=", Value(":old", _n(state.version))),
+            Compare(I.CHAIN_ID, "=", Value(":c", {"B": state.chain_id})),
+            *self._in_time(state, at),
+        )
+        update = Update(self.table, self._key(tag), set=tuple(sets), condition=condition)
+        after = replace(
+            state,
+            version=state.version + 1,
+            tokens=tokens,
+            updated_at=now,
+            expires_at=expires_at,
+            deadline=deadline,
+        )
+        return update, after
+
+    def _timeout_update(
+        self, tag: str, state: ChainState, tokens: tuple[bytes, ...], now: float
+    ) -> Update:
+        """Fail an overdue chain with reason "timeout": only the state read, still overdue.
+
+        Conditioned on the chain and version read (so it was live then, and nothing
+        landed since) and on its deadline having passed by this client's clock: of
+        any number of late callers and sweepers, one write lands.
+        """
+        at = Value(":now", _n(now))
+        return Update(
+            self.table,
+            self._key(tag),
+            set=(
+                (I.FAILED_AT, at),
+                (I.REASON, Value(":r", {"S": "timeout"})),
+                (I.EXPIRES_AT, Value(":exp", self._expiry(now, self.tombstone_ttl))),
+                (I.UPDATED_AT, at),
+                (I.VERSION, Value(":v", _n(state.version + 1))),
+                (I.TOKENS, Value(":t", {"B": b"".join(tokens)})),
+                (I.FAILED_SHARD, Value(":fs", _n(I.shard_of(tag)))),
+            ),
+            remove=(I.OPEN_SHARD, I.DUE_AT, I.DEADLINE),
+            condition=(
+                Compare(I.VERSION, "=", Value(":old", _n(state.version))),
+                Compare(I.CHAIN_ID, "=", Value(":c", {"B": state.chain_id})),
+                Compare(I.DEADLINE, "<=", at),
+                AnyOf((Exists(I.EXPIRES_AT, False), Compare(I.EXPIRES_AT, ">", at))),
+            ),
+            return_values="ALL_NEW",
+        )
+
+    #: The types fail()'s write requires of the attributes it keeps: (attribute,
+    #: type, required).  What ``item.decode`` checks of types, as a condition.
+    _FAIL_TYPES = (
+        (I.STAMP, "B", True),
+        (I.VERSION, "N", True),
+        (I.CHAIN_ID, "B", False),
+        (I.TOKENS, "B", False),
+        (I.CREATED_AT, "N", False),
+        (I.UPDATED_AT, "N", False),
+        (I.REASON, "S", False),
+    )
+
+    def _fail_params(self, tag: str, reason: str, chain_id: bytes | None = None) -> dict[str, Any]:
+        """The write that closes a live chain as failed, refused by a closed or damaged item.
+
+        ``chain_id``: refused too by another generation of the chain (a re-created tag).
+        """
+        generation: tuple[Term, ...] = ()
+        if chain_id is not None:
+            generation = (Compare(I.CHAIN_ID, "=", Value(":c", {"B": chain_id})),)
+        at = self._now()
+        now = Value(":now", _n(at))
+        kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
+        types: list[Term] = [
+            Exists(a, type=kinds[k])
+            if required
+            else AnyOf((Exists(a, False), Exists(a, type=kinds[k])))
+            for a, k, required in self._FAIL_TYPES
+        ]
+        return Update(
+            self.table,
+            self._key(tag),
+            set=(
+                (I.FAILED_AT, now),
+                (I.REASON, Value(":r", {"S": reason})),
+                (I.EXPIRES_AT, Value(":exp", self._expiry(at, self.tombstone_ttl))),
+                (I.UPDATED_AT, now),
+                (I.FAILED_SHARD, Value(":fs", _n(I.shard_of(tag)))),
+            ),
+            increment=((I.VERSION, Value(":one", _n(1))),),
+            remove=(I.OPEN_SHARD, I.DUE_AT, I.DEADLINE),  # from the open to the failed index
+            condition=(
+                Exists(self.partition_key),
+                Exists(I.ACKED_AT, False),
+                Exists(I.FAILED_AT, False),
+                AnyOf((Exists(I.EXPIRES_AT, False), Compare(I.EXPIRES_AT, ">", now))),
+                AnyOf((Exists(I.DEADLINE, False), Compare(I.DEADLINE, ">", now))),
+                Compare(I.STAMP, ">", Value(":zero", _n(0)), size=True),
+                *types,
+                *generation,
+            ),
+            return_values="ALL_NEW",
+        ).request()
+
+    def _delete_params(self, tag: str) -> dict[str, Any]:
+        """The write that removes a chain's item, live or tombstone (not an expired one)."""
+        # An expires_at that is not a number (a damaged item) does not hide the item:
+        # delete() is how a CorruptItem is removed.
+        not_expired = AnyOf(
+            (
+                Exists(I.EXPIRES_AT, False),
+                Not(Exists(I.EXPIRES_AT, type=Value(":typeN", {"S": "N"}))),
+                Compare(I.EXPIRES_AT, ">", Value(":now", _n(self._now()))),
+            )
+        )
+        return Delete(
+            self.table, self._key(tag), condition=(Exists(self.partition_key), not_expired)
+        ).request()

@@ -1,0 +1,370 @@
+"""The async client: ack chains in DynamoDB over aioboto3 / aiobotocore.
+
+All decisions are made by the sans-I/O core in ``_core``; this module sends the
+requests it builds, sleeps when it says so, merges concurrent stamps on one
+chain into one write (coalescing: the plan is ``_coalescing``'s) and, with
+``batch_writes``, sends concurrent writes of different chains together (the plan
+and the batches are ``_batches``').
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Unpack
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..chain import ChainState
+from ..stamps import Stamp
+from ._batches import Write, item_key
+from ._client import ClientBase, Connection, CreateMany, StampMany, connection
+from ._coalescing import Merge, Merging
+from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
+from ._core.effects import Entry, Op, Outcome, Sleep
+from ._core.expressions import Update
+from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+
+
+class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
+    """Ack chains in a DynamoDB table, async.
+
+    ``client`` is an aiobotocore DynamoDB client (for example from
+    ``aioboto3.Session().client("dynamodb")``); :meth:`connect` makes and owns one.
+    Concurrent :meth:`stamp` calls on one tag are merged into one conditional
+    write while a write for that tag is in flight (``coalesce=False`` turns it off).
+    """
+
+    _client: DynamoDBClient  # aiobotocore's, typed by types-aiobotocore-dynamodb
+
+    def _setup(self) -> None:
+        self._merging: Merging[asyncio.Future[Outcome]] = Merging()
+        self._writers: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, *, table: str, **options: Unpack[Connection]
+    ) -> AsyncIterator[XorAckDynamoDB]:
+        """Open a client that owns its aioboto3 session and connection pool.
+
+        Credentials, region and endpoint come from the standard AWS environment
+        (``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB``, profiles, ...) unless given
+        (``endpoint_url``, ``region_name``, an aioboto3 ``session``, a botocore ``config``);
+        the order is in ``xor_ack_dynamodb.dynamodb.aws`` (``RegionMissing`` when there is
+        no region).
+        The other ``options`` are the constructor's (``retry``, ``token_window``, ...).
+        """
+        from .aws import async_client
+
+        session, settings, rest = connection(options)
+        async with async_client(session=session, **settings) as client:
+            ack = cls(client, table=table, **rest)
+            try:
+                yield ack
+            finally:
+                await ack.drain()
+
+    # -- plumbing ------------------------------------------------------------
+
+    async def _run(self, op: Op) -> Any:
+        """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
+        try:
+            effect = next(op)
+            while True:
+                if isinstance(effect, Sleep):
+                    await asyncio.sleep(effect.seconds)
+                    effect = op.send(None)
+                    continue
+                try:
+                    if effect.batch is not None and self._batcher is not None:
+                        response = await self._write(effect.params, effect.batch)
+                    else:
+                        response = await getattr(self._client, effect.op)(**effect.params)
+                except (ClientError, BotoCoreError) as exc:
+                    effect = op.throw(exc)
+                else:
+                    effect = op.send(response)
+        except StopIteration as stop:
+            return stop.value
+
+    async def _write(self, params: dict[str, Any], update: Update) -> Any:
+        """A stamp write, sent alone at once or, while the slots are taken, in a batch."""
+        assert self._batcher is not None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        write = self._batcher.prepare(params, update, future)
+        if write is None:
+            return await self._client.update_item(**params)
+        for writes in self._batcher.plan.offer(item_key(update), write):
+            if len(writes) == 1 and writes[0] is write:
+                await self._flush(writes)  # a free slot: this task sends its own write
+            else:
+                self._spawn(self._flush(writes))
+        return await future
+
+    async def _flush(self, writes: list[Write]) -> None:
+        """Send writes (one, or a batch), hand each its result, and start what waited."""
+        assert self._batcher is not None
+        results: list[Any] = [asyncio.CancelledError()] * len(writes)
+        try:
+            results = await self._run(self._batcher.send(writes))
+        except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
+            results = [exc] * len(writes)
+        finally:  # (or a cancellation) still reaches every waiter, and nothing stays queued
+            for ready in self._batcher.plan.finished():
+                self._spawn(self._flush(ready))
+            for write, result in zip(writes, results, strict=True):
+                if not write.waiter.done():
+                    if isinstance(result, BaseException):
+                        write.waiter.set_exception(result)
+                    else:
+                        write.waiter.set_result(result)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._writers.add(task)
+        task.add_done_callback(self._writers.discard)
+
+    async def drain(self) -> None:
+        """Wait until every coalesced write in flight has finished."""
+        while self._writers:
+            await asyncio.gather(*list(self._writers), return_exceptions=True)
+
+    async def _submit(self, tag: str, entry: Entry) -> Outcome:
+        """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
+
+        The first caller writes in its own task; the stamps that queue meanwhile
+        are written, merged, by a writer task (the plan is ``_coalescing``'s).
+        """
+        ticket = self._merging.submit(tag, entry, asyncio.get_running_loop().create_future)
+        if not isinstance(ticket, Merge):
+            return await ticket
+        try:
+            outcomes: list[Outcome] = await self._run(ticket.write(self._core))
+        except BaseException as exc:
+            self._write_merges(self._merging.finished(ticket, exc))
+            raise
+        self._write_merges(self._merging.finished(ticket, outcomes))
+        return outcomes[0]
+
+    def _write_merges(self, merge: Merge[asyncio.Future[Outcome]] | None) -> None:
+        """Write a chain's next merges in a writer task, one at a time, until none are left."""
+
+        async def writer(merge: Merge[asyncio.Future[Outcome]] | None) -> None:
+            while merge is not None:
+                try:
+                    outcomes = await self._run(merge.write(self._core))
+                except BaseException as exc:
+                    self._merging.abandon(merge, exc)
+                    raise
+                merge = self._merging.finished(merge, outcomes)
+
+        if merge is not None:
+            self._spawn(writer(merge))
+
+    # -- the API -------------------------------------------------------------
+
+    async def create(self, tag: str, stamp: bytes, **lifetime: Unpack[Lifetime]) -> Stamp:
+        """Start a chain for ``tag`` with ``stamp``; ``TagExists`` if a live one exists.
+
+        ``timeout`` (seconds): the chain must ack by now + ``timeout``, or its next
+        write (or a :meth:`sweep`) fails it with reason "timeout" and that writer gets
+        ``ChainTimeout``.  ``idle_timeout``: each landed stamp moves the deadline to
+        now + ``idle_timeout`` in the same write (also the first deadline without a
+        ``timeout``).  ``ttl`` (seconds) is garbage collection only: an abandoned chain
+        expires and counts as absent; it must be longer than the first deadline.
+        """
+        result: Stamp = await self._run(self._core.create(tag, stamp, **lifetime))
+        return result
+
+    async def stamp(self, tag: str, stamp: bytes, *, token: bytes | str | None = None) -> Stamp:
+        """XOR ``stamp`` into the chain; the result's ``.acked`` is True for exactly one caller.
+
+        ``token`` (1-16 bytes) makes the call idempotent: a stamp whose token the
+        chain already holds is not applied again and the current state is returned.
+        """
+        return unwrap(await self._stamp_entry(tag, one_entry(tag, stamp, token)))
+
+    async def stamp_on(
+        self, state: ChainState, stamp: bytes, *, token: bytes | str | None = None
+    ) -> Stamp:
+        """XOR ``stamp`` into the chain only if it is still exactly ``state``; else nothing.
+
+        ``state`` is a ``ChainState`` you read (``get``) or were given (``ChainMoved.current``):
+        one write conditioned on its chain and version, never planned again.  If the chain
+        moved since (another write landed, or it was closed or deleted), nothing is written
+        and ``ChainMoved`` is raised with ``.current``, the chain as it is now (from the
+        refused write's answer: no read).  A ``token`` that ``state`` already holds is
+        reported applied (``state.stamp``) with no write.  Lost responses, deadlines and
+        closed states are handled as by :meth:`stamp`.  Not merged with other stamps.
+        """
+        (outcome,) = await self._run(self._core.stamp_on(state, [(stamp, token)]))
+        return unwrap(outcome)
+
+    async def stamp_on_many(
+        self, state: ChainState, stamps: Sequence[tuple[bytes, bytes | str | None]]
+    ) -> list[Stamp]:
+        """Several ``(stamp, token)`` written on ``state`` in one write, or none of them.
+
+        As :meth:`stamp_on` (``ChainMoved`` if the chain moved), for several pieces of
+        work at once, each with its own token (the chain keeps them all): one write
+        unit instead of one per stamp.  Returns each stamp's state, in order (the last
+        one is the chain's).  At most ``token_window // 2`` stamps, tokens distinct
+        (``InvalidStamp``, ``InvalidToken``).  A stamp after those that brought the
+        chain to zero is not written: ``TagNotFound`` is raised for it (the others landed).
+        """
+        outcomes = await self._run(self._core.stamp_on(state, stamps))
+        return [unwrap(outcome) for outcome in outcomes]
+
+    async def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
+        """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
+        if self._coalesce:
+            return await self._submit(tag, entry)
+        outcome: Outcome = await self._run(self._core.stamp_one(tag, entry))
+        return outcome
+
+    async def _chunks(
+        self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
+    ) -> list[Outcome]:
+        """Run ``op`` over ``items``, one transaction per piece, ``concurrency`` at a time.
+
+        Pieces of up to 100 chains and 4 MiB (``Chains.transactions``): a transaction
+        over DynamoDB's limits would be refused whole, every time.
+        """
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(piece: dict[str, Any]) -> dict[str, Outcome]:
+            async with gate:
+                outcomes: dict[str, Outcome] = await self._run(self._core.piece(op, piece))
+                return outcomes
+
+        merged: dict[str, Outcome] = {}
+        for outcomes in await asyncio.gather(
+            *(one(piece) for piece in self._core.transactions(items))
+        ):
+            merged.update(outcomes)
+        return [merged[tag] for tag in items]
+
+    async def create_many(
+        self, stamps: Mapping[str, bytes], **options: Unpack[CreateMany]
+    ) -> dict[str, Stamp]:
+        """Start many chains (``{tag: stamp}``), up to 100 per transaction.
+
+        Every input is validated before anything is sent.  A chain whose tag a
+        live chain holds is not created (``TagExists``), and neither are the
+        others of its transaction on that attempt: they are sent again without it.
+        Raises ``CreateManyFailed`` (created stamps and errors) if any was not
+        created.  A transaction costs twice the write units of plain writes.
+        """
+        values, op, concurrency = self._creates(stamps, options)
+        return self._created(values, await self._chunks(op, values, concurrency))
+
+    async def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
+        """The states of many chains (strongly consistent), 100 per BatchGetItem request.
+
+        ``None`` for a tag without a chain.  Raises ``GetManyFailed`` (``.results``:
+        the readable states, ``.errors``: a ``CorruptItem`` per item this client
+        cannot read) if any item is not a readable chain.
+        """
+        result: dict[str, ChainState | None] = await self._run(self._core.get_many(tags))
+        return result
+
+    async def stamp_many(
+        self, stamps: Mapping[str, bytes], **options: Unpack[StampMany]
+    ) -> dict[str, Stamp]:
+        """Stamp many chains at once, at most ``concurrency`` requests in flight.
+
+        Every input is validated before anything is sent.  Raises
+        ``StampManyFailed`` (with the states that landed and the errors of the
+        rest) if any stamp did not land.
+
+        ``transact=True`` writes up to 100 chains per request (TransactWriteItems,
+        each chain conditioned on its own version; states read 100 per
+        BatchGetItem): far fewer requests and less CPU on both ends, at twice the
+        write units per chain on AWS.  The guarantees are the same.
+        """
+        entries, concurrency = self._stamps(stamps, options)
+        if options.get("transact", False):
+            outcomes = await self._chunks(self._core.stamp_transact, entries, concurrency)
+            return self._stamped(entries, outcomes)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(tag: str, entry: Entry) -> Outcome:
+            async with gate:
+                return await self._stamp_entry(tag, entry)
+
+        outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
+        return self._stamped(entries, outcomes)
+
+    async def fail(
+        self, tag: str, reason: str = "failed", *, chain_id: bytes | None = None
+    ) -> ChainState:
+        """Close a live chain as failed; an acked chain stays acked (zero wins).
+
+        ``chain_id``: fail only that generation of the chain (the ``chain_id`` of a
+        ``ChainState`` you read); if the tag holds another one (re-created since),
+        ``TagNotFound`` and nothing is written, also when it is re-created between
+        this call's read and its write (the write is conditioned on it).
+        """
+        result: ChainState = await self._run(self._core.fail(tag, reason, check_chain_id(chain_id)))
+        return result
+
+    async def delete(self, tag: str) -> None:
+        """Delete the chain's item; ``TagNotFound`` if there is none."""
+        await self._run(self._core.delete(tag))
+
+    async def get(self, tag: str) -> ChainState | None:
+        """The chain's state (strongly consistent read), or None if there is none."""
+        result: ChainState | None = await self._run(self._core.get(tag))
+        return result
+
+    async def wait(self, tag: str, *, timeout: float, poll_interval: float = 0.2) -> ChainState:
+        """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
+        result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
+        return result
+
+    async def touch(self, tag: str, *, timeout: float | None = None) -> ChainState:
+        """Move a live chain's deadline to now + its ``idle_timeout`` (Storm's ``resetTimeout``).
+
+        ``timeout`` moves it to now + ``timeout`` instead (needed for a chain created
+        with a fixed ``timeout`` only: ``InvalidTimeout`` otherwise, nothing written).
+        A touch only extends: a later deadline, or a chain without one, is returned as
+        it is.  Past the deadline: the chain is failed ("timeout") and ``ChainTimeout``
+        raised.  One conditional write (a read first if the chain is not cached).
+        """
+        result: ChainState = await self._run(self._core.touch(tag, timeout))
+        return result
+
+    async def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:
+        """Fail every overdue chain with reason "timeout"; the tombstones this sweep made.
+
+        Safe with any number of sweepers at once (each chain is failed by one
+        conditional write); one Query per index shard and page (keys only), a
+        consistent BatchGetItem per page, one write per overdue chain.
+        """
+        result: list[ChainState] = await self._run(self._core.sweep(page_size))
+        return result
+
+    async def list_chains(
+        self,
+        status: ListStatus = "open",
+        *,
+        limit: int | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> AsyncIterator[ChainState]:
+        """The chains that are "open" (live), "overdue" (live past the deadline) or "failed".
+
+        An async iterator, one index page in memory at a time: the sparse index of
+        each shard is queried (keys only), then the items are read consistently and
+        only those still in that status are yielded (at most ``limit``).  Order: by
+        shard, then by deadline ("open", "overdue") or failure time ("failed").
+        """
+        listing = Listing(self._core, check_listing(status, limit, page_size), limit, page_size)
+        while (page := listing.next_page()) is not None:
+            states: list[ChainState] = await self._run(page)
+            for state in states:
+                yield state

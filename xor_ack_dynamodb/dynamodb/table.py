@@ -1,0 +1,336 @@
+"""The table the clients expect: one definition shared by the CLI, the tests and the demo.
+
+``TableSpec`` is the single source of the table's shape: a partition key of type
+``S`` holding the tag (attribute name configurable, default ``tagID``) and TTL on
+``expires_at``.  The CloudFormation template (``infra/table.yaml``) and
+``docker-compose.yml`` declare the same key schema and TTL attribute;
+``tests/infra`` parses both and compares them with ``TableSpec``.
+
+The functions take a boto3 DynamoDB client, so they work against AWS,
+DynamoDB Local and moto alike.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from botocore.exceptions import ClientError
+
+from ..errors import XorAckError
+from .aws import error_code
+from .item import (
+    ATTRIBUTES as ITEM_ATTRIBUTES,
+)
+from .item import (
+    DEFAULT_PARTITION_KEY,
+    DUE_AT,
+    EXPIRES_AT,
+    FAILED_AT,
+    FAILED_INDEX,
+    FAILED_SHARD,
+    OPEN_INDEX,
+    OPEN_SHARD,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import StreamSpecificationTypeDef, TableDescriptionTypeDef
+
+DEFAULT_TABLE = "xor-ack-chains"
+#: DynamoDB type of the partition key: the tag is a string.
+KEY_TYPE = "S"
+#: The TTL attribute, fixed by the item layout (``item.EXPIRES_AT``).
+TTL_ATTRIBUTE = EXPIRES_AT
+#: The sparse inventory indexes (name -> (partition key, sort key)), both numbers,
+#: both KEYS_ONLY: see ``item.OPEN_INDEX``.
+INDEXES: dict[str, tuple[str, str]] = {
+    OPEN_INDEX: (OPEN_SHARD, DUE_AT),
+    FAILED_INDEX: (FAILED_SHARD, FAILED_AT),
+}
+#: The table's stream: both images, so a consumer sees each transition
+#: (created, acked, failed, expired, deleted) from one record.
+STREAM_VIEW = "NEW_AND_OLD_IMAGES"
+
+BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED"]
+BILLING_MODES: tuple[BillingMode, ...] = ("PAY_PER_REQUEST", "PROVISIONED")
+
+_TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+
+
+class InvalidTableSpec(XorAckError):
+    """A table name, key name, billing mode or capacity that DynamoDB would refuse."""
+
+
+class TableMismatch(XorAckError):
+    """An existing table has another key schema or TTL attribute than the clients expect."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Name, key and capacity of an ack-chain table."""
+
+    name: str = DEFAULT_TABLE
+    partition_key: str = DEFAULT_PARTITION_KEY
+    billing_mode: BillingMode = "PAY_PER_REQUEST"
+    read_capacity: int = 5
+    write_capacity: int = 5
+
+    def __post_init__(self) -> None:
+        if not _TABLE_NAME.fullmatch(self.name):
+            raise InvalidTableSpec(
+                f"table name {self.name!r} is not valid: 3 to 255 characters of "
+                "a-z, A-Z, 0-9, '_', '-' and '.'"
+            )
+        if not self.partition_key or len(self.partition_key.encode()) > 255:
+            raise InvalidTableSpec(
+                f"partition key {self.partition_key!r} is not valid: 1 to 255 bytes"
+            )
+        if self.partition_key in ITEM_ATTRIBUTES:
+            raise InvalidTableSpec(
+                f"partition key cannot be {self.partition_key!r}: the chain item uses that "
+                "attribute; pick another name (the default is "
+                f"{DEFAULT_PARTITION_KEY!r})"
+            )
+        if self.billing_mode not in BILLING_MODES:
+            raise InvalidTableSpec(
+                f"billing mode {self.billing_mode!r} is not one of {', '.join(BILLING_MODES)}"
+            )
+        if self.read_capacity < 1 or self.write_capacity < 1:
+            raise InvalidTableSpec("read and write capacity must be at least 1")
+
+    @property
+    def ttl_attribute(self) -> str:
+        return TTL_ATTRIBUTE
+
+    def key_schema(self) -> list[dict[str, str]]:
+        return [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        index_keys = sorted({name for keys in INDEXES.values() for name in keys})
+        return [{"AttributeName": self.partition_key, "AttributeType": KEY_TYPE}] + [
+            {"AttributeName": name, "AttributeType": "N"} for name in index_keys
+        ]
+
+    def index_request(self, name: str) -> dict[str, Any]:
+        """The ``GlobalSecondaryIndexes`` entry of inventory index ``name``."""
+        shard, sort = INDEXES[name]
+        index: dict[str, Any] = {
+            "IndexName": name,
+            "KeySchema": [
+                {"AttributeName": shard, "KeyType": "HASH"},
+                {"AttributeName": sort, "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+            **self.throughput(),
+        }
+        return index
+
+    def throughput(self) -> dict[str, Any]:
+        """``ProvisionedThroughput`` for a provisioned table (or index), else nothing."""
+        if self.billing_mode != "PROVISIONED":
+            return {}
+        units = {"ReadCapacityUnits": self.read_capacity, "WriteCapacityUnits": self.write_capacity}
+        return {"ProvisionedThroughput": units}
+
+    def create_request(self) -> dict[str, Any]:
+        """The ``CreateTable`` parameters for this table."""
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "AttributeDefinitions": self.attribute_definitions(),
+            "KeySchema": self.key_schema(),
+            "BillingMode": self.billing_mode,
+            "GlobalSecondaryIndexes": [self.index_request(name) for name in INDEXES],
+            "StreamSpecification": {"StreamEnabled": True, "StreamViewType": STREAM_VIEW},
+        }
+        if self.billing_mode == "PROVISIONED":
+            request["ProvisionedThroughput"] = {
+                "ReadCapacityUnits": self.read_capacity,
+                "WriteCapacityUnits": self.write_capacity,
+            }
+        return request
+
+    def ttl_request(self) -> dict[str, Any]:
+        """The ``UpdateTimeToLive`` parameters that turn TTL on for this table."""
+        return {
+            "TableName": self.name,
+            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+        }
+
+    def check(self, table: TableDescriptionTypeDef) -> None:
+        """Raise ``TableMismatch`` unless a ``DescribeTable`` result has this key schema."""
+        key = table.get("KeySchema", [])
+        types = {
+            a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])
+        }
+        hash_keys = [k["AttributeName"] for k in key if k["KeyType"] == "HASH"]
+        has_sort_key = any(k["KeyType"] == "RANGE" for k in key)
+        if hash_keys != [self.partition_key] or has_sort_key:
+            found = ", ".join(f"{k['AttributeName']} ({k['KeyType']})" for k in key) or "none"
+            raise TableMismatch(
+                f"table {self.name} has key {found}, expected {self.partition_key} (HASH) only: "
+                "pass the table's partition key (--partition-key / partition_key=...) "
+                "or use another table"
+            )
+        if types.get(self.partition_key) != KEY_TYPE:
+            raise TableMismatch(
+                f"table {self.name}: partition key {self.partition_key} has type "
+                f"{types.get(self.partition_key)}, expected {KEY_TYPE}"
+            )
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What ``describe_table`` reports about an existing table."""
+
+    name: str
+    arn: str
+    status: str
+    partition_key: str
+    partition_key_type: str
+    billing_mode: str
+    read_capacity: int
+    write_capacity: int
+    item_count: int
+    size_bytes: int
+    ttl_status: str
+    ttl_attribute: str | None
+    deletion_protection: bool
+    sse_status: str | None
+    #: The stream's view type, None when the table has no stream enabled.
+    stream_view: str | None = None
+    stream_arn: str | None = None
+    #: Global secondary indexes: name -> status (ACTIVE, CREATING, ...).
+    indexes: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _flag(value: Any) -> bool:
+    # moto reports CloudFormation's "true"/"false" parameters as strings
+    return value.lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
+    """Describe the table and its TTL setting; ``ResourceNotFoundException`` when missing.
+
+    Needs ``dynamodb:DescribeTable``; without ``dynamodb:DescribeTimeToLive`` the TTL
+    status is reported as unknown.
+    """
+    table = client.describe_table(TableName=name)["Table"]
+    try:
+        ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+        ttl_status = str(ttl.get("TimeToLiveStatus", "DISABLED"))
+    except ClientError as exc:
+        # The clients' IAM policy (infra/table.yaml) grants DescribeTable, not DescribeTimeToLive.
+        if error_code(exc) != "AccessDeniedException":
+            raise
+        ttl, ttl_status = {}, "UNKNOWN (no dynamodb:DescribeTimeToLive permission)"
+    hash_key = next(k["AttributeName"] for k in table["KeySchema"] if k["KeyType"] == "HASH")
+    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
+    throughput = table.get("ProvisionedThroughput") or {}
+    billing = (table.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
+    stream: StreamSpecificationTypeDef | dict[str, Any] = table.get("StreamSpecification") or {}
+    return TableInfo(
+        name=table["TableName"],
+        arn=table.get("TableArn", ""),
+        status=table.get("TableStatus", ""),
+        partition_key=hash_key,
+        partition_key_type=types.get(hash_key, ""),
+        billing_mode=billing,
+        read_capacity=int(throughput.get("ReadCapacityUnits", 0)),
+        write_capacity=int(throughput.get("WriteCapacityUnits", 0)),
+        item_count=int(table.get("ItemCount", 0)),
+        size_bytes=int(table.get("TableSizeBytes", 0)),
+        ttl_status=ttl_status,
+        ttl_attribute=ttl.get("AttributeName"),
+        deletion_protection=_flag(table.get("DeletionProtectionEnabled", False)),
+        sse_status=(table.get("SSEDescription") or {}).get("Status"),
+        stream_view=str(stream["StreamViewType"]) if stream.get("StreamEnabled") else None,
+        stream_arn=table.get("LatestStreamArn") if stream.get("StreamEnabled") else None,
+        indexes={
+            str(index["IndexName"]): str(index.get("IndexStatus", ""))
+            for index in table.get("GlobalSecondaryIndexes") or []
+        },
+    )
+
+
+def wait_active(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> None:
+    """Poll until the table is ACTIVE."""
+    deadline = time.monotonic() + timeout
+    while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"table {name} not ACTIVE after {timeout:g} s")
+        time.sleep(0.2)
+
+
+def create_table(
+    client: DynamoDBClient, spec: TableSpec, *, wait: bool = True, timeout: float = 60.0
+) -> bool:
+    """Create the table (and enable TTL on ``expires_at``) with a boto3 client.
+
+    Idempotent: an existing table is checked against ``spec`` (``TableMismatch``
+    when its key differs) and gets TTL turned on if it lacks it.  Returns True
+    when the table was created, False when it already existed.
+    """
+    created = True
+    try:
+        client.create_table(**spec.create_request())
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException":
+            raise
+        created = False
+        spec.check(client.describe_table(TableName=spec.name)["Table"])
+    if wait:
+        wait_active(client, spec.name, timeout=timeout)
+    enable_ttl(client, spec.name)
+    return created
+
+
+def enable_ttl(client: DynamoDBClient, table: str) -> None:
+    """Turn on TTL on ``expires_at`` unless it already is.
+
+    Raises ``TableMismatch`` when TTL is on for another attribute: DynamoDB
+    allows one TTL attribute per table, and expired chains would never go away.
+    """
+    status = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    if status.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+        attribute = status.get("AttributeName")
+        if attribute not in (None, TTL_ATTRIBUTE):
+            raise TableMismatch(
+                f"table {table} has TTL on {attribute!r}, the clients expire chains "
+                f"through {TTL_ATTRIBUTE!r}"
+            )
+        return
+    client.update_time_to_live(
+        TableName=table,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+    )
+
+
+def delete_table(
+    client: DynamoDBClient, name: str, *, wait: bool = True, timeout: float = 60.0
+) -> None:
+    """Delete the table and, with ``wait``, poll until it is gone.
+
+    ``ResourceNotFoundException`` when it does not exist; a ``ValidationException``
+    when deletion protection is on (turn it off first: it is on by default in
+    ``infra/table.yaml``).
+    """
+    client.delete_table(TableName=name)
+    if not wait:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.describe_table(TableName=name)
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return
+            raise
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"table {name} still exists {timeout:g} s after DeleteTable")
+        time.sleep(0.2)

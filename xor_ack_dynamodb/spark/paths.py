@@ -1,0 +1,256 @@
+"""Where the job reads and writes, judged before anything is touched (plain Python, no Spark).
+
+Every decision about the user's folders is made here, once:
+
+- which arguments are local paths (``/x``, ``x``, ``file:/x``) and which are
+  Hadoop URIs (``s3a://b/x``, ``hdfs://nn/x``); a name like ``http:x`` is a
+  local relative path;
+- an existing OUTPUT is replaced only with ``--overwrite``, and only when it is a
+  folder this tool wrote: it holds our manifest and nothing the manifest does not
+  name (:func:`judge_output`);
+- the local listing of INPUT: hidden names skipped, folders recursed, symbolic
+  links followed, what cannot be read reported (:func:`list_local`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .errors import InputEmpty, InputMissing, OutputExists, OutputNotOurs
+
+#: The marker the job writes into OUTPUT, beside Spark's ``_SUCCESS``.
+MANIFEST = "_XOR_ACK_MANIFEST.json"
+SUCCESS = "_SUCCESS"
+TOOL = "xor-ack wordcount"
+_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: Reasons a file ends ``failed`` at once, without replay (the same bytes fail again).
+PERMANENT = ("not-utf8", "unreadable", "broken-symlink", "not-a-regular-file")
+
+
+def is_remote(path: str) -> bool:
+    """A Hadoop URI (``s3a://``, ``hdfs://``, ...), not a path on this machine."""
+    return bool(_REMOTE.match(path)) and not path.lower().startswith("file:")
+
+
+def local_path(path: str) -> str:
+    """The absolute local path of a local argument (``file:/x`` and ``file:///x`` included)."""
+    if path.startswith("file://"):
+        path = path[len("file://") :]
+    elif path.startswith("file:/"):
+        path = path[len("file:") :]
+    return os.path.abspath(path)
+
+
+def qualified(path: str) -> str:
+    """The form the job passes to Hadoop: ``file:/abs/path`` for a local one."""
+    return (path.rstrip("/") or "/") if is_remote(path) else "file:" + local_path(path)
+
+
+def printable(path: str) -> str:
+    """``path`` for a terminal or JSON: bytes that are not UTF-8 shown as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+# -- OUTPUT -----------------------------------------------------------------------------
+
+
+class OutputAction(Enum):
+    """What the commit does with OUTPUT."""
+
+    CREATE = "create"  # absent: the staged folder is renamed to it
+    REPLACE_EMPTY = "replace-empty"  # an empty folder: removed (non-recursively), then renamed
+    REPLACE_OURS = "replace-ours"  # a folder this tool wrote: moved away, then replaced
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What is at OUTPUT: a folder (its entry names, our manifest's text if any) or a file."""
+
+    is_dir: bool
+    names: tuple[str, ...] = ()
+    manifest: str | None = None
+
+
+def _crc(name: str) -> str:
+    return f".{name}.crc"  # Hadoop's local file system writes a checksum file beside each
+
+
+def judge_output(output: str, listing: Listing | None, overwrite: bool) -> OutputAction:
+    """Whether OUTPUT may become the counts; raises a :class:`Refused` error if not."""
+    if listing is None:
+        return OutputAction.CREATE
+    if not listing.is_dir:
+        raise OutputExists(
+            f"output {output} is a file: choose a folder name for --output that does not exist"
+        )
+    if not listing.names:
+        return OutputAction.REPLACE_EMPTY
+    if not overwrite:
+        raise OutputExists(
+            f"output {output} exists and is not empty: choose another --output, or pass "
+            "--overwrite to replace a folder that xor-ack wordcount wrote before"
+        )
+    files = _manifest_files(listing.manifest)
+    if files is None:
+        raise OutputNotOurs(
+            f"output {output} was not written by xor-ack wordcount (no valid {MANIFEST}), "
+            "so --overwrite does not replace it: choose another --output"
+        )
+    allowed = {*files, MANIFEST}
+    allowed |= {_crc(name) for name in list(allowed)}
+    extra = sorted(set(listing.names) - allowed)
+    if extra:
+        shown = ", ".join(repr(printable(name)) for name in extra[:3])
+        more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
+        raise OutputNotOurs(
+            f"output {output} holds {len(extra)} entries xor-ack wordcount did not write "
+            f"({shown}{more}), so --overwrite does not replace it: move them away or choose "
+            "another --output"
+        )
+    return OutputAction.REPLACE_OURS
+
+
+def _manifest_files(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("tool") != TOOL:
+        return None
+    files = data.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return files
+
+
+def manifest_text(run_id: str, input_: str, names: Iterable[str]) -> str:
+    """The manifest naming every entry the job wrote into OUTPUT (itself included)."""
+    files = sorted({*names, MANIFEST})
+    body = {"tool": TOOL, "format": 1, "run_id": run_id, "input": input_, "files": files}
+    return json.dumps(body, indent=2, ensure_ascii=True) + "\n"
+
+
+def local_listing(output: str) -> Listing | None:
+    """:class:`Listing` of a local OUTPUT (None if nothing is there)."""
+    path = local_path(output)
+    if not os.path.lexists(path):
+        return None
+    if not os.path.isdir(path):
+        return Listing(is_dir=False)
+    names = tuple(sorted(os.listdir(path)))
+    manifest = None
+    if MANIFEST in names:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            manifest = Path(path, MANIFEST).read_text(encoding="utf-8")
+    return Listing(is_dir=True, names=names, manifest=manifest)
+
+
+def staging_path(output: str, run_id: str) -> str:
+    """The run's staging folder: a hidden sibling of OUTPUT (a rename away from it)."""
+    target = qualified(output)
+    parent, _, name = target.rpartition("/")
+    return f"{parent}/.{name}.xor-ack-{run_id}"
+
+
+# -- INPUT ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input: its path (``file:/abs`` or a Hadoop URI), size, and why it cannot be read."""
+
+    path: str
+    size: int
+    problem: str | None = None
+
+
+def hidden(name: str) -> bool:
+    # Hadoop's FileInputFormat skips these (``_SUCCESS``, ``.crc``, ...): so does the listing.
+    return name.startswith(("_", "."))
+
+
+def list_local(root: str) -> list[InputFile]:
+    """Every file under a local ``root``, sorted; raises if there is none to count.
+
+    Folders are recursed, symbolic links followed (a folder reached twice is
+    listed once, so a link loop ends), names starting with ``_`` or ``.`` skipped.
+    A broken link, a FIFO / socket / device and an unreadable folder are listed
+    with their ``problem``: they end ``failed`` without being read.
+    """
+    top = local_path(root)
+    if not os.path.lexists(top):
+        raise InputMissing(f"input {root} does not exist: give a folder or file to count")
+    if not os.path.exists(top):
+        raise InputMissing(f"input {root} is a broken symbolic link: give a folder or file")
+    found: list[InputFile] = []
+    if not os.path.isdir(top):
+        found.append(_entry(top))
+    else:
+        _walk(top, {os.path.realpath(top)}, found)
+    if not found:
+        raise InputEmpty(
+            f"input {root} holds no file to count (names starting with '_' or '.' are "
+            "skipped): nothing to do"
+        )
+    return sorted(found, key=lambda f: f.path)
+
+
+def _entry(path: str) -> InputFile:
+    where = "file:" + path
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return InputFile(where, 0, "broken-symlink: its target does not exist")
+    except OSError as exc:
+        return InputFile(where, 0, f"unreadable: {exc.strerror}")
+    if stat.S_ISREG(info.st_mode):
+        return InputFile(where, info.st_size)
+    return InputFile(where, 0, "not-a-regular-file: a FIFO, socket or device is not read")
+
+
+def _walk(folder: str, seen: set[str], found: list[InputFile]) -> None:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        found.append(InputFile("file:" + folder, 0, f"unreadable: folder: {exc.strerror}"))
+        return
+    for entry in entries:
+        if hidden(entry.name):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=True)
+        except OSError:
+            is_dir = False
+        if is_dir:
+            real = os.path.realpath(entry.path)
+            if real not in seen:
+                seen.add(real)
+                _walk(entry.path, seen, found)
+        else:
+            found.append(_entry(entry.path))
+
+
+class Unreadable(str):
+    """In place of a file's bytes: why it could not be read (an ``OSError``'s text)."""
+
+    __slots__ = ()
+
+
+def read_local(path: str) -> bytes | Unreadable:
+    """The bytes of ``file:/abs`` ``path``, or why they cannot be read."""
+    try:
+        with open(local_path(path), "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        return Unreadable(exc.strerror or type(exc).__name__)

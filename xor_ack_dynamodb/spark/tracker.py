@@ -1,0 +1,87 @@
+"""The chains as seen from Spark tasks: a picklable config and one client per Python worker.
+
+Executors never get a client object: they get a :class:`TrackerConfig` (a few
+strings) and build a :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB` once per
+Python worker process (Spark reuses workers across tasks), cached by config.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..dynamodb.item import DEFAULT_PARTITION_KEY
+from ..dynamodb.sync import SyncXorAckDynamoDB
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Where the chains live, and how tasks write them.
+
+    ``local_credentials``: sign with dummy credentials (a loopback DynamoDB Local
+    accepts any); otherwise the worker's default AWS credential chain is used.
+    ``token_window`` must cover every write a chain sees in its life: 1 create,
+    the produce and commit stamps, 1 fail, plus room for a few writes of faulty
+    attempts (``docs/spark.md``).
+    """
+
+    table: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    partition_key: str = DEFAULT_PARTITION_KEY
+    token_window: int = 32
+    concurrency: int = 16
+    local_credentials: bool = False
+    #: Tasks of different workers write the same chains in turn, so a cached state is
+    #: almost always stale: re-reading (a read unit) beats a conditional write that fails
+    #: (a write unit).  0 turns the client's cache off.
+    cache_size: int = 0
+    #: Write up to 100 chains per request (TransactWriteItems; states read 100 per
+    #: BatchGetItem) instead of one request per chain: a small fraction of the requests
+    #: and of the CPU on both ends, at twice the write units per chain on AWS.
+    transactions: bool = True
+
+    @property
+    def write_concurrency(self) -> int:
+        """Requests in flight per task: one transaction at a time when they carry 100 chains.
+
+        Counting tasks write the same chains, each starting at its own offset: one
+        transaction at a time per task keeps the tasks on different chains, where
+        several in flight would make them meet (a conflict cancels a transaction).
+        """
+        return 1 if self.transactions else self.concurrency
+
+    def client(self) -> Any:
+        """A new boto3 DynamoDB client for this config."""
+        from ..dynamodb.aws import botocore_config, sync_client
+
+        return sync_client(
+            endpoint=self.endpoint_url,
+            region_name=self.region,
+            config=botocore_config(max_pool_connections=max(10, self.concurrency + 2)),
+            local_credentials=self.local_credentials or None,
+        )
+
+    def chains(self) -> SyncXorAckDynamoDB:
+        """A new chains client for this config (the driver's; tasks use :func:`chains_for`)."""
+        return SyncXorAckDynamoDB(
+            self.client(),
+            table=self.table,
+            partition_key=self.partition_key,
+            token_window=self.token_window,
+            cache_size=self.cache_size,
+        )
+
+
+_LOCK = threading.Lock()
+_CLIENTS: dict[TrackerConfig, SyncXorAckDynamoDB] = {}
+
+
+def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
+    """This worker's client for ``config`` (made on first use, then reused by every task)."""
+    with _LOCK:
+        client = _CLIENTS.get(config)
+        if client is None:
+            client = _CLIENTS[config] = config.chains()
+        return client

@@ -1,0 +1,74 @@
+"""``track()``: one tracked run of a user's per-input job (the rounds are ``job.TrackedJob``'s)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .conf import chains_config
+from .faults import FaultConfig
+from .job import EventSink, JobSpec, TrackedJob
+from .report import TrackedReport
+from .sink import Sink
+from .stages import Process
+from .tracker import TrackerConfig
+
+
+def track(
+    spark: Any,
+    process: Process,
+    schema: str,
+    sink: Sink,
+    *,
+    source: Any = None,
+    key: str | None = None,
+    keys: Sequence[str] | None = None,
+    table: str | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    tracker: TrackerConfig | None = None,
+    tracking: bool = True,
+    partitions: int | None = None,
+    max_attempts: int = 8,
+    faults: FaultConfig | None = None,
+    run_id: str | None = None,
+    round_timeout: float | None = None,
+    on_event: EventSink | None = None,
+) -> TrackedReport:
+    """Run ``process(key, rows)`` once per input, tracked, and commit the acked inputs' rows.
+
+    ``process`` gets an input's key and its rows (a ``pyarrow.Table`` of the
+    source's other columns; empty with ``keys=`` and no source: the function reads
+    the input itself) and returns a ``pyarrow.Table`` with the columns of
+    ``schema`` (DDL).  Inputs come from ``source`` (a DataFrame, ``key`` naming the
+    column that says which input each row belongs to, e.g. ``_metadata.file_path``)
+    or from ``keys``.  The chains' table comes from ``table`` / the session's conf
+    ``spark.xorack.*`` / the environment (``conf.chains_config``), unless a
+    ``tracker`` (a ``TrackerConfig``) names it whole.  ``tracking=False``: no chains.
+
+    ``round_timeout``: seconds a round's Spark jobs may take before they are
+    cancelled and the round's unfinished inputs replayed.  ``on_event`` gets each
+    input's end as the library's typed events (``events.Acked`` / ``events.Failed``,
+    ``tag`` = the input's chain).  A ``KeyboardInterrupt`` cancels the running jobs,
+    removes the staging folder and leaves the output as it was, then propagates.
+    """
+    if tracker is None and tracking:
+        tracker = chains_config(spark, table=table, endpoint_url=endpoint_url, region=region)
+    if not tracking:
+        tracker = None
+    spec = JobSpec(
+        process=process,
+        schema=schema,
+        sink=sink,
+        source=source,
+        key=key,
+        keys=keys,
+        tracker=tracker,
+        partitions=partitions,
+        max_attempts=max_attempts,
+        faults=faults or FaultConfig(),
+        run_id=run_id,
+        round_timeout=round_timeout,
+        on_event=on_event,
+    )
+    return TrackedJob(spark, spec).run()
