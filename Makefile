@@ -68,6 +68,7 @@ demo: doctor $(RUNTIME) dynamodb-local
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(DEV)
 	$(VENV)/bin/mypy
