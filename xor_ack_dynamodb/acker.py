@@ -2,42 +2,7 @@
 
 from __future__ import annotations
 
-from .memory.acker import (
-    INT64_MAX,
-    INT64_MIN,
-    Acked,
-    Acker,
-    AckerMsg,
-    AckerStats,
-    Anchor,
-    Fail,
-    IdGenerator,
-    Nacked,
-    Ok,
-    Pending,
-    ResetTimeout,
-    Track,
-    acker_for,
-    acker_index,
-    check_id,
-)
+from .memory import acker as _acker
+from .memory.acker import *  # noqa: F403 - this path's names are the module's own __all__
 
-__all__ = [
-    "INT64_MAX",
-    "INT64_MIN",
-    "Acked",
-    "Acker",
-    "AckerMsg",
-    "AckerStats",
-    "Anchor",
-    "Fail",
-    "IdGenerator",
-    "Nacked",
-    "Ok",
-    "Pending",
-    "ResetTimeout",
-    "Track",
-    "acker_for",
-    "acker_index",
-    "check_id",
-]
+__all__ = _acker.__all__

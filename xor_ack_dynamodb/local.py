@@ -2,52 +2,7 @@
 
 from __future__ import annotations
 
-from .dynamodb.local import (
-    DYNAMODB_LOCAL_VERSION,
-    LAUNCHER,
-    NPM_PACKAGE,
-    NPM_VERSION,
-    Backend,
-    Kind,
-    LocalDynamoDB,
-    LocalDynamoDBError,
-    ServerState,
-    cache_dir,
-    dynamodb_local_command,
-    dynamodb_local_jar,
-    free_port,
-    install_dynamodb_local,
-    java_problem,
-    java_version,
-    moto_server_command,
-    run_dir,
-    server_status,
-    start_detached,
-    state_file,
-    stop_detached,
-)
+from .dynamodb import local as _local
+from .dynamodb.local import *  # noqa: F403 - this path's names are the package's own __all__
 
-__all__ = [
-    "DYNAMODB_LOCAL_VERSION",
-    "LAUNCHER",
-    "NPM_PACKAGE",
-    "NPM_VERSION",
-    "Backend",
-    "Kind",
-    "LocalDynamoDB",
-    "LocalDynamoDBError",
-    "ServerState",
-    "cache_dir",
-    "dynamodb_local_command",
-    "dynamodb_local_jar",
-    "free_port",
-    "install_dynamodb_local",
-    "java_problem",
-    "java_version",
-    "moto_server_command",
-    "run_dir",
-    "server_status",
-    "start_detached",
-    "state_file",
-    "stop_detached",
-]
+__all__ = _local.__all__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from .dynamodb.retry import DEFAULT_RETRY, RetryPolicy, botocore_config
+from .dynamodb import retry as _retry
+from .dynamodb.retry import *  # noqa: F403 - this path's names are the module's own __all__
 
-__all__ = ["DEFAULT_RETRY", "RetryPolicy", "botocore_config"]
+__all__ = _retry.__all__

@@ -3,22 +3,7 @@ infra/sweeper.yaml names it): the public path of :mod:`xor_ack_dynamodb.dynamodb
 
 from __future__ import annotations
 
-from .dynamodb.sweeper import (
-    ENV_PARTITION_KEY,
-    ENV_TABLE,
-    MAX_TAGS,
-    SweeperMisconfigured,
-    SweepSummary,
-    handler,
-    settings,
-)
+from .dynamodb import sweeper as _sweeper
+from .dynamodb.sweeper import *  # noqa: F403 - this path's names are the module's own __all__
 
-__all__ = [
-    "ENV_PARTITION_KEY",
-    "ENV_TABLE",
-    "MAX_TAGS",
-    "SweepSummary",
-    "SweeperMisconfigured",
-    "handler",
-    "settings",
-]
+__all__ = _sweeper.__all__

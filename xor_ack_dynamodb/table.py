@@ -2,34 +2,7 @@
 
 from __future__ import annotations
 
-from .dynamodb.table import (
-    DEFAULT_TABLE,
-    INDEXES,
-    STREAM_VIEW,
-    TTL_ATTRIBUTE,
-    InvalidTableSpec,
-    TableInfo,
-    TableMismatch,
-    TableSpec,
-    create_table,
-    delete_table,
-    describe_table,
-    enable_ttl,
-    wait_active,
-)
+from .dynamodb import table as _table
+from .dynamodb.table import *  # noqa: F403 - this path's names are the module's own __all__
 
-__all__ = [
-    "DEFAULT_TABLE",
-    "INDEXES",
-    "STREAM_VIEW",
-    "TTL_ATTRIBUTE",
-    "InvalidTableSpec",
-    "TableInfo",
-    "TableMismatch",
-    "TableSpec",
-    "create_table",
-    "delete_table",
-    "describe_table",
-    "enable_ttl",
-    "wait_active",
-]
+__all__ = _table.__all__

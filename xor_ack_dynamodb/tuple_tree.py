@@ -19,35 +19,11 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from .dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
-from .memory.tuple_tree import (
-    AckerSink,
-    AckSink,
-    AsyncTreeSink,
-    AsyncTupleTree,
-    Emitted,
-    Started,
-    TreeSink,
-    TupleRef,
-    TupleTree,
-    id_from_stamp,
-    id_stamp,
-)
+from .memory import tuple_tree as _tree
+from .memory.tuple_tree import *  # noqa: F403 - the spout and bolt helpers, as they are there
+from .memory.tuple_tree import id_stamp
 
-__all__ = [
-    "AckSink",
-    "AckerSink",
-    "AsyncDynamoDBSink",
-    "AsyncTreeSink",
-    "AsyncTupleTree",
-    "DynamoDBSink",
-    "Emitted",
-    "Started",
-    "TreeSink",
-    "TupleRef",
-    "TupleTree",
-    "id_from_stamp",
-    "id_stamp",
-]
+__all__ = [*_tree.__all__, "AsyncDynamoDBSink", "DynamoDBSink"]
 
 ClientT = TypeVar("ClientT")
 

@@ -35,6 +35,16 @@ from .item import DEFAULT_PARTITION_KEY
 from .sync import SyncXorAckDynamoDB
 from .table import InvalidTableSpec, TableSpec
 
+__all__ = [
+    "ENV_PARTITION_KEY",
+    "ENV_TABLE",
+    "MAX_TAGS",
+    "SweepSummary",
+    "SweeperMisconfigured",
+    "handler",
+    "settings",
+]
+
 ENV_TABLE = "XOR_ACK_TABLE"
 ENV_PARTITION_KEY = "XOR_ACK_PARTITION_KEY"
 #: At most this many tags are listed in a summary (the count is always exact).

@@ -35,6 +35,22 @@ from .item import (
     OPEN_SHARD,
 )
 
+__all__ = [
+    "DEFAULT_TABLE",
+    "INDEXES",
+    "STREAM_VIEW",
+    "TTL_ATTRIBUTE",
+    "InvalidTableSpec",
+    "TableInfo",
+    "TableMismatch",
+    "TableSpec",
+    "create_table",
+    "delete_table",
+    "describe_table",
+    "enable_ttl",
+    "wait_active",
+]
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import StreamSpecificationTypeDef, TableDescriptionTypeDef
