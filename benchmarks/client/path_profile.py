@@ -53,7 +53,8 @@ def path_category(func: Func) -> str | None:
         return SETTLE
     if "landed" in name or "proof" in name:
         return PROOF
-    if module in ("dynamodb.py", "_client.py") or "sched" in module:
+    ours = filename.endswith(("xor_ack_dynamodb/dynamodb/client.py", "/_client.py"))
+    if ours or "sched" in module:
         return SCHEDULER
     if module == "_batches.py":
         return BATCHES
