@@ -13,22 +13,24 @@ The errors of the feature packages live beside them, all subclasses of
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from ._failures import (
+    ChainFailed,
+    ChainTimedOut,
+    WaitTimeout,
+    XorAckError,
+    _ChainTimeout,
+    _TagError,
+)
 
 if TYPE_CHECKING:
     from .item import ChainState  # for annotations only: a runtime import is circular
 
 #: What a ``*_many`` call gives per tag that succeeded.
 R = TypeVar("R")
-
-
-class XorAckError(Exception):
-    """Base class of every error this package raises on purpose."""
-
-    @property
-    def code(self) -> str:
-        return type(self).__name__
 
 
 class BufferLengthsUnequal(XorAckError):
@@ -73,12 +75,6 @@ class InvalidTTL(XorAckError, ValueError):
 
     Also a ``ValueError``, which is what earlier versions raised for a ``ttl`` <= 0.
     """
-
-
-class _TagError(XorAckError):
-    def __init__(self, tag: str, message: str) -> None:
-        super().__init__(message)
-        self.tag = tag
 
 
 class TagExists(_TagError):
@@ -130,29 +126,6 @@ class AmbiguousWrite(_TagError):
         self.window = window
 
 
-class ChainTimeout(_TagError):
-    """The chain did not ack in time.
-
-    Raised by ``wait()`` when it gives up (``.seconds``: how long it waited; the chain
-    is unchanged), and by ``stamp``, ``touch``, ``fail`` and the ``*_many`` forms when
-    the write met the chain live past its deadline (``.deadline``, epoch seconds): the
-    write was refused by its own condition and the chain was failed with reason
-    ``"timeout"`` (by this call or by a sweep or another late call: once).
-    """
-
-    def __init__(self, tag: str, seconds: float | None = None, *, deadline: float | None = None):
-        if deadline is not None:
-            message = (
-                f'"{tag}" missed its deadline ({deadline:.3f}) and was failed with reason'
-                ' "timeout"; nothing of this call was written: replay its input under a new chain'
-            )
-        else:
-            message = f'"{tag}" was not acked within {seconds or 0:g} s'
-        super().__init__(tag, message)
-        self.seconds = seconds
-        self.deadline = deadline
-
-
 class ChainMoved(_TagError):
     """``stamp_on(state, ...)`` found the chain no longer in ``state``: nothing was written.
 
@@ -172,14 +145,6 @@ class ChainMoved(_TagError):
         )
         self.expected = expected
         self.current = current
-
-
-class ChainFailed(_TagError):
-    """The chain was failed (explicitly or by a timeout); its stamps can no longer land."""
-
-    def __init__(self, tag: str, reason: str) -> None:
-        super().__init__(tag, f'"{tag}" failed ({reason}); replay its input under a new chain')
-        self.reason = reason
 
 
 class InvalidWait(XorAckError, ValueError):
@@ -374,3 +339,55 @@ class UpgradeTimeout(XorAckError):
         )
         self.table = table
         self.index = index
+
+
+#: Every error; ChainTimeout aside: a deprecated name, looked up by ``__getattr__`` below.
+__all__ = [
+    "AmbiguousWrite",
+    "BufferLengthsUnequal",
+    "ChainFailed",
+    "ChainMoved",
+    "ChainTimedOut",
+    "CorruptItem",
+    "CorruptRecord",
+    "CreateManyFailed",
+    "GetManyFailed",
+    "InvalidListing",
+    "InvalidReason",
+    "InvalidStamp",
+    "InvalidState",
+    "InvalidTTL",
+    "InvalidTag",
+    "InvalidTimeout",
+    "InvalidToken",
+    "InvalidWait",
+    "LessThanTwoBuffers",
+    "RegionMissing",
+    "StaleLocalData",
+    "StampManyFailed",
+    "StreamNotEnabled",
+    "StreamViewConflict",
+    "TagExists",
+    "TagNotFound",
+    "TransactionItemRejected",
+    "UpgradeTimeout",
+    "WaitTimeout",
+    "XorAckError",
+    "ZeroBufferNoOp",
+]
+
+
+def __getattr__(name: str) -> type[_ChainTimeout]:
+    """``ChainTimeout`` meant two things (a chain failed by its deadline, a ``wait()`` that
+    gave up): the class stays as the base of both, so ``except ChainTimeout`` catches what
+    it caught, but the name warns where it is looked up."""
+    if name == "ChainTimeout":
+        warnings.warn(
+            "xor_ack_dynamodb.errors.ChainTimeout is deprecated: catch ChainTimedOut (a "
+            "ChainFailed: the chain's deadline failed it) or WaitTimeout (wait() gave up; the "
+            "chain was left as it was); `except ChainTimeout` still catches both",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _ChainTimeout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 What a deadline adds to each write (the open and failed index keys, the
 ``deadline > :now`` condition, an idle stamp moving the deadline in its own
-write), what a late write leads to (the timeout write, once, ``ChainTimeout``),
+write), what a late write leads to (the timeout write, once, ``ChainTimedOut``),
 ``touch``, ``sweep`` and the ``list_chains`` plan.  The rows of the tables
 (``Status.OVERDUE``, ``Step.TIME_OUT``, the ``touch`` and ``timeout`` rows) are
 walked in ``test_decisions.py``.
@@ -20,7 +20,7 @@ from xor_ack_dynamodb import item as I
 from xor_ack_dynamodb._core.deadlines import Listing
 from xor_ack_dynamodb._ops import Chains, Entry
 from xor_ack_dynamodb.errors import (
-    ChainTimeout,
+    ChainTimedOut,
     CorruptItem,
     InvalidTimeout,
     InvalidTTL,
@@ -189,7 +189,7 @@ def test_a_late_stamp_is_not_sent_the_chain_is_failed_once_and_the_caller_told()
         ],
     )
     (outcome,) = ran.result
-    assert isinstance(outcome, ChainTimeout) and outcome.deadline == 1000
+    assert isinstance(outcome, ChainTimedOut) and outcome.deadline == 1000
     assert "replay its input" in str(outcome)
     write = ran.calls[1].params
     assert write["ConditionExpression"] == (
@@ -217,7 +217,7 @@ def test_a_stamp_refused_by_its_deadline_times_out_without_a_back_off() -> None:
             ("update_item", {"Attributes": timed_out()}),
         ],
     )
-    assert isinstance(ran.result[0], ChainTimeout)
+    assert isinstance(ran.result[0], ChainTimedOut)
     assert ran.sleeps == []  # not a lost race
     assert core.stats.conflicts == 0
 
@@ -231,7 +231,7 @@ def test_late_callers_racing_fail_the_chain_once_and_each_hears_chain_timeout() 
             ("update_item", condition_failed(timed_out())),  # another late caller did it
         ],
     )
-    assert isinstance(ran.result[0], ChainTimeout)
+    assert isinstance(ran.result[0], ChainTimedOut)
     assert ran.ops == ["get_item", "update_item"]  # one timeout write, refused: no other
 
 
@@ -274,7 +274,7 @@ def test_a_stamp_on_an_old_cached_deadline_goes_on_when_another_client_touched_i
 
 def test_fail_after_the_deadline_fails_with_reason_timeout() -> None:
     core, _ = chains(1100.0)
-    with pytest.raises(ChainTimeout):
+    with pytest.raises(ChainTimedOut):
         drive(
             core.fail(TAG, "mine"),
             [
@@ -308,7 +308,7 @@ def test_an_overdue_chain_of_a_transaction_is_timed_out_the_others_stamped() -> 
             ("update_item", ok),  # b alone: a plain stamp write
         ],
     )
-    assert isinstance(ran.result["a"], ChainTimeout)
+    assert isinstance(ran.result["a"], ChainTimedOut)
     assert not isinstance(ran.result["b"], Exception)
 
 
@@ -344,7 +344,7 @@ def test_touch_of_a_fixed_deadline_needs_a_timeout_and_writes_nothing() -> None:
 
 def test_touch_after_the_deadline_fails_the_chain() -> None:
     core, _ = chains(1100.0)
-    with pytest.raises(ChainTimeout):
+    with pytest.raises(ChainTimedOut):
         drive(
             core.touch(TAG),
             [

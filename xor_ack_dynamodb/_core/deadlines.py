@@ -25,6 +25,7 @@ from .. import item as I
 from ..errors import InvalidListing, InvalidTimeout, StaleLocalData
 from ..item import ChainState
 from . import landing as D
+from . import told as T
 from .effects import Call, Effect, Op
 from .expressions import Compare, Query, Value
 from .landing import Reply, Status, Step
@@ -102,20 +103,26 @@ class Deadlines(Reads):
             return tombstone, tombstone
 
     def _refuse_late(
-        self, op: str, tag: str, state: ChainState
+        self, op: str, tag: str, state: ChainState, requested_reason: str | None = None
     ) -> Generator[Effect, Any, ChainState | None]:
-        """A write of ``op`` met ``state`` overdue: fail the chain (once), raise ChainTimeout.
+        """A write of ``op`` met ``state`` overdue: fail the chain with reason "timeout", once.
 
-        Unless the chain turned out not to be overdue after all (``state`` was an old
-        cached one: touched in time, acked, failed otherwise, deleted): then it is
-        returned as it is now, for the operation to go on with.
+        If this call's own timeout write failed it, raise what ``told`` tells ``op``
+        (``ChainTimedOut``, ``failed_by_this_call``).  Otherwise return the chain as the
+        timeout write found it (failed by a sweep or another late write; or, ``state``
+        being an old cached one, touched in time, acked, deleted): the operation goes on
+        with it, and a closed chain is refused by what ``told`` gives *that* item, so a
+        client with a cached state is told what a fresh one is.
         """
         step, kind = D.NOT_LANDED_STEP[(op, Status.OVERDUE)]
-        assert step is Step.TIME_OUT
+        assert step is Step.TIME_OUT and kind == D.TELL
         mine, current = yield from self._time_out_seen(tag, state)
-        timed_out = current is not None and current.failed and current.reason == "timeout"
-        if mine is not None or timed_out:
-            raise D.refusal(kind, tag, state)
+        if mine is not None:
+            error = T.tell(
+                op, tag, mine, mine=True, deadline=state.deadline, requested_reason=requested_reason
+            )
+            assert error is not None
+            raise error
         return current
 
     def touch(self, tag: str, timeout: float | None = None) -> Generator[Effect, Any, ChainState]:
@@ -124,7 +131,7 @@ class Deadlines(Reads):
         Storm's ``resetTimeout``.  A touch only extends: a deadline already later, or
         a chain without one, is left as it is (and returned).  A chain with neither an
         ``idle_timeout`` nor a ``timeout`` given raises ``InvalidTimeout`` (nothing is
-        written); one past its deadline is failed ("timeout") and ``ChainTimeout`` raised.
+        written); one past its deadline is failed ("timeout") and ``ChainTimedOut`` raised.
         """
         check_tag(tag)
         extension = check_timeout("timeout", timeout)
@@ -140,7 +147,7 @@ class Deadlines(Reads):
                 state = yield from self._refuse_late("touch", tag, state)
                 continue
             if status is not Status.LIVE:
-                raise D.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state)
+                raise D.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state, "touch")
             assert state is not None
             span = extension if extension is not None else state.idle_timeout
             if span is None:
