@@ -136,7 +136,8 @@ class Deadlines(Reads):
         check_tag(tag)
         extension = check_timeout("timeout", timeout)
         state = self.cached(tag)
-        if state is None or state.expired(self.clock()):
+        remembered = state is not None and not state.expired(self.clock())
+        if not remembered:
             state = yield from self._read(tag)
         attempt = 0
         started = self.monotonic()
@@ -158,6 +159,10 @@ class Deadlines(Reads):
             now = self._now()
             deadline = round(now + span, 3)
             if state.deadline is None or deadline <= state.deadline:
+                if remembered:  # a cached state says so: the item decides, not the cache
+                    remembered = False
+                    state = yield from self._read(tag)
+                    continue
                 return state  # nothing to extend
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             tokens = (*state.tokens, token)[-self.token_window :]
@@ -176,6 +181,7 @@ class Deadlines(Reads):
                     current = yield from self._after_failed_condition(tag, exc)
                 else:
                     current = yield from self._read(tag)
+                remembered = False
                 if self._landed(state, current, [token], tag, sent is D.Sent.MAYBE_TWICE):
                     self.stats.resent_writes_recognised += 1
                     assert current is not None

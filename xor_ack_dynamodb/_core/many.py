@@ -277,6 +277,9 @@ class Chains(SingleChain):
             current = yield from self._refuse_late("stamp", tag, state)
         except (ChainTimedOut, StaleLocalData, ClientError, BotoCoreError) as late:
             return late
+        status = D.status_of(current, self.clock())
+        if status in D.CLOSED:  # failed by another writer, acked, gone: told, nothing sent
+            return D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, current)
         try:
             (outcome,) = yield from self.stamp_batch(tag, [entry], current)
         except CorruptItem as damaged:
