@@ -1,4 +1,5 @@
-"""The base of every error, and the failure vocabulary of a chain; import them from ``errors``.
+"""The base of every error, the failure vocabulary of a chain and of the ``*_many`` calls;
+import them from ``errors``.
 
 Kept apart from ``errors`` only for size: ``errors`` re-exports every name here, and each
 class says ``xor_ack_dynamodb.errors`` as its module.  The hierarchy a caller catches by
@@ -15,12 +16,15 @@ Which one a call raises is decided by the item as the write found it (``_core/to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from .item import ChainState  # for annotations only: a runtime import is circular
 
 _MODULE = "xor_ack_dynamodb.errors"
+#: What a ``*_many`` call gives per tag that succeeded.
+R = TypeVar("R")
 
 
 class XorAckError(Exception):
@@ -166,6 +170,62 @@ class WaitTimeout(_ChainTimeout):
             f'"{tag}" was not acked within {seconds:g} s; the chain was left as it was '
             "(wait again, or fail it)",
         )
+
+
+class _ManyFailed(XorAckError, Generic[R]):
+    """Some tags of a ``*_many`` call failed; ``.results`` and ``.errors`` say which."""
+
+    __module__ = _MODULE
+
+    #: What did not happen to the tags in ``.errors`` ("stamps did not land", ...).
+    what = "did not succeed"
+
+    def __init__(self, results: Mapping[str, R], errors: Mapping[str, BaseException]) -> None:
+        first = next(iter(errors.items()))
+        super().__init__(
+            f"{len(errors)} of {len(errors) + len(results)} {self.what} "
+            f'(first: "{first[0]}": {first[1]})'
+        )
+        self.results: dict[str, R] = dict(results)
+        self.errors: dict[str, BaseException] = dict(errors)
+
+
+class StampManyFailed(_ManyFailed[bytes]):
+    """Some stamps of a ``stamp_many`` call did not land; the rest did.
+
+    ``.results`` maps each tag that landed to its new state, ``.errors`` each tag
+    that did not to its error; retry only the tags in ``.errors``.
+    """
+
+    __module__ = _MODULE
+
+    what = "stamps did not land"
+
+
+class CreateManyFailed(_ManyFailed[bytes]):
+    """Some chains of a ``create_many`` call were not created; the rest were.
+
+    ``.results`` maps each tag created to its stamp, ``.errors`` each tag that
+    was not to its error (``TagExists`` for a live chain under the tag,
+    ``CorruptItem`` for an item this client cannot read).
+    """
+
+    __module__ = _MODULE
+
+    what = "chains were not created"
+
+
+class GetManyFailed(_ManyFailed["ChainState | None"]):
+    """Some items of a ``get_many`` call could not be read as chains; the rest were.
+
+    ``.results`` maps every readable tag to its state (``None``: no chain), as
+    ``get_many`` would have returned it; ``.errors`` maps each other tag to its
+    ``CorruptItem``.  ``get_many`` returns normally when every item is readable.
+    """
+
+    __module__ = _MODULE
+
+    what = "items could not be read"
 
 
 _ChainTimeout.__name__ = _ChainTimeout.__qualname__ = "ChainTimeout"

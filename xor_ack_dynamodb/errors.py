@@ -14,23 +14,22 @@ The errors of the feature packages live beside them, all subclasses of
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
 from ._failures import (
     ChainFailed,
     ChainTimedOut,
+    CreateManyFailed,
+    GetManyFailed,
+    StampManyFailed,
     WaitTimeout,
     XorAckError,
     _ChainTimeout,
-    _TagError,
 )
+from ._failures import _TagError as _TagError  # the base the feature packages' errors share
 
 if TYPE_CHECKING:
     from .item import ChainState  # for annotations only: a runtime import is circular
-
-#: What a ``*_many`` call gives per tag that succeeded.
-R = TypeVar("R")
 
 
 class BufferLengthsUnequal(XorAckError):
@@ -63,7 +62,26 @@ class InvalidTag(XorAckError):
 
     A tag must be a ``str`` of 1 to 2,048 bytes once encoded as UTF-8 (a lone
     surrogate such as ``"\\ud800"`` cannot be encoded, so it is refused too).
+    :meth:`check` is the rule, for every part that takes a tag (the clients, the
+    fleet's envelopes).
     """
+
+    MAX_BYTES = 2048  # DynamoDB's limit for a partition key value
+
+    @classmethod
+    def check(cls, tag: object) -> str:
+        """``tag``, if it is one; ``InvalidTag`` saying what is wrong otherwise."""
+        if not isinstance(tag, str) or not tag:
+            raise cls(f"a tag must be a non-empty str, not {tag!r}")
+        try:
+            size = len(tag.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise cls(
+                f"a tag must be encodable as UTF-8 (no lone surrogates), not {tag!r}"
+            ) from exc
+        if size > cls.MAX_BYTES:
+            raise cls(f"a tag must be at most {cls.MAX_BYTES} bytes of UTF-8, not {size}")
+        return tag
 
 
 class InvalidTTL(XorAckError, ValueError):
@@ -204,54 +222,6 @@ class CorruptItem(_TagError):
         )
         self.attribute = attribute
         self.problem = problem
-
-
-class _ManyFailed(XorAckError, Generic[R]):
-    """Some tags of a ``*_many`` call failed; ``.results`` and ``.errors`` say which."""
-
-    #: What did not happen to the tags in ``.errors`` ("stamps did not land", ...).
-    what = "did not succeed"
-
-    def __init__(self, results: Mapping[str, R], errors: Mapping[str, BaseException]) -> None:
-        first = next(iter(errors.items()))
-        super().__init__(
-            f"{len(errors)} of {len(errors) + len(results)} {self.what} "
-            f'(first: "{first[0]}": {first[1]})'
-        )
-        self.results: dict[str, R] = dict(results)
-        self.errors: dict[str, BaseException] = dict(errors)
-
-
-class StampManyFailed(_ManyFailed[bytes]):
-    """Some stamps of a ``stamp_many`` call did not land; the rest did.
-
-    ``.results`` maps each tag that landed to its new state, ``.errors`` each tag
-    that did not to its error; retry only the tags in ``.errors``.
-    """
-
-    what = "stamps did not land"
-
-
-class CreateManyFailed(_ManyFailed[bytes]):
-    """Some chains of a ``create_many`` call were not created; the rest were.
-
-    ``.results`` maps each tag created to its stamp, ``.errors`` each tag that
-    was not to its error (``TagExists`` for a live chain under the tag,
-    ``CorruptItem`` for an item this client cannot read).
-    """
-
-    what = "chains were not created"
-
-
-class GetManyFailed(_ManyFailed["ChainState | None"]):
-    """Some items of a ``get_many`` call could not be read as chains; the rest were.
-
-    ``.results`` maps every readable tag to its state (``None``: no chain), as
-    ``get_many`` would have returned it; ``.errors`` maps each other tag to its
-    ``CorruptItem``.  ``get_many`` returns normally when every item is readable.
-    """
-
-    what = "items could not be read"
 
 
 class TransactionItemRejected(_TagError):

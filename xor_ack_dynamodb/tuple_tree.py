@@ -39,6 +39,7 @@ generated source is what mypy and readers would have to trust without seeing it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -54,6 +55,7 @@ from ._tree_plan import (
 )
 from .acker import Acked, Acker, acker_for, check_id
 from .dynamodb import XorAckDynamoDB
+from .errors import ChainFailed
 from .stamps import Stamp
 from .sync import SyncXorAckDynamoDB
 
@@ -190,7 +192,8 @@ class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
         return self.client.stamp(self.tag(anchor_id), id_stamp(value), token=token).acked
 
     def fail(self, anchor_id: int) -> None:
-        self.client.fail(self.tag(anchor_id))
+        with contextlib.suppress(ChainFailed):  # failed already (another bolt): it stays so
+            self.client.fail(self.tag(anchor_id))
 
 
 class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
@@ -207,7 +210,8 @@ class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
         return state.acked
 
     async def fail(self, anchor_id: int) -> None:
-        await self.client.fail(self.tag(anchor_id))
+        with contextlib.suppress(ChainFailed):  # failed already (another bolt): it stays so
+            await self.client.fail(self.tag(anchor_id))
 
 
 # -- the drivers: one request per call, sent blocking or awaited ---------------------------

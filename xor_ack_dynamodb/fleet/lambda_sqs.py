@@ -25,10 +25,13 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from .._loops import item_failed
 from ..errors import CorruptRecord, InvalidTimeout
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
+from .dead_letters import LOGGER, settle_dead_letter
+from .errors import InvalidEnvelope
 from .markers import is_marker_key
 from .telemetry import log
 
@@ -102,17 +105,24 @@ class SqsBatchHandler:
         return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
 
     async def _one(self, fleet: Fleet, record: Mapping[str, Any]) -> bool:
+        """One record, on its own, as the worker handles one message: True when done."""
+        message_id = record.get("messageId")
+        if self.dead_letter:  # the worker's dead-letter drain's very rules
+            body = record.get("body")
+            return await settle_dead_letter(fleet, body, "lambda.dead_letters", message_id) is None
         try:
             await self._handle(fleet, record)
+        except InvalidEnvelope as exc:  # checked before anything ran: left to the redrive
+            item_failed(
+                "lambda", exc, logger=LOGGER, event="invalid-envelope", message_id=message_id
+            )
+            return False
         except Exception as exc:
-            log("handler-failed", "-", record.get("messageId"), error=repr(exc))
+            item_failed("lambda", exc, logger=LOGGER, event="handler-failed", message_id=message_id)
             return False
         return True
 
-    async def _handle(self, fleet: Fleet, record: Mapping[str, Any]) -> Handled | None:
-        if self.dead_letter:
-            await fleet.dead_letter(record["body"])
-            return None
+    async def _handle(self, fleet: Fleet, record: Mapping[str, Any]) -> Handled:
         return await fleet.handle(record["body"], _receive_count(record))
 
     def close(self) -> None:
@@ -122,6 +132,15 @@ class SqsBatchHandler:
     def record_handler(self, record: Any) -> Handled | None:
         """One record, raising on failure: powertools' ``record_handler``."""
         raw = _raw(record)
+        if self.dead_letter:  # as in a batch: a body that is no envelope is dropped, reported
+            kept = self.environment.run(
+                lambda fleet: settle_dead_letter(
+                    fleet, raw.get("body"), "lambda.dead_letters", raw.get("messageId")
+                )
+            )
+            if kept is not None:
+                raise kept
+            return None
         result: Handled | None = self.environment.run(lambda fleet: self._handle(fleet, raw))
         return result
 
