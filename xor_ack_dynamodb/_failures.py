@@ -228,4 +228,23 @@ class GetManyFailed(_ManyFailed["ChainState | None"]):
     what = "items could not be read"
 
 
+class SweepIncomplete(_ManyFailed["ChainState"]):
+    """A sweep failed every overdue chain it could, but some chains it could not.
+
+    Raised at the end of the sweep, after every other chain was failed: one chain's
+    error (a write refused for another reason than a race, a damaged item, a chain that
+    kept moving) never stops a sweep.  ``.results`` maps each tag this sweep failed to
+    its tombstone (``.failed``: them as ``sweep()`` returns them), ``.errors`` each tag it
+    could not fail to its error.  The next sweep tries those again.
+    """
+
+    __module__ = _MODULE
+    what = "overdue chains could not be failed"
+
+    @property
+    def failed(self) -> list[ChainState]:
+        """The tombstones this sweep made, as ``sweep()`` returns them."""
+        return list(self.results.values())
+
+
 _ChainTimeout.__name__ = _ChainTimeout.__qualname__ = "ChainTimeout"

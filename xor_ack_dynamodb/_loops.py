@@ -17,6 +17,8 @@ import json
 import logging
 from typing import Any
 
+from ._aws import error_code
+
 try:  # an optional dependency: the library works without it
     from opentelemetry import metrics as _otel
 except ImportError:  # pragma: no cover - exercised where the package is absent
@@ -42,8 +44,9 @@ counter: Any = _counter()
 
 
 def code_of(error: BaseException) -> str:
-    """The error's ``.code`` (this package's errors), else its class name."""
-    code = getattr(error, "code", None)
+    """The error's ``.code`` (this package's errors), AWS's code (a ``ClientError``), else
+    its class name."""
+    code = getattr(error, "code", None) or error_code(error)
     return code if isinstance(code, str) and code else type(error).__name__
 
 
@@ -53,13 +56,17 @@ def item_failed(
     *,
     logger: str = "xor_ack_dynamodb",
     event: str = "item-failed",
+    quiet: bool = False,
     **fields: Any,
 ) -> None:
-    """Report one item ``loop`` could not handle: a log line and a count; never raises."""
+    """Report one item ``loop`` could not handle: a log line and a count; never raises.
+
+    ``quiet``: the count only (a command that says it on stderr in its own words).
+    """
     code = code_of(error)
     with contextlib.suppress(Exception):  # a broken metrics pipeline must not stop the loop
         counter.add(1, {"loop": loop, "error": code})
     log = logging.getLogger(logger)
-    if log.isEnabledFor(logging.WARNING):
+    if not quiet and log.isEnabledFor(logging.WARNING):
         line = {"event": event, "loop": loop, "error": code, "detail": str(error), **fields}
         log.warning(json.dumps(line, default=str, separators=(",", ":")))

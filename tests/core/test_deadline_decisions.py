@@ -24,13 +24,14 @@ from xor_ack_dynamodb.errors import (
     CorruptItem,
     InvalidTimeout,
     InvalidTTL,
+    SweepIncomplete,
     TagExists,
 )
 from xor_ack_dynamodb.item import ChainState, decode
 from xor_ack_dynamodb.stamps import Stamp
 from xor_ack_dynamodb.sync import SyncXorAckDynamoDB
 
-from .peer import TAG, condition_failed, drive, got, item, lost_connection, ok
+from .peer import TAG, client_error, condition_failed, drive, got, item, lost_connection, ok
 
 ROOT = Stamp(b"\x0f" * 16)
 A = Stamp(b"\x05" * 16)
@@ -394,6 +395,35 @@ def test_a_sweep_that_loses_the_race_reports_nothing() -> None:
     ]
     script += [("query", {"Items": []})] * (I.INVENTORY_SHARDS - 1)
     assert drive(core.sweep(), script).result == []
+
+
+def test_a_chain_that_cannot_be_failed_does_not_stop_the_sweep() -> None:
+    """A hostile chain (its timeout write refused for another reason than a race), then a
+    good one: the good one is failed all the same, the hostile one named at the end."""
+    core, _ = chains(1100.0)
+    too_large = client_error("ValidationException")  # e.g. the item would pass 400 KB
+    script: list[Any] = [
+        ("query", {"Items": keys("hostile", "good")}),
+        (
+            "batch_get_item",
+            {
+                "Responses": {
+                    "tbl": [
+                        item(ROOT, tag="hostile", deadline=1000),
+                        item(ROOT, tag="good", deadline=1000),
+                    ]
+                }
+            },
+        ),
+        ("update_item", too_large),
+        ("update_item", {"Attributes": timed_out("good")}),
+    ]
+    script += [("query", {"Items": []})] * (I.INVENTORY_SHARDS - 1)
+    with pytest.raises(SweepIncomplete) as caught:
+        drive(core.sweep(), script)
+    assert [s.tag for s in caught.value.failed] == ["good"]
+    assert caught.value.errors == {"hostile": too_large}
+    assert "1 of 2 overdue chains could not be failed" in str(caught.value)
 
 
 def test_list_chains_checks_each_item_and_stops_at_the_limit() -> None:

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import item as I
-from ..errors import InvalidListing, InvalidTimeout, StaleLocalData
+from ..errors import InvalidListing, InvalidTimeout, StaleLocalData, SweepIncomplete, XorAckError
 from ..item import ChainState
 from . import landing as D
 from . import told as T
@@ -234,20 +234,32 @@ class Deadlines(Reads):
         read (consistently) and failed by :meth:`_time_out`'s conditional write, so
         any number of sweepers (and late callers) fail each chain once, with no
         leader.  Returns the tombstones this sweep's own writes made.
+
+        Each chain on its own: one whose write fails (refused for another reason than
+        a race, a damaged item, a chain that keeps moving) is left for the next sweep
+        and the sweep goes on; at the end, ``SweepIncomplete`` names them (with the
+        tombstones made).  A page that cannot be listed or read raises at once.
         """
         check_listing("overdue", None, page_size)
-        failed: list[ChainState] = []
+        failed: dict[str, ChainState] = {}
+        errors: dict[str, BaseException] = {}
         for shard in range(I.INVENTORY_SHARDS):
             start: dict[str, Any] | None = None
             while True:
                 overdue, start = yield from self.list_page("overdue", shard, start, page_size)
                 for state in overdue:
-                    tombstone = yield from self._time_out(state.tag, state)
+                    try:
+                        tombstone = yield from self._time_out(state.tag, state)
+                    except (ClientError, BotoCoreError, XorAckError) as exc:
+                        errors[state.tag] = exc
+                        continue
                     if tombstone is not None:
-                        failed.append(tombstone)
+                        failed[tombstone.tag] = tombstone
                 if start is None:
                     break
-        return failed
+        if errors:
+            raise SweepIncomplete(failed, errors)
+        return list(failed.values())
 
 
 def _is(status: ListStatus, state: ChainState, now: float) -> bool:

@@ -26,7 +26,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from .._loops import item_failed
-from ..errors import CorruptRecord, InvalidTimeout
+from ..errors import CorruptRecord, InvalidTimeout, SweepIncomplete
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
@@ -153,28 +153,34 @@ class StreamCompletionHandler:
     event runs the continuation of that very generation (``event.chain_id``), unless
     it is recorded done; ``Failed`` and ``TimedOut`` events are logged and counted in
     the summary; a stamp that did not end its chain is no event.  The fleet's own
-    marker items are skipped.  A failure raises, so the mapping retries the batch
-    (with its retry limit and on-failure destination).
+    marker items are skipped, and so is a record that is no chain's transition (another
+    item of a shared table, a damaged image): reported (a log line, a metric, the
+    summary's ``skipped``), never retried, since it can never decode.  A continuation
+    that fails raises, so the mapping retries the batch (with its retry limit and
+    on-failure destination).
     """
 
     def __init__(self, open_fleet: OpenFleet, partition_key: str = "tagID") -> None:
         self.environment = _Environment(open_fleet)
         self.partition_key = partition_key
+        #: Records skipped since this handler was made: not a chain's transition.
+        self.skipped = 0
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         result: dict[str, Any] = self.environment.run(lambda fleet: self.process(fleet, event))
         return result
 
     def events(self, event: Mapping[str, Any]) -> list[ChainEvent]:
-        """The chain events of a batch's records, in order (``events.decode``)."""
+        """The chain events of a batch's records, in order (``events.decode``); a record
+        that is no chain's transition is reported and skipped (``.skipped``)."""
         found: list[ChainEvent] = []
         for record in event.get("Records", []):
             try:
                 found.extend(decode(record, self.partition_key))
-            except CorruptRecord:
-                if self._is_marker(record):
-                    continue  # a page or a done record of the fleet: no chain
-                raise
+            except CorruptRecord as exc:
+                if not self._is_marker(record):  # a page or a done record of the fleet: no chain
+                    self.skipped += 1
+                    item_failed("stream_completion", exc, logger=LOGGER, event="record-skipped")
         return found
 
     def _is_marker(self, record: object) -> bool:
@@ -185,6 +191,7 @@ class StreamCompletionHandler:
         return isinstance(key, str) and is_marker_key(key)
 
     async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
+        skipped = self.skipped
         found = self.events(event)
         acked = [e for e in found if isinstance(e, Acked)]
         ended = [e for e in found if isinstance(e, Failed)]  # TimedOut is a Failed
@@ -197,6 +204,7 @@ class StreamCompletionHandler:
             "continued": sum(ran),
             "failed": len(ended) - timed_out,
             "timed_out": timed_out,
+            "skipped": self.skipped - skipped,
         }
 
 
@@ -212,11 +220,17 @@ class SweepHandler:
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         async def sweep(fleet: Fleet) -> dict[str, Any]:
-            failed = await fleet.ack.sweep()
+            errors: dict[str, BaseException] = {}
+            try:
+                failed = await fleet.ack.sweep()
+            except SweepIncomplete as partial:  # each chain on its own: the rest were swept
+                failed, errors = partial.failed, partial.errors
             fleet.telemetry.count("chains", len(failed), outcome="timed_out")
             for chain in failed:
                 log("timed-out", chain.tag, None)
-            return {"swept": len(failed)}
+            for tag, exc in errors.items():
+                item_failed("sweep", exc, logger=LOGGER, event="sweep-failed", tag=tag)
+            return {"swept": len(failed), "errors": len(errors)}
 
         result: dict[str, Any] = self.environment.run(sweep)
         return result
