@@ -178,6 +178,9 @@ def test_the_lambda_paths_judge_envelopes_as_the_worker_does(
         assert work(batch([IMPOSSIBLE, root]), None) == {
             "batchItemFailures": [{"itemIdentifier": "m-0"}]
         }
+        # A fleet of another token window sent it: refused before the handler, reported.
+        foreign = json.dumps({**json.loads(root), "window": 32})
+        assert work(batch([foreign]), None) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
         # Dead letters: the impossible one is dropped (it never can be settled), reported.
         assert dead(batch([IMPOSSIBLE]), None) == {"batchItemFailures": []}
         assert dead.record_handler(batch([IMPOSSIBLE])["Records"][0]) is None
@@ -185,6 +188,7 @@ def test_the_lambda_paths_judge_envelopes_as_the_worker_does(
         work.close()
         dead.close()
     assert failures.counts[("lambda", "InvalidEnvelope")] == 1
+    assert failures.counts[("lambda", "WindowMismatch")] == 1
     assert failures.counts[("lambda.dead_letters", "InvalidEnvelope")] == 2
 
 

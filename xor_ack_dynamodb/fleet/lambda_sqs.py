@@ -31,7 +31,7 @@ from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
 from .dead_letters import LOGGER, settle_dead_letter
-from .errors import InvalidEnvelope
+from .errors import InvalidEnvelope, WindowMismatch
 from .markers import is_marker_key
 from .telemetry import log
 
@@ -112,6 +112,11 @@ class SqsBatchHandler:
             return await settle_dead_letter(fleet, body, "lambda.dead_letters", message_id) is None
         try:
             await self._handle(fleet, record)
+        except WindowMismatch as exc:  # refused before the handler: sent by another fleet
+            item_failed(
+                "lambda", exc, logger=LOGGER, event="window-mismatch", message_id=message_id
+            )
+            return False
         except InvalidEnvelope as exc:  # checked before anything ran: left to the redrive
             item_failed(
                 "lambda", exc, logger=LOGGER, event="invalid-envelope", message_id=message_id

@@ -28,7 +28,7 @@ from typing import Any
 from .._loops import item_failed
 from .app import Fleet
 from .dead_letters import LOGGER, settle_dead_letter
-from .errors import InvalidEnvelope
+from .errors import InvalidEnvelope, WindowMismatch
 from .telemetry import log
 
 #: SQS's own bounds.
@@ -147,6 +147,13 @@ class Worker:
                 "worker", exc, logger=LOGGER, event="invalid-envelope", message_id=message_id
             )
             return  # left to the redrive policy: it ends in the dead-letter queue
+        except WindowMismatch as exc:  # refused before the handler: a worker of the right
+            self.stats["refused"] += 1  # window may take it once it is visible again
+            item_failed(
+                "worker", exc, logger=LOGGER, event="window-mismatch", message_id=message_id
+            )
+            await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
+            return
         except Exception as exc:
             self.stats["failed"] += 1
             item_failed(
