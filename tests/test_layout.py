@@ -103,7 +103,15 @@ def test_the_top_level_holds_public_modules_and_one_folder_per_part() -> None:
     private = sorted(p.name for p in top.glob("_*.py") if p.name != "__init__.py")
     assert private == []
     folders = sorted(p.name for p in top.iterdir() if (p / "__init__.py").exists())
-    assert set(folders) <= {"cli", "dashboard", "dynamodb", "events", "fleet", "memory"} | {
+    assert set(folders) <= {
+        "cli",
+        "dashboard",
+        "dynamodb",
+        "errors",
+        "events",
+        "fleet",
+        "memory",
+    } | {
         "pipeline",
         "spark",
     }

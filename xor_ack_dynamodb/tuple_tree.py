@@ -15,10 +15,12 @@ in-memory tracker never imports the DynamoDB one.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from .dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
+from .errors import ChainFailed
 from .memory import tuple_tree as _tree
 from .memory.tuple_tree import *  # noqa: F403 - the spout and bolt helpers, as they are there
 from .memory.tuple_tree import id_stamp
@@ -55,7 +57,8 @@ class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
         return self.client.stamp(self.tag(anchor_id), id_stamp(value), token=token).acked
 
     def fail(self, anchor_id: int) -> None:
-        self.client.fail(self.tag(anchor_id))
+        with contextlib.suppress(ChainFailed):  # failed already (another bolt): it stays so
+            self.client.fail(self.tag(anchor_id))
 
 
 class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
@@ -72,4 +75,5 @@ class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
         return state.acked
 
     async def fail(self, anchor_id: int) -> None:
-        await self.client.fail(self.tag(anchor_id))
+        with contextlib.suppress(ChainFailed):  # failed already (another bolt): it stays so
+            await self.client.fail(self.tag(anchor_id))

@@ -12,13 +12,13 @@ from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
     ChainFailed,
-    ChainTimeout,
     InvalidStamp,
     InvalidTag,
     InvalidToken,
     StampManyFailed,
     TagExists,
     TagNotFound,
+    WaitTimeout,
     ZeroBufferNoOp,
 )
 from xor_ack_dynamodb.table import TableSpec
@@ -202,7 +202,11 @@ async def test_fail_closes_a_chain_and_zero_wins(ack: Any) -> None:
     assert info.value.reason == "timeout"
     with pytest.raises(ChainFailed):
         await ack.wait("foo", timeout=1)
-    assert (await ack.fail("foo")).reason == "timeout"  # failing twice changes nothing
+    with pytest.raises(ChainFailed) as again:  # failing twice changes nothing, and says so
+        await ack.fail("foo", "operator gave up")
+    assert again.value.reason == "timeout" and again.value.requested_reason == "operator gave up"
+    assert not again.value.failed_by_this_call and "was not written" in str(again.value)
+    assert (await ack.get("foo")).reason == "timeout"
 
     await ack.create("bar", a)
     await ack.stamp("bar", a)
@@ -217,7 +221,7 @@ async def test_fail_closes_a_chain_and_zero_wins(ack: Any) -> None:
 async def test_wait(ack: Any) -> None:
     a = new_stamp()
     await ack.create("foo", a)
-    with pytest.raises(ChainTimeout) as info:
+    with pytest.raises(WaitTimeout) as info:
         await ack.wait("foo", timeout=0.3, poll_interval=0.1)
     assert info.value.tag == "foo"
     await ack.stamp("foo", a)

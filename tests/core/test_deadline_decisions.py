@@ -2,7 +2,7 @@
 
 What a deadline adds to each write (the open and failed index keys, the
 ``deadline > :now`` condition, an idle stamp moving the deadline in its own
-write), what a late write leads to (the timeout write, once, ``ChainTimeout``),
+write), what a late write leads to (the timeout write, once, ``ChainTimedOut``),
 ``touch``, ``sweep`` and the ``list_chains`` plan.  The rows of the tables
 (``Status.OVERDUE``, ``Step.TIME_OUT``, the ``touch`` and ``timeout`` rows) are
 walked in ``test_decisions.py``.
@@ -24,15 +24,16 @@ from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.dynamodb.item import decode
 from xor_ack_dynamodb.dynamodb.sync import SyncXorAckDynamoDB
 from xor_ack_dynamodb.errors import (
-    ChainTimeout,
+    ChainTimedOut,
     CorruptItem,
     InvalidTimeout,
     InvalidTTL,
+    SweepIncomplete,
     TagExists,
 )
 from xor_ack_dynamodb.stamps import Stamp
 
-from .peer import TAG, condition_failed, drive, got, item, lost_connection, ok
+from .peer import TAG, client_error, condition_failed, drive, got, item, lost_connection, ok
 
 ROOT = Stamp(b"\x0f" * 16)
 A = Stamp(b"\x05" * 16)
@@ -191,7 +192,7 @@ def test_a_late_stamp_is_not_sent_the_chain_is_failed_once_and_the_caller_told()
         ],
     )
     (outcome,) = ran.result
-    assert isinstance(outcome, ChainTimeout) and outcome.deadline == 1000
+    assert isinstance(outcome, ChainTimedOut) and outcome.deadline == 1000
     assert "replay its input" in str(outcome)
     write = ran.calls[1].params
     assert write["ConditionExpression"] == (
@@ -219,7 +220,7 @@ def test_a_stamp_refused_by_its_deadline_times_out_without_a_back_off() -> None:
             ("update_item", {"Attributes": timed_out()}),
         ],
     )
-    assert isinstance(ran.result[0], ChainTimeout)
+    assert isinstance(ran.result[0], ChainTimedOut)
     assert ran.sleeps == []  # not a lost race
     assert core.stats.conflicts == 0
 
@@ -233,7 +234,7 @@ def test_late_callers_racing_fail_the_chain_once_and_each_hears_chain_timeout() 
             ("update_item", condition_failed(timed_out())),  # another late caller did it
         ],
     )
-    assert isinstance(ran.result[0], ChainTimeout)
+    assert isinstance(ran.result[0], ChainTimedOut)
     assert ran.ops == ["get_item", "update_item"]  # one timeout write, refused: no other
 
 
@@ -276,7 +277,7 @@ def test_a_stamp_on_an_old_cached_deadline_goes_on_when_another_client_touched_i
 
 def test_fail_after_the_deadline_fails_with_reason_timeout() -> None:
     core, _ = chains(1100.0)
-    with pytest.raises(ChainTimeout):
+    with pytest.raises(ChainTimedOut):
         drive(
             core.fail(TAG, "mine"),
             [
@@ -310,7 +311,7 @@ def test_an_overdue_chain_of_a_transaction_is_timed_out_the_others_stamped() -> 
             ("update_item", ok),  # b alone: a plain stamp write
         ],
     )
-    assert isinstance(ran.result["a"], ChainTimeout)
+    assert isinstance(ran.result["a"], ChainTimedOut)
     assert not isinstance(ran.result["b"], Exception)
 
 
@@ -346,7 +347,7 @@ def test_touch_of_a_fixed_deadline_needs_a_timeout_and_writes_nothing() -> None:
 
 def test_touch_after_the_deadline_fails_the_chain() -> None:
     core, _ = chains(1100.0)
-    with pytest.raises(ChainTimeout):
+    with pytest.raises(ChainTimedOut):
         drive(
             core.touch(TAG),
             [
@@ -396,6 +397,35 @@ def test_a_sweep_that_loses_the_race_reports_nothing() -> None:
     ]
     script += [("query", {"Items": []})] * (I.INVENTORY_SHARDS - 1)
     assert drive(core.sweep(), script).result == []
+
+
+def test_a_chain_that_cannot_be_failed_does_not_stop_the_sweep() -> None:
+    """A hostile chain (its timeout write refused for another reason than a race), then a
+    good one: the good one is failed all the same, the hostile one named at the end."""
+    core, _ = chains(1100.0)
+    too_large = client_error("ValidationException")  # e.g. the item would pass 400 KB
+    script: list[Any] = [
+        ("query", {"Items": keys("hostile", "good")}),
+        (
+            "batch_get_item",
+            {
+                "Responses": {
+                    "tbl": [
+                        item(ROOT, tag="hostile", deadline=1000),
+                        item(ROOT, tag="good", deadline=1000),
+                    ]
+                }
+            },
+        ),
+        ("update_item", too_large),
+        ("update_item", {"Attributes": timed_out("good")}),
+    ]
+    script += [("query", {"Items": []})] * (I.INVENTORY_SHARDS - 1)
+    with pytest.raises(SweepIncomplete) as caught:
+        drive(core.sweep(), script)
+    assert [s.tag for s in caught.value.failed] == ["good"]
+    assert caught.value.errors == {"hostile": too_large}
+    assert "1 of 2 overdue chains could not be failed" in str(caught.value)
 
 
 def test_list_chains_checks_each_item_and_stops_at_the_limit() -> None:

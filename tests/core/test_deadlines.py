@@ -20,7 +20,7 @@ import pytest
 
 from xor_ack_dynamodb import ChainState, events, new_stamp, xor
 from xor_ack_dynamodb.dynamodb import item as I
-from xor_ack_dynamodb.errors import ChainFailed, ChainTimeout, XorAckError
+from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, XorAckError
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -97,7 +97,7 @@ async def test_a_late_stamp_is_refused_and_the_chain_failed_once(
     await ack.stamp("late", xor(root, child))
     assert float(get_raw(raw, table, "late")["due_at"]["N"]) == T0 + 60
     clock.now = T0 + 61
-    with pytest.raises(ChainTimeout) as caught:
+    with pytest.raises(ChainTimedOut) as caught:
         await ack.stamp("late", child)  # would have acked: too late
     assert caught.value.tag == "late" and caught.value.deadline == T0 + 60
     state = await ack.get("late")
@@ -144,7 +144,7 @@ async def test_touch_extends_the_deadline(ack: Any, clock: Clock) -> None:
     child = new_stamp()
     await ack.stamp("slow", xor(root, child))  # in time thanks to the touch
     clock.now = T0 + 36
-    with pytest.raises(ChainTimeout):
+    with pytest.raises(ChainTimedOut):
         await ack.touch("slow", timeout=30)  # too late even to touch
     assert (await ack.get("slow")).reason == "timeout"
 
@@ -152,7 +152,7 @@ async def test_touch_extends_the_deadline(ack: Any, clock: Clock) -> None:
 async def test_fail_after_the_deadline_is_a_timeout(ack: Any, clock: Clock) -> None:
     await ack.create("f", new_stamp(), timeout=5)
     clock.now += 6
-    with pytest.raises(ChainTimeout):
+    with pytest.raises(ChainTimedOut):
         await ack.fail("f", "my reason")
     assert (await ack.get("f")).reason == "timeout"
 
@@ -235,20 +235,23 @@ async def test_a_late_stamp_a_sweeper_and_fail_race_and_the_chain_fails_once(
     failer = await clients("sync", T0 + 11)
     sweeper = await clients("sync", T0 + 12)
 
-    async def outcome(call: Any) -> str:
+    async def outcome(call: Any) -> tuple[str, bool]:
         try:
             await call
-        except (ChainTimeout, ChainFailed) as exc:
-            return exc.code
-        return "ok"
+        except ChainFailed as exc:
+            return exc.code, exc.failed_by_this_call
+        return "ok", True
 
     stamps = [outcome(late.stamp(tag, root)) for tag, root in roots.items()]
     fails = [outcome(failer.fail(tag, "mine")) for tag in roots]
-    seen = await asyncio.gather(sweeper.sweep(), *stamps, *fails)
-    late_stamps, late_fails = seen[1 : 1 + len(roots)], seen[1 + len(roots) :]
-    assert all(code in ("ChainTimeout", "ChainFailed") for code in late_stamps)
-    # fail() on a chain already failed returns it as it is (failed stays failed)
-    assert all(code in ("ChainTimeout", "ok") for code in late_fails)
+    swept, *seen = await asyncio.gather(sweeper.sweep(), *stamps, *fails)
+    late_stamps, late_fails = seen[: len(roots)], seen[len(roots) :]
+    # Whoever failed it, every late call is told the same type, and the one whose own
+    # write failed the chain (a sweep, a stamp or a fail: exactly one) knows it.
+    assert {code for code, _ in late_stamps + late_fails} == {"ChainTimedOut"}
+    for i, tag in enumerate(roots):
+        mine = [late_stamps[i][1], late_fails[i][1], tag in {s.tag for s in swept}]
+        assert mine.count(True) == 1, (tag, mine)
     states = await maker.get_many(list(roots))
     for state in states.values():
         assert state is not None and state.failed and not state.acked
@@ -312,7 +315,7 @@ async def test_batched_stamps_carry_the_deadline_condition_to_the_server(
         )
     for tag, outcome in zip(roots, outcomes, strict=True):
         if tag in late:
-            assert isinstance(outcome, ChainTimeout), outcome
+            assert isinstance(outcome, ChainTimedOut), outcome
         else:
             assert not isinstance(outcome, BaseException) and outcome.acked
     assert index_tags(raw, spec.name, I.OPEN_INDEX, I.OPEN_SHARD) == set()

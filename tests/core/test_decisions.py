@@ -21,12 +21,13 @@ from xor_ack_dynamodb.chain import ChainState
 from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.dynamodb._core import cancellation as C
 from xor_ack_dynamodb.dynamodb._core import landing as D
+from xor_ack_dynamodb.dynamodb._core import told as T
 from xor_ack_dynamodb.dynamodb._core.effects import Call, Entry
 from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.errors import (
     AmbiguousWrite,
     ChainFailed,
-    ChainTimeout,
+    ChainTimedOut,
     CorruptItem,
     StaleLocalData,
     TagExists,
@@ -525,14 +526,25 @@ STATUS_ITEMS = {
 }
 
 
+def told_kind(op: str, kind: Any, raw: dict[str, Any] | None) -> Any:
+    """The error class a row refuses with: ``TELL`` is ``told``'s, by the item the write
+    found (a TIME_OUT row's: the tombstone of this call's own timeout write)."""
+    if kind != D.TELL:
+        return kind
+    mine = raw is OVERDUE  # the TIME_OUT step's write lands (TIMED_OUT): this call's
+    found = T.found_of(I.decode(TIMED_OUT if mine else raw, "tagID") if raw else None, mine)
+    return T.TOLD[(op, found)]
+
+
 @pytest.mark.parametrize("key", list(D.NOT_LANDED_STEP))
 def test_every_not_landed_row(key: tuple[str, D.Status]) -> None:
     op, status = key
     step, kind = D.NOT_LANDED_STEP[key]
     raw = STATUS_ITEMS[status]
-    # A lost race backs off before the item's status is looked at: with retry=None a
-    # live chain is StaleLocalData at once; the others are refused after one back-off.
-    core = chains(retry=None if status is D.Status.LIVE else THREE_TRIES)
+    kind = told_kind(op, kind, raw)
+    # A lost race backs off: with retry=None a live chain is StaleLocalData at once.  A
+    # closed chain found by the refusal is told at once, also with retry=None.
+    core = chains(retry=None)
     timeout_write = ("update_item", {"Attributes": TIMED_OUT})  # the TIME_OUT step's write
     if op == "stamp":
         script: list[Any] = [("get_item", got(item(ROOT, tokens=OLD[:2])))]
@@ -587,7 +599,7 @@ def test_every_not_landed_row(key: tuple[str, D.Status]) -> None:
         elif step is D.Step.DONE:
             assert drive(core.fail(TAG), script).result.version == 2
         elif step is D.Step.TIME_OUT:
-            with pytest.raises(ChainTimeout):
+            with pytest.raises(ChainTimedOut):
                 drive(core.fail(TAG), script)
         else:
             assert isinstance(kind, type)
@@ -765,7 +777,7 @@ def test_every_stamp_again_row(key: tuple[bool, bool, bool]) -> None:
     the item read back live or past its deadline (the deadline passed while it travelled).
 
     REPLAN writes again at once on the item returned; TIME_OUT fails the chain at once
-    (one timeout write, ``ChainTimeout``); RETRY backs off first.  With ``retry=None`` a
+    (one timeout write, ``ChainTimedOut``); RETRY backs off first.  With ``retry=None`` a
     RETRY is StaleLocalData at once, with no second write.
     """
     remembered, with_item, overdue = key
@@ -797,7 +809,7 @@ def test_every_stamp_again_row(key: tuple[bool, bool, bool]) -> None:
         assert outcome == ROOT  # (ROOT ^ A) ^ A: planned on the item the refusal returned
         assert planned(ran.calls[-1]) == (CHAIN, "2")
     elif step is D.Step.TIME_OUT:
-        assert isinstance(outcome, ChainTimeout) and outcome.deadline == 1000
+        assert isinstance(outcome, ChainTimedOut) and outcome.deadline == 1000
         assert planned(ran.calls[-1]) == (CHAIN, "2")  # the timeout write, on the item seen
     else:
         assert step is D.Step.RETRY and isinstance(outcome, StaleLocalData)

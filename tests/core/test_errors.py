@@ -42,7 +42,30 @@ def test_every_error_has_one_base_and_its_own_code() -> None:
 def test_actionable_messages() -> None:
     assert "retry" in str(E.StaleLocalData("t", attempts=3))
     assert "replay" in str(E.ChainFailed("t", "timeout"))
-    assert "30 s" in str(E.ChainTimeout("t", 30))
+    assert "30 s" in str(E.WaitTimeout("t", 30)) and "left as it was" in str(E.WaitTimeout("t", 3))
     assert "replay" in str(E.AmbiguousWrite("t", 32))
     failed = E.StampManyFailed({"a": b"\x01"}, {"b": E.TagNotFound("b")})
     assert "1 of 2" in str(failed) and failed.errors["b"].code == "TagNotFound"
+
+
+def test_a_failed_chain_is_one_type_to_catch_and_giving_up_a_wait_another() -> None:
+    timed_out = E.ChainTimedOut("t", deadline=5.0, failed_by_this_call=True)
+    assert isinstance(timed_out, E.ChainFailed) and timed_out.reason == "timeout"
+    assert timed_out.code == "ChainTimedOut" and "this call failed it" in str(timed_out)
+    gave_up = E.WaitTimeout("t", 3)
+    assert not isinstance(gave_up, E.ChainFailed) and gave_up.seconds == 3
+    plain = E.ChainFailed("t", "poison")
+    assert not plain.failed_by_this_call and plain.state is None and plain.failed_at is None
+
+
+def test_chain_timeout_still_catches_both_and_warns_where_it_is_named() -> None:
+    with pytest.warns(DeprecationWarning, match="ChainTimedOut .* or WaitTimeout"):
+        legacy = E.ChainTimeout
+    for raised in (E.ChainTimedOut("t"), E.WaitTimeout("t", 1.0)):
+        with pytest.raises(legacy):
+            raise raised
+    with pytest.warns(DeprecationWarning):
+        from xor_ack_dynamodb.errors import ChainTimeout  # noqa: F401
+    assert legacy("t", 30).code == "ChainTimeout" and "30 s" in str(legacy("t", 30))
+    with pytest.raises(AttributeError):
+        E.NoSuchError  # type: ignore[attr-defined]  # noqa: B018

@@ -1,11 +1,18 @@
-"""``xor-ack worker``: its options are checked before anything starts (usage errors exit 2)."""
+"""``xor-ack worker`` and ``submit``: options checked before anything starts (usage errors exit
+2); a job submitted from the shell is the job ``Fleet.submit`` starts."""
 
 from __future__ import annotations
 
+import boto3
 import pytest
 from click.testing import CliRunner
 
+from xor_ack_dynamodb import SyncXorAckDynamoDB
 from xor_ack_dynamodb.cli import cli
+from xor_ack_dynamodb.fleet import Envelope
+from xor_ack_dynamodb.table import TableSpec
+
+from .sqs_fixtures import make_queues, sqs
 
 QUEUE = "http://127.0.0.1:9/123456789012/work"
 HANDLER = "xor_ack_dynamodb.fleet.examples:countdown"
@@ -33,3 +40,31 @@ def test_bad_options_are_usage_errors(args: list[str], says: str) -> None:
 def test_the_verb_is_listed() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert "worker" in result.output and "fleet worker" in result.output
+
+
+def test_submit_refuses_a_payload_that_is_no_json() -> None:
+    result = CliRunner().invoke(cli, ["submit", "job-1", "{oops", "--queue-url", QUEUE])
+    assert result.exit_code == 2 and "PAYLOAD must be JSON" in result.output
+    assert "submit" in CliRunner().invoke(cli, ["--help"]).output
+
+
+@pytest.mark.ddblocal
+def test_submit_creates_the_chain_and_sends_its_root(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, _ = make_queues(moto_endpoint)
+    args = ["--endpoint-url", ddb_local_endpoint, "--region", "us-east-1"]
+    args += ["--table", ddb_table.name, "submit", "cli-job", '{"n": 2}', "--timeout", "600"]
+    args += ["--queue-url", work, "--sqs-endpoint-url", moto_endpoint, "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    root = Envelope.from_json(result.output)
+    (message,) = sqs(moto_endpoint).receive_message(QueueUrl=work)["Messages"]
+    assert Envelope.from_json(message["Body"]) == root
+    assert root.tag == "cli-job" and root.payload == {"n": 2} and root.window == 64
+    chain = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+    ).get("cli-job")
+    assert chain is not None and chain.live and chain.deadline is not None
+    assert chain.chain_id == root.chain_id and chain.stamp == root.stamp

@@ -15,7 +15,7 @@ import boto3
 import pytest
 import yaml
 
-from xor_ack_dynamodb.errors import CorruptRecord, InvalidTimeout
+from xor_ack_dynamodb.errors import InvalidTimeout
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope
 from xor_ack_dynamodb.fleet.lambda_sqs import (
@@ -216,23 +216,26 @@ def test_the_stream_function_continues_chains_that_just_acked(
         assert [(e.kind, e.tag) for e in found] == [("acked", "stream-job")]
         assert found[0].chain_id == tombstone["chain_id"]["B"]  # this very generation
         event = {"Records": [acked, stamped, marker]}
-        summary = {"acked": 1, "continued": 1, "failed": 0, "timed_out": 0}
+        summary = {"acked": 1, "continued": 1, "failed": 0, "timed_out": 0, "skipped": 0}
         assert handler(event, None) == summary
         assert handler(event, None) == summary | {"continued": 0}  # a redelivered batch
         assert box.done == ["stream-job"]
+        assert handler.skipped == 0  # the fleet's marker is no chain, and no failure either
     finally:
         handler.environment.close()
 
 
-def test_the_stream_function_fails_a_batch_with_a_record_that_is_no_chain(
+def test_the_stream_function_skips_a_record_that_is_no_chain_and_handles_the_rest(
     ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
     event = fixture("stream_event.json")
+    whole = len(StreamCompletionHandler(lambda: None).events(event))  # type: ignore[arg-type,return-value]
     del event["Records"][1]["dynamodb"]["NewImage"]["stamp"]  # damaged: not a chain item
     handler = StreamCompletionHandler(opener(ddb_local_endpoint, ddb_table.name, Box()))
     try:
-        with pytest.raises(CorruptRecord):
-            handler(event, None)
+        summary = handler(event, None)
+        assert summary["skipped"] == 1  # reported, never retried
+        assert summary["acked"] == whole == 1  # the rest of the batch: handled
     finally:
         handler.environment.close()
 
@@ -270,12 +273,12 @@ def test_the_sweeper_fails_a_stalled_job_within_its_roles_actions(
     asyncio.run(stalled())
     handler = SweepHandler(open_fleet)
     try:
-        assert handler({"source": "aws.events"}, None) == {"swept": 1}
+        assert handler({"source": "aws.events"}, None) == {"swept": 1, "errors": 0}
         fleet = handler.environment._fleet
         assert fleet is not None
         sent = {f"dynamodb:{op}" for op in fleet.ack.stats.requests}
         assert sent <= _allowed("SweeperRole"), sent - _allowed("SweeperRole")
-        assert handler({"source": "aws.events"}, None) == {"swept": 0}  # failed once
+        assert handler({"source": "aws.events"}, None) == {"swept": 0, "errors": 0}  # failed once
     finally:
         handler.environment.close()
     assert box.done == []

@@ -17,9 +17,11 @@ import pytest
 from botocore.exceptions import ClientError
 from click.testing import CliRunner, Result
 
-from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+from xor_ack_dynamodb import ChainState, Stamp, SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.cli import Settings, cli
 from xor_ack_dynamodb.cli import sweep as sweep_verb
+from xor_ack_dynamodb.dynamodb import loops as _loops
+from xor_ack_dynamodb.errors import SweepIncomplete
 from xor_ack_dynamodb.table import TableSpec
 
 from .test_cli import assert_usage_error, assert_user_error
@@ -118,12 +120,12 @@ def test_a_late_stamp_or_touch_is_refused_and_touch_extends(
     assert touched.exit_code == 0, touched.output
     after = json.loads(run(*base, "chain", "show", "kept", "--json").stdout)["deadline"]
     assert after > before + 500
-    assert_user_error(run(*base, "chain", "stamp", "slow", "ab" * 8), 'ChainTimeout: "slow"')
+    assert_user_error(run(*base, "chain", "stamp", "slow", "ab" * 8), 'ChainTimedOut: "slow"')
     shown = json.loads(run(*base, "chain", "show", "slow", "--json").stdout)
     assert (shown["state"], shown["reason"]) == ("failed", "timeout")
     # a late fail() is refused too: the chain's reason is "timeout", not the caller's
     late_fail = run(*base, "chain", "fail", "gone", "--reason", "worker lost")
-    assert_user_error(late_fail, 'ChainTimeout: "gone" missed its deadline')
+    assert_user_error(late_fail, 'ChainTimedOut: "gone" missed its deadline')
     shown = json.loads(run(*base, "chain", "show", "gone", "--json").stdout)
     assert (shown["state"], shown["reason"]) == ("failed", "timeout")
     assert _json_lines(run(*base, "sweep", "--json"))[0]["failed"] == 0  # already failed
@@ -229,6 +231,61 @@ def test_watch_reports_a_later_error_and_sweeps_again(monkeypatch: pytest.Monkey
     assert result.stderr.splitlines() == [
         "error: ThrottlingException: slow down (sweeping again in 5 s)",
         "stopped by SIGTERM after 3 sweep(s) of jobs: 0 chain(s) failed",
+    ]
+
+
+def test_watch_reports_a_chain_it_cannot_fail_and_any_error_and_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No server: a hostile chain (left by its sweep, named on stderr), then a bug in a
+    round (reported, swept again), then a good round: the watch never stops."""
+    late = ChainState(
+        "late", Stamp(b"\x01" * 8), b"c", 2, (), 1.0, 2.0, failed_at=2.0, reason="timeout"
+    )
+    refused = ClientError(
+        {"Error": {"Code": "ValidationException", "Message": "item too large"}}, "UpdateItem"
+    )
+    answers: list[Any] = [SweepIncomplete({"late": late}, {"hostile": refused}), "bug", [late]]
+
+    class Chains:
+        def sweep(self) -> list[Any]:
+            answer = answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            if answer == "bug":
+                raise KeyError("a bug of ours")
+            return list(answer)
+
+    @contextmanager
+    def stopping() -> Any:
+        yield _Stopping(waits=2)
+
+    counted: list[dict[str, Any]] = []
+    recorder = type("C", (), {"add": lambda self, n, a: counted.append(a)})()
+    monkeypatch.setattr(_loops, "counter", recorder)
+    monkeypatch.setattr(Settings, "chains", lambda self: Chains())
+    monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
+    result = run("--table", "jobs", "sweep", "--watch", "5", "--json")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["failed"], line["errors"]) for line in lines] == [
+        (1, {"hostile": "ValidationException"}),
+        (1, {}),
+    ]
+    assert result.stderr.splitlines() == [
+        "error: hostile: ValidationException: item too large (left for the next sweep)",
+        "error: KeyError: 'a bug of ours' (sweeping again in 5 s)",
+        "stopped by SIGTERM after 3 sweep(s) of jobs: 2 chain(s) failed",
+    ]
+    assert [(c["loop"], c["error"]) for c in counted] == [
+        ("sweep", "ValidationException"),
+        ("sweep.watch", "KeyError"),
+    ]
+    answers[:] = [SweepIncomplete({}, {"hostile": refused})]  # one sweep: exit 1
+    once = run("--table", "jobs", "sweep")
+    assert once.exit_code == 1 and once.stderr.splitlines() == [
+        "error: hostile: ValidationException: item too large (left for the next sweep)",
+        "error: 1 overdue chain(s) could not be failed; sweep again",
     ]
 
 

@@ -61,6 +61,7 @@ def test_handler_fails_the_overdue_chains_once(
         "table": spec.name,
         "failed": 2,
         "more": 0,
+        "errors": {},
         "event_id": EVENT["id"],
         "scheduled_at": EVENT["time"],
     }

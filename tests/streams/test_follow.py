@@ -7,7 +7,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from xor_ack_dynamodb import events
+from xor_ack_dynamodb.dynamodb import loops as _loops
+from xor_ack_dynamodb.errors import CorruptRecord
 
 from . import samples
 
@@ -26,6 +30,7 @@ class FakeStreams:
         self.shards = shards
         self.records = records
         self.expire_once: set[str] = set()
+        self.fail_once: set[str] = set()  # iterators whose GetRecords fails once (throttled)
         self.empty_once: set[str] = set()  # iterators answered empty once (a gap)
         self.calls: list[tuple[str, str]] = []
 
@@ -54,6 +59,9 @@ class FakeStreams:
 
     def get_records(self, ShardIterator: str) -> Any:
         shard_id, position = ShardIterator.rsplit(":", 1)
+        if ShardIterator in self.fail_once:
+            self.fail_once.discard(ShardIterator)
+            raise RuntimeError("LimitExceededException: throttled")
         if ShardIterator in self.expire_once:
             self.expire_once.discard(ShardIterator)
             raise ExpiredIteratorException(ShardIterator)
@@ -138,3 +146,29 @@ def test_follow_finds_a_split_and_reads_the_child_after_its_parent() -> None:
             stop.set()
     assert sequence_numbers(got) == sequence_numbers(batch[:4])
     assert ("child", "TRIM_HORIZON") in fake.calls
+
+
+def test_a_failing_shard_and_a_hostile_record_do_not_stop_the_follower(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shard whose GetRecords fails is reported and read again from where it was; a record
+    that is no chain's transition comes out as its error; the good records all follow."""
+    counted: list[dict[str, Any]] = []
+    recorder = type("C", (), {"add": lambda self, n, a: counted.append(a)})()
+    monkeypatch.setattr(_loops, "counter", recorder)
+    good = samples.life_of_chains()[:4]
+    hostile = {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "5" + "0" * 19}}
+    fake = FakeStreams(
+        [{"ShardId": "s", "SequenceNumberRange": {}}], {"s": [good[0], hostile, *good[1:]]}
+    )
+    fake.fail_once.add("s:2")  # after the first page: throttled once
+    stop = threading.Event()
+    seen: list[Any] = []
+    for _record, decoded in events.follow(fake, "arn", from_start=True, interval=0.01, stop=stop):
+        seen.append(decoded)
+        if len(seen) == 5:
+            stop.set()
+    assert isinstance(seen[1], CorruptRecord)
+    assert [type(d) for i, d in enumerate(seen) if i != 1] == [list] * 4  # every good record
+    assert ("s", "AFTER_SEQUENCE_NUMBER") in fake.calls  # read again from where it was
+    assert counted == [{"loop": "follow", "error": "RuntimeError"}]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import pytest
 
 from xor_ack_dynamodb import events
+from xor_ack_dynamodb.dynamodb import loops as _loops
 from xor_ack_dynamodb.errors import CorruptRecord
 
 from . import samples
@@ -105,21 +107,44 @@ def test_lambda_retrying_from_the_failure_with_and_without_dedupe() -> None:
     assert again.calls[0] == ("expired", "expired", "job-8")
 
 
-def test_a_corrupt_record_fails_the_batch_there_unless_on_corrupt() -> None:
+def test_a_corrupt_or_foreign_record_is_reported_and_skipped_the_batch_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record that can never decode is never worth a retry: by default it is reported
+    (a warning line, a metric) and skipped, and the batch's other records are handled."""
+    counted: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        _loops, "counter", type("C", (), {"add": lambda s, n, a: counted.append(a)})()
+    )
     records = batch()["Records"]
     records[2] = copy.deepcopy(records[2])  # its new image is record 7's old one too
     del records[2]["dynamodb"]["NewImage"]["stamp"]
+    foreign = samples.record("INSERT", new={"tagID": {"S": "order-7"}, "total": {"N": "12"}})
+    records.insert(5, foreign)  # another item of a shared table
+    records.insert(0, {"not": "a stream record"})
     rec = Recorder()
-    result = rec.handler()({"Records": records})
-    assert result["batchItemFailures"] == [
-        {"itemIdentifier": records[2]["dynamodb"]["SequenceNumber"]}
-    ]
+    handler = rec.handler()
+    with caplog.at_level(logging.WARNING, logger="xor_ack_dynamodb.events.handler"):
+        assert handler({"Records": records}) == {"batchItemFailures": []}
+    assert handler.skipped == 3 and len(rec.calls) == 10  # every other event: handled
+    assert ("acked", "acked", "job-1") not in rec.calls
+    assert [a["loop"] for a in counted] == ["stream_handler"] * 3
+    assert {a["error"] for a in counted} == {"CorruptRecord"}
+    assert len([r for r in caplog.records if "record-skipped" in r.getMessage()]) == 3
+    # on_corrupt hears each of them too ...
     corrupt: list[CorruptRecord] = []
     rec = Recorder()
     assert rec.handler(on_corrupt=corrupt.append)({"Records": records}) == {"batchItemFailures": []}
-    (error,) = corrupt
-    assert records[2]["dynamodb"]["SequenceNumber"] in error.record
-    assert ("acked", "acked", "job-1") not in rec.calls and len(rec.calls) == 10
+    assert len(corrupt) == 3 and records[3]["dynamodb"]["SequenceNumber"] in corrupt[1].record
+
+    # ... and only when a function of yours raises does the record fail the batch
+    def refuse(error: CorruptRecord) -> None:
+        raise RuntimeError("send it to my dead-letter queue instead")
+
+    failed = Recorder().handler(on_corrupt=refuse)({"Records": records[1:]})
+    assert failed == {
+        "batchItemFailures": [{"itemIdentifier": records[3]["dynamodb"]["SequenceNumber"]}]
+    }
 
 
 def test_the_event_kind_is_checked_in_the_handler_too() -> None:
@@ -130,9 +155,9 @@ def test_the_event_kind_is_checked_in_the_handler_too() -> None:
     assert rec.calls == []
     other = copy.deepcopy(stamp)
     other["eventSource"] = "aws:kinesis"
-    assert rec.handler()({"Records": [other]})["batchItemFailures"] == [
-        {"itemIdentifier": other["dynamodb"]["SequenceNumber"]}
-    ]
+    handler = rec.handler()
+    assert handler({"Records": [other]})["batchItemFailures"] == []  # skipped, reported
+    assert handler.skipped == 1 and rec.calls == []
     with pytest.raises(TypeError, match="no Records list"):
         rec.handler()({"Records": None})
 

@@ -25,6 +25,11 @@ _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "Count words with PySpark, every file tracked by an XOR chain.",
     ),
     "worker": ("xor_ack_dynamodb.cli.worker", "worker", "Run a fleet worker on an SQS queue."),
+    "submit": (
+        "xor_ack_dynamodb.cli.submit",
+        "submit",
+        "Start a fleet job: its chain, then its root message on the work queue.",
+    ),
     "wordcount-sample": (
         "xor_ack_dynamodb.pipeline.cli",
         "wordcount_sample",

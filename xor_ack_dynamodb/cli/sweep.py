@@ -6,15 +6,19 @@ import json
 import time
 
 import click
-from botocore.exceptions import BotoCoreError, ClientError
 
 from ..chain import ChainState
-from ..dynamodb.sweeper import SweepSummary
-from ..errors import XorAckError
-from .errors import explain
+from ..dynamodb.loops import item_failed
+from ..sweeper import SweepSummary, sweep_once
+from .errors import UserError, explain
 from .options import SECONDS, Verb, _settings, json_option
 from .show import _when
 from .signals import stop_on_signals as _stop_on_signals
+
+
+def _said(exc: BaseException) -> str:
+    """An error in one line: the user's kind (``explain``), else its type and message."""
+    return explain(exc) or f"{type(exc).__name__}: {exc}"
 
 
 def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> None:
@@ -43,8 +47,9 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
     conditional write, so it is failed exactly once.  Prints the chains this
     sweep failed, then one summary line (--json: one object per sweep).  With
     --watch, sweeps every SECONDS and, on Ctrl-C or SIGTERM, ends with one
-    "stopped" line and exit 0; an error after the first sweep is printed and the
-    next sweep tries again.
+    "stopped" line and exit 0.  A chain that cannot be failed is one "error:" line
+    and the sweep goes on (exit 1 without --watch); with --watch, an error after
+    the first sweep is printed and the next sweep tries again.
 
     \b
     Example:
@@ -54,27 +59,32 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
     chains = settings.chains()
     table = settings.table
 
-    def once() -> int:
+    def once() -> tuple[int, int]:
         started = time.monotonic()
-        failed = chains.sweep()
-        summary = SweepSummary.of(table, failed, time.monotonic() - started)
+        failed, errors = sweep_once(chains, "sweep")  # a chain's error never ends a sweep
+        summary = SweepSummary.of(table, failed, time.monotonic() - started, errors=errors)
         _report(summary, failed, as_json)
-        return summary.failed
+        for tag, exc in errors.items():
+            click.echo(f"error: {tag}: {_said(exc)} (left for the next sweep)", err=True)
+        return summary.failed, len(errors)
 
     if watch is None:
-        once()
+        _, left = once()
+        if left:
+            raise UserError(f"{left} overdue chain(s) could not be failed; sweep again")
         return
     total = sweeps = 0
     with _stop_on_signals() as stop:
         while True:
             try:
-                total += once()
-            except (XorAckError, ClientError, BotoCoreError) as exc:
+                total += once()[0]
+            except Exception as exc:
                 if not sweeps:
                     raise  # the first sweep failed (no table, no access): say so and end
-                # a later one is reported and tried again (throttling, a network blip):
-                # the next sweep fails what this one left
-                click.echo(f"error: {explain(exc)} (sweeping again in {watch:g} s)", err=True)
+                # a later one is reported and tried again (throttling, a network blip, a
+                # bug): the next sweep fails what this one left
+                item_failed("sweep.watch", exc, quiet=True)
+                click.echo(f"error: {_said(exc)} (sweeping again in {watch:g} s)", err=True)
             sweeps += 1
             if stop.wait(watch):
                 break

@@ -173,7 +173,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
 
         ``timeout`` (seconds): the chain must ack by now + ``timeout``, or its next
         write (or a :meth:`sweep`) fails it with reason "timeout" and that writer gets
-        ``ChainTimeout``.  ``idle_timeout``: each landed stamp moves the deadline to
+        ``ChainTimedOut``.  ``idle_timeout``: each landed stamp moves the deadline to
         now + ``idle_timeout`` in the same write (also the first deadline without a
         ``timeout``).  ``ttl`` (seconds) is garbage collection only: an abandoned chain
         expires and counts as absent; it must be longer than the first deadline.
@@ -303,7 +303,12 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
     async def fail(
         self, tag: str, reason: str = "failed", *, chain_id: bytes | None = None
     ) -> ChainState:
-        """Close a live chain as failed; an acked chain stays acked (zero wins).
+        """Close a live chain as failed; an acked chain stays acked (zero wins) and is returned.
+
+        A chain already failed stays as it was and the caller is told so: ``ChainFailed``
+        (``ChainTimedOut`` if its deadline failed it) with ``.requested_reason`` = ``reason``,
+        which was not written; past the deadline the chain is failed with reason "timeout"
+        and ``ChainTimedOut`` raised (``.failed_by_this_call``: whose write it was).
 
         ``chain_id``: fail only that generation of the chain (the ``chain_id`` of a
         ``ChainState`` you read); if the tag holds another one (re-created since),
@@ -323,7 +328,8 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return result
 
     async def wait(self, tag: str, *, timeout: float, poll_interval: float = 0.2) -> ChainState:
-        """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
+        """Wait until the chain is acked: ``ChainFailed`` (``ChainTimedOut``), ``TagNotFound``, or
+        ``WaitTimeout`` when ``timeout`` runs out (the chain left as it was)."""
         result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
         return result
 
@@ -333,7 +339,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         ``timeout`` moves it to now + ``timeout`` instead (needed for a chain created
         with a fixed ``timeout`` only: ``InvalidTimeout`` otherwise, nothing written).
         A touch only extends: a later deadline, or a chain without one, is returned as
-        it is.  Past the deadline: the chain is failed ("timeout") and ``ChainTimeout``
+        it is.  Past the deadline: the chain is failed ("timeout") and ``ChainTimedOut``
         raised.  One conditional write (a read first if the chain is not cached).
         """
         result: ChainState = await self._run(self._core.touch(tag, timeout))

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chain import ChainState
-from ..errors import XorAckError
+from ..errors import SweepIncomplete, XorAckError
 from . import aws
 from .item import DEFAULT_PARTITION_KEY
+from .loops import code_of, item_failed
 from .sync import SyncXorAckDynamoDB
 from .table import InvalidTableSpec, TableSpec
 
@@ -43,6 +44,7 @@ __all__ = [
     "SweeperMisconfigured",
     "handler",
     "settings",
+    "sweep_once",
 ]
 
 ENV_TABLE = "XOR_ACK_TABLE"
@@ -66,14 +68,22 @@ class SweepSummary:
     seconds: float
     event_id: str | None = None
     scheduled_at: str | None = None
+    #: The chains this sweep could not fail (``SweepIncomplete``), with the error's code.
+    left: tuple[tuple[str, str], ...] = ()
 
     #: The keys of ``as_dict``, in order: ``failed`` counts the chains, ``tags`` lists
-    #: at most ``MAX_TAGS`` of them, ``more`` is how many it leaves out.
-    KEYS = ("table", "failed", "tags", "more", "seconds", "event_id", "scheduled_at")
+    #: at most ``MAX_TAGS`` of them, ``more`` is how many it leaves out; ``errors`` maps
+    #: each chain it could not fail (at most ``MAX_TAGS``) to its error's code.
+    KEYS = ("table", "failed", "tags", "more", "errors", "seconds", "event_id", "scheduled_at")
 
     @classmethod
     def of(
-        cls, table: str, failed: list[ChainState], seconds: float, event: Any = None
+        cls,
+        table: str,
+        failed: list[ChainState],
+        seconds: float,
+        event: Any = None,
+        errors: dict[str, BaseException] | None = None,
     ) -> SweepSummary:
         event = event if isinstance(event, dict) else {}
         return cls(
@@ -82,6 +92,7 @@ class SweepSummary:
             seconds=round(seconds, 3),
             event_id=_text(event.get("id")),
             scheduled_at=_text(event.get("time")),
+            left=tuple((tag, code_of(exc)) for tag, exc in (errors or {}).items()),
         )
 
     @property
@@ -96,10 +107,25 @@ class SweepSummary:
     def more(self) -> int:
         return max(0, len(self.swept) - MAX_TAGS)
 
+    @property
+    def errors(self) -> dict[str, str]:
+        return dict(self.left[:MAX_TAGS])
+
     def as_dict(self) -> dict[str, Any]:
         summary = {key: getattr(self, key) for key in self.KEYS}
         summary["tags"] = list(self.tags)
         return summary
+
+
+def sweep_once(client: Any, loop: str) -> tuple[list[ChainState], dict[str, BaseException]]:
+    """One ``sweep()``: the tombstones it made, and the chains it could not fail (each
+    reported: a count of ``xor_ack.item_failures``); a chain's error never ends it."""
+    try:
+        return client.sweep(), {}
+    except SweepIncomplete as partial:
+        for tag, exc in partial.errors.items():
+            item_failed(loop, exc, quiet=True, tag=tag)
+        return partial.failed, partial.errors
 
 
 def _text(value: Any) -> str | None:
@@ -138,9 +164,10 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     """Lambda entry point: one sweep of the table named by ``XOR_ACK_TABLE``."""
     spec = settings()
     started = time.monotonic()
-    failed = _client(spec).sweep()
-    summary = SweepSummary.of(spec.name, failed, time.monotonic() - started, event).as_dict()
-    line = {"message": "xor-ack sweep", "level": "INFO", **summary}
+    failed, errors = sweep_once(_client(spec), "sweeper")
+    elapsed = time.monotonic() - started
+    summary = SweepSummary.of(spec.name, failed, elapsed, event, errors).as_dict()
+    line = {"message": "xor-ack sweep", "level": "WARNING" if errors else "INFO", **summary}
     request = getattr(context, "aws_request_id", None)
     if isinstance(request, str):
         line["aws_request_id"] = request

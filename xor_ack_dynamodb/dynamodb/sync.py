@@ -266,7 +266,8 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return result
 
     def wait(self, tag: str, *, timeout: float, poll_interval: float = 0.2) -> ChainState:
-        """Wait until the chain is acked: ``ChainFailed``, ``TagNotFound`` or ``ChainTimeout``."""
+        """Wait until the chain is acked: ``ChainFailed`` (``ChainTimedOut``), ``TagNotFound``, or
+        ``WaitTimeout`` when ``timeout`` runs out (the chain left as it was)."""
         result: ChainState = self._run(self._core.wait(tag, timeout, poll_interval))
         return result
 

@@ -5,6 +5,12 @@ it holds now, from its oldest record (``xor-ack chain stats``).  Both work on Dy
 Local and on AWS.  Within a shard records come in order; a child shard (after a
 split) is read only once its parent is finished, so the records of one tag stay in
 order.  A stream keeps records for 24 hours.
+
+Nothing one record or one shard does stops the reader: a record that is no chain's
+transition comes out as its ``CorruptRecord`` (the caller reports it and goes on), and
+a shard whose ``GetRecords`` fails (throttled, trimmed, a network error) is reported
+(a log line, ``xor_ack.item_failures{loop="follow"}``, ``StreamReader.errors``) and
+read again from where it was at the next round, while the other shards go on.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from ..dynamodb import aws
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
+from ..dynamodb.loops import item_failed
 from ..errors import CorruptRecord, StreamNotEnabled
 from ..lifecycle import ChainEvent
 from .transitions import decode
@@ -86,6 +93,7 @@ class _Shard:
     last_sequence: str | None = None
     done: bool = False
     empty: int = 0  #: empty answers in a row
+    broken: bool = False  #: its last GetRecords failed: a new iterator before the next
 
 
 @dataclass
@@ -101,6 +109,8 @@ class StreamReader:
     empty_at_end: int = 1
     _shards: dict[str, _Shard] = field(default_factory=dict)
     _started: bool = False
+    #: GetRecords (or GetShardIterator) calls that failed, each reported; the reader went on.
+    errors: int = 0
 
     def refresh(self) -> None:
         """Learn the stream's shards: new ones are read from their first record."""
@@ -133,6 +143,11 @@ class StreamReader:
         iterator = self.streams.get_shard_iterator(**kwargs).get("ShardIterator")
         return str(iterator) if iterator else None
 
+    def _again(self, shard: _Shard) -> str | None:
+        """A new iterator for ``shard``, just after the last record read from it."""
+        position = "AFTER_SEQUENCE_NUMBER" if shard.last_sequence else "TRIM_HORIZON"
+        return self._iterator(shard.shard_id, position, shard.last_sequence)
+
     def _ready(self, shard: _Shard) -> bool:
         parent = self._shards.get(shard.parent) if shard.parent else None
         return not shard.done and (parent is None or parent.done)
@@ -147,15 +162,24 @@ class StreamReader:
         for shard in list(self._shards.values()):
             if not self._ready(shard):
                 continue
-            if shard.iterator is None:
-                shard.done = True
-                continue
             try:
+                if shard.broken:  # read again from where it was, after the failed round
+                    shard.iterator = self._again(shard)
+                    shard.broken = False
+                if shard.iterator is None:
+                    shard.done = True
+                    continue
                 answer = self.streams.get_records(ShardIterator=shard.iterator)
             except self.streams.exceptions.ExpiredIteratorException:
-                position = "AFTER_SEQUENCE_NUMBER" if shard.last_sequence else "TRIM_HORIZON"
-                shard.iterator = self._iterator(shard.shard_id, position, shard.last_sequence)
+                shard.broken = True
                 more = True
+                continue
+            except Exception as exc:  # this shard, this round: the others go on
+                self.errors += 1
+                shard.broken = True
+                item_failed(
+                    "follow", exc, logger=__name__, event="shard-failed", shard=shard.shard_id
+                )
                 continue
             batch = answer.get("Records", [])
             shard.empty = 0 if batch else shard.empty + 1
@@ -178,9 +202,15 @@ Decoded = tuple[dict[str, Any], list[ChainEvent] | CorruptRecord]
 def _decoded(records: list[dict[str, Any]], partition_key: str) -> Iterator[Decoded]:
     for record in records:
         try:
-            yield record, decode(record, partition_key)
+            events = decode(record, partition_key)
         except CorruptRecord as exc:
             yield record, exc
+        except Exception as exc:  # decode's own bug: no transition either, and not the end
+            corrupt = CorruptRecord("record ?", f"could not be decoded ({exc!r})")
+            corrupt.__cause__ = exc
+            yield record, corrupt
+        else:
+            yield record, events
 
 
 def follow(

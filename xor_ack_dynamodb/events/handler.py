@@ -16,11 +16,17 @@ What it does with a batch (``event["Records"]``, in stream order):
   is skipped, so the handler is right without filter criteria too;
 - each event goes to the callback of its kind (``on_timed_out`` falls back to
   ``on_failed``), then to ``on_event``;
-- at the **first** record that fails (a callback raised, or the record is corrupt and
-  there is no ``on_corrupt``) it stops and returns ``{"batchItemFailures":
-  [{"itemIdentifier": <its SequenceNumber>}]}``: with ``FunctionResponseTypes:
-  [ReportBatchItemFailures]`` on the mapping, Lambda checkpoints the records before it
-  and retries from it.  Otherwise ``{"batchItemFailures": []}``.
+- a record that is not a chain's transition (another item of a shared table, a
+  record of another shape, an image missing: ``CorruptRecord``) is reported and
+  **skipped**: it can never decode, so no retry would help, and failing the batch
+  there would block the shard until the mapping's retries run out (24 hours by
+  default).  Reported: one warning log line and one ``xor_ack.item_failures`` count
+  (``loop="stream_handler"``), ``.skipped`` + 1, and ``on_corrupt(error)`` if given;
+- only a callback of yours that raises fails a record: at the **first** such record
+  it stops and returns ``{"batchItemFailures": [{"itemIdentifier": <its
+  SequenceNumber>}]}``: with ``FunctionResponseTypes: [ReportBatchItemFailures]`` on
+  the mapping, Lambda checkpoints the records before it and retries from it.
+  Otherwise ``{"batchItemFailures": []}``.
 
 **Idempotence under retries.**  Lambda delivers stream records at least once: the
 failing record and every record after it in the batch are delivered again (and all
@@ -45,6 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
+from ..dynamodb.loops import item_failed
 from ..errors import CorruptRecord
 from ..lifecycle import ChainEvent, Kind
 from .transitions import decode
@@ -98,9 +105,10 @@ class StreamHandler:
     ) -> None:
         """``on_<kind>(event)`` per kind; ``on_event(event)`` for every event after it.
 
-        ``on_corrupt(error)``: a record that is not a chain's transition is given to it
-        and counted as handled; without it, the record fails the batch there (after the
-        mapping's retries it reaches the on-failure destination).  ``partition_key``:
+        ``on_corrupt(error)``: also called with each record that is not a chain's
+        transition, after it is reported (a log line, a metric) and before it is
+        skipped; if it raises, the record fails the batch as a callback's error would.
+        ``partition_key``:
         the table's (default: ``XOR_ACK_PARTITION_KEY``, else ``tagID``).  ``seen``:
         skip events whose id it holds, add each handled one.
         """
@@ -122,15 +130,22 @@ class StreamHandler:
             "XOR_ACK_PARTITION_KEY", DEFAULT_PARTITION_KEY
         )
         self._seen = seen
+        #: Records skipped since this handler was made: not a chain's transition.
+        self.skipped = 0
 
     def handle(self, record: Mapping[str, Any]) -> None:
-        """Decode one record and call its callbacks; raises what they raise."""
+        """Decode one record and call its callbacks; raises what they raise.
+
+        A record that is no chain's transition is reported and skipped (``on_corrupt``).
+        """
         try:
             events = decode(record, self._partition_key)
-        except CorruptRecord as exc:
-            if self._on_corrupt is None:
-                raise
-            self._on_corrupt(exc)
+        except Exception as exc:  # CorruptRecord; anything else is no transition either
+            corrupt = exc if isinstance(exc, CorruptRecord) else _unreadable(record, exc)
+            self.skipped += 1
+            item_failed("stream_handler", corrupt, logger=__name__, event="record-skipped")
+            if self._on_corrupt is not None:
+                self._on_corrupt(corrupt)
             return
         for event in events:
             if self._seen is not None and event.id in self._seen:
@@ -156,6 +171,13 @@ class StreamHandler:
                 _log.exception("stream record %s failed", _sequence_number(record) or "?")
                 return {"batchItemFailures": [{"itemIdentifier": _sequence_number(record)}]}
         return {"batchItemFailures": []}
+
+
+def _unreadable(record: object, exc: Exception) -> CorruptRecord:
+    name = _sequence_number(record) or "?"
+    corrupt = CorruptRecord(f"record {name}", f"could not be decoded ({exc!r})")
+    corrupt.__cause__ = exc
+    return corrupt
 
 
 def _sequence_number(record: object) -> str:

@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ..chain import ChainState
-from ..dynamodb import Lifetime
-from ..dynamodb.client import XorAckDynamoDB
+from ..dynamodb import Lifetime, XorAckDynamoDB
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
-from ..errors import AmbiguousWrite, TagExists, TagNotFound
+from ..errors import AmbiguousWrite, ChainFailed, TagExists, TagNotFound
 from ..stamps import Stamp, xor
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of
-from .errors import ReplayRefused
+from .errors import ReplayRefused, WindowMismatch
 from .markers import DEFAULT_MARKER_TTL, Markers
 from .once import Once, Result, Verdict
 from .telemetry import Telemetry, log
@@ -45,6 +44,13 @@ FLEET_TOKEN_WINDOW = 64
 Send = Callable[[Sequence[Envelope]], Awaitable[None]]
 
 
+def _text(body: str | bytes | Envelope) -> str:
+    """A message's body as it came (an envelope given as such: its JSON)."""
+    if isinstance(body, Envelope):
+        return body.to_json()
+    return body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
+
+
 def _given(value: float | None, default: float | None) -> float | None:
     """A job's own deadline option, or the fleet's when the job gives none."""
     return default if value is None else value
@@ -52,12 +58,22 @@ def _given(value: float | None, default: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Message:
-    """What a handler receives."""
+    """What a handler receives: the payload, and what the message is.
+
+    ``body``: the message as it came (the envelope's JSON: what a re-send needs);
+    ``chain_id``: the generation of the job's chain; ``parent_id``: the identity (hex)
+    of the message that sent it, ``None`` for a job's root; ``index``: its place among
+    its parent's children.
+    """
 
     payload: Any
     tag: str
     message_id: str
     receive_count: int = 1
+    body: str = ""
+    chain_id: bytes = b""
+    parent_id: str | None = None
+    index: int | None = None
 
 
 Handler = Callable[[Message], "Iterable[Any] | Awaitable[Iterable[Any] | None] | None"]
@@ -175,7 +191,7 @@ class Fleet:
         state = await self.ack.get(tag)
         if state is None:
             raise TagNotFound(tag)
-        root = root_envelope(tag, state.chain_id, payload)
+        root = root_envelope(tag, state.chain_id, payload, self.ack.token_window)
         await self.send([root])
         log("submitted", tag, root.message_id)
         return root
@@ -205,10 +221,21 @@ class Fleet:
     async def handle(self, body: str | bytes | Envelope, receive_count: int = 1) -> Handled:
         """Handle one delivered message (see the module docstring); raise to have it retried."""
         env = body if isinstance(body, Envelope) else Envelope.from_json(body)
+        if env.window is not None and env.window != self.ack.token_window:
+            raise WindowMismatch(env.tag, env.window, self.ack.token_window)
         checked = await self.once.read(env)
         if isinstance(checked, Result):
             return await self._settled(env, checked)
-        message = Message(env.payload, env.tag, env.message_id, receive_count)
+        message = Message(
+            env.payload,
+            env.tag,
+            env.message_id,
+            receive_count,
+            body=_text(body),
+            chain_id=env.chain_id,
+            parent_id=None if env.parent is None else env.parent.hex(),
+            index=env.index,
+        )
         if inspect.iscoroutinefunction(self.handler):
             result = await self.handler(message)
         else:  # a plain function runs in a thread: it may block, the worker's loop may not
@@ -218,7 +245,8 @@ class Fleet:
         payloads = list(result or ())
         # A child's lower bound is its parent's, not the version read now: this run may
         # be a re-run whose earlier run sent the same children, and they may have landed.
-        children = [env.child(i, p, env.sent) for i, p in enumerate(payloads)]
+        window = self.ack.token_window
+        children = [env.child(i, p, env.sent, window) for i, p in enumerate(payloads)]
         if children:
             await self.send(children)
         value = env.stamp if not children else xor(env.stamp, *(c.stamp for c in children))
@@ -284,6 +312,8 @@ class Fleet:
             state = await self.ack.fail(env.tag, "dead-letter", chain_id=env.chain_id)
         except TagNotFound:  # gone, or replayed since the read: not this generation
             return await self.ack.get(env.tag)
+        except ChainFailed as closed:  # failed since the read (a sweep, another copy): as it is
+            return closed.state
         self.telemetry.count("chains", outcome="failed")
         log("dead-letter", env.tag, env.message_id)
         return state

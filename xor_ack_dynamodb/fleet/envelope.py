@@ -10,7 +10,13 @@ duplicates, recognised as such, not new work.
 On the wire an envelope is a JSON object::
 
     {"xor_ack": 1, "tag": "job-7", "chain": "<chain_id hex>", "id": "<32 hex>",
-     "parent": "<32 hex>" | null, "index": 0 | null, "sent": 12, "payload": ...}
+     "parent": "<32 hex>" | null, "index": 0 | null, "sent": 12, "window": 64,
+     "payload": ...}
+
+``window`` is the token window of the fleet that sent the message (absent in messages
+of earlier versions): a fleet whose client keeps another window refuses the message
+(``WindowMismatch``) before its handler runs, since "applied once" needs every writer
+of a chain to keep the same window.
 
 ``chain`` binds the message to one generation of the chain (a replay makes a new
 one), and ``sent`` is a lower bound of the chain's version when the first copy of
@@ -29,6 +35,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InvalidTag
 from ..stamps import Stamp
 from .errors import InvalidEnvelope
 
@@ -72,6 +79,7 @@ class Envelope:
     parent: bytes | None = None
     index: int | None = None
     sent: int = 1
+    window: int | None = None  # the sending fleet's token window (None: not said)
 
     @property
     def stamp(self) -> Stamp:
@@ -82,8 +90,9 @@ class Envelope:
         """The identity as hex: what logs, tokens and deduplication ids use."""
         return self.id.hex()
 
-    def child(self, index: int, payload: Any, sent: int) -> Envelope:
-        """The envelope of child ``index``, sent when the chain was at version ``sent`` or later."""
+    def child(self, index: int, payload: Any, sent: int, window: int | None = None) -> Envelope:
+        """The envelope of child ``index``, sent when the chain was at version ``sent`` or later
+        by a fleet of token window ``window`` (default: this message's)."""
         return Envelope(
             tag=self.tag,
             chain_id=self.chain_id,
@@ -92,6 +101,7 @@ class Envelope:
             parent=self.id,
             index=index,
             sent=sent,
+            window=self.window if window is None else window,
         )
 
     def to_json(self) -> str:
@@ -104,6 +114,7 @@ class Envelope:
                 "parent": None if self.parent is None else self.parent.hex(),
                 "index": self.index,
                 "sent": self.sent,
+                **({} if self.window is None else {"window": self.window}),
                 "payload": self.payload,
             },
             separators=(",", ":"),
@@ -111,7 +122,12 @@ class Envelope:
 
     @classmethod
     def from_json(cls, body: str | bytes) -> Envelope:
-        """Decode a message body; ``InvalidEnvelope`` saying what is wrong if it is not one."""
+        """Decode a message body; ``InvalidEnvelope`` saying what is wrong if it is not one.
+
+        Every path decodes with this (the worker's work queue and dead-letter drain, the
+        Lambda handlers), so a body is judged the same everywhere: the tag by the rules
+        of every tag (``InvalidTag``'s: 1 to 2,048 bytes of UTF-8), before anything runs.
+        """
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -128,16 +144,23 @@ class Envelope:
             parent = None if data.get("parent") is None else bytes.fromhex(data["parent"])
             index = data.get("index")
             sent = data["sent"]
+            window = data.get("window")
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidEnvelope(f"a fleet message lacks or garbles {exc}") from exc
-        if not isinstance(tag, str) or not tag:
-            raise InvalidEnvelope(f"an envelope's tag is a non-empty string, not {tag!r}")
+        try:
+            InvalidTag.check(tag)
+        except InvalidTag as exc:
+            raise InvalidEnvelope(f"an envelope's tag is a chain's tag: {exc}") from exc
         if len(message_id) != ID_BYTES or not chain_id:
             raise InvalidEnvelope(f"an envelope's id is {ID_BYTES} bytes and its chain not empty")
         if isinstance(sent, bool) or not isinstance(sent, int) or sent < 1:
             raise InvalidEnvelope(f"an envelope's sent is a version >= 1, not {sent!r}")
         if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
             raise InvalidEnvelope(f"an envelope's index is an int or null, not {index!r}")
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window < 1
+        ):
+            raise InvalidEnvelope(f"an envelope's window is an int >= 1 or absent, not {window!r}")
         return cls(
             tag=tag,
             chain_id=chain_id,
@@ -146,9 +169,12 @@ class Envelope:
             parent=parent,
             index=index,
             sent=sent,
+            window=window,
         )
 
 
-def root_envelope(tag: str, chain_id: bytes, payload: Any) -> Envelope:
+def root_envelope(tag: str, chain_id: bytes, payload: Any, window: int | None = None) -> Envelope:
     """The root message of the chain ``tag`` (generation ``chain_id``)."""
-    return Envelope(tag=tag, chain_id=chain_id, id=root_id(tag), payload=payload, sent=1)
+    return Envelope(
+        tag=tag, chain_id=chain_id, id=root_id(tag), payload=payload, sent=1, window=window
+    )

@@ -42,3 +42,24 @@ class ReplayRefused(_TagError):
 
 class UnsuitableClient(XorAckError):
     """The DynamoDB client given to a fleet does not meet its needs (see the message)."""
+
+
+class WindowMismatch(UnsuitableClient):
+    """A message was sent by a fleet whose token window differs from this fleet's client.
+
+    "Applied once" needs every writer of a chain to keep the same window (the pages of
+    ``once.py`` are cut by it), so the message is refused before its handler runs and
+    nothing is written: give ``Fleet.connect(token_window=...)`` and the workers'
+    ``--token-window`` the same value (default 64).  The message stays in its queue.
+    """
+
+    def __init__(self, tag: str, sent_with: int, mine: int) -> None:
+        super().__init__(
+            f'"{tag}": a message sent by a fleet of token window {sent_with} reached a fleet '
+            f"of token window {mine}; nothing was written. Give every client and worker of "
+            "the fleet the same window (Fleet.connect(token_window=...), xor-ack worker "
+            "--token-window)"
+        )
+        self.tag = tag
+        self.sent_with = sent_with
+        self.mine = mine

@@ -25,10 +25,13 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from ..errors import CorruptRecord, InvalidTimeout
+from ..dynamodb.loops import item_failed
+from ..errors import CorruptRecord, InvalidTimeout, SweepIncomplete
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
+from .dead_letters import LOGGER, settle_dead_letter
+from .errors import InvalidEnvelope, WindowMismatch
 from .markers import is_marker_key
 from .telemetry import log
 
@@ -102,17 +105,29 @@ class SqsBatchHandler:
         return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
 
     async def _one(self, fleet: Fleet, record: Mapping[str, Any]) -> bool:
+        """One record, on its own, as the worker handles one message: True when done."""
+        message_id = record.get("messageId")
+        if self.dead_letter:  # the worker's dead-letter drain's very rules
+            body = record.get("body")
+            return await settle_dead_letter(fleet, body, "lambda.dead_letters", message_id) is None
         try:
             await self._handle(fleet, record)
+        except WindowMismatch as exc:  # refused before the handler: sent by another fleet
+            item_failed(
+                "lambda", exc, logger=LOGGER, event="window-mismatch", message_id=message_id
+            )
+            return False
+        except InvalidEnvelope as exc:  # checked before anything ran: left to the redrive
+            item_failed(
+                "lambda", exc, logger=LOGGER, event="invalid-envelope", message_id=message_id
+            )
+            return False
         except Exception as exc:
-            log("handler-failed", "-", record.get("messageId"), error=repr(exc))
+            item_failed("lambda", exc, logger=LOGGER, event="handler-failed", message_id=message_id)
             return False
         return True
 
-    async def _handle(self, fleet: Fleet, record: Mapping[str, Any]) -> Handled | None:
-        if self.dead_letter:
-            await fleet.dead_letter(record["body"])
-            return None
+    async def _handle(self, fleet: Fleet, record: Mapping[str, Any]) -> Handled:
         return await fleet.handle(record["body"], _receive_count(record))
 
     def close(self) -> None:
@@ -122,6 +137,15 @@ class SqsBatchHandler:
     def record_handler(self, record: Any) -> Handled | None:
         """One record, raising on failure: powertools' ``record_handler``."""
         raw = _raw(record)
+        if self.dead_letter:  # as in a batch: a body that is no envelope is dropped, reported
+            kept = self.environment.run(
+                lambda fleet: settle_dead_letter(
+                    fleet, raw.get("body"), "lambda.dead_letters", raw.get("messageId")
+                )
+            )
+            if kept is not None:
+                raise kept
+            return None
         result: Handled | None = self.environment.run(lambda fleet: self._handle(fleet, raw))
         return result
 
@@ -134,28 +158,34 @@ class StreamCompletionHandler:
     event runs the continuation of that very generation (``event.chain_id``), unless
     it is recorded done; ``Failed`` and ``TimedOut`` events are logged and counted in
     the summary; a stamp that did not end its chain is no event.  The fleet's own
-    marker items are skipped.  A failure raises, so the mapping retries the batch
-    (with its retry limit and on-failure destination).
+    marker items are skipped, and so is a record that is no chain's transition (another
+    item of a shared table, a damaged image): reported (a log line, a metric, the
+    summary's ``skipped``), never retried, since it can never decode.  A continuation
+    that fails raises, so the mapping retries the batch (with its retry limit and
+    on-failure destination).
     """
 
     def __init__(self, open_fleet: OpenFleet, partition_key: str = "tagID") -> None:
         self.environment = _Environment(open_fleet)
         self.partition_key = partition_key
+        #: Records skipped since this handler was made: not a chain's transition.
+        self.skipped = 0
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         result: dict[str, Any] = self.environment.run(lambda fleet: self.process(fleet, event))
         return result
 
     def events(self, event: Mapping[str, Any]) -> list[ChainEvent]:
-        """The chain events of a batch's records, in order (``events.decode``)."""
+        """The chain events of a batch's records, in order (``events.decode``); a record
+        that is no chain's transition is reported and skipped (``.skipped``)."""
         found: list[ChainEvent] = []
         for record in event.get("Records", []):
             try:
                 found.extend(decode(record, self.partition_key))
-            except CorruptRecord:
-                if self._is_marker(record):
-                    continue  # a page or a done record of the fleet: no chain
-                raise
+            except CorruptRecord as exc:
+                if not self._is_marker(record):  # a page or a done record of the fleet: no chain
+                    self.skipped += 1
+                    item_failed("stream_completion", exc, logger=LOGGER, event="record-skipped")
         return found
 
     def _is_marker(self, record: object) -> bool:
@@ -166,6 +196,7 @@ class StreamCompletionHandler:
         return isinstance(key, str) and is_marker_key(key)
 
     async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
+        skipped = self.skipped
         found = self.events(event)
         acked = [e for e in found if isinstance(e, Acked)]
         ended = [e for e in found if isinstance(e, Failed)]  # TimedOut is a Failed
@@ -178,6 +209,7 @@ class StreamCompletionHandler:
             "continued": sum(ran),
             "failed": len(ended) - timed_out,
             "timed_out": timed_out,
+            "skipped": self.skipped - skipped,
         }
 
 
@@ -193,11 +225,17 @@ class SweepHandler:
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         async def sweep(fleet: Fleet) -> dict[str, Any]:
-            failed = await fleet.ack.sweep()
+            errors: dict[str, BaseException] = {}
+            try:
+                failed = await fleet.ack.sweep()
+            except SweepIncomplete as partial:  # each chain on its own: the rest were swept
+                failed, errors = partial.failed, partial.errors
             fleet.telemetry.count("chains", len(failed), outcome="timed_out")
             for chain in failed:
                 log("timed-out", chain.tag, None)
-            return {"swept": len(failed)}
+            for tag, exc in errors.items():
+                item_failed("sweep", exc, logger=LOGGER, event="sweep-failed", tag=tag)
+            return {"swept": len(failed), "errors": len(errors)}
 
         result: dict[str, Any] = self.environment.run(sweep)
         return result

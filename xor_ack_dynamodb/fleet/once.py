@@ -47,8 +47,8 @@ from enum import Enum
 from typing import Any
 
 from ..chain import ChainState, token_digest
-from ..dynamodb.client import XorAckDynamoDB
-from ..errors import ChainFailed, ChainMoved, ChainTimeout, TagNotFound
+from ..dynamodb import XorAckDynamoDB
+from ..errors import ChainFailed, ChainMoved, TagNotFound
 from ..stamps import Stamp
 from .envelope import Envelope
 from .errors import MarkerMissing, UnsuitableClient
@@ -252,9 +252,9 @@ class Once:
                 self.conflicts += 1
                 state = moved.current
                 continue
-            except (TagNotFound, ChainFailed, ChainTimeout):
-                # Closed meanwhile; ChainTimeout: it went past its deadline before this
-                # write, which failed it ("timeout") instead, or found it so failed.
+            except (TagNotFound, ChainFailed):
+                # Closed meanwhile; ChainTimedOut (a ChainFailed): it went past its deadline
+                # before this write, which failed it ("timeout") instead, or found it so.
                 closed = await self.ack.get(tag)
                 for i in todo:
                     results[i] = Result(Verdict.CLOSED, closed)

@@ -11,18 +11,24 @@
 - ``stop`` (SIGTERM or SIGINT by ``install_signal_handlers``) stops receiving, lets
   the messages in hand finish for ``shutdown_grace`` seconds, and releases those
   still running (visibility 0) so that another worker takes them at once.
+
+No message stops a loop: each is handled on its own, and whatever it raises (an
+envelope that is none, a handler's error, a DynamoDB or SQS error, a bug) is logged,
+counted (``stats``, and ``xor_ack.item_failures`` through ``dynamodb.loops``) and the loop
+takes the next one.  The same goes for the dead-letter drain (``dead_letters.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from collections import Counter
 from typing import Any
 
+from ..dynamodb.loops import item_failed
 from .app import Fleet
-from .errors import InvalidEnvelope
+from .dead_letters import LOGGER, settle_dead_letter
+from .errors import InvalidEnvelope, WindowMismatch
 from .telemetry import log
 
 #: SQS's own bounds.
@@ -107,19 +113,27 @@ class Worker:
             await asyncio.gather(receive, return_exceptions=True)
             return []
         try:
-            response = receive.result()
-        except Exception as exc:  # a transport error: log it, poll again after a pause
+            messages: list[dict[str, Any]] = list(receive.result().get("Messages", []))
+        except Exception as exc:  # a transport error: report it, poll again after a pause
             self.stats["receive_errors"] += 1
-            log("receive-error", "-", None, error=repr(exc))
+            item_failed("worker.receive", exc, logger=LOGGER, event="receive-error")
             await asyncio.sleep(1.0)
             return []
-        messages: list[dict[str, Any]] = response.get("Messages", [])
         self.stats["received"] += len(messages)
         return messages
 
     async def _one(self, message: dict[str, Any]) -> None:
+        """One message, on its own: nothing it raises reaches the loop (but a cancellation)."""
+        try:
+            await self._handle(message)
+        except Exception as exc:  # a bug, an SQS error after the handler: reported, go on
+            self.stats["item_errors"] += 1
+            item_failed("worker", exc, logger=LOGGER, message_id=message.get("MessageId"))
+
+    async def _handle(self, message: dict[str, Any]) -> None:
         receipt = message["ReceiptHandle"]
         count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
+        message_id = message.get("MessageId")
         keeper = asyncio.ensure_future(self._keep_visible(receipt))
         try:
             handled = await self.fleet.handle(message["Body"], count)
@@ -127,19 +141,39 @@ class Worker:
             await self._set_visibility(receipt, 0)  # shutting down: another worker takes it
             self.stats["released"] += 1
             raise
-        except InvalidEnvelope as exc:
+        except InvalidEnvelope as exc:  # checked before anything ran: the handler never saw it
             self.stats["invalid"] += 1
-            log("invalid-envelope", "-", message.get("MessageId"), error=str(exc))
+            item_failed(
+                "worker", exc, logger=LOGGER, event="invalid-envelope", message_id=message_id
+            )
             return  # left to the redrive policy: it ends in the dead-letter queue
+        except WindowMismatch as exc:  # refused before the handler: a worker of the right
+            self.stats["refused"] += 1  # window may take it once it is visible again
+            item_failed(
+                "worker", exc, logger=LOGGER, event="window-mismatch", message_id=message_id
+            )
+            await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
+            return
         except Exception as exc:
             self.stats["failed"] += 1
-            log("handler-failed", "-", message.get("MessageId"), error=repr(exc), receives=count)
+            item_failed(
+                "worker",
+                exc,
+                logger=LOGGER,
+                event="handler-failed",
+                message_id=message_id,
+                receives=count,
+            )
             await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
             return
         finally:
             keeper.cancel()
         self.stats[handled.verdict.value] += 1
-        await self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
+        try:
+            await self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
+        except Exception as exc:  # it comes back, and is then a duplicate: applied once
+            self.stats["delete_errors"] += 1
+            item_failed("worker", exc, logger=LOGGER, event="delete-failed", message_id=message_id)
 
     async def _keep_visible(self, receipt: str) -> None:
         period = max(1.0, self.visibility_timeout / 3)
@@ -164,20 +198,32 @@ class Worker:
             await asyncio.gather(*running, return_exceptions=True)
 
     async def _drain_dead_letters(self, stop: asyncio.Event) -> None:
-        assert self.dead_letter_queue_url is not None
+        """Fail the chain of each dead letter; one that cannot be settled now is kept (it is
+        visible again after its timeout), one that never can be is dropped; never stops."""
+        queue = self.dead_letter_queue_url
+        assert queue is not None
         stopping = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
-                for message in await self._receive(self.dead_letter_queue_url, 10, stopping):
-                    # A body that is no fleet message has no chain to fail: dropped.
-                    with contextlib.suppress(InvalidEnvelope):
-                        await self.fleet.dead_letter(message["Body"])
-                    self.stats["dead_letters"] += 1
-                    await self.sqs.delete_message(
-                        QueueUrl=self.dead_letter_queue_url, ReceiptHandle=message["ReceiptHandle"]
-                    )
+                for message in await self._receive(queue, MAX_BATCH, stopping):
+                    await self._one_dead_letter(queue, message)
         finally:
             stopping.cancel()
+
+    async def _one_dead_letter(self, queue: str, message: dict[str, Any]) -> None:
+        message_id = message.get("MessageId")
+        try:
+            kept = await settle_dead_letter(
+                self.fleet, message["Body"], "worker.dead_letters", message_id
+            )
+            if kept is not None:
+                self.stats["dead_letter_errors"] += 1
+                return
+            self.stats["dead_letters"] += 1
+            await self.sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+        except Exception as exc:  # a failed delete, a message without a body: go on
+            self.stats["dead_letter_errors"] += 1
+            item_failed("worker.dead_letters", exc, logger=LOGGER, message_id=message_id)
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..chain import ChainState
 from ..dynamodb.sync import SyncXorAckDynamoDB
-from ..errors import TagNotFound
+from ..errors import ChainFailed, TagNotFound
 from ..lifecycle import Acked, Failed, failure
 from . import output, stages
 from .check import committed_sums
@@ -338,33 +338,30 @@ class TrackedJob:
         its input replayed.
         """
         states = self.chains.get_many(tags)
-        outcomes: list[tuple[str, bool]] = []
-        for tag in tags:
-            state = states.get(tag)
-            if state is not None and state.failed:
-                self.report.chain_writes += state.version
-                self._tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
-                outcomes.append((_why(state), True))
-                continue
-            if job_error is None and state is not None and state.acked:
-                self.report.chain_writes += state.version
-                latency = (state.acked_at or state.updated_at) - state.created_at
-                self._tell(Acked(tag, state.chain_id, state.acked_at or 0.0, latency))
-                outcomes.append(("acked", False))
-                continue
-            reason = job_error or "incomplete: not zero when its round ended"
-            try:
-                closed = self.chains.fail(tag, reason=reason)
-            except TagNotFound:
-                outcomes.append(("chain missing", False))
-                continue
-            self.report.chain_writes += closed.version
-            if closed.acked:
-                outcomes.append(("completed after its round ended (not counted)", False))
-                continue
-            self._tell(failure(tag, closed.chain_id, closed.failed_at or 0.0, reason))
-            outcomes.append((reason, False))
-        return outcomes
+        return [self._judge_one(tag, states.get(tag), job_error) for tag in tags]
+
+    def _judge_one(self, tag: str, state: ChainState | None, job: str | None) -> tuple[str, bool]:
+        if state is not None and state.failed:
+            self.report.chain_writes += state.version
+            self._tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
+            return _why(state), True
+        if job is None and state is not None and state.acked:
+            self.report.chain_writes += state.version
+            latency = (state.acked_at or state.updated_at) - state.created_at
+            self._tell(Acked(tag, state.chain_id, state.acked_at or 0.0, latency))
+            return "acked", False
+        reason = job or "incomplete: not zero when its round ended"
+        try:
+            closed = self.chains.fail(tag, reason=reason)
+        except TagNotFound:
+            return "chain missing", False
+        except ChainFailed as already:  # failed since the read (its stage, a sweep, a deadline)
+            return self._judge_one(tag, already.state, job)  # judged as found
+        self.report.chain_writes += closed.version
+        if closed.acked:
+            return "completed after its round ended (not counted)", False
+        self._tell(failure(tag, closed.chain_id, closed.failed_at or 0.0, reason))
+        return reason, False
 
     def _tell(self, event: Acked | Failed) -> None:
         if self.spec.on_event is not None:

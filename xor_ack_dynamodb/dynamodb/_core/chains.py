@@ -19,7 +19,7 @@ from ...errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
     ChainMoved,
-    ChainTimeout,
+    ChainTimedOut,
     CorruptItem,
     StaleLocalData,
     TagExists,
@@ -49,6 +49,13 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
         copy: Exception = AmbiguousWrite(error.tag, error.window)
     elif isinstance(error, StaleLocalData):
         copy = StaleLocalData(error.tag, error.attempts)
+    elif isinstance(error, ChainTimedOut):
+        copy = ChainTimedOut(
+            error.tag,
+            deadline=error.deadline,
+            failed_by_this_call=error.failed_by_this_call,
+            state=error.state,
+        )
     else:
         return error
     copy.__cause__ = cause
@@ -178,12 +185,13 @@ class SingleChain(Endings):
                 try:
                     state = yield from self._refuse_late("stamp", tag, state)
                     if not exact:
-                        continue  # it was not overdue after all: go on with it as it is now
-                    # Not overdue after all, yet not the caller's state either.
+                        continue  # the chain as the timeout write found it decides
+                    # Failed by another writer, or not overdue after all: not the caller's
+                    # state either.
                     self._moved(tag, known, state, pending, outcomes)
-                except ChainTimeout as late:
+                except ChainTimedOut as late:  # this call's timeout write failed it
                     for i in pending:
-                        outcomes[i] = ChainTimeout(tag, deadline=late.deadline)
+                        outcomes[i] = _copy_error(late, late)
                 except (ClientError, BotoCoreError, StaleLocalData) as unsent:
                     for i in pending:  # the timeout write failed: the stamps did not land
                         outcomes[i] = _copy_error(unsent, unsent)
@@ -191,7 +199,7 @@ class SingleChain(Endings):
             if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
                 _, kind = D.NOT_LANDED_STEP[("stamp", status)]
                 for i in pending:
-                    outcomes[i] = D.refusal(kind, tag, state)
+                    outcomes[i] = D.refusal(kind, tag, state, "stamp_on" if exact else "stamp")
                 break
             assert state is not None
             batch: list[int] = []
@@ -286,7 +294,11 @@ class SingleChain(Endings):
                     pending, state = batch + later, current  # overdue: the loop fails it
                     continue
                 break
-            overdue = D.status_of(current, self.clock()) is Status.OVERDUE
+            status = D.status_of(current, self.clock())
+            if status in D.CLOSED:  # found gone, acked or failed: no race, told at once
+                pending, state = batch + later, current
+                continue
+            overdue = status is Status.OVERDUE
             again = D.STAMP_AGAIN[(remembered, refused and current is not None, overdue)]
             if again is Step.TIME_OUT:  # refused for being late, not raced: no back-off,
                 pending, state = batch + later, current  # the loop's top fails the chain
@@ -316,13 +328,18 @@ class SingleChain(Endings):
     ) -> bool:
         """A write on the caller's state did not land: ``ON_STATE_NOT_LANDED`` decides.
 
-        Fills ``outcomes`` with ``ChainMoved`` (False: done), or returns True when
-        the chain is overdue and is to be failed once by the stamp's loop.
+        Fills ``outcomes`` with ``ChainMoved``, or with what ``told`` says of a failed
+        chain (False: done), or returns True when the chain is overdue and is to be
+        failed once by the stamp's loop.
         """
         assert known is not None
-        step, _ = D.ON_STATE_NOT_LANDED[D.status_of(current, self.clock())]
+        step, kind = D.ON_STATE_NOT_LANDED[D.status_of(current, self.clock())]
         if step is Step.TIME_OUT:
             return True
+        if step is Step.REFUSE:  # a failed chain, whichever state the caller gave
+            for i in pending:
+                outcomes[i] = D.refusal(kind, tag, current, "stamp_on")
+            return False
         self.stats.conflicts += 1  # a lost race (or a closed chain), not retried
         for i in pending:
             outcomes[i] = ChainMoved(tag, known, current)

@@ -22,9 +22,10 @@ from typing import Any, Literal, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ...chain import WRITE_TOKEN_BYTES, ChainState
-from ...errors import InvalidListing, InvalidTimeout, StaleLocalData
+from ...errors import InvalidListing, InvalidTimeout, StaleLocalData, SweepIncomplete, XorAckError
 from .. import item as I
 from . import landing as D
+from . import told as T
 from .effects import Call, Effect, Op
 from .expressions import Compare, Query, Value
 from .landing import Reply, Status, Step
@@ -102,20 +103,26 @@ class Deadlines(Reads):
             return tombstone, tombstone
 
     def _refuse_late(
-        self, op: str, tag: str, state: ChainState
+        self, op: str, tag: str, state: ChainState, requested_reason: str | None = None
     ) -> Generator[Effect, Any, ChainState | None]:
-        """A write of ``op`` met ``state`` overdue: fail the chain (once), raise ChainTimeout.
+        """A write of ``op`` met ``state`` overdue: fail the chain with reason "timeout", once.
 
-        Unless the chain turned out not to be overdue after all (``state`` was an old
-        cached one: touched in time, acked, failed otherwise, deleted): then it is
-        returned as it is now, for the operation to go on with.
+        If this call's own timeout write failed it, raise what ``told`` tells ``op``
+        (``ChainTimedOut``, ``failed_by_this_call``).  Otherwise return the chain as the
+        timeout write found it (failed by a sweep or another late write; or, ``state``
+        being an old cached one, touched in time, acked, deleted): the operation goes on
+        with it, and a closed chain is refused by what ``told`` gives *that* item, so a
+        client with a cached state is told what a fresh one is.
         """
         step, kind = D.NOT_LANDED_STEP[(op, Status.OVERDUE)]
-        assert step is Step.TIME_OUT
+        assert step is Step.TIME_OUT and kind == D.TELL
         mine, current = yield from self._time_out_seen(tag, state)
-        timed_out = current is not None and current.failed and current.reason == "timeout"
-        if mine is not None or timed_out:
-            raise D.refusal(kind, tag, state)
+        if mine is not None:
+            error = T.tell(
+                op, tag, mine, mine=True, deadline=state.deadline, requested_reason=requested_reason
+            )
+            assert error is not None
+            raise error
         return current
 
     def touch(self, tag: str, timeout: float | None = None) -> Generator[Effect, Any, ChainState]:
@@ -124,12 +131,13 @@ class Deadlines(Reads):
         Storm's ``resetTimeout``.  A touch only extends: a deadline already later, or
         a chain without one, is left as it is (and returned).  A chain with neither an
         ``idle_timeout`` nor a ``timeout`` given raises ``InvalidTimeout`` (nothing is
-        written); one past its deadline is failed ("timeout") and ``ChainTimeout`` raised.
+        written); one past its deadline is failed ("timeout") and ``ChainTimedOut`` raised.
         """
         check_tag(tag)
         extension = check_timeout("timeout", timeout)
         state = self.cached(tag)
-        if state is None or state.expired(self.clock()):
+        remembered = state is not None and not state.expired(self.clock())
+        if not remembered:
             state = yield from self._read(tag)
         attempt = 0
         started = self.monotonic()
@@ -140,7 +148,7 @@ class Deadlines(Reads):
                 state = yield from self._refuse_late("touch", tag, state)
                 continue
             if status is not Status.LIVE:
-                raise D.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state)
+                raise D.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state, "touch")
             assert state is not None
             span = extension if extension is not None else state.idle_timeout
             if span is None:
@@ -151,6 +159,10 @@ class Deadlines(Reads):
             now = self._now()
             deadline = round(now + span, 3)
             if state.deadline is None or deadline <= state.deadline:
+                if remembered:  # a cached state says so: the item decides, not the cache
+                    remembered = False
+                    state = yield from self._read(tag)
+                    continue
                 return state  # nothing to extend
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             tokens = (*state.tokens, token)[-self.token_window :]
@@ -169,6 +181,7 @@ class Deadlines(Reads):
                     current = yield from self._after_failed_condition(tag, exc)
                 else:
                     current = yield from self._read(tag)
+                remembered = False
                 if self._landed(state, current, [token], tag, sent is D.Sent.MAYBE_TWICE):
                     self.stats.resent_writes_recognised += 1
                     assert current is not None
@@ -221,20 +234,32 @@ class Deadlines(Reads):
         read (consistently) and failed by :meth:`_time_out`'s conditional write, so
         any number of sweepers (and late callers) fail each chain once, with no
         leader.  Returns the tombstones this sweep's own writes made.
+
+        Each chain on its own: one whose write fails (refused for another reason than
+        a race, a damaged item, a chain that keeps moving) is left for the next sweep
+        and the sweep goes on; at the end, ``SweepIncomplete`` names them (with the
+        tombstones made).  A page that cannot be listed or read raises at once.
         """
         check_listing("overdue", None, page_size)
-        failed: list[ChainState] = []
+        failed: dict[str, ChainState] = {}
+        errors: dict[str, BaseException] = {}
         for shard in range(I.INVENTORY_SHARDS):
             start: dict[str, Any] | None = None
             while True:
                 overdue, start = yield from self.list_page("overdue", shard, start, page_size)
                 for state in overdue:
-                    tombstone = yield from self._time_out(state.tag, state)
+                    try:
+                        tombstone = yield from self._time_out(state.tag, state)
+                    except (ClientError, BotoCoreError, XorAckError) as exc:
+                        errors[state.tag] = exc
+                        continue
                     if tombstone is not None:
-                        failed.append(tombstone)
+                        failed[tombstone.tag] = tombstone
                 if start is None:
                     break
-        return failed
+        if errors:
+            raise SweepIncomplete(failed, errors)
+        return list(failed.values())
 
 
 def _is(status: ListStatus, state: ChainState, now: float) -> bool:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ...chain import ChainState
-from ...errors import ChainFailed, ChainTimeout, StaleLocalData, TagNotFound
+from ...errors import StaleLocalData
 from .. import item as I
 from . import landing as D
+from . import told as T
 from .deadlines import Deadlines
 from .effects import Call, Effect, Sleep
 from .landing import Step
@@ -37,7 +38,11 @@ class Endings(Deadlines):
         write and in its condition: ``TagNotFound``, nothing written.
 
         A chain that is already acked stays acked (its zero state wins over a late
-        fail, as in Storm) and one already failed stays as it is: both are returned.
+        fail, as in Storm) and is returned.  One already failed stays as it is, and the
+        caller is told so (``told``): ``ChainFailed`` (``ChainTimedOut`` for a chain its
+        deadline failed) with ``.requested_reason``, the reason that was not written;
+        the same whether the other fail landed long before or raced this one.  Past the
+        deadline the chain is failed with reason "timeout" instead (``ChainTimedOut``).
         An item this client cannot read raises ``CorruptItem`` and is not written.
         """
         check_tag(tag)
@@ -55,11 +60,11 @@ class Endings(Deadlines):
             step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
             if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
                 assert state is not None
-                state = yield from self._refuse_late("fail", tag, state)
+                state = yield from self._refuse_late("fail", tag, state, reason)
                 continue
-            if step is Step.REFUSE:
-                raise D.refusal(kind, tag, state)
-            if step is Step.DONE:  # already closed: acked stays acked, failed stays failed
+            if step is Step.REFUSE:  # gone, or already failed: told so
+                raise D.refusal(kind, tag, state, "fail", reason)
+            if step is Step.DONE:  # already acked: acked stays acked
                 assert state is not None
                 self.forget(tag)
                 return state
@@ -69,15 +74,22 @@ class Endings(Deadlines):
             attempt += 1
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
+            at = self._now()
             try:
                 response: UpdateItemOutputTypeDef = yield Call(
-                    "update_item", self._fail_params(tag, reason, chain_id)
+                    "update_item", self._fail_params(tag, reason, chain_id, at)
                 )
             except ClientError as exc:
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:
                     raise  # not its condition: refused, or unknown (fail is never re-read)
                 # Closed, gone or expired since the read, or damaged (CorruptItem).
                 state = yield from self._after_failed_condition(tag, exc)
+                if D.sent_of(exc) is D.Sent.MAYBE_TWICE and _proves(state, reason, at):
+                    # Its own first send landed (botocore re-sent it): failed by this call.
+                    self.stats.resent_writes_recognised += 1
+                    self.forget(tag)
+                    assert state is not None
+                    return state
                 continue
             self.forget(tag)
             return I.decode(response["Attributes"], self.partition_key, tag)
@@ -102,19 +114,25 @@ class Endings(Deadlines):
     def wait(
         self, tag: str, timeout: float, poll_interval: float = 0.2
     ) -> Generator[Effect, Any, ChainState]:
-        """Poll until the chain is acked; ChainFailed, TagNotFound or ChainTimeout otherwise."""
+        """Poll until the chain is acked; otherwise what ``told`` says: ``TagNotFound``,
+        ``ChainFailed`` (``ChainTimedOut``), or ``WaitTimeout`` when the time is up (the
+        chain left as it was: a wait only reads)."""
         check_tag(tag)
         check_wait(timeout, poll_interval)
         deadline = self.monotonic() + timeout
         while True:
             state = yield from self._read(tag)
-            if state is None:
-                raise TagNotFound(tag)
-            if state.acked:
-                return state
-            if state.failed:
-                raise ChainFailed(tag, state.reason or "failed")
             remaining = deadline - self.monotonic()
-            if remaining <= 0:
-                raise ChainTimeout(tag, timeout)
-            yield Sleep(min(poll_interval, remaining))
+            if T.found_of(state) is T.Found.LIVE and remaining > 0:
+                yield Sleep(min(poll_interval, remaining))
+                continue
+            error = T.tell("wait", tag, state, waited=timeout)
+            if error is not None:
+                raise error
+            assert state is not None
+            return state
+
+
+def _proves(state: ChainState | None, reason: str, at: float) -> bool:
+    """Is ``state`` the tombstone of a fail write of ``reason`` sent at ``at`` (its clock)?"""
+    return state is not None and state.failed and state.reason == reason and state.failed_at == at

@@ -32,15 +32,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ...chain import ChainState
 from ...errors import (
-    ChainFailed,
     ChainMoved,
-    ChainTimeout,
     TagExists,
     TagNotFound,
     TransactionItemRejected,
 )
 from .._attempts import earlier_send_may_have_landed, may_have_landed
 from ..aws import error_code
+from . import told as T
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED = "TransactionCanceledException"
@@ -90,6 +89,10 @@ class Status(Enum):
     FAILED = "failed (tombstone)"
 
 
+#: The statuses of a chain no write lands on any more: refused by ``told``, never a race.
+CLOSED = frozenset({Status.ABSENT, Status.ACKED, Status.FAILED})
+
+
 class Verdict(Enum):
     LANDED = "landed"
     NOT_LANDED = "not landed"
@@ -106,7 +109,7 @@ class Step(Enum):
     REPLAN = "plan again at once"  # on the items a cancellation returned; not an attempt
     #: The chain is live past its deadline: fail it with reason "timeout" (a conditional
     #: write that only one of any number of late callers and sweepers lands), then
-    #: refuse with the row's error (``ChainTimeout``), or report the tombstone (sweep).
+    #: refuse with what ``told`` gives the chain as found, or report the tombstone (sweep).
     TIME_OUT = "fail it with reason timeout, once"
     #: A stamp planned on its caller's state (``stamp_on``): report ``ChainMoved`` with the
     #: chain as it is now, and plan nothing again (the caller decides on it).
@@ -115,14 +118,16 @@ class Step(Enum):
 
 #: The reply's own botocore error, raised as it is.
 REPLY_ERROR: Literal["the reply's error"] = "the reply's error"
+#: The chain is gone, acked, failed or timed out: the error is ``told.TOLD``'s, by the
+#: operation and the chain as the write found it (never a cached state).
+TELL: Literal["told: the chain as found decides"] = "told: the chain as found decides"
 Refusal: TypeAlias = (
     type[TagNotFound]
-    | type[ChainTimeout]
-    | type[ChainFailed]
     | type[TagExists]
     | type[TransactionItemRejected]
     | type[ChainMoved]
     | Literal["the reply's error"]
+    | Literal["told: the chain as found decides"]
     | None
 )
 Row: TypeAlias = tuple[Verdict | None, Step, Refusal]
@@ -187,7 +192,8 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     ("create", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
     ("create", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # its token, or the error
     ("fail", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),  # NOT_LANDED_STEP
-    ("fail", Reply.CONDITION_FAILED, TWICE): (N, Step.REREAD, None),
+    # Re-sent: its first send may have landed; its reason and failed_at in the item prove it.
+    ("fail", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
     ("fail", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
     ("delete", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, TagNotFound),
     ("delete", Reply.CONDITION_FAILED, TWICE): (L, Step.DONE, None),
@@ -201,26 +207,28 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
 #: A write proven not landed, by the chain read back: (operation, status) -> (step, error).
 NOT_LANDED_STEP: dict[tuple[str, Status], tuple[Step, Refusal]] = {
     ("stamp", Status.LIVE): (Step.RETRY, None),  # a lost race
-    ("stamp", Status.ABSENT): (Step.REFUSE, TagNotFound),
-    ("stamp", Status.ACKED): (Step.REFUSE, TagNotFound),  # complete: no stamp belongs to it
-    ("stamp", Status.FAILED): (Step.REFUSE, ChainFailed),
+    ("stamp", Status.ABSENT): (Step.REFUSE, TELL),  # TagNotFound
+    ("stamp", Status.ACKED): (Step.REFUSE, TELL),  # complete: no stamp belongs to it
+    ("stamp", Status.FAILED): (Step.REFUSE, TELL),  # ChainFailed, or ChainTimedOut
     ("create", Status.LIVE): (Step.REFUSE, TagExists),
     ("create", Status.ABSENT): (Step.RESEND, None),  # closed or expired since the condition
     ("create", Status.ACKED): (Step.RESEND, None),
     ("create", Status.FAILED): (Step.RESEND, None),
     ("fail", Status.LIVE): (Step.RESEND, None),  # at most 3 writes, then StaleLocalData
-    ("fail", Status.ABSENT): (Step.REFUSE, TagNotFound),
+    ("fail", Status.ABSENT): (Step.REFUSE, TELL),
     ("fail", Status.ACKED): (Step.DONE, None),  # an acked chain stays acked: its state
-    ("fail", Status.FAILED): (Step.DONE, None),
-    # A chain past its deadline takes no write but the one that fails it, once.
-    ("stamp", Status.OVERDUE): (Step.TIME_OUT, ChainTimeout),
+    # Already failed: told so (ChainFailed / ChainTimedOut with the reason not written).
+    ("fail", Status.FAILED): (Step.REFUSE, TELL),
+    # A chain past its deadline takes no write but the one that fails it, once; the
+    # caller is then told by the chain as found (ChainTimedOut: by this call or another).
+    ("stamp", Status.OVERDUE): (Step.TIME_OUT, TELL),
     ("create", Status.OVERDUE): (Step.REFUSE, TagExists),  # live until it is failed
-    ("fail", Status.OVERDUE): (Step.TIME_OUT, ChainTimeout),
+    ("fail", Status.OVERDUE): (Step.TIME_OUT, TELL),
     ("touch", Status.LIVE): (Step.RETRY, None),  # a lost race
-    ("touch", Status.OVERDUE): (Step.TIME_OUT, ChainTimeout),
-    ("touch", Status.ABSENT): (Step.REFUSE, TagNotFound),
-    ("touch", Status.ACKED): (Step.REFUSE, TagNotFound),
-    ("touch", Status.FAILED): (Step.REFUSE, ChainFailed),
+    ("touch", Status.OVERDUE): (Step.TIME_OUT, TELL),
+    ("touch", Status.ABSENT): (Step.REFUSE, TELL),
+    ("touch", Status.ACKED): (Step.REFUSE, TELL),
+    ("touch", Status.FAILED): (Step.REFUSE, TELL),
     # The timeout write (a sweep's, a late caller's) met another state than it read.
     ("timeout", Status.OVERDUE): (Step.RESEND, None),  # moved, still overdue: at most 3
     ("timeout", Status.LIVE): (Step.DONE, None),  # not overdue any more (touched in time)
@@ -254,14 +262,15 @@ STAMP_AGAIN: dict[tuple[bool, bool, bool], Step] = {
 #: or found not to fit that state, by the chain as it is now: (status) -> (step, error).
 #: The state is the caller's condition, so nothing is planned again here: the caller
 #: gets ``ChainMoved`` with the chain as it is (a refusal's ALL_OLD, or a read) and
-#: decides.  Past its deadline the chain is failed ("timeout") once, as by every late
-#: write, and the caller gets ``ChainTimeout``.
+#: decides.  A failed chain is a failed chain whichever state the caller gave: ``told``
+#: (``ChainFailed``, ``ChainTimedOut``).  Past its deadline the chain is failed
+#: ("timeout") once, as by every late write, and the caller told by the chain as found.
 ON_STATE_NOT_LANDED: dict[Status, tuple[Step, Refusal]] = {
     Status.LIVE: (Step.MOVED, ChainMoved),  # another write landed first: not retried
     Status.ABSENT: (Step.MOVED, ChainMoved),  # deleted, expired since
     Status.ACKED: (Step.MOVED, ChainMoved),  # .current tells whether it holds the token
-    Status.FAILED: (Step.MOVED, ChainMoved),
-    Status.OVERDUE: (Step.TIME_OUT, ChainTimeout),
+    Status.FAILED: (Step.REFUSE, TELL),
+    Status.OVERDUE: (Step.TIME_OUT, TELL),
 }
 
 #: A ``create`` whose reply did not say, by the item read back: (reply, its write token
@@ -281,14 +290,18 @@ CREATE_SETTLED: dict[tuple[Reply, bool], Row] = {
 # - ``create`` RESENDs at most 3 times, then TagExists; ``fail`` writes at most 3
 #   times, then StaleLocalData.  A stamp REPLANs once per write (``STAMP_AGAIN``): the
 #   state it plans on next is the item read back, not a remembered one.
-# - ``stamp`` looks at the status of the item a failed condition returned after the
-#   back-off of a lost race: with ``retry=None`` (or a spent policy) a write that met
-#   a chain closed meanwhile is StaleLocalData, not TagNotFound / ChainFailed.
+# - A stamp whose write was refused by a chain found CLOSED (gone, acked, failed: the
+#   item the refusal returned, or read) is told at once, by ``told``, before any
+#   back-off and also with ``retry=None``: a closed chain is no lost race, and a
+#   client with a cached state must be told what a fresh client reading it is.
 # - OVERDUE is judged by this client's clock (``status_of(state, now)``), and every
 #   write to a chain with a deadline carries ``deadline > :now`` by the same clock, so
 #   DynamoDB itself refuses a write that a stale read let through.  TIME_OUT writes
 #   once per read state (``Deadlines._time_out``: at most 3 writes, each conditioned on
-#   the version read); a late caller gets ``ChainTimeout`` whoever's write failed it.
+#   the version read); a late caller gets ``ChainTimedOut`` whoever's write failed it
+#   (``told``: ``failed_by_this_call`` says whose), from the chain the write found.
+# - A re-sent ``fail`` whose condition failed is taken as landed when the item holds its
+#   reason and its ``failed_at`` (this call's clock, to the millisecond): its proof.
 # - A re-sent ``delete`` whose condition failed is taken as landed: it carries no token
 #   to prove it, and the likeliest reason is that its first send removed the item.
 
@@ -355,12 +368,21 @@ def status_of(state: ChainState | None, now: float | None = None) -> Status:
     return Status.OVERDUE if now is not None and state.overdue(now) else Status.LIVE
 
 
-def refusal(kind: Refusal, tag: str, state: ChainState | None) -> Exception:
-    """The error a row refuses with (not ``REPLY_ERROR``: the caller raises its own)."""
-    if kind is ChainFailed:
-        return ChainFailed(tag, (state.reason if state else None) or "failed")
-    if kind is ChainTimeout:
-        return ChainTimeout(tag, deadline=state.deadline if state else None)
+def refusal(
+    kind: Refusal,
+    tag: str,
+    state: ChainState | None,
+    op: str = "stamp",
+    requested_reason: str | None = None,
+) -> Exception:
+    """The error a row refuses with (not ``REPLY_ERROR``: the caller raises its own).
+
+    ``TELL``: ``told``'s, for ``op`` and ``state`` (the chain as found).
+    """
+    if kind == TELL:
+        error = T.tell(op, tag, state, requested_reason=requested_reason)
+        assert error is not None, f"{op} is told to return on {state!r}, not to refuse"
+        return error
     if kind is TagExists:
         return TagExists(tag)
     if kind is TagNotFound:

@@ -17,7 +17,7 @@ from ...chain import WRITE_TOKEN_BYTES, ChainState
 from ...errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,
-    ChainTimeout,
+    ChainTimedOut,
     CorruptItem,
     StaleLocalData,
     TagExists,
@@ -228,6 +228,16 @@ class Chains(SingleChain):
             remembered -= refreshed
             self.stats.cache_refreshes += len(refreshed)
             states.update(fresh)
+            for tag in tags:  # found gone, acked or failed: told at once, never a race
+                status = D.status_of(states.get(tag), self.clock())
+                if tag in outcomes or status not in D.CLOSED:
+                    continue
+                state = states.get(tag)
+                if state is not None and entries[tag].token in state.tokens:
+                    outcomes[tag] = state.stamp  # landed before (another writer's copy)
+                else:
+                    kind = D.NOT_LANDED_STEP[("stamp", status)][1]
+                    outcomes[tag] = D.refusal(kind, tag, state)
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
@@ -259,12 +269,16 @@ class Chains(SingleChain):
     def _late(self, tag: str, entry: Entry, state: ChainState) -> Generator[Effect, Any, Outcome]:
         """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error.
 
-        A chain found not overdue after all (an old cached state) is stamped alone.
+        A chain the timeout write found otherwise (failed by another writer, or not
+        overdue after all: an old cached state) goes on alone as a stamp on that item.
         """
         try:
             current = yield from self._refuse_late("stamp", tag, state)
-        except (ChainTimeout, StaleLocalData, ClientError, BotoCoreError) as late:
+        except (ChainTimedOut, StaleLocalData, ClientError, BotoCoreError) as late:
             return late
+        status = D.status_of(current, self.clock())
+        if status in D.CLOSED:  # failed by another writer, acked, gone: told, nothing sent
+            return D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, current)
         try:
             (outcome,) = yield from self.stamp_batch(tag, [entry], current)
         except CorruptItem as damaged:

@@ -316,15 +316,18 @@ class Requests:
         (I.REASON, "S", False),
     )
 
-    def _fail_params(self, tag: str, reason: str, chain_id: bytes | None = None) -> dict[str, Any]:
+    def _fail_params(
+        self, tag: str, reason: str, chain_id: bytes | None = None, at: float | None = None
+    ) -> dict[str, Any]:
         """The write that closes a live chain as failed, refused by a closed or damaged item.
 
         ``chain_id``: refused too by another generation of the chain (a re-created tag).
+        ``at``: its ``failed_at`` (default: now), with the reason the proof of a re-send.
         """
         generation: tuple[Term, ...] = ()
         if chain_id is not None:
             generation = (Compare(I.CHAIN_ID, "=", Value(":c", {"B": chain_id})),)
-        at = self._now()
+        at = self._now() if at is None else at
         now = Value(":now", _n(at))
         kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
         types: list[Term] = [

@@ -36,7 +36,7 @@ MAX_ITEM_BYTES = 400 * 1024  # DynamoDB's limit of one item
 ITEM_OVERHEAD_BYTES = 512
 MAX_BATCH_GET = 100  # DynamoDB's limit of keys per BatchGetItem
 MAX_UNPROCESSED_ROUNDS = 8
-MAX_TAG_BYTES = 2048  # DynamoDB's limit for a partition key value
+MAX_TAG_BYTES = InvalidTag.MAX_BYTES  # DynamoDB's limit for a partition key value
 MAX_TTL = 100 * 365 * 86_400.0  # 100 years: far beyond any chain, and a valid DynamoDB number
 #: The longest ``timeout`` / ``idle_timeout``: a year (a deadline is for work, not archives).
 MAX_TIMEOUT = 366 * 86_400.0
@@ -46,17 +46,7 @@ DEFAULT_TOMBSTONE_TTL = 86_400.0
 
 def check_tag(tag: object) -> str:
     """Validate a tag: a non-empty ``str`` of at most 2,048 bytes of (strict) UTF-8."""
-    if not isinstance(tag, str) or not tag:
-        raise InvalidTag(f"a tag must be a non-empty str, not {tag!r}")
-    try:
-        size = len(tag.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidTag(
-            f"a tag must be encodable as UTF-8 (no lone surrogates), not {tag!r}"
-        ) from exc
-    if size > MAX_TAG_BYTES:
-        raise InvalidTag(f"a tag must be at most {MAX_TAG_BYTES} bytes of UTF-8, not {size}")
-    return tag
+    return InvalidTag.check(tag)
 
 
 def _check_seconds(

@@ -9,26 +9,33 @@ the botocore ``ClientError``.
 
 The errors of the feature packages live beside them, all subclasses of
 :class:`XorAckError`: ``fleet.errors``, ``spark.errors``, ``pipeline.errors``.
+
+Layer: the vocabulary, at the bottom: imports nothing of the package (``ChainState``
+is named in annotations only). ``_failures.py`` holds the base, the ways a chain
+fails (``ChainFailed``, ``ChainTimedOut``, ``WaitTimeout``) and the ``*_many``
+failures; every name is imported from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+import warnings
+from typing import TYPE_CHECKING
+
+from ._failures import (
+    ChainFailed,
+    ChainTimedOut,
+    CreateManyFailed,
+    GetManyFailed,
+    StampManyFailed,
+    SweepIncomplete,
+    WaitTimeout,
+    XorAckError,
+    _ChainTimeout,
+)
+from ._failures import _TagError as _TagError  # the base the feature packages' errors share
 
 if TYPE_CHECKING:
-    from .chain import ChainState  # for annotations only: a runtime import is circular
-
-#: What a ``*_many`` call gives per tag that succeeded.
-R = TypeVar("R")
-
-
-class XorAckError(Exception):
-    """Base class of every error this package raises on purpose."""
-
-    @property
-    def code(self) -> str:
-        return type(self).__name__
+    from ..chain import ChainState  # annotations only: chain.py sits above the errors
 
 
 class BufferLengthsUnequal(XorAckError):
@@ -61,7 +68,26 @@ class InvalidTag(XorAckError):
 
     A tag must be a ``str`` of 1 to 2,048 bytes once encoded as UTF-8 (a lone
     surrogate such as ``"\\ud800"`` cannot be encoded, so it is refused too).
+    :meth:`check` is the rule, for every part that takes a tag (the clients, the
+    fleet's envelopes).
     """
+
+    MAX_BYTES = 2048  # DynamoDB's limit for a partition key value
+
+    @classmethod
+    def check(cls, tag: object) -> str:
+        """``tag``, if it is one; ``InvalidTag`` saying what is wrong otherwise."""
+        if not isinstance(tag, str) or not tag:
+            raise cls(f"a tag must be a non-empty str, not {tag!r}")
+        try:
+            size = len(tag.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise cls(
+                f"a tag must be encodable as UTF-8 (no lone surrogates), not {tag!r}"
+            ) from exc
+        if size > cls.MAX_BYTES:
+            raise cls(f"a tag must be at most {cls.MAX_BYTES} bytes of UTF-8, not {size}")
+        return tag
 
 
 class InvalidTTL(XorAckError, ValueError):
@@ -73,12 +99,6 @@ class InvalidTTL(XorAckError, ValueError):
 
     Also a ``ValueError``, which is what earlier versions raised for a ``ttl`` <= 0.
     """
-
-
-class _TagError(XorAckError):
-    def __init__(self, tag: str, message: str) -> None:
-        super().__init__(message)
-        self.tag = tag
 
 
 class TagExists(_TagError):
@@ -130,29 +150,6 @@ class AmbiguousWrite(_TagError):
         self.window = window
 
 
-class ChainTimeout(_TagError):
-    """The chain did not ack in time.
-
-    Raised by ``wait()`` when it gives up (``.seconds``: how long it waited; the chain
-    is unchanged), and by ``stamp``, ``touch``, ``fail`` and the ``*_many`` forms when
-    the write met the chain live past its deadline (``.deadline``, epoch seconds): the
-    write was refused by its own condition and the chain was failed with reason
-    ``"timeout"`` (by this call or by a sweep or another late call: once).
-    """
-
-    def __init__(self, tag: str, seconds: float | None = None, *, deadline: float | None = None):
-        if deadline is not None:
-            message = (
-                f'"{tag}" missed its deadline ({deadline:.3f}) and was failed with reason'
-                ' "timeout"; nothing of this call was written: replay its input under a new chain'
-            )
-        else:
-            message = f'"{tag}" was not acked within {seconds or 0:g} s'
-        super().__init__(tag, message)
-        self.seconds = seconds
-        self.deadline = deadline
-
-
 class ChainMoved(_TagError):
     """``stamp_on(state, ...)`` found the chain no longer in ``state``: nothing was written.
 
@@ -172,14 +169,6 @@ class ChainMoved(_TagError):
         )
         self.expected = expected
         self.current = current
-
-
-class ChainFailed(_TagError):
-    """The chain was failed (explicitly or by a timeout); its stamps can no longer land."""
-
-    def __init__(self, tag: str, reason: str) -> None:
-        super().__init__(tag, f'"{tag}" failed ({reason}); replay its input under a new chain')
-        self.reason = reason
 
 
 class InvalidWait(XorAckError, ValueError):
@@ -239,54 +228,6 @@ class CorruptItem(_TagError):
         )
         self.attribute = attribute
         self.problem = problem
-
-
-class _ManyFailed(XorAckError, Generic[R]):
-    """Some tags of a ``*_many`` call failed; ``.results`` and ``.errors`` say which."""
-
-    #: What did not happen to the tags in ``.errors`` ("stamps did not land", ...).
-    what = "did not succeed"
-
-    def __init__(self, results: Mapping[str, R], errors: Mapping[str, BaseException]) -> None:
-        first = next(iter(errors.items()))
-        super().__init__(
-            f"{len(errors)} of {len(errors) + len(results)} {self.what} "
-            f'(first: "{first[0]}": {first[1]})'
-        )
-        self.results: dict[str, R] = dict(results)
-        self.errors: dict[str, BaseException] = dict(errors)
-
-
-class StampManyFailed(_ManyFailed[bytes]):
-    """Some stamps of a ``stamp_many`` call did not land; the rest did.
-
-    ``.results`` maps each tag that landed to its new state, ``.errors`` each tag
-    that did not to its error; retry only the tags in ``.errors``.
-    """
-
-    what = "stamps did not land"
-
-
-class CreateManyFailed(_ManyFailed[bytes]):
-    """Some chains of a ``create_many`` call were not created; the rest were.
-
-    ``.results`` maps each tag created to its stamp, ``.errors`` each tag that
-    was not to its error (``TagExists`` for a live chain under the tag,
-    ``CorruptItem`` for an item this client cannot read).
-    """
-
-    what = "chains were not created"
-
-
-class GetManyFailed(_ManyFailed["ChainState | None"]):
-    """Some items of a ``get_many`` call could not be read as chains; the rest were.
-
-    ``.results`` maps every readable tag to its state (``None``: no chain), as
-    ``get_many`` would have returned it; ``.errors`` maps each other tag to its
-    ``CorruptItem``.  ``get_many`` returns normally when every item is readable.
-    """
-
-    what = "items could not be read"
 
 
 class TransactionItemRejected(_TagError):
@@ -374,3 +315,56 @@ class UpgradeTimeout(XorAckError):
         )
         self.table = table
         self.index = index
+
+
+#: Every error; ChainTimeout aside: a deprecated name, looked up by ``__getattr__`` below.
+__all__ = [
+    "AmbiguousWrite",
+    "BufferLengthsUnequal",
+    "ChainFailed",
+    "ChainMoved",
+    "ChainTimedOut",
+    "CorruptItem",
+    "CorruptRecord",
+    "CreateManyFailed",
+    "GetManyFailed",
+    "InvalidListing",
+    "InvalidReason",
+    "InvalidStamp",
+    "InvalidState",
+    "InvalidTTL",
+    "InvalidTag",
+    "InvalidTimeout",
+    "InvalidToken",
+    "InvalidWait",
+    "LessThanTwoBuffers",
+    "RegionMissing",
+    "StaleLocalData",
+    "StampManyFailed",
+    "StreamNotEnabled",
+    "StreamViewConflict",
+    "SweepIncomplete",
+    "TagExists",
+    "TagNotFound",
+    "TransactionItemRejected",
+    "UpgradeTimeout",
+    "WaitTimeout",
+    "XorAckError",
+    "ZeroBufferNoOp",
+]
+
+
+def __getattr__(name: str) -> type[_ChainTimeout]:
+    """``ChainTimeout`` meant two things (a chain failed by its deadline, a ``wait()`` that
+    gave up): the class stays as the base of both, so ``except ChainTimeout`` catches what
+    it caught, but the name warns where it is looked up."""
+    if name == "ChainTimeout":
+        warnings.warn(
+            "xor_ack_dynamodb.errors.ChainTimeout is deprecated: catch ChainTimedOut (a "
+            "ChainFailed: the chain's deadline failed it) or WaitTimeout (wait() gave up; the "
+            "chain was left as it was); `except ChainTimeout` still catches both",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _ChainTimeout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,107 @@
+"""``xor-ack submit``: start a fleet job: its chain, then its root message on the work queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import click
+
+from .options import Verb, _settings, json_option, seconds_option, typed_option, url_option
+
+
+def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"PAYLOAD must be JSON, e.g. '[1, 2]': {exc}") from exc
+
+
+def _tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value:
+        raise click.BadParameter("a tag cannot be empty")
+    return value
+
+
+@click.command("submit", cls=Verb)
+@click.argument("tag", callback=_tag)
+@click.argument("payload", default="null", callback=_payload)
+@url_option("--queue-url", "The work queue the workers read.", required=True)
+@url_option(
+    "--sqs-endpoint-url",
+    "SQS endpoint, e.g. http://127.0.0.1:5000 [default: AWS_ENDPOINT_URL_SQS, else AWS]",
+)
+@seconds_option("--timeout", "Fail the job if it has not completed within SECONDS.")
+@seconds_option("--idle-timeout", "Fail the job if SECONDS pass without a message finishing.")
+@seconds_option("--ttl", "Delete the chain's item after SECONDS (longer than any deadline).")
+@typed_option(
+    "--token-window",
+    click.IntRange(2, 400),
+    "Tokens each chain item keeps: the workers' --token-window (they refuse other messages).",
+    64,
+)
+@json_option("Print the root message as JSON (its envelope).")
+@click.pass_context
+def submit(
+    ctx: click.Context,
+    tag: str,
+    payload: Any,
+    queue_url: str,
+    sqs_endpoint_url: str | None,
+    timeout: float | None,
+    idle_timeout: float | None,
+    ttl: float | None,
+    token_window: int,
+    as_json: bool,
+) -> None:
+    """Start job TAG: create its chain, then send its root message (PAYLOAD, JSON).
+
+    What `Fleet.submit` does, from a shell: run it again for a job whose root has
+    not run yet and the root is sent again (a duplicate, applied once).
+
+    \b
+    Example:
+      xor-ack submit job-1 '{"file": "s3://bucket/a.txt"}' --timeout 600 \\
+        --queue-url https://sqs.us-east-1.amazonaws.com/123/work
+    """
+    settings = _settings(ctx)
+    lifetime = {"timeout": timeout, "idle_timeout": idle_timeout, "ttl": ttl}
+    root = asyncio.run(
+        _submit(settings, tag, payload, queue_url, sqs_endpoint_url, token_window, lifetime)
+    )
+    if as_json:
+        click.echo(root.to_json())
+    else:
+        click.echo(f"{tag} submitted: root message {root.message_id} sent to {queue_url}")
+
+
+async def _submit(
+    settings: Any,
+    tag: str,
+    payload: Any,
+    queue_url: str,
+    sqs_endpoint_url: str | None,
+    token_window: int,
+    lifetime: dict[str, Any],
+) -> Any:
+    from ..fleet import Fleet, SqsSender
+    from ..fleet.sqs import sqs_client
+
+    async with contextlib.AsyncExitStack() as stack:
+        sqs = await stack.enter_async_context(
+            sqs_client(endpoint=sqs_endpoint_url, region_name=settings.region)
+        )
+        fleet = await stack.enter_async_context(
+            Fleet.connect(
+                table=settings.table,
+                partition_key=settings.partition_key,
+                endpoint_url=settings.endpoint_url,
+                region_name=settings.region,
+                token_window=token_window,
+                handler=lambda message: [],  # a submitter handles no message
+                send=SqsSender(sqs, queue_url),
+            )
+        )
+        return await fleet.submit(tag, payload, **lifetime)
