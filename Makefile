@@ -14,7 +14,7 @@ OUT    ?= out
 # overlap well even on a 2-core machine
 TEST_WORKERS ?= 2
 
-# runtime + PySpark: what `make demo` needs
+# runtime + PySpark + the dashboard (Starlette, uvicorn, Jinja2): what `make demo` needs
 RUNTIME := $(VENV)/.installed-runtime
 # + pytest, moto, mypy, ruff, cfn-lint, check-jsonschema...: what `make test` adds
 DEV     := $(VENV)/.installed-dev
@@ -42,8 +42,8 @@ $(PY) -c 'import sys, tomllib; print("\n".join(tomllib.load(open("pyproject.toml
 endef
 
 $(RUNTIME): pyproject.toml | $(VENV)/bin/python
-	@echo "make: installing xor-ack-dynamodb, its runtime dependencies and PySpark (the demo's Spark job) into $(VENV); the test and benchmark tools come with make test / make bench"
-	$(PIP) -e '.[spark]'
+	@echo "make: installing xor-ack-dynamodb, its runtime dependencies, PySpark (the demo's Spark job) and the dashboard's web server into $(VENV); the test and benchmark tools come with make test / make bench"
+	$(PIP) -e '.[spark,dashboard]'
 	@touch $@
 
 $(DEV): pyproject.toml $(RUNTIME)

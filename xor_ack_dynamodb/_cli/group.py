@@ -25,6 +25,11 @@ _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "Count words with PySpark, every file tracked by an XOR chain.",
     ),
     "worker": ("xor_ack_dynamodb._cli.worker", "worker", "Run a fleet worker on an SQS queue."),
+    "dashboard": (
+        "xor_ack_dynamodb.dashboard.command",
+        "dashboard",
+        "Serve a web dashboard of the chains.",
+    ),
     "wordcount-sample": (
         "xor_ack_dynamodb.pipeline.cli",
         "wordcount_sample",
