@@ -13,7 +13,7 @@
 
 Every response carries a strict Content-Security-Policy (scripts and styles from the
 dashboard only, no inline script), ``X-Frame-Options: DENY``, ``nosniff`` and
-``Referrer-Policy: no-referrer`` (the token of a login link never leaves in a Referer).
+``Referrer-Policy: same-origin`` (a link's token never leaves for another site in a Referer).
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ HEADERS = [
     ),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: with no-referrer browsers send "Origin: null" on a form's
+    # POST, and the Origin check needs the real one; other sites still get no Referer
+    (b"referrer-policy", b"same-origin"),
 ]
 ACTIONS = {"fail": actions.fail, "touch": actions.touch, "sweep": actions.sweep}
 

@@ -10,10 +10,13 @@ uvicorn and Jinja2 only when it runs, so ``--help`` works without the extra.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import signal
 import socket
 import threading
 import webbrowser
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -24,6 +27,7 @@ from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 TOKEN_ENV = "XOR_ACK_DASHBOARD_TOKEN"
 DEFAULT_PORT = 8321
 _EXTRA = ("starlette", "uvicorn", "jinja2")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _root(ctx: click.Context, name: str, given: Any, default: Any) -> Any:
@@ -184,10 +188,24 @@ def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
 
     dashboard = Dashboard(config)
 
+    stopped_by: list[int] = []
+
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
+            stopped_by.append(sig)
             dashboard.live.close()  # open pages' event streams end now, not at the timeout
             super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """SIGINT / SIGTERM stop the server, and the command exits 0 (uvicorn's own
+            would raise the signal again once stopped)."""
+            saved = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in saved.items():
+                    signal.signal(sig, handler)
 
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -211,3 +229,5 @@ def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
         )
     )
     server.run(sockets=[sock])
+    if stopped_by:
+        click.echo(f"stopped by {signal.Signals(stopped_by[0]).name}", err=True)

@@ -23,6 +23,8 @@ HEARTBEAT = 15.0
 QUEUE = 64
 #: Tags per ``changed`` message at most; more become a ``resync``.
 MAX_TAGS = 500
+#: What :meth:`Broadcaster.close` puts in every queue: the stream ends.
+_CLOSE = ("close", "")
 
 
 @dataclass
@@ -91,24 +93,25 @@ class Broadcaster:
         if self._flush is not None:
             self._flush.cancel()
             self._flush = None
+        for queue in list(self._subscribers):
+            while not queue.empty():
+                queue.get_nowait()
+            queue.put_nowait(_CLOSE)
 
     async def stream(self) -> AsyncIterator[str]:
         """One subscriber's server-sent events, until the dashboard closes."""
         queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue(QUEUE)
         self._subscribers.add(queue)
-        closed = asyncio.ensure_future(self._closed.wait())
         try:
             yield "retry: 2000\n\n"
             while not self._closed.is_set():
-                got = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({got, closed}, timeout=HEARTBEAT)
-                if got not in done:
-                    got.cancel()
-                    if not done:
-                        yield ": keep-alive\n\n"
+                try:
+                    message = await asyncio.wait_for(queue.get(), HEARTBEAT)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
                     continue
-                kind, data = got.result()
-                yield f"event: {kind}\ndata: {data}\n\n"
+                if message is _CLOSE:
+                    return
+                yield f"event: {message[0]}\ndata: {message[1]}\n\n"
         finally:
-            closed.cancel()
             self._subscribers.discard(queue)

@@ -186,14 +186,19 @@ async def list_rows(
 
 
 def fleet_job(tag: str, state: ChainState | None, story: Story | None) -> bool:
-    """Was this chain made by ``Fleet.submit``? Its first stamp is its root message's."""
+    """Was this chain made by ``Fleet.submit``? Its first stamp is its root message's.
+
+    Told by the stream's record of its creation, else by the chain as it is now.
+    """
     root = root_id(tag)
     first = stamp_of(root)
     if story is not None and any(e.what == "created" and e.stamp == first for e in story.entries):
         return True
     if state is None:
         return False
-    return (state.version == 1 and state.stamp == first) or state.holds(root)
+    # its state is still the root's stamp (the root never landed), or the root's write is
+    # among its last tokens
+    return state.stamp == first or state.holds(root)
 
 
 async def chain(request: Request) -> Response:
