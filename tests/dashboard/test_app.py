@@ -201,7 +201,7 @@ async def test_bad_forms_get_a_clear_4xx_page(
                 "headers": {"content-type": "application/x-www-form-urlencoded"},
             },
             413,
-        ),  # noqa: E501
+        ),
     ]
     for kwargs, status in cases:
         answer = await client.post("/actions/touch", **kwargs)

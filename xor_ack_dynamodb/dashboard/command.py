@@ -17,7 +17,7 @@ import socket
 import threading
 import webbrowser
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -28,6 +28,14 @@ TOKEN_ENV = "XOR_ACK_DASHBOARD_TOKEN"
 DEFAULT_PORT = 8321
 _EXTRA = ("starlette", "uvicorn", "jinja2")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Refused(click.ClickException):
+    """A dashboard that cannot start: one ``error: ...`` line on stderr, exit 1, as every
+    ``xor-ack`` verb says it."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=file is None, file=file)
 
 
 def _root(ctx: click.Context, name: str, given: Any, default: Any) -> Any:
@@ -107,7 +115,7 @@ def dashboard(
     """
     missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
     if missing:
-        raise click.ClickException(
+        raise Refused(
             f"the dashboard needs {', '.join(missing)}: pip install 'xor-ack-dynamodb[dashboard]'"
         )
     from .config import ConfigError, DashboardConfig, bind_check
@@ -158,12 +166,10 @@ async def _check_table(config: Any) -> None:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "ResourceNotFoundException":
-                raise click.ClickException(
-                    f"table {config.table} does not exist at {where}"
-                ) from exc
-            raise click.ClickException(f"DynamoDB at {where} refused: {exc}") from exc
+                raise Refused(f"table {config.table} does not exist at {where}") from exc
+            raise Refused(f"DynamoDB at {where} refused: {exc}") from exc
         except BotoCoreError as exc:
-            raise click.ClickException(f"DynamoDB at {where} is unreachable: {exc}") from exc
+            raise Refused(f"DynamoDB at {where} is unreachable: {exc}") from exc
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -174,7 +180,7 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
-        raise click.ClickException(
+        raise Refused(
             f"cannot serve on {host}:{port} ({exc.strerror}): pick another --port, or --port 0"
         ) from exc
     sock.listen(128)  # requests wait in the backlog until uvicorn accepts them
