@@ -209,3 +209,94 @@ def test_what_the_pages_print() -> None:
     assert url("/", "chain", tag="a/b c&d=<e>") == "/chain?tag=a%2Fb+c%26d%3D%3Ce%3E"
     chart = per_minute([(NOW + 60 * i, i, 1) for i in range(60)])
     assert chart.top == 100 and len(chart.bars) == 60 and chart.labels[-1][2] == "end"
+
+
+class FakeIndex:
+    """An index of the shape DynamoDB Query answers: per shard, sorted; Limit counts the
+    entries examined, a filter drops entries after that, LastEvaluatedKey is the last one
+    examined."""
+
+    def __init__(self, entries: dict[int, list[tuple[float, str]]]) -> None:
+        self.entries = {shard: sorted(found) for shard, found in entries.items()}
+        self.queries = 0
+
+    async def query(self, **request: object) -> dict[str, object]:
+        self.queries += 1
+        values = request["ExpressionAttributeValues"]
+        assert isinstance(values, dict)
+        shard = int(values[":s"]["N"])
+        rows = list(self.entries.get(shard, []))
+        if request.get("ScanIndexForward") is False:
+            rows.reverse()
+        start = request.get("ExclusiveStartKey")
+        if isinstance(start, dict):
+            position = (float(start["due_at"]["N"]), start["tagID"]["S"])
+            rows = rows[rows.index(position) + 1 :]
+        limit = request["Limit"]
+        assert isinstance(limit, int)
+        examined, more = rows[:limit], len(rows) > limit
+        prefix = values.get(":p", {"S": ""})["S"]
+        items = [
+            {"tagID": {"S": tag}, "open_shard": {"N": str(shard)}, "due_at": {"N": repr(due)}}
+            for due, tag in examined
+            if tag.startswith(prefix)
+        ]
+        answer: dict[str, object] = {"Items": items}
+        if more:
+            due, tag = examined[-1]
+            answer["LastEvaluatedKey"] = {
+                "tagID": {"S": tag},
+                "open_shard": {"N": str(shard)},
+                "due_at": {"N": repr(due)},
+            }
+        return answer
+
+
+@pytest.mark.parametrize("prefix", ["", "a/", "b/7"])
+@pytest.mark.parametrize("size", [1, 7, 50])
+async def test_pages_merge_the_shards_in_one_order_each_entry_once(prefix: str, size: int) -> None:
+    import random
+
+    from xor_ack_dynamodb.dashboard.inventory import Inventory
+
+    rng = random.Random(size)
+    entries: dict[int, list[tuple[float, str]]] = {s: [] for s in range(INVENTORY_SHARDS)}
+    for i in range(700):
+        tag = f"{rng.choice('ab')}/{i}"
+        entries[rng.randrange(INVENTORY_SHARDS)].append((float(rng.randrange(10_000)), tag))
+    index = FakeIndex(entries)
+    inventory = Inventory(index, "t", "tagID")
+    expected = sorted(e for found in entries.values() for e in found if e[1].startswith(prefix))
+    got: list[tuple[float, str]] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = await inventory.page("open", size=size, cursor=cursor, prefix=prefix, budget=64)
+        got += [(entry.sort, entry.tag) for entry in page.entries]
+        assert page.queries <= 64
+        pages += 1
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert sorted(got) == expected and len(set(got)) == len(got)  # each entry once
+    assert [due for due, _ in got] == sorted(due for due, _ in got)  # one order (ties: any)
+    assert pages <= len(expected) // size + 2  # full pages, whatever the filter
+    if prefix == "b/7":  # rare matches: shards examined past them are not queried again
+        assert index.queries <= 16 * 3
+
+
+async def test_a_prefix_page_queries_a_shard_again_only_when_it_must() -> None:
+    """100 matches among 24,000 entries, due first, in one shard: one query per shard finds
+    them, and the shards examined past them (no match) are not queried again to prove it."""
+    from xor_ack_dynamodb.dashboard.inventory import Inventory
+
+    entries: dict[int, list[tuple[float, str]]] = {s: [] for s in range(INVENTORY_SHARDS)}
+    for i in range(24_000):
+        early = i < 100
+        tag = f"hit/{i}" if early else f"other/{i}"
+        shard = 0 if early else i % INVENTORY_SHARDS  # the hits in one shard, the rest in all
+        entries[shard].append((float(i if early else 1000 + i), tag))
+    index = FakeIndex(entries)
+    page = await Inventory(index, "t", "tagID").page("open", size=50, prefix="hit/")
+    assert [entry.tag for entry in page.entries] == [f"hit/{i}" for i in range(50)]
+    assert page.queries == index.queries == INVENTORY_SHARDS

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import os
 import signal
 import socket
+import sys
 import threading
 import webbrowser
 from collections.abc import Iterator
@@ -187,6 +189,13 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _has_display() -> bool:
+    """A graphical browser can open here (not a text browser taking over the terminal)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
     import uvicorn
 
@@ -223,8 +232,10 @@ def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
         err=True,
     )
     click.echo(link)
-    if open_browser:
+    if open_browser and _has_display():
         threading.Timer(0.5, webbrowser.open, args=(link,)).start()
+    elif open_browser:
+        click.echo("(no display here to open a browser on: open the link above)", err=True)
     server = Server(
         uvicorn.Config(
             dashboard.app,

@@ -120,6 +120,15 @@ class _Shard:
     frontier: dict[str, Any] | None = None
     exhausted: bool = False
     taken: Position = None
+    #: The sort key of ``frontier``: every entry of the shard up to it has been examined.
+    frontier_sort: float | None = None
+
+
+def _covers(shard: _Shard, sort: float, newest_first: bool) -> bool:
+    """Has ``shard`` been examined past ``sort`` (so it holds nothing to take before it)?"""
+    if shard.frontier_sort is None:
+        return False
+    return shard.frontier_sort <= sort if newest_first else shard.frontier_sort >= sort
 
 
 class Inventory:
@@ -209,23 +218,34 @@ class Inventory:
             shard.exhausted = shard.position == DONE
             if isinstance(shard.position, tuple):
                 shard.frontier = self._key(status, shard.number, shard.position)
+                shard.frontier_sort = float(shard.position[1])
         limit = FILTERED_LIMIT if prefix else max(4, 2 * math.ceil(size / INVENTORY_SHARDS) + 2)
         now = self.clock()
         newest_first = status == "failed"
         taken: list[Entry] = []
         queries = 0
         while len(taken) < size:
-            hungry = [s for s in shards if not s.buffer and not s.exhausted]
+            ready = [s for s in shards if s.buffer]
+            pick = (max if newest_first else min)(
+                ready, key=lambda s: s.buffer[0][0].sort, default=None
+            )
+            # A shard with nothing in hand holds no entry before its frontier (the last key
+            # its queries examined): it needs a query only if the next pick may be beyond it.
+            hungry = [
+                s
+                for s in shards
+                if not s.buffer
+                and not s.exhausted
+                and (pick is None or not _covers(s, pick.buffer[0][0].sort, newest_first))
+            ]
             if hungry:
                 if queries + len(hungry) > budget:
                     break
                 queries += len(hungry)
                 await asyncio.gather(*(self._fill(status, s, now, prefix, limit) for s in hungry))
                 continue
-            ready = [s for s in shards if s.buffer]
-            if not ready:
+            if pick is None:
                 break
-            pick = (max if newest_first else min)(ready, key=lambda s: s.buffer[0][0].sort)
             entry, key = pick.buffer.popleft()
             taken.append(entry)
             pick.taken = (entry.tag, key[index_of(status)[2]]["N"])
@@ -258,3 +278,5 @@ class Inventory:
         after = answer.get("LastEvaluatedKey")
         shard.frontier = after or shard.frontier
         shard.exhausted = not after
+        if after:
+            shard.frontier_sort = float(after[sort_key]["N"])
