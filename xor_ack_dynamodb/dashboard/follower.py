@@ -23,13 +23,15 @@ from typing import Any
 
 from xor_ack_dynamodb import events
 
-from .history import History, entries_of, is_chain_record
+from .history import Entry, History, entries_of, is_chain_record
 from .windows import Windows, WindowsView
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 #: Seconds between two looks for new shards, and before reading again after an error.
 REFRESH_SHARDS = 10.0
 RETRY = 5.0
+#: Records added to the windows and histories per hold of the lock.
+CHUNK = 100
 
 
 @dataclass
@@ -109,28 +111,34 @@ class Follower:
                 last_refresh = time.monotonic()
 
     def _take(self, records: list[dict[str, Any]]) -> None:
+        """Decode the records outside the lock (the slow part), then add them under it, a
+        chunk at a time: a page that asks for the windows waits for one chunk at most."""
         found: list[events.ChainEvent] = []
         tags: set[str] = set()
-        with self._lock:
-            for raw in records:
-                self.status.records += 1
-                try:
-                    record = events.parse(raw)
-                    if not is_chain_record(record):
-                        self.status.not_chains += 1
-                        continue
-                    chain_events = events.events_of(record, self.partition_key)
-                except events.CorruptRecord:
-                    self.status.corrupt += 1
+        decoded: list[tuple[str, list[events.ChainEvent], list[Entry]]] = []
+        for raw in records:
+            self.status.records += 1
+            try:
+                record = events.parse(raw)
+                if not is_chain_record(record):
+                    self.status.not_chains += 1
                     continue
-                tag = record.keys.get(self.partition_key, {}).get("S")
-                if not isinstance(tag, str):
-                    self.status.corrupt += 1
-                    continue
-                self.windows.extend(chain_events)
-                self.history.add(tag, entries_of(record, chain_events))
-                found.extend(chain_events)
-                tags.add(tag)
+                chain_events = events.events_of(record, self.partition_key)
+            except events.CorruptRecord:
+                self.status.corrupt += 1
+                continue
+            tag = record.keys.get(self.partition_key, {}).get("S")
+            if not isinstance(tag, str):
+                self.status.corrupt += 1
+                continue
+            decoded.append((tag, chain_events, entries_of(record, chain_events)))
+            found.extend(chain_events)
+            tags.add(tag)
+        for start in range(0, len(decoded), CHUNK):
+            with self._lock:
+                for tag, chain_events, entries in decoded[start : start + CHUNK]:
+                    self.windows.extend(chain_events)
+                    self.history.add(tag, entries)
         self._notify(found, tags, self.status.caught_up)
 
     def _notify(self, found: list[events.ChainEvent], tags: set[str], live: bool) -> None:
