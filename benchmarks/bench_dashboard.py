@@ -109,6 +109,7 @@ def main() -> None:
         "failed": args.failed,
         "overdue": args.overdue,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_before": round(os.getloadavg()[0], 2),
     }
     with LocalDynamoDB(backend="dynamodb-local") as db:
         spec = TableSpec(name="bench-dashboard")
@@ -130,6 +131,7 @@ def main() -> None:
             "failed": args.failed,
         }
         results.update(measure(db.endpoint_url, spec.name, args, expected))
+    results["load_after"] = round(os.getloadavg()[0], 2)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     args.out.write_text(report(results))
@@ -230,6 +232,8 @@ def report(r: dict[str, Any]) -> str:
             f"{r['list_prefix_page_ms']} ms, the failed list by reason "
             f"{r['list_failed_reason_page_ms']} ms, a chain's page {r['chain_page_ms']} ms.",
             f"- Dashboard process memory at the end: {r['dashboard_rss_mb']} MB resident.",
+            f"- The machine's load (1-minute average) was {r['load_before']} before the run and "
+            f"{r['load_after']} after it (other work shares its {os.cpu_count()} cores).",
             "",
         ]
     )

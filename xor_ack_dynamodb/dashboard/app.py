@@ -18,8 +18,6 @@ dashboard only, no inline script), ``X-Frame-Options: DENY``, ``nosniff`` and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -142,11 +140,6 @@ async def confirm(request: Request) -> Response:
 
 
 def build_app(dashboard: Dashboard) -> Starlette:
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with dashboard.running():
-            yield
-
     app = Starlette(
         routes=[
             Route("/", pages.overview),
@@ -163,7 +156,7 @@ def build_app(dashboard: Dashboard) -> Starlette:
             405: errors.handle,
             Exception: errors.handle,
         },
-        lifespan=lifespan,
+        lifespan=dashboard.lifespan,
     )
     app.state.dashboard = dashboard
     app.add_middleware(Guarded, dashboard=dashboard)

@@ -222,6 +222,9 @@ class Dashboard:
         finally:
             await self.close()
 
-    def lifespan(self, app: object) -> contextlib.AbstractAsyncContextManager[Dashboard]:
-        """A Starlette ``lifespan=`` that runs this dashboard with the host app."""
-        return self.running()
+    @asynccontextmanager
+    async def lifespan(self, app: object) -> AsyncIterator[None]:
+        """A Starlette ``lifespan=`` that runs this dashboard with the host app (it adds
+        nothing to the app's state)."""
+        async with self.running():
+            yield
