@@ -48,8 +48,9 @@ def populated(ddb_local_endpoint: str, table_spec: TableSpec) -> TableSpec:
     return table_spec
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def dashboard(ddb_local_endpoint: str, populated: TableSpec) -> AsyncIterator[Dashboard]:
+    """One dashboard for the module's tests (none of them changes the table)."""
     board = Dashboard(
         table=populated.name,
         endpoint_url=ddb_local_endpoint,
