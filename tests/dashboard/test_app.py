@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from starlette.applications import Starlette
@@ -165,6 +166,8 @@ async def test_read_only_offers_and_takes_no_action(
         ("GET", "/chains?status=open&size=0", 400),
         ("GET", "/chains?status=open&size=lots", 400),
         ("GET", "/chain", 400),
+        ("GET", "/rows?status=open", 400),
+        ("GET", "/rows?status=everything&tag=job/01", 400),
         ("GET", "/chain?tag=" + "x" * 3000, 400),
         ("GET", "/chain?tag=never-created", 404),
         ("GET", "/actions/explode?tag=job/01", 404),
@@ -252,6 +255,15 @@ async def test_lists_page_through_the_index_in_one_order(dashboard: Dashboard) -
     lost, _ = await _walk(client, "/chains?status=failed&reason=lost")
     assert lost == ["bad/4", "bad/2", "bad/0"]
     assert _tags((await client.get("/chains?status=overdue")).text) == []
+
+
+async def test_rows_by_tag_are_what_a_list_swaps_in(dashboard: Dashboard) -> None:
+    client = await logged_in(dashboard)
+    asked = "/rows?status=open&tag=job/03&tag=never-created&tag=" + quote(HOSTILE)
+    answer = await client.get(asked)
+    assert answer.status == 200
+    assert _tags(answer.text) == ["job/03", HOSTILE.replace("<", "&lt;").replace(">", "&gt;")]
+    assert "<img" not in answer.text
 
 
 async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> None:

@@ -4,6 +4,7 @@
 ``GET /``                 the overview (``?partial=1``: its live fragment)
 ``GET /chains``           a list: ``status`` open / overdue / failed, ``prefix``,
                           ``reason`` (failed), ``cursor``, ``size``
+``GET /rows?tag=T...``    rows of a list, by tag (what a list swaps in live)
 ``GET /chain?tag=T``      a chain's page
 ``GET /live``             server-sent events (:mod:`.live`)
 ``GET /actions/A``        the confirmation of action A: fail, touch, sweep, replay
@@ -144,6 +145,7 @@ def build_app(dashboard: Dashboard) -> Starlette:
         routes=[
             Route("/", pages.overview),
             Route("/chains", pages.chains),
+            Route("/rows", pages.rows),
             Route("/chain", pages.chain),
             Route("/live", live),
             Route("/actions/{action}", confirm, methods=["GET"]),

@@ -30,7 +30,7 @@ _CLOSE = ("close", "")
 @dataclass
 class Broadcaster:
     overview_every: float = 1.0
-    tags_every: float = 0.2
+    tags_every: float = 0.1
     _subscribers: set[asyncio.Queue[tuple[str, str]]] = field(default_factory=set)
     _tags: set[str] = field(default_factory=set)
     _overview_due: bool = False

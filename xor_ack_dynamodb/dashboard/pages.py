@@ -105,9 +105,9 @@ async def overview(request: Request) -> Response:
 
 @dataclass
 class Row:
-    entry: Entry
     state: ChainState
     status: str
+    entry: Entry | None = None  #: where the list found it (None: asked for by tag)
 
 
 async def read_states(dashboard: Dashboard, tags: list[str]) -> dict[str, ChainState | None]:
@@ -178,11 +178,34 @@ async def list_rows(
             if state is None or word not in listed or (reason and state.reason != reason):
                 skipped += 1
                 continue
-            rows.append(Row(entry, state, word))
+            rows.append(Row(state, word, entry))
         after = page.cursor
         if after is None or page.queries == 0:
             break
     return rows, after, queries, skipped
+
+
+#: Rows one request may ask for by tag.
+MAX_ROWS = 100
+
+
+async def rows(request: Request) -> Response:
+    """Some rows of a list, by tag, as they are now: what a list page swaps in when the
+    stream wrote one of the chains it shows (no index query: one BatchGetItem)."""
+    dashboard = dashboard_of(request)
+    status = request.query_params.get("status", "open")
+    if status not in STATUSES:
+        raise Refused(400, "Unknown list", f"status is one of {', '.join(STATUSES)}")
+    tags = list(dict.fromkeys(request.query_params.getlist("tag")))
+    if not tags or len(tags) > MAX_ROWS:
+        raise Refused(400, "Which rows?", f"ask for 1 to {MAX_ROWS} rows: ?tag=...&tag=...")
+    for tag in tags:
+        tag_param(request, {"tag": tag})
+    states = await read_states(dashboard, tags)
+    now = dashboard.clock()
+    found = [Row(state, status_word(state, now)) for tag in tags if (state := states.get(tag))]
+    values = context(request, "chains", status=status, rows=found)
+    return dashboard.renderer.render(request, "_rows.html", values)
 
 
 def fleet_job(tag: str, state: ChainState | None, story: Story | None) -> bool:

@@ -35,6 +35,32 @@
       });
   }
 
+  // A list swaps in the rows of the chains the stream wrote, rendered by the server
+  // (one read by tag, no index query); a row whose tag it does not find stays as it is.
+  function refreshRows(tags) {
+    var url = new URL(base + "rows", window.location.href);
+    url.searchParams.set("status", live.getAttribute("data-rows"));
+    for (var i = 0; i < tags.length; i++) { url.searchParams.append("tag", tags[i]); }
+    fetch(url.toString(), { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (html === null) { return; }
+        var holder = document.createElement("template");
+        holder.innerHTML = html;
+        var fresh = holder.content.querySelectorAll("tr[data-tag]");
+        var shown = live.querySelectorAll("tr[data-tag]");
+        for (var i = 0; i < fresh.length; i++) {
+          for (var j = 0; j < shown.length; j++) {
+            if (shown[j].getAttribute("data-tag") === fresh[i].getAttribute("data-tag")) {
+              shown[j].replaceWith(fresh[i].cloneNode(true));
+            }
+          }
+        }
+        tick();
+      })
+      .catch(function () {});
+  }
+
   function soon(delay) {
     if (pending !== null) { return; }
     pending = window.setTimeout(function () { pending = null; refresh(); }, delay);
@@ -82,9 +108,12 @@
       var tags;
       try { tags = JSON.parse(event.data); } catch (e) { return; }
       var shown = shownTags();
+      var hits = [];
       for (var i = 0; i < tags.length; i++) {
-        if (Object.prototype.hasOwnProperty.call(shown, tags[i])) { soon(20); return; }
+        if (Object.prototype.hasOwnProperty.call(shown, tags[i])) { hits.push(tags[i]); }
       }
+      if (!hits.length) { return; }
+      if (live.hasAttribute("data-rows") && hits.length <= 100) { refreshRows(hits); } else { soon(20); }
     });
     source.addEventListener("resync", function () { soon(100); });
   }
