@@ -83,7 +83,7 @@ def table_spec(ddb_local_endpoint: str) -> TableSpec:
 
 
 @pytest.fixture(scope="module")
-def server(ddb_local_endpoint: str, table_spec: TableSpec) -> Iterator[Server]:
+def server(ddb_local_endpoint: str, table_spec: TableSpec, population: Any) -> Iterator[Server]:
     """``xor-ack dashboard`` on a free port, as a user starts it."""
     command = [
         sys.executable,
@@ -130,9 +130,13 @@ class Population:
 
 
 @pytest.fixture(scope="module")
-def population(server: Server) -> Population:
-    """A scripted population of chains, and what the table says of it."""
-    ack = server.chains()
+def population(ddb_local_endpoint: str, table_spec: TableSpec) -> Population:
+    """A scripted population of chains, and what the table says of it: made before the
+    server starts, so that its first count is exact (the overdue chains become overdue by
+    the clock, which no stream event says)."""
+    ack = SyncXorAckDynamoDB.connect(
+        table=table_spec.name, endpoint_url=ddb_local_endpoint
+    ).__enter__()
     created = acked = 0
     for i in range(24):  # open, an hour to go
         ack.create(f"corpus/file-{i:03d}.txt", new_stamp(), timeout=3600)
@@ -229,7 +233,7 @@ async def test_the_overview_counts_equal_the_tables(
     assert expected == {"open": 29, "overdue": 3, "failed": 5}  # as scripted
     for status, value in expected.items():  # counted in the background: at most seconds
         selector = f'#count-{status} .value[data-count="{value}"]'
-        await page.wait_for_selector(selector, timeout=15_000)
+        await page.wait_for_selector(selector, timeout=30_000)
     for kind, value in (
         ("created", population.created),
         ("acked", population.acked),
@@ -286,7 +290,9 @@ async def test_a_stamp_from_another_process_shows_within_two_seconds(
     finally:
         other.stdin.close()
         assert other.wait(timeout=30) == 0
-    assert time.time() - stamped < 2.0
+    shown_after = time.time() - stamped
+    print(f"the stamp showed on the open page {shown_after:.2f} s after it landed")
+    assert shown_after < 2.0
     await page.close()
 
 
