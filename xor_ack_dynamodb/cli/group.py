@@ -30,6 +30,11 @@ _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "submit",
         "Start a fleet job: its chain, then its root message on the work queue.",
     ),
+    "dashboard": (
+        "xor_ack_dynamodb.dashboard.command",
+        "dashboard",
+        "Serve a web dashboard of the chains.",
+    ),
     "wordcount-sample": (
         "xor_ack_dynamodb.pipeline.cli",
         "wordcount_sample",

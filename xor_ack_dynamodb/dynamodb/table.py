@@ -31,13 +31,19 @@ from .item import (
     FAILED_AT,
     FAILED_INDEX,
     FAILED_SHARD,
+    INVENTORY_SHARDS,
     OPEN_INDEX,
     OPEN_SHARD,
 )
 
+# The inventory's index names and its number of shards are public here, for readers of
+# the indexes (the dashboard): docs/inventory.md.
 __all__ = [
     "DEFAULT_TABLE",
+    "FAILED_INDEX",
     "INDEXES",
+    "INVENTORY_SHARDS",
+    "OPEN_INDEX",
     "STREAM_VIEW",
     "TTL_ATTRIBUTE",
     "InvalidTableSpec",

@@ -1,0 +1,328 @@
+"""The dashboard's ASGI app in this process, on DynamoDB Local: no server, no browser.
+
+The token, the session, CSRF, the Host, read-only, every bad request's 4xx page, the
+lists paged through the indexes, a fleet job's replay, and the app mounted under a
+prefix inside another Starlette app.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+from xor_ack_dynamodb.dashboard import ConfigError, Dashboard, DashboardConfig
+from xor_ack_dynamodb.fleet import Envelope, root_id, stamp_of
+from xor_ack_dynamodb.table import TableSpec
+
+from .asgi import Client
+from .conftest import changed, fresh_table, snapshot
+
+pytestmark = pytest.mark.ddblocal
+TOKEN = "t0ken-for-the-app-tests"
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def chains(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
+    return SyncXorAckDynamoDB.connect(table=spec.name, endpoint_url=endpoint).__enter__()
+
+
+@pytest.fixture(scope="module")
+def populated(ddb_local_endpoint: str, table_spec: TableSpec) -> TableSpec:
+    ack = chains(ddb_local_endpoint, table_spec)
+    for i in range(40):  # deadlines 1..40 minutes away, created in a shuffled order
+        minutes = (i * 17) % 40 + 1
+        ack.create(f"job/{minutes:02d}", new_stamp(), timeout=60 * minutes)
+    ack.create("other/a", new_stamp())
+    ack.create(HOSTILE, new_stamp(), timeout=600)
+    for i, reason in enumerate(["lost", "timeout-ish", "lost", "disk full", "lost"]):
+        ack.create(f"bad/{i}", new_stamp())
+        ack.fail(f"bad/{i}", reason)
+        time.sleep(0.01)  # distinct failed_at: newest first is one order
+    return table_spec
+
+
+@pytest.fixture(scope="module")
+async def dashboard(ddb_local_endpoint: str, populated: TableSpec) -> AsyncIterator[Dashboard]:
+    """One dashboard for the module's tests (none of them changes the table)."""
+    board = Dashboard(
+        table=populated.name,
+        endpoint_url=ddb_local_endpoint,
+        token=TOKEN,
+        allowed_hosts=("127.0.0.1", "localhost"),
+        page_size=7,
+    )
+    try:
+        yield board
+    finally:
+        await board.close()
+
+
+async def logged_in(board: Dashboard) -> Client:
+    client = Client(board.app)
+    answer = await client.get(f"/?token={TOKEN}")
+    assert answer.status == 303, answer.text
+    return client
+
+
+async def test_the_token_opens_a_session_and_leaves_the_url(dashboard: Dashboard) -> None:
+    client = Client(dashboard.app)
+    answer = await client.get(f"/chains?status=failed&token={TOKEN}")
+    assert answer.status == 303
+    assert answer.headers["location"] == "http://127.0.0.1:8321/chains?status=failed"
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert (await client.get("/chains?status=failed")).status == 200
+
+
+async def test_without_the_token_pages_are_refused_but_not_the_assets(dashboard: Dashboard) -> None:
+    client = Client(dashboard.app)
+    for target in ("/", "/chains", f"/chain?tag={HOSTILE}", "/live", "/actions/sweep"):
+        answer = await client.get(target)
+        assert answer.status == 401, target
+        assert "Token needed" in answer.text and "Traceback" not in answer.text
+    assert (await client.get("/?token=not-the-token-at-all")).status == 401
+    assert (await client.get("/static/dashboard.css")).status == 200
+    bearer = {"authorization": f"Bearer {TOKEN}"}
+    assert (await client.get("/chains", headers=bearer)).status == 200
+
+
+async def test_every_response_carries_the_security_headers(dashboard: Dashboard) -> None:
+    answer = await Client(dashboard.app).get("/")
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert answer.headers["referrer-policy"] == "same-origin"
+
+
+async def test_a_foreign_host_is_refused(dashboard: Dashboard) -> None:
+    """DNS rebinding: a page of evil.example whose name resolves to 127.0.0.1."""
+    client = await logged_in(dashboard)
+    client.host = "evil.example:8321"
+    answer = await client.get("/")
+    assert answer.status == 400 and "Unexpected Host" in answer.text
+
+
+async def test_refused_actions_change_nothing(
+    dashboard: Dashboard, ddb_local_endpoint: str, populated: TableSpec
+) -> None:
+    before = snapshot(ddb_local_endpoint, populated.name)
+    state = chains(ddb_local_endpoint, populated).get("job/01")
+    assert state is not None
+    form = {"tag": "job/01", "chain_id": state.chain_id.hex(), "reason": "x"}
+    stranger = Client(dashboard.app)
+    assert (await stranger.post("/actions/fail", form=form)).status == 403
+    assert (await stranger.post("/actions/sweep", form={})).status == 403
+    client = await logged_in(dashboard)
+    page = await client.get("/actions/fail?tag=job/01")
+    assert page.status == 200
+    wrong = await client.post("/actions/fail", form={**form, "csrf": "0" * 64})
+    assert wrong.status == 403 and "CSRF" in wrong.text
+    missing = await client.post("/actions/fail", form=form)
+    assert missing.status == 403
+    elsewhere = await client.post(
+        "/actions/fail",
+        form={**form, "csrf": page.csrf()},
+        headers={"origin": "http://evil.example", "sec-fetch-site": "cross-site"},
+    )
+    assert elsewhere.status == 403 and "Cross-site" in elsewhere.text
+    assert changed(before, snapshot(ddb_local_endpoint, populated.name)) == set()
+
+
+async def test_read_only_offers_and_takes_no_action(
+    ddb_local_endpoint: str, populated: TableSpec
+) -> None:
+    board = Dashboard(
+        table=populated.name, endpoint_url=ddb_local_endpoint, token=TOKEN, read_only=True
+    )
+    try:
+        client = await logged_in(board)
+        page = await client.get("/chain?tag=job/01")
+        assert page.status == 200 and "read-only" in page.text
+        assert "Fail…" not in page.text and "Sweep now" not in (await client.get("/")).text
+        assert (await client.get("/actions/fail?tag=job/01")).status == 403
+        before = snapshot(ddb_local_endpoint, populated.name)
+        form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
+        answer = await client.post("/actions/sweep", form=form)
+        assert answer.status == 403 and "read-only" in answer.text
+        assert changed(before, snapshot(ddb_local_endpoint, populated.name)) == set()
+    finally:
+        await board.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "status"),
+    [
+        ("GET", "/nowhere", 404),
+        ("GET", "/chains?status=everything", 400),
+        ("GET", "/chains?status=open&cursor=not-a-cursor", 400),
+        ("GET", "/chains?status=open&size=0", 400),
+        ("GET", "/chains?status=open&size=lots", 400),
+        ("GET", "/chain", 400),
+        ("GET", "/rows?status=open", 400),
+        ("GET", "/rows?status=everything&tag=job/01", 400),
+        ("GET", "/chain?tag=" + "x" * 3000, 400),
+        ("GET", "/chain?tag=never-created", 404),
+        ("GET", "/actions/explode?tag=job/01", 404),
+        ("GET", "/actions/replay?tag=job/01", 404),  # no queue: no replays
+        ("DELETE", "/chain?tag=job/01", 405),
+        ("POST", "/", 405),
+    ],
+)
+async def test_bad_requests_get_a_clear_4xx_page(
+    dashboard: Dashboard, method: str, target: str, status: int
+) -> None:
+    client = await logged_in(dashboard)
+    answer = await client.request(method, target)
+    assert answer.status == status, answer.text
+    assert answer.headers["content-type"].startswith("text/html")
+    assert f'<span class="code">{status}</span>' in answer.text or status == 404
+    assert "Traceback" not in answer.text and 'File "' not in answer.text
+
+
+async def test_bad_forms_get_a_clear_4xx_page(
+    dashboard: Dashboard, ddb_local_endpoint: str, populated: TableSpec
+) -> None:
+    client = await logged_in(dashboard)
+    csrf = (await client.get("/actions/touch?tag=job/02")).csrf()
+    before = snapshot(ddb_local_endpoint, populated.name)
+    cases: Sequence[tuple[dict[str, Any], int]] = [
+        ({"form": {"csrf": csrf, "tag": "job/02", "timeout": "soon"}}, 400),
+        ({"form": {"csrf": csrf, "tag": "job/02", "timeout": "-5"}}, 400),
+        ({"form": {"csrf": csrf, "tag": "never-created", "timeout": "60"}}, 404),
+        ({"form": {"csrf": csrf, "tag": "", "timeout": "60"}}, 400),
+        ({"body": b"{}", "headers": {"content-type": "application/json"}}, 415),
+        (
+            {
+                "body": b"a=" + b"x" * 70_000,
+                "headers": {"content-type": "application/x-www-form-urlencoded"},
+            },
+            413,
+        ),
+    ]
+    for kwargs, status in cases:
+        answer = await client.post("/actions/touch", **kwargs)
+        assert answer.status == status, (kwargs, answer.text)
+        assert "Traceback" not in answer.text
+    form = {"csrf": csrf, "tag": "job/02", "chain_id": "zz"}
+    fail = await client.post("/actions/fail", form=form)
+    assert fail.status == 400
+    assert changed(before, snapshot(ddb_local_endpoint, populated.name)) == set()
+
+
+def _tags(html: str) -> list[str]:
+    return re.findall(r'<tr data-tag="([^"]*)">', html)
+
+
+def _next(html: str) -> str | None:
+    found = re.search(r'<a class="next" href="([^"]*)"', html)
+    return None if found is None else found.group(1).replace("&amp;", "&")
+
+
+async def _walk(client: Client, first: str) -> tuple[list[str], int]:
+    tags: list[str] = []
+    target: str | None = first
+    pages = 0
+    while target is not None:
+        answer = await client.get(target)
+        assert answer.status == 200, answer.text
+        tags += _tags(answer.text)
+        target = _next(answer.text)
+        pages += 1
+    return tags, pages
+
+
+async def test_lists_page_through_the_index_in_one_order(dashboard: Dashboard) -> None:
+    client = await logged_in(dashboard)
+    tags, pages = await _walk(client, "/chains?status=open")
+    jobs = [f"job/{m:02d}" for m in range(1, 41)]
+    hostile = HOSTILE.replace("<", "&lt;").replace(">", "&gt;")
+    # soonest deadline first across all 16 shards; no deadline last; each chain once
+    assert tags == ["job/01", "job/02", "job/03", "job/04", "job/05", "job/06", "job/07",
+                    "job/08", "job/09", "job/10", hostile, *jobs[10:], "other/a"]  # fmt: skip
+    assert pages == 6  # 42 chains, 7 a page
+    prefixed, _ = await _walk(client, "/chains?status=open&prefix=job/1")
+    assert prefixed == [f"job/{m}" for m in range(10, 20)]
+    failed, _ = await _walk(client, "/chains?status=failed")
+    assert failed == ["bad/4", "bad/3", "bad/2", "bad/1", "bad/0"]  # newest first
+    lost, _ = await _walk(client, "/chains?status=failed&reason=lost")
+    assert lost == ["bad/4", "bad/2", "bad/0"]
+    assert _tags((await client.get("/chains?status=overdue")).text) == []
+
+
+async def test_rows_by_tag_are_what_a_list_swaps_in(dashboard: Dashboard) -> None:
+    client = await logged_in(dashboard)
+    asked = "/rows?status=open&tag=job/03&tag=never-created&tag=" + quote(HOSTILE)
+    answer = await client.get(asked)
+    assert answer.status == 200
+    assert _tags(answer.text) == ["job/03", HOSTILE.replace("<", "&lt;").replace(">", "&gt;")]
+    assert "<img" not in answer.text
+
+
+async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> None:
+    table_spec = fresh_table(ddb_local_endpoint)
+    sent: list[Envelope] = []
+
+    async def send(envelopes: Sequence[Envelope]) -> None:
+        sent.extend(envelopes)
+
+    ack = chains(ddb_local_endpoint, table_spec)
+    ack.create("fleet/job-9", stamp_of(root_id("fleet/job-9")))  # as Fleet.submit makes it
+    ack.fail("fleet/job-9", "dead-letter")
+    board = Dashboard(
+        table=table_spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN, replay_send=send
+    )
+    try:
+        client = await logged_in(board)
+        page = await client.get("/chain?tag=fleet/job-9")
+        assert "fleet job" in page.text and 'id="action-replay"' in page.text
+        ack.create("plain", new_stamp())
+        ack.fail("plain", "lost")
+        assert 'id="action-replay"' not in (await client.get("/chain?tag=plain")).text
+        confirm = await client.get("/actions/replay?tag=fleet/job-9")
+        form = {"csrf": confirm.csrf(), "tag": "fleet/job-9", "payload": '{"n": 3}'}
+        bad = await client.post("/actions/replay", form={**form, "payload": "{not json"})
+        assert bad.status == 400 and sent == []
+        done = await client.post("/actions/replay", form=form)
+        assert done.status == 303, done.text
+        assert [(e.tag, e.payload) for e in sent] == [("fleet/job-9", {"n": 3})]
+        state = ack.get("fleet/job-9")
+        assert state is not None and state.live and state.chain_id == sent[0].chain_id
+        again = await client.post("/actions/replay", form=form)  # live now: refused
+        assert again.status == 409 and len(sent) == 1
+    finally:
+        await board.close()
+
+
+async def test_mounted_under_a_prefix(ddb_local_endpoint: str, populated: TableSpec) -> None:
+    board = Dashboard(table=populated.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    host = Starlette(routes=[Mount("/ops/chains", app=board.app)])
+    try:
+        client = Client(host)
+        login = await client.get(f"/ops/chains/?token={TOKEN}")
+        assert login.status == 303
+        assert "Path=/ops/chains/" in login.headers["set-cookie"]
+        page = await client.get("/ops/chains/chains?status=failed")
+        assert page.status == 200
+        assert 'href="/ops/chains/chain?tag=bad%2F4"' in page.text
+        assert 'src="/ops/chains/static/dashboard.js"' in page.text
+        assert (await client.get("/ops/chains/static/dashboard.js")).status == 200
+    finally:
+        await board.close()
+
+
+def test_a_config_that_cannot_work_is_refused() -> None:
+    with pytest.raises(ConfigError, match="at least 16"):
+        DashboardConfig(token="short")
+    with pytest.raises(ConfigError, match="page_size"):
+        DashboardConfig(page_size=0)
+    with pytest.raises(ConfigError, match="count_every"):
+        DashboardConfig(count_every=0)
+    assert DashboardConfig().token != DashboardConfig().token  # random by default

@@ -1,0 +1,419 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright.
+
+One DynamoDB Local table, one ``xor-ack dashboard`` server (the command, in a process of
+its own, as a user runs it) and one browser for the whole module; the tests run in file
+order on one population of chains.  What the issue asks, each a test:
+
+- the overview's counts equal the table's after a scripted population;
+- a stamp made by another process shows on the open page within 2 s;
+- fail / touch / sweep from the page change the table and nothing else;
+- a hostile tag renders as text; a request without the token is refused;
+- screenshots of the overview and a chain's page (into docs/images with
+  ``XOR_ACK_SCREENSHOTS=update``, or when they are missing there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb.table import TableSpec, create_table, delete_table
+
+from .conftest import CHROMIUM_ARGS, changed, chromium_path, dynamodb, missing, snapshot
+
+pytestmark = [pytest.mark.ddblocal, pytest.mark.browser]
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "docs" / "images"
+TOKEN = "browser-tests-token-0123456789"
+HOSTILE = "<img src=x onerror=alert(1)>"
+#: The chain whose page is the README's second screenshot.
+SHOWN = "corpus/file-003.txt"
+
+
+@dataclass
+class Server:
+    base: str  #: http://127.0.0.1:PORT/
+    link: str  #: the printed link, with the token
+    process: subprocess.Popen[str]
+    endpoint: str
+    table: str
+
+    def chains(self) -> SyncXorAckDynamoDB:
+        return SyncXorAckDynamoDB.connect(table=self.table, endpoint_url=self.endpoint).__enter__()
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            process.kill()
+            pytest.fail(f"xor-ack dashboard printed no link within {timeout} s")
+    line = process.stdout.readline().strip()
+    if not line:
+        _, stderr = process.communicate(timeout=10)
+        pytest.fail(f"xor-ack dashboard exited {process.returncode}: {stderr}")
+    return line
+
+
+@pytest.fixture(scope="module")
+def table_spec(ddb_local_endpoint: str) -> TableSpec:
+    """The default table name, fresh (it is on the screenshots)."""
+    client = dynamodb(ddb_local_endpoint)
+    spec = TableSpec()
+    with contextlib.suppress(client.exceptions.ResourceNotFoundException):
+        delete_table(client, spec.name)
+    create_table(client, spec)
+    return spec
+
+
+@pytest.fixture(scope="module")
+def server(ddb_local_endpoint: str, table_spec: TableSpec, population: Any) -> Iterator[Server]:
+    """``xor-ack dashboard`` on a free port, as a user starts it."""
+    command = [
+        sys.executable,
+        "-c",
+        "from xor_ack_dynamodb.cli import main; main()",
+        "--endpoint-url",
+        ddb_local_endpoint,
+        "--table",
+        table_spec.name,
+        "dashboard",
+        "--port",
+        "0",
+        "--count-every",
+        "1",
+    ]
+    env = {**os.environ, "XOR_ACK_DASHBOARD_TOKEN": TOKEN}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    link = _first_line(process, 60)
+    assert link.endswith(f"/?token={TOKEN}") and link.startswith("http://127.0.0.1:")
+    try:
+        yield Server(link.split("?")[0], link, process, ddb_local_endpoint, table_spec.name)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("xor-ack dashboard did not stop within 15 s of SIGTERM")
+        assert code == 0, process.stderr.read() if process.stderr else ""
+
+
+@dataclass
+class Population:
+    open: int
+    overdue: int
+    failed: int
+    created: int
+    acked: int
+    failed_events: int
+    timed_out: int
+    overdue_tags: set[str]
+
+
+@pytest.fixture(scope="module")
+def population(ddb_local_endpoint: str, table_spec: TableSpec) -> Population:
+    """A scripted population of chains, and what the table says of it: made before the
+    server starts, so that its first count is exact (the overdue chains become overdue by
+    the clock, which no stream event says)."""
+    ack = SyncXorAckDynamoDB.connect(
+        table=table_spec.name, endpoint_url=ddb_local_endpoint
+    ).__enter__()
+    created = acked = 0
+    for i in range(24):  # open, an hour to go
+        ack.create(f"corpus/file-{i:03d}.txt", new_stamp(), timeout=3600)
+        created += 1
+    root, parts = new_stamp(), [new_stamp() for _ in range(3)]
+    ack.stamp(SHOWN, xor(ack.get(SHOWN).stamp, root, *parts))  # type: ignore[union-attr]
+    for part in parts[:2]:
+        ack.stamp(SHOWN, part)  # the screenshot's chain: open, four versions
+    for i in range(6):  # acked, each after a few stamps
+        tag, first, words = f"done/{i}", new_stamp(), [new_stamp() for _ in range(i + 1)]
+        ack.create(tag, first, idle_timeout=600)
+        ack.stamp(tag, xor(first, *words))
+        time.sleep(0.05 * i)
+        for word in words:
+            ack.stamp(tag, word)
+        created, acked = created + 1, acked + 1
+    for i, reason in enumerate(["input unreadable", "schema changed", HOSTILE]):
+        ack.create(f"broken/{i}", new_stamp())
+        ack.fail(f"broken/{i}", reason)
+        created += 1
+    ack.create(HOSTILE, new_stamp(), idle_timeout=900)
+    ack.create("orders/no-deadline", new_stamp())
+    for i in range(2):
+        ack.create(f"late/{i}", new_stamp(), timeout=0.3)
+    created += 4
+    time.sleep(0.4)
+    timed_out = len(ack.sweep())
+    for i in range(3):
+        ack.create(f"stalled/{i}", new_stamp(), timeout=0.3)
+    created += 3
+    time.sleep(0.4)
+    return Population(
+        open=sum(1 for _ in ack.list_chains("open")),
+        overdue=sum(1 for _ in ack.list_chains("overdue")),
+        failed=sum(1 for _ in ack.list_chains("failed")),
+        created=created,
+        acked=acked,
+        failed_events=3,
+        timed_out=timed_out,
+        overdue_tags={chain.tag for chain in ack.list_chains("overdue")},
+    )
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Any]:
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        missing("Playwright for Python is not installed (make test installs it)")
+    executable = chromium_path()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture(scope="module")
+async def session(browser: Any, server: Server, population: Population) -> AsyncIterator[Any]:
+    """A browser context logged in with the printed link; every dialog is recorded."""
+    context = await browser.new_context(viewport={"width": 1280, "height": 860})
+    context.dialogs = []
+    context.on("page", lambda page: page.on("dialog", _record(context)))
+    page = await context.new_page()
+    answer = await page.goto(server.link)
+    assert answer is not None and answer.ok and page.url == server.base
+    await page.close()
+    try:
+        yield context
+    finally:
+        assert context.dialogs == [], "a page opened a dialog: something ran that should not"
+        await context.close()
+
+
+def _record(context: Any) -> Any:
+    async def on_dialog(dialog: Any) -> None:
+        context.dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    return on_dialog
+
+
+async def _text(page: Any, selector: str) -> str:
+    return str(await page.locator(selector).first.inner_text()).strip()
+
+
+async def test_the_overview_counts_equal_the_tables(
+    session: Any, server: Server, population: Population
+) -> None:
+    page = await session.new_page()
+    await page.goto(server.base)
+    expected = {"open": population.open, "overdue": population.overdue, "failed": population.failed}
+    assert expected == {"open": 29, "overdue": 3, "failed": 5}  # as scripted
+    for status, value in expected.items():  # counted in the background: at most seconds
+        selector = f'#count-{status} .value[data-count="{value}"]'
+        await page.wait_for_selector(selector, timeout=30_000)
+    for kind, value in (
+        ("created", population.created),
+        ("acked", population.acked),
+        ("failed", population.failed_events),
+        ("timed_out", population.timed_out),
+    ):
+        cell = f'#windows tr.kind-{kind} td[data-window="10 min"]'
+        await page.wait_for_function(
+            "([cell, value]) => document.querySelector(cell)?.textContent.trim() === value",
+            arg=[cell, str(value)],
+            timeout=10_000,
+        )
+    assert await page.locator("#windows .latency td").first.inner_text() != "—"
+    await page.close()
+
+
+async def test_a_stamp_from_another_process_shows_within_two_seconds(
+    session: Any, server: Server
+) -> None:
+    tag = "corpus/file-010.txt"
+    page = await session.new_page()
+    await page.goto(server.base + "chains?status=open")
+    cell = f'tr[data-tag="{tag}"] td.num'
+    assert await _text(page, cell) == "1"
+    await page.wait_for_selector("#live-state.on")  # the page listens
+    script = (  # connects first, then stamps when told: the clock starts at the stamp
+        "import sys, time\n"
+        "from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp\n"
+        "with SyncXorAckDynamoDB.connect(table=sys.argv[1], endpoint_url=sys.argv[2]) as ack:\n"
+        "    ack.get(sys.argv[3])\n"
+        "    print('ready', flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    ack.stamp(sys.argv[3], new_stamp())\n"
+        "    print(time.time(), flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", script, server.table, server.endpoint, tag],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdin is not None and other.stdout is not None
+    try:
+        assert other.stdout.readline().strip() == "ready"
+        other.stdin.write("go\n")
+        other.stdin.flush()
+        stamped = float(other.stdout.readline())
+        await page.wait_for_function(
+            "([cell]) => document.querySelector(cell)?.textContent.trim() === '2'",
+            arg=[cell],
+            timeout=max(1.0, stamped + 2.0 - time.time()) * 1000,
+        )
+    finally:
+        other.stdin.close()
+        assert other.wait(timeout=30) == 0
+    shown_after = time.time() - stamped
+    print(f"the stamp showed on the open page {shown_after:.2f} s after it landed")
+    assert shown_after < 2.0
+    await page.close()
+
+
+async def _act(page: Any, button: str, **fields: str) -> None:
+    await page.click(button)
+    for name, value in fields.items():
+        await page.fill(f"#{name}", value)
+    async with page.expect_navigation():
+        await page.click("#confirm")
+
+
+async def test_fail_from_the_page_fails_that_chain_and_nothing_else(
+    session: Any, server: Server
+) -> None:
+    tag = "corpus/file-007.txt"
+    before = snapshot(server.endpoint, server.table)
+    page = await session.new_page()
+    await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+    await _act(page, "#action-fail", reason="operator: input lost")
+    assert await _text(page, "#chain-state") == "failed"
+    assert await _text(page, "#fact-reason") == "operator: input lost"
+    after = snapshot(server.endpoint, server.table)
+    assert changed(before, after) == {tag}
+    old, new = before[tag], after[tag]
+    assert new["reason"] == {"S": "operator: input lost"} and "failed_at" in new
+    assert new["stamp"] == old["stamp"] and int(new["version"]["N"]) == int(old["version"]["N"]) + 1
+    await page.close()
+
+
+async def test_touch_from_the_page_moves_that_deadline_and_nothing_else(
+    session: Any, server: Server
+) -> None:
+    tag = "corpus/file-008.txt"
+    before = snapshot(server.endpoint, server.table)
+    page = await session.new_page()
+    await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+    await _act(page, "#action-touch", timeout="7200")
+    assert await _text(page, "#done") == "The deadline was moved."
+    after = snapshot(server.endpoint, server.table)
+    assert changed(before, after) == {tag}
+    old_deadline = float(before[tag]["deadline"]["N"])
+    new_deadline = float(after[tag]["deadline"]["N"])
+    assert new_deadline > old_deadline + 3000 and abs(new_deadline - time.time() - 7200) < 60
+    assert after[tag]["stamp"] == before[tag]["stamp"] and "failed_at" not in after[tag]
+    await page.close()
+
+
+async def test_sweep_from_the_page_fails_the_overdue_chains_and_nothing_else(
+    session: Any, server: Server, population: Population
+) -> None:
+    before = snapshot(server.endpoint, server.table)
+    page = await session.new_page()
+    await page.goto(server.base)
+    await page.click("text=Sweep now…")
+    async with page.expect_navigation():
+        await page.click("#confirm")
+    assert await _text(page, "#swept-count") == str(len(population.overdue_tags))
+    after = snapshot(server.endpoint, server.table)
+    assert changed(before, after) == population.overdue_tags
+    for tag in population.overdue_tags:
+        assert after[tag]["reason"] == {"S": "timeout"}
+    await page.goto(server.base)  # and the overview shows it
+    await page.wait_for_selector('#count-overdue .value[data-count="0"]', timeout=10_000)
+    await page.close()
+
+
+async def test_a_hostile_tag_renders_as_text(session: Any, server: Server) -> None:
+    page = await session.new_page()
+    await page.goto(server.base + "chains?status=open")
+    link = page.locator("td.tag a", has_text="onerror")
+    assert await link.inner_text() == HOSTILE
+    await link.click()
+    await page.wait_for_selector("#chain-tag")
+    assert await _text(page, "#chain-tag") == HOSTILE
+    await page.goto(server.base + "chains?status=failed")
+    assert await page.locator("td.reason", has_text="onerror").inner_text() == HOSTILE
+    for target in ("chains?status=open", "chain?tag=" + quote(HOSTILE, safe="")):
+        await page.goto(server.base + target)
+        assert await page.locator("main img").count() == 0
+        assert "&lt;img src=x onerror=alert(1)&gt;" in await page.content()
+    await page.close()  # the session fixture asserts no dialog ever opened
+
+
+async def test_a_request_without_the_token_is_refused(browser: Any, server: Server) -> None:
+    stranger = await browser.new_context()
+    page = await stranger.new_page()
+    answer = await page.goto(server.base + "chains?status=open")
+    assert answer is not None and answer.status == 401
+    assert "Token needed" in await page.content()
+    assert await page.locator("td.tag").count() == 0
+    await stranger.close()
+    before = snapshot(server.endpoint, server.table)
+    request = urllib.request.Request(
+        server.base + "actions/sweep",
+        data=b"csrf=x",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert changed(before, snapshot(server.endpoint, server.table)) == set()
+
+
+async def test_screenshots_of_the_overview_and_a_chain(
+    session: Any, server: Server, tmp_path: Path
+) -> None:
+    update = os.environ.get("XOR_ACK_SCREENSHOTS") == "update"
+    page = await session.new_page()
+    shots = {}
+    await page.goto(server.base)
+    await page.wait_for_selector("#live-state.on")
+    shots["dashboard-overview.png"] = await page.screenshot(full_page=True)
+    await page.goto(server.base + "chain?tag=" + quote(SHOWN, safe=""))
+    await page.wait_for_selector("#history")
+    shots["dashboard-chain.png"] = await page.screenshot(full_page=True)
+    await page.close()
+    for name, png in shots.items():
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
+        target = IMAGES / name
+        if update or not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(png)
+        (tmp_path / name).write_bytes(png)

@@ -1,0 +1,73 @@
+"""``xor-ack dashboard`` refuses what cannot work before it serves: usage errors (exit 2),
+a missing table or a taken port (exit 1, one ``error:`` line), no traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner, Result
+
+from xor_ack_dynamodb.cli import cli
+from xor_ack_dynamodb.table import TableSpec
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_help_names_the_options_without_importing_the_web_server() -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from xor_ack_dynamodb.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['dashboard', '--help'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(r.output)\n"
+        "web = {'starlette', 'uvicorn', 'jinja2'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & web))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "--read-only" in out.stdout and "--token" in out.stdout
+    assert out.stdout.strip().endswith("[]")
+    assert "Serve a web dashboard of the chains." in run("--help").output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "reachable from other machines"),
+        (["--host", "192.0.2.1", "--token", "short"], "at least 16 characters"),
+        (["--port", "70000"], "70000"),
+        (["--count-every", "0"], "count-every"),
+    ],
+)
+def test_usage_errors_exit_2_before_anything_starts(args: list[str], message: str) -> None:
+    result = run("dashboard", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.ddblocal
+def test_a_missing_table_is_one_error_line(ddb_local_endpoint: str) -> None:
+    result = run("--endpoint-url", ddb_local_endpoint, "dashboard", "--table", "no-such-table")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == (
+        f"error: table no-such-table does not exist at {ddb_local_endpoint}"
+    )
+
+
+@pytest.mark.ddblocal
+def test_a_port_in_use_is_one_error_line(ddb_local_endpoint: str, table_spec: TableSpec) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = run(
+            "--endpoint-url", ddb_local_endpoint, "--table", table_spec.name, "dashboard",
+            "--port", port,
+        )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error: cannot serve on 127.0.0.1:{port}")

@@ -1,0 +1,302 @@
+"""The dashboard's parts without I/O: windows, counts' moves, histories, cursors, the guard,
+the live notices, the charts, the bind rule."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import pytest
+from starlette.requests import Request
+
+from xor_ack_dynamodb import events
+from xor_ack_dynamodb.dashboard import ConfigError
+from xor_ack_dynamodb.dashboard.charts import per_minute
+from xor_ack_dynamodb.dashboard.config import LOOPBACK_HOSTS, bind_check, is_loopback
+from xor_ack_dynamodb.dashboard.counts import moves_of
+from xor_ack_dynamodb.dashboard.history import History, entries_of
+from xor_ack_dynamodb.dashboard.inventory import (
+    BadCursor,
+    decode_cursor,
+    encode_cursor,
+)
+from xor_ack_dynamodb.dashboard.live import Broadcaster
+from xor_ack_dynamodb.dashboard.render import duration, url, when
+from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
+from xor_ack_dynamodb.dashboard.windows import Windows
+from xor_ack_dynamodb.table import INVENTORY_SHARDS
+
+NOW = 1_800_000_000.0
+CHAIN = b"\x07" * 8
+
+
+def test_windows_count_each_event_once_by_its_own_time() -> None:
+    windows = Windows()
+    windows.add(events.Created("a", CHAIN, NOW - 5))
+    windows.add(events.Created("a", CHAIN, NOW - 5))  # the same event again: once
+    windows.add(events.Created("b", b"\x01" * 8, NOW - 3600))  # 1 h ago: 3 h and 24 h
+    windows.add(events.Acked("a", CHAIN, NOW - 2, 3.0))
+    windows.add(events.Failed("c", CHAIN, NOW - 20_000, "lost"))  # 5.5 h ago: 24 h only
+    windows.add(events.TimedOut("d", CHAIN, NOW - 60))
+    windows.add(events.Expired("e", CHAIN, NOW - 10, "acked"))  # a tombstone: not counted
+    windows.add(events.Expired("f", CHAIN, NOW - 10, "live"))  # lost work: counted
+    windows.add(events.Created("old", CHAIN, NOW - 90_000))  # older than a day: dropped
+    view = windows.view(NOW)
+    table = {w.label: w.counts for w in view.windows}
+    assert table["10 min"] == {"created": 1, "acked": 1, "failed": 0, "timed_out": 1, "expired": 1}
+    assert table["3 h"] == {"created": 2, "acked": 1, "failed": 0, "timed_out": 1, "expired": 1}
+    assert table["24 h"] == {"created": 2, "acked": 1, "failed": 1, "timed_out": 1, "expired": 1}
+    assert view.windows[0].latency == {"p50": 3.0, "p90": 3.0, "p99": 3.0}
+    assert sum(b.count for b in view.histogram) == 1
+    assert [b.label for b in view.histogram if b.count] == ["3 s to 10 s"]  # [low, high)
+    assert sum(acked for _, acked, _ in view.per_minute) == 1  # the last hour, by minute
+    assert sum(failed for _, _, failed in view.per_minute) == 1  # the timed-out one
+
+
+def test_window_percentiles_are_nearest_rank() -> None:
+    windows = Windows()
+    for i in range(1, 101):
+        windows.add(events.Acked(f"t{i}", CHAIN, NOW - 1, float(i)))
+    assert windows.view(NOW).windows[0].latency == {"p50": 50.0, "p90": 90.0, "p99": 99.0}
+
+
+@pytest.mark.parametrize(
+    ("event", "moves"),
+    [
+        (events.Created("a", CHAIN, NOW), (1, 0, 0)),
+        (events.Acked("a", CHAIN, NOW, 1.0), (-1, 0, 0)),
+        (events.Failed("a", CHAIN, NOW, "lost"), (-1, 0, 1)),
+        (events.TimedOut("a", CHAIN, NOW), (-1, -1, 1)),
+        (events.Expired("a", CHAIN, NOW, "live"), (-1, 0, 0)),
+        (events.Expired("a", CHAIN, NOW, "failed"), (0, 0, -1)),
+        (events.Deleted("a", CHAIN, NOW, "acked"), (0, 0, 0)),
+    ],
+)
+def test_what_each_event_does_to_the_counts(
+    event: events.ChainEvent, moves: tuple[int, int, int]
+) -> None:
+    assert moves_of(event) == moves
+
+
+def _image(version: int, stamp: bytes, **extra: dict[str, str]) -> dict[str, object]:
+    return {
+        "tagID": {"S": "file-7"},
+        "stamp": {"B": base64.b64encode(stamp).decode()},
+        "chain_id": {"B": base64.b64encode(CHAIN).decode()},
+        "version": {"N": str(version)},
+        "created_at": {"N": "1800000000"},
+        "updated_at": {"N": str(1800000000 + version)},
+        **extra,
+    }
+
+
+def _record(name: str, old: object, new: object) -> events.StreamRecord:
+    body = {"Keys": {"tagID": {"S": "file-7"}}, "SequenceNumber": "1", "StreamViewType": "x"}
+    if old is not None:
+        body["OldImage"] = old
+    body["NewImage"] = new
+    return events.parse({"eventID": "1", "eventName": name, "dynamodb": body})
+
+
+def test_a_chains_history_from_its_records() -> None:
+    history = History(max_tags=2, max_entries=3)
+    one, two, zero = b"\x01" * 8, b"\x02" * 8, b"\x00" * 8
+    records = [
+        _record("INSERT", None, _image(1, one)),
+        _record("MODIFY", _image(1, one), _image(2, two)),
+        _record("MODIFY", _image(2, two), _image(3, two, deadline={"N": "1800000600"})),
+        _record("MODIFY", _image(3, two), _image(4, zero, acked_at={"N": "1800000004"})),
+    ]
+    for record in records:
+        history.add("file-7", entries_of(record, events.events_of(record)))
+    story = history.of("file-7")
+    assert story is not None
+    assert [(e.what, e.version) for e in story.entries] == [
+        ("created", 1),
+        ("touched", 3),  # the first entry is kept, the oldest after it dropped
+        ("acked", 4),
+    ]
+    assert story.dropped == 1 and story.entries[0].stamp == one
+    history.add("b", entries_of(records[0], events.events_of(records[0])))
+    history.add("c", entries_of(records[0], events.events_of(records[0])))
+    assert history.of("file-7") is None and len(history) == 2  # least recently written
+
+
+def test_cursors_round_trip_and_refuse_anything_else() -> None:
+    positions: list[object] = [None] * INVENTORY_SHARDS
+    positions[3] = ("job/7", "1800000000.5")
+    positions[4] = "done"
+    cursor = encode_cursor("open", positions)  # type: ignore[arg-type]
+    assert decode_cursor("open", cursor)[3] == ("job/7", "1800000000.5")
+    with pytest.raises(BadCursor):
+        decode_cursor("failed", cursor)  # another list's
+    for bad in ("", "%%%", base64.urlsafe_b64encode(b"[1,2]").decode()):
+        with pytest.raises(BadCursor):
+            decode_cursor("open", bad)
+    forged = [None] * INVENTORY_SHARDS
+    forged[0] = ["x", "not a number"]  # type: ignore[call-overload]
+    raw = base64.urlsafe_b64encode(json.dumps(["open", forged]).encode()).decode()
+    with pytest.raises(BadCursor):
+        decode_cursor("open", raw)
+
+
+def _request(cookie: str = "", headers: dict[str, str] | None = None) -> Request:
+    sent = {"host": "127.0.0.1:8321", **(headers or {})}
+    if cookie:
+        sent["cookie"] = f"{COOKIE}={cookie}"
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in sent.items()],
+    }
+    return Request(scope)
+
+
+def test_sessions_are_signed_by_the_token() -> None:
+    guard = Guard("a-token-of-enough-length", LOOPBACK_HOSTS)
+    session = guard.new_session()
+    assert guard.session_of(_request(session)) == session
+    tampered = session[:-1] + ("0" if session[-1] != "0" else "1")
+    assert guard.session_of(_request(tampered)) is None
+    assert Guard("another-token-entirely").session_of(_request(session)) is None
+    assert guard.csrf_for(session) != guard.csrf_for(guard.new_session())
+    with pytest.raises(Refused) as refused:
+        guard.check_host(_request(headers={"host": "rebound.example:8321"}))
+    assert refused.value.status == 400
+    guard.check_host(_request(headers={"host": "localhost:8321"}))
+
+
+def test_only_loopback_serves_without_a_chosen_token() -> None:
+    assert bind_check("127.0.0.1", False) == LOOPBACK_HOSTS
+    assert bind_check("::1", False) == LOOPBACK_HOSTS
+    assert is_loopback("127.0.0.2") and not is_loopback("0.0.0.0")
+    with pytest.raises(ConfigError, match="token"):
+        bind_check("0.0.0.0", False)
+    assert bind_check("0.0.0.0", True) is None
+
+
+async def test_live_notices_are_coalesced_and_end_on_close() -> None:
+    live = Broadcaster(overview_every=0.05, tags_every=0.01)
+    stream = live.stream()
+    assert await anext(stream) == "retry: 2000\n\n"
+    waiting = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)
+    live.changed({"b"})
+    live.changed({"a", "<x>"})
+    live.overview()
+    assert await asyncio.wait_for(waiting, 2) == 'event: changed\ndata: ["<x>", "a", "b"]\n\n'
+    assert await asyncio.wait_for(anext(stream), 2) == "event: overview\ndata: \n\n"
+    ending = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)
+    live.close()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(ending, 2)
+    assert live.subscribers == 0
+
+
+def test_what_the_pages_print() -> None:
+    assert when(1_800_000_000.25) == "2027-01-15 08:00:00.250Z"
+    assert [duration(s) for s in (0.012, 1.5, 243, 7500, 200_000)] == [
+        "12 ms",
+        "1.50 s",
+        "4 min 3 s",
+        "2 h 5 min",
+        "2 d 7 h",
+    ]
+    assert url("/", "chain", tag="a/b c&d=<e>") == "/chain?tag=a%2Fb+c%26d%3D%3Ce%3E"
+    chart = per_minute([(NOW + 60 * i, i, 1) for i in range(60)])
+    assert chart.top == 100 and len(chart.bars) == 60 and chart.labels[-1][2] == "end"
+
+
+class FakeIndex:
+    """An index of the shape DynamoDB Query answers: per shard, sorted; Limit counts the
+    entries examined, a filter drops entries after that, LastEvaluatedKey is the last one
+    examined."""
+
+    def __init__(self, entries: dict[int, list[tuple[float, str]]]) -> None:
+        self.entries = {shard: sorted(found) for shard, found in entries.items()}
+        self.queries = 0
+
+    async def query(self, **request: object) -> dict[str, object]:
+        self.queries += 1
+        values = request["ExpressionAttributeValues"]
+        assert isinstance(values, dict)
+        shard = int(values[":s"]["N"])
+        rows = list(self.entries.get(shard, []))
+        if request.get("ScanIndexForward") is False:
+            rows.reverse()
+        start = request.get("ExclusiveStartKey")
+        if isinstance(start, dict):
+            position = (float(start["due_at"]["N"]), start["tagID"]["S"])
+            rows = rows[rows.index(position) + 1 :]
+        limit = request["Limit"]
+        assert isinstance(limit, int)
+        examined, more = rows[:limit], len(rows) > limit
+        prefix = values.get(":p", {"S": ""})["S"]
+        items = [
+            {"tagID": {"S": tag}, "open_shard": {"N": str(shard)}, "due_at": {"N": repr(due)}}
+            for due, tag in examined
+            if tag.startswith(prefix)
+        ]
+        answer: dict[str, object] = {"Items": items}
+        if more:
+            due, tag = examined[-1]
+            answer["LastEvaluatedKey"] = {
+                "tagID": {"S": tag},
+                "open_shard": {"N": str(shard)},
+                "due_at": {"N": repr(due)},
+            }
+        return answer
+
+
+@pytest.mark.parametrize("prefix", ["", "a/", "b/7"])
+@pytest.mark.parametrize("size", [1, 7, 50])
+async def test_pages_merge_the_shards_in_one_order_each_entry_once(prefix: str, size: int) -> None:
+    import random
+
+    from xor_ack_dynamodb.dashboard.inventory import Inventory
+
+    rng = random.Random(size)
+    entries: dict[int, list[tuple[float, str]]] = {s: [] for s in range(INVENTORY_SHARDS)}
+    for i in range(700):
+        tag = f"{rng.choice('ab')}/{i}"
+        entries[rng.randrange(INVENTORY_SHARDS)].append((float(rng.randrange(10_000)), tag))
+    index = FakeIndex(entries)
+    inventory = Inventory(index, "t", "tagID")
+    expected = sorted(e for found in entries.values() for e in found if e[1].startswith(prefix))
+    got: list[tuple[float, str]] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = await inventory.page("open", size=size, cursor=cursor, prefix=prefix, budget=64)
+        got += [(entry.sort, entry.tag) for entry in page.entries]
+        assert page.queries <= 64
+        pages += 1
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert sorted(got) == expected and len(set(got)) == len(got)  # each entry once
+    assert [due for due, _ in got] == sorted(due for due, _ in got)  # one order (ties: any)
+    assert pages <= len(expected) // size + 2  # full pages, whatever the filter
+    if prefix == "b/7":  # rare matches: shards examined past them are not queried again
+        assert index.queries <= 16 * 3
+
+
+async def test_a_prefix_page_queries_a_shard_again_only_when_it_must() -> None:
+    """100 matches among 24,000 entries, due first, in one shard: one query per shard finds
+    them, and the shards examined past them (no match) are not queried again to prove it."""
+    from xor_ack_dynamodb.dashboard.inventory import Inventory
+
+    entries: dict[int, list[tuple[float, str]]] = {s: [] for s in range(INVENTORY_SHARDS)}
+    for i in range(24_000):
+        early = i < 100
+        tag = f"hit/{i}" if early else f"other/{i}"
+        shard = 0 if early else i % INVENTORY_SHARDS  # the hits in one shard, the rest in all
+        entries[shard].append((float(i if early else 1000 + i), tag))
+    index = FakeIndex(entries)
+    page = await Inventory(index, "t", "tagID").page("open", size=50, prefix="hit/")
+    assert [entry.tag for entry in page.entries] == [f"hit/{i}" for i in range(50)]
+    assert page.queries == index.queries == INVENTORY_SHARDS

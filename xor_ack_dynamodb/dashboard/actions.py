@@ -1,0 +1,160 @@
+"""The operator's actions: fail a chain, touch it, sweep now, replay a fleet job.
+
+Each is two steps: a GET that shows what will happen and asks to confirm (a form), and
+the POST of that form, checked before anything is read or written: a session opened
+with the token, the session's CSRF token, the same origin, not ``--read-only``, a form
+of at most 64 KiB, every field valid.  A refused POST changes nothing.  Each action is
+one call of the public client, so its guarantees are the library's: ``fail`` fails only
+the generation the page showed (``chain_id``), ``touch`` only extends a deadline, a
+sweep fails each overdue chain once, a replay refuses a live or acked chain.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from xor_ack_dynamodb.fleet import Fleet, Message
+
+from .pages import context, dashboard_of, status_word, tag_param
+from .render import base_of, url
+from .security import Refused
+
+MAX_FORM = 64 * 1024
+MAX_REASON = 1024
+MAX_PAYLOAD = 32 * 1024
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """The POSTed form (``application/x-www-form-urlencoded``), read and checked."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise Refused(415, "Unsupported form", "actions take the dashboard's own forms only")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            raise Refused(413, "Form too large", f"a form is at most {MAX_FORM // 1024} KiB")
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Refused(400, "Bad form", "the form is not UTF-8 URL-encoded") from exc
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        form.setdefault(name, value)
+    return form
+
+
+async def checked_form(request: Request) -> dict[str, str]:
+    dashboard = dashboard_of(request)
+    form = await form_of(request)
+    dashboard.guard.check_action(request, form, dashboard.config.read_only)
+    return form
+
+
+def _seconds(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise Refused(400, f"Bad {name}", f"{name} is a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise Refused(400, f"Bad {name}", f"{name} is a number of seconds above 0")
+    return value
+
+
+def _refuse_when_read_only(request: Request) -> None:
+    if dashboard_of(request).config.read_only:
+        raise Refused(403, "Read-only", "this dashboard runs with --read-only: no actions")
+
+
+async def confirm(request: Request) -> Response:
+    """GET /actions/{action}: what the action will do, and its form."""
+    _refuse_when_read_only(request)
+    dashboard = dashboard_of(request)
+    action = request.path_params["action"]
+    values: dict[str, Any] = {"action": action}
+    if action == "sweep":
+        values["overdue"] = next((c for c in dashboard.counts() if c.status == "overdue"), None)
+    else:
+        tag = tag_param(request)
+        state = await dashboard.ack.get(tag)
+        values.update(tag=tag, state=state, word=status_word(state, dashboard.clock()))
+        if action == "replay":
+            if not dashboard.config.replays:
+                raise Refused(404, "No replays", "this dashboard was started without a queue")
+            values["payload_given"] = dashboard.config.replay_payload is not None
+    return dashboard.renderer.render(request, "confirm.html", context(request, "confirm", **values))
+
+
+def _back_to_chain(request: Request, tag: str, done: str) -> Response:
+    return RedirectResponse(url(base_of(request), "chain", tag=tag, done=done), status_code=303)
+
+
+async def fail(request: Request) -> Response:
+    form = await checked_form(request)
+    dashboard = dashboard_of(request)
+    tag = tag_param(request, form)
+    reason = form.get("reason", "").strip() or "failed"
+    if len(reason) > MAX_REASON:
+        raise Refused(400, "Reason too long", f"a reason is at most {MAX_REASON} characters")
+    try:
+        chain_id = bytes.fromhex(form.get("chain_id", ""))
+    except ValueError:
+        raise Refused(400, "Bad chain id", "chain_id is the hex id the page showed") from None
+    if not chain_id:
+        raise Refused(400, "No chain id", "fail a chain from its page (it names the chain)")
+    await dashboard.ack.fail(tag, reason, chain_id=chain_id)
+    dashboard.request_count()
+    return _back_to_chain(request, tag, "failed")
+
+
+async def touch(request: Request) -> Response:
+    form = await checked_form(request)
+    dashboard = dashboard_of(request)
+    tag = tag_param(request, form)
+    text = form.get("timeout", "").strip()
+    timeout = _seconds(text, "timeout") if text else None
+    await dashboard.ack.touch(tag, timeout=timeout)
+    dashboard.request_count()
+    return _back_to_chain(request, tag, "touched")
+
+
+async def sweep(request: Request) -> Response:
+    await checked_form(request)
+    dashboard = dashboard_of(request)
+    failed = await dashboard.ack.sweep()
+    dashboard.request_count()
+    values = context(request, "swept", failed=failed)
+    return dashboard.renderer.render(request, "swept.html", values)
+
+
+async def replay(request: Request) -> Response:
+    form = await checked_form(request)
+    dashboard = dashboard_of(request)
+    send = dashboard.replay_send
+    if not dashboard.config.replays or send is None:
+        raise Refused(404, "No replays", "this dashboard was started without a queue")
+    tag = tag_param(request, form)
+    if dashboard.config.replay_payload is not None:
+        payload = dashboard.config.replay_payload(tag)
+    else:
+        text = form.get("payload", "")
+        if len(text) > MAX_PAYLOAD:
+            raise Refused(400, "Payload too large", f"at most {MAX_PAYLOAD // 1024} KiB of JSON")
+        try:
+            payload = json.loads(text)
+        except ValueError as exc:
+            raise Refused(400, "Payload is not JSON", f"the root payload: {exc}") from None
+    fleet = Fleet(dashboard.ack, handler=_never_handles, send=send)
+    await fleet.replay(tag, payload)
+    dashboard.request_count()
+    return _back_to_chain(request, tag, "replayed")
+
+
+def _never_handles(message: Message) -> None:  # pragma: no cover - a replay only submits
+    raise RuntimeError("the dashboard's fleet only replays jobs")

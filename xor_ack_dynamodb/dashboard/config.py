@@ -1,0 +1,127 @@
+"""What a dashboard is told: its table, its access token, what it may do, its limits.
+
+:class:`DashboardConfig` is checked once, when it is made, so a dashboard that starts is
+one whose settings make sense: a token when it listens beyond loopback, sizes above zero.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
+
+if TYPE_CHECKING:
+    from xor_ack_dynamodb.fleet import Envelope
+
+#: Sends a replayed job's root message (``xor_ack_dynamodb.fleet.SqsSender`` is one).
+Send = Callable[[Sequence["Envelope"]], Awaitable[None]]
+#: The Host names a dashboard bound to loopback answers to (anything else: DNS rebinding).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: A token shorter than this is refused: it guards every page and action.
+MIN_TOKEN_LENGTH = 16
+
+
+class ConfigError(ValueError):
+    """A dashboard setting that cannot work (a bind address without a token, a size of 0)."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine reaches: 127.0.0.0/8, ::1, ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def new_token() -> str:
+    """A random access token (32 URL-safe characters, 192 bits)."""
+    return secrets.token_urlsafe(24)
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    """The settings of one dashboard; see docs/dashboard.md.
+
+    ``token`` guards every page and action (``None``: a random one, see
+    :attr:`token`).  ``allowed_hosts``: the ``Host`` names requests may carry (``None``:
+    any; a dashboard bound to loopback answers to :data:`LOOPBACK_HOSTS` only).
+    ``count_every``: the least seconds between two counts of the indexes (a count of
+    100,000 entries takes a few seconds on DynamoDB Local, and the next waits five times
+    as long as the last took).  ``replay_send``: how a fleet job's replay sends its root
+    message; without it (and without ``replay_queue_url``) replays are not offered.
+    """
+
+    table: str = DEFAULT_TABLE
+    partition_key: str = TableSpec().partition_key
+    endpoint_url: str | None = None
+    region_name: str | None = None
+    token: str = field(default_factory=new_token, repr=False)
+    read_only: bool = False
+    allowed_hosts: tuple[str, ...] | None = None
+    count_every: float = 5.0
+    page_size: int = 50
+    #: Query requests one list page may send (a filter that matches little stops there).
+    query_budget: int = 64
+    #: Tags whose history (from the stream) is kept, and entries per tag.
+    history_tags: int = 100_000
+    history_entries: int = 40
+    #: Seconds between two reads of the stream's shards once caught up.
+    stream_interval: float = 0.5
+    replay_send: Send | None = field(default=None, repr=False)
+    replay_queue_url: str | None = None
+    sqs_endpoint_url: str | None = None
+    #: How a replay's root payload is made from the tag (else the form asks for JSON).
+    replay_payload: Callable[[str], Any] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        TableSpec(name=self.table, partition_key=self.partition_key)  # InvalidTableSpec
+        if not isinstance(self.token, str) or len(self.token) < MIN_TOKEN_LENGTH:
+            raise ConfigError(
+                f"the access token must be at least {MIN_TOKEN_LENGTH} characters "
+                "(leave it out for a random one)"
+            )
+        if not self.token.isprintable() or any(c.isspace() for c in self.token):
+            raise ConfigError("the access token must be printable, without spaces")
+        for name in ("count_every", "stream_interval"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be above 0 seconds, not {getattr(self, name)!r}")
+        for name, least, most in (
+            ("page_size", 1, 500),
+            ("query_budget", 16, 10_000),
+            ("history_tags", 1, 10_000_000),
+            ("history_entries", 2, 10_000),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+                raise ConfigError(f"{name} must be an int from {least} to {most}, not {value!r}")
+
+    @property
+    def replays(self) -> bool:
+        """Does this dashboard offer a fleet job's replay?"""
+        return not self.read_only and (
+            self.replay_send is not None or self.replay_queue_url is not None
+        )
+
+
+def bind_check(host: str, token_given: bool) -> tuple[str, ...] | None:
+    """The Host names to accept when serving on ``host``; ``ConfigError`` if it needs a token.
+
+    Loopback: only the loopback names (a page of another site that resolves its own name
+    to 127.0.0.1 is refused).  Any other address: reachable from elsewhere, so only with a
+    token the operator chose and can hand on (``--token`` or its environment variable).
+    """
+    if is_loopback(host):
+        return LOOPBACK_HOSTS
+    if not token_given:
+        raise ConfigError(
+            f"serving on {host} makes the dashboard reachable from other machines: give it "
+            "an access token (--token or XOR_ACK_DASHBOARD_TOKEN, at least "
+            f"{MIN_TOKEN_LENGTH} characters), or serve on 127.0.0.1"
+        )
+    return None

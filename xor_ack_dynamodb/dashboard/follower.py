@@ -1,0 +1,148 @@
+"""The table's stream, read in a thread: windows, histories and live notices from it.
+
+``xor_ack_dynamodb.events.StreamReader`` polls every shard (boto3, blocking), so it runs
+in a thread of its own.  It reads the stream from its oldest record (24 hours: the
+windows fill at once), then follows it every ``interval`` seconds; whether it has caught
+up is its first round with nothing more to give.  For each record it decodes the events,
+adds them to the windows and the counts, adds the record to its tag's history, and tells
+the event loop which tags changed (the open pages refresh the chains they show).
+
+A stream that cannot be read (none on the table, an error) is shown on the overview and
+tried again; the dashboard works without it, with no windows and no histories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xor_ack_dynamodb import events
+
+from .history import Entry, History, entries_of, is_chain_record
+from .windows import Windows, WindowsView
+
+log = logging.getLogger("xor_ack_dynamodb.dashboard")
+#: Seconds between two looks for new shards, and before reading again after an error.
+REFRESH_SHARDS = 10.0
+RETRY = 5.0
+#: Records added to the windows and histories per hold of the lock.
+CHUNK = 100
+
+
+@dataclass
+class StreamStatus:
+    arn: str | None = None
+    caught_up: bool = False
+    records: int = 0
+    not_chains: int = 0  #: records of other items (a fleet's markers), skipped
+    corrupt: int = 0
+    error: str | None = None
+    since: float | None = None
+
+
+@dataclass
+class Follower:
+    """Reads the stream of one table until :meth:`stop`; thread-safe views of what it saw."""
+
+    streams: Any
+    partition_key: str
+    windows: Windows
+    history: History
+    #: Called on the event loop with the new events and the tags that changed.
+    on_records: Callable[[list[events.ChainEvent], set[str], bool], None]
+    loop: asyncio.AbstractEventLoop
+    interval: float = 0.5
+    status: StreamStatus = field(default_factory=StreamStatus)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self, arn: str) -> None:
+        self.status.arn = arn
+        self.status.since = time.time()
+        self._thread = threading.Thread(
+            target=self._run, args=(arn,), name="xor-ack-dashboard-stream", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def view(self, now: float) -> WindowsView:
+        with self._lock:
+            return self.windows.view(now)
+
+    def story(self, tag: str) -> Any:
+        with self._lock:
+            return self.history.of(tag)
+
+    def _run(self, arn: str) -> None:
+        while not self._stop.is_set():
+            try:
+                self._follow(arn)
+            except Exception as exc:  # a network error, a stream gone: shown, tried again
+                self.status.error = f"{type(exc).__name__}: {exc}"
+                log.warning("reading the stream failed (again in %.0f s): %s", RETRY, exc)
+                self._stop.wait(RETRY)
+
+    def _follow(self, arn: str) -> None:
+        reader = events.StreamReader(self.streams, arn, from_start=True)
+        reader.refresh()
+        last_refresh = time.monotonic()
+        while not self._stop.is_set():
+            records, more = reader.poll()
+            self.status.error = None
+            if records:
+                self._take(records)
+            if not more:
+                if not self.status.caught_up:
+                    self.status.caught_up = True
+                    self._notify([], set(), True)
+                self._stop.wait(self.interval)
+            if time.monotonic() - last_refresh > REFRESH_SHARDS:
+                reader.refresh()
+                last_refresh = time.monotonic()
+
+    def _take(self, records: list[dict[str, Any]]) -> None:
+        """Decode the records outside the lock (the slow part), then add them under it, a
+        chunk at a time: a page that asks for the windows waits for one chunk at most."""
+        found: list[events.ChainEvent] = []
+        tags: set[str] = set()
+        decoded: list[tuple[str, list[events.ChainEvent], list[Entry]]] = []
+        for raw in records:
+            self.status.records += 1
+            try:
+                record = events.parse(raw)
+                if not is_chain_record(record):
+                    self.status.not_chains += 1
+                    continue
+                chain_events = events.events_of(record, self.partition_key)
+            except events.CorruptRecord:
+                self.status.corrupt += 1
+                continue
+            tag = record.keys.get(self.partition_key, {}).get("S")
+            if not isinstance(tag, str):
+                self.status.corrupt += 1
+                continue
+            decoded.append((tag, chain_events, entries_of(record, chain_events)))
+            found.extend(chain_events)
+            tags.add(tag)
+        for start in range(0, len(decoded), CHUNK):
+            with self._lock:
+                for tag, chain_events, entries in decoded[start : start + CHUNK]:
+                    self.windows.extend(chain_events)
+                    self.history.add(tag, entries)
+        self._notify(found, tags, self.status.caught_up)
+
+    def _notify(self, found: list[events.ChainEvent], tags: set[str], live: bool) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.on_records, found, tags, live)
+        except RuntimeError:  # the loop closed: the dashboard is stopping
+            self._stop.set()

@@ -1,0 +1,230 @@
+"""One dashboard's moving parts: the client, the stream follower, the counts, live notices.
+
+:class:`Dashboard` is what a user makes (``Dashboard(table=...)``) and mounts
+(``dashboard.app``).  Its background work (the DynamoDB client, the counting task, the
+stream thread) starts with the app's lifespan, or on the first request when the app is
+mounted inside another (Starlette does not run a mounted app's lifespan), and stops with
+:meth:`close` / the lifespan's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+from xor_ack_dynamodb import XorAckDynamoDB, events
+
+from .config import DashboardConfig, Send
+from .counts import Count, Counts
+from .follower import Follower, StreamStatus
+from .history import History, Story
+from .inventory import Inventory
+from .live import Broadcaster
+from .render import Renderer
+from .security import Guard
+from .windows import Windows, WindowsView
+
+log = logging.getLogger("xor_ack_dynamodb.dashboard")
+
+
+class Dashboard:
+    """A dashboard of one chain table; ``.app`` is its ASGI application.
+
+    Takes a :class:`DashboardConfig`, or its fields as keyword arguments.
+    """
+
+    def __init__(self, config: DashboardConfig | None = None, **options: Any) -> None:
+        self.config = replace(config, **options) if config else DashboardConfig(**options)
+        self.guard = Guard(self.config.token, self.config.allowed_hosts)
+        self.renderer = Renderer(
+            table=self.config.table, read_only=self.config.read_only, page="", csrf=""
+        )
+        self.live = Broadcaster()
+        self.clock: Callable[[], float] = time.time
+        self.windows = Windows()
+        self.history = History(self.config.history_tags, self.config.history_entries)
+        self.stream = StreamStatus()
+        self._ack: XorAckDynamoDB | None = None
+        self._inventory: Inventory | None = None
+        self._counts: Counts | None = None
+        self._follower: Follower | None = None
+        self._stack: AsyncExitStack | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._starting = asyncio.Lock()
+        self.replay_send: Send | None = self.config.replay_send
+        self._view: tuple[float, WindowsView] | None = None
+        from .app import build_app  # the routes need the class: built after it
+
+        self.app = build_app(self)
+
+    @property
+    def token(self) -> str:
+        return self.config.token
+
+    def login_url(self, base_url: str) -> str:
+        """``base_url`` (where the dashboard is served) with the token: opens a session."""
+        return f"{base_url.rstrip('/')}/?token={self.config.token}"
+
+    # -- the parts the pages use ----------------------------------------------------------
+
+    @property
+    def ack(self) -> XorAckDynamoDB:
+        if self._ack is None:
+            raise RuntimeError("the dashboard is not started")
+        return self._ack
+
+    @property
+    def inventory(self) -> Inventory:
+        if self._inventory is None:
+            raise RuntimeError("the dashboard is not started")
+        return self._inventory
+
+    def counts(self) -> list[Count]:
+        return [] if self._counts is None else self._counts.now()
+
+    @property
+    def counts_error(self) -> str | None:
+        return None if self._counts is None else self._counts.error
+
+    def request_count(self) -> None:
+        if self._counts is not None:
+            self._counts.request()
+
+    def windows_view(self) -> WindowsView:
+        """The windows, computed at most once a second (a page, its fragment, the bench)."""
+        now = self.clock()
+        if self._view is not None and now - self._view[0] < 1.0:
+            return self._view[1]
+        view = self._follower.view(now) if self._follower else self.windows.view(now)
+        self._view = (now, view)
+        return view
+
+    def story(self, tag: str) -> Story | None:
+        if self._follower is not None:
+            found: Story | None = self._follower.story(tag)
+            return found
+        return self.history.of(tag)
+
+    # -- starting and stopping --------------------------------------------------------------
+
+    async def ensure_started(self) -> None:
+        if self._stack is not None:
+            return
+        async with self._starting:
+            if self._stack is None:
+                await self._start()
+
+    async def _start(self) -> None:
+        config = self.config
+        stack = AsyncExitStack()
+        try:
+            self._ack = await stack.enter_async_context(
+                XorAckDynamoDB.connect(
+                    table=config.table,
+                    partition_key=config.partition_key,
+                    endpoint_url=config.endpoint_url,
+                    region_name=config.region_name,
+                )
+            )
+            if self.replay_send is None and config.replay_queue_url and not config.read_only:
+                from xor_ack_dynamodb.fleet import SqsSender, sqs_client
+
+                sqs = await stack.enter_async_context(
+                    sqs_client(endpoint=config.sqs_endpoint_url, region_name=config.region_name)
+                )
+                self.replay_send = SqsSender(sqs, config.replay_queue_url)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        self._inventory = Inventory(
+            self._ack.client, config.table, config.partition_key, self.clock
+        )
+        self._counts = Counts(
+            self._inventory, config.count_every, self.clock, on_change=self.live.overview
+        )
+        self._tasks.append(asyncio.create_task(self._counts.run(), name="dashboard-counts"))
+        self._tasks.append(asyncio.create_task(self._start_stream(), name="dashboard-stream"))
+
+    async def _start_stream(self) -> None:
+        """Find the table's stream and start following it (or say why not, and retry)."""
+        while True:
+            try:
+                description = await self.ack.client.describe_table(TableName=self.config.table)
+                arn = description["Table"].get("LatestStreamArn")
+                enabled = description["Table"].get("StreamSpecification", {}).get("StreamEnabled")
+                if not arn or enabled is False:
+                    self.stream.error = (
+                        f"table {self.config.table} has no stream: no windows, no histories "
+                        "(`xor-ack table upgrade` adds it)"
+                    )
+                    return
+                streams = await asyncio.to_thread(
+                    events.streams_client, self.config.endpoint_url, self.config.region_name
+                )
+                follower = Follower(
+                    streams,
+                    self.config.partition_key,
+                    self.windows,
+                    self.history,
+                    self._on_records,
+                    asyncio.get_running_loop(),
+                    self.config.stream_interval,
+                    self.stream,
+                )
+                follower.start(str(arn))
+                self._follower = follower
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.stream.error = f"{type(exc).__name__}: {exc}"
+                log.warning("finding the table's stream failed: %s", exc)
+                await asyncio.sleep(5.0)
+
+    def _on_records(self, found: list[events.ChainEvent], tags: set[str], live: bool) -> None:
+        if self._counts is not None:
+            self._counts.note(found)
+        self._view = None
+        if live:
+            self.live.changed(tags)
+            self.live.overview()
+
+    async def close(self) -> None:
+        """Stop the background work and close the client."""
+        self.live.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self._follower is not None:
+            await asyncio.to_thread(self._follower.stop)
+            self._follower = None
+        if self._stack is not None:
+            await self._stack.aclose()
+            self._stack = None
+        self._ack = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Dashboard]:
+        """Started on entry, closed on exit: for a host app's lifespan."""
+        await self.ensure_started()
+        try:
+            yield self
+        finally:
+            await self.close()
+
+    @asynccontextmanager
+    async def lifespan(self, app: object) -> AsyncIterator[None]:
+        """A Starlette ``lifespan=`` that runs this dashboard with the host app (it adds
+        nothing to the app's state)."""
+        async with self.running():
+            yield

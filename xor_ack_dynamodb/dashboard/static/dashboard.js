@@ -1,0 +1,122 @@
+// xor-ack dashboard: live updates without a reload. The server says what changed
+// (server-sent events at <base>live); this script fetches the page's live part again
+// (?partial=1), HTML rendered and escaped by the server, and swaps it in.
+// Nothing here builds HTML from data.
+(function () {
+  "use strict";
+  var body = document.body;
+  var base = body.getAttribute("data-base") || "/";
+  var live = document.getElementById("live");
+  var dot = document.getElementById("live-state");
+  var pending = null;
+  var inFlight = false;
+  var again = false;
+
+  function partialUrl() {
+    var url = new URL(window.location.href);
+    url.searchParams.set("partial", "1");
+    url.searchParams.delete("done");
+    return url.toString();
+  }
+
+  function refresh() {
+    if (!live) { return; }
+    if (inFlight) { again = true; return; }
+    inFlight = true;
+    fetch(partialUrl(), { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (html !== null) { live.innerHTML = html; tick(); }
+      })
+      .catch(function () {})
+      .then(function () {
+        inFlight = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  // A list swaps in the rows of the chains the stream wrote, rendered by the server
+  // (one read by tag, no index query); a row whose tag it does not find stays as it is.
+  function refreshRows(tags) {
+    var url = new URL(base + "rows", window.location.href);
+    url.searchParams.set("status", live.getAttribute("data-rows"));
+    for (var i = 0; i < tags.length; i++) { url.searchParams.append("tag", tags[i]); }
+    fetch(url.toString(), { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (html === null) { return; }
+        var holder = document.createElement("template");
+        holder.innerHTML = html;
+        var fresh = holder.content.querySelectorAll("tr[data-tag]");
+        var shown = live.querySelectorAll("tr[data-tag]");
+        for (var i = 0; i < fresh.length; i++) {
+          for (var j = 0; j < shown.length; j++) {
+            if (shown[j].getAttribute("data-tag") === fresh[i].getAttribute("data-tag")) {
+              shown[j].replaceWith(fresh[i].cloneNode(true));
+            }
+          }
+        }
+        tick();
+      })
+      .catch(function () {});
+  }
+
+  function soon(delay) {
+    if (pending !== null) { return; }
+    pending = window.setTimeout(function () { pending = null; refresh(); }, delay);
+  }
+
+  function shownTags() {
+    var found = {};
+    if (!live) { return found; }
+    var nodes = live.querySelectorAll("[data-tag]");
+    for (var i = 0; i < nodes.length; i++) { found[nodes[i].getAttribute("data-tag")] = true; }
+    return found;
+  }
+
+  function duration(seconds) {
+    var s = Math.abs(seconds);
+    if (s < 60) { return s.toFixed(0) + " s"; }
+    if (s < 3600) { return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s"; }
+    if (s < 86400) { return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min"; }
+    return Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
+  }
+
+  // "in 4 min 3 s" / "overdue by 2 s" next to deadlines and TTLs, kept current.
+  function tick() {
+    var now = Date.now() / 1000;
+    var nodes = document.querySelectorAll(".rel[data-at]");
+    for (var i = 0; i < nodes.length; i++) {
+      var at = parseFloat(nodes[i].getAttribute("data-at"));
+      if (isNaN(at)) { continue; }
+      var left = at - now;
+      var isDeadline = nodes[i].getAttribute("data-kind") === "deadline";
+      nodes[i].textContent = left >= 0 ? "in " + duration(left)
+        : (isDeadline ? "overdue by " : "") + duration(-left) + (isDeadline ? "" : " ago");
+    }
+  }
+
+  if (window.EventSource && live) {
+    var source = new EventSource(base + "live");
+    source.onopen = function () { if (dot) { dot.className = "live-state on"; } };
+    source.onerror = function () { if (dot) { dot.className = "live-state off"; } };
+    source.addEventListener("overview", function () {
+      if (live.getAttribute("data-refresh") === "overview") { soon(50); }
+    });
+    source.addEventListener("changed", function (event) {
+      if (live.getAttribute("data-refresh") !== "tags") { return; }
+      var tags;
+      try { tags = JSON.parse(event.data); } catch (e) { return; }
+      var shown = shownTags();
+      var hits = [];
+      for (var i = 0; i < tags.length; i++) {
+        if (Object.prototype.hasOwnProperty.call(shown, tags[i])) { hits.push(tags[i]); }
+      }
+      if (!hits.length) { return; }
+      if (live.hasAttribute("data-rows") && hits.length <= 100) { refreshRows(hits); } else { soon(20); }
+    });
+    source.addEventListener("resync", function () { soon(100); });
+  }
+  window.setInterval(tick, 1000);
+  tick();
+})();
