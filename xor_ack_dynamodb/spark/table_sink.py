@@ -4,15 +4,15 @@ The rounds stage their rows in a hidden folder beside the table's database
 (``LOCATION/.xor-ack-RUN``; the warehouse folder when the catalog says no
 location; ``work_dir`` when given), on the side where Spark runs.  After the last
 round the acked rounds' rows go to the table in **one** write through the
-session's catalog: appended (``DataFrameWriterV2.append``, so the table's own
-format, whatever it is, takes them), or created with the sink's format when the
-table does not exist (``saveAsTable``).  One Spark job commits them all or none,
-so a replayed input (only its acked round's rows are read) and a re-run task
-attempt (Spark's committer keeps one) are there once.  ``overwrite=True``
-replaces the table's rows (``insertInto(overwrite=True)``, by the table's column
-order).  As with a folder, the table is changed only when every input acked,
-unless ``Sink(partial=True)``: a second run of the inputs that failed then adds
-what the first did not, and nothing twice.
+session's catalog: inserted (``insertInto``, by the table's own column order, so
+its format, whatever it is, takes them: a v1 table rejects
+``DataFrameWriterV2.append``), or created with the sink's format when the table
+does not exist (``saveAsTable``).  One Spark job commits them all or none, so a
+replayed input (only its acked round's rows are read) and a re-run task attempt
+(Spark's committer keeps one) are there once.  ``overwrite=True`` replaces the
+table's rows (``insertInto(overwrite=True)``).  As with a folder, the table is
+changed only when every input acked, unless ``Sink(partial=True)``: a second run
+of the inputs that failed then adds what the first did not, and nothing twice.
 """
 
 from __future__ import annotations
@@ -60,12 +60,9 @@ class TableTarget:
         if not counts.complete and not self.sink.partial:
             return "kept"
         out = output.shaped(rows, self.sink)
-        if self.exists():
+        if self.exists():  # by the table's own column order: its format takes them as it is
             columns = self.spark.table(self.table).columns
-            if self.sink.overwrite:
-                out.select(*columns).write.insertInto(self.table, overwrite=True)
-            else:
-                out.writeTo(self.table).append()
+            out.select(*columns).write.insertInto(self.table, overwrite=self.sink.overwrite)
         else:
             writer = out.write.format(self.sink.format).options(**self.sink.options)
             if self.sink.partition_by:
