@@ -177,4 +177,8 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
         on_disk[word] += n
     assert dict(on_disk) == expected  # each file's rows in the table once
     assert sorted(p.name for p in out.parent.iterdir()) == ["counts"]  # no staging left
-    print({name: result[name]["seconds"] for name in ("folder", "table")})
+    stopped = result["stopped"]
+    assert "relative" in stopped["relative"] and "'relative/out'" in stopped["relative"]
+    assert stopped["rounds"] == 1 and "\n" not in stopped["missing"]
+    assert "xor_ack_module_nowhere" in stopped["missing"]
+    assert "the Spark Connect server's workers" in stopped["missing"]

@@ -3,7 +3,9 @@
 Everything it reads and writes is on the server's side: the corpus, the output
 folder, the table (in the server's ``spark.sql.warehouse.dir``).  The tests run it
 as an OS user that cannot read or write any of them, so any step the library took
-on the client's own disk would fail.
+on the client's own disk would fail.  Then two runs that must stop at once: one to
+a relative path (refused on the client), one whose function needs a module the
+server's workers do not have (one round, one line).
 
 ``python remote.py CORPUS OUTPUT TABLE --table CHAINS --endpoint URL [--fail-rate R --seed N]``
 with ``SPARK_REMOTE=sc://...`` set.
@@ -31,7 +33,14 @@ def main() -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from xor_ack_dynamodb.spark import FaultConfig, Sink, input_file, track
+    from xor_ack_dynamodb.spark import (
+        FaultConfig,
+        Incurable,
+        RelativePath,
+        Sink,
+        input_file,
+        track,
+    )
 
     parser = argparse.ArgumentParser()
     parser.add_argument("corpus")
@@ -70,17 +79,34 @@ def main() -> int:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
     to_table = track(spark, count_file, "word string, n long", Sink(table=args.table), **options)
     table_rows = spark.table(args.table).groupBy("word").agg(F.sum("n").alias("n")).collect()
+    stopped: dict[str, Any] = {}
+    try:
+        track(spark, count_file, "word string, n long", Sink("relative/out"), **options)
+    except RelativePath as exc:
+        stopped["relative"] = str(exc)
+    try:
+        options.update(source=None, key=None, keys=["a", "b", "c"], faults=None)
+        track(spark, needs_a_module, "word string, n long", Sink(args.output + "-2"), **options)
+    except Incurable as exc:
+        stopped["missing"] = str(exc)
+        stopped["rounds"] = len(getattr(exc.report, "rounds", []))
     print(
         json.dumps(
             {
                 "folder": to_folder.as_dict(),
                 "table": to_table.as_dict(),
                 "table_counts": {r["word"]: int(r["n"]) for r in table_rows},
-                "table_rows": spark.table(args.table).count(),
+                "stopped": stopped,
             }
         )
     )
     return 0
+
+
+def needs_a_module(key: str, rows: Any) -> Any:
+    import xor_ack_module_nowhere  # type: ignore[import-not-found]  # noqa: F401
+
+    return None
 
 
 if __name__ == "__main__":
