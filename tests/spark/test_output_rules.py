@@ -149,7 +149,8 @@ def test_workers_without_the_library_stop_the_run_in_one_round_and_keep_the_outp
 ) -> None:
     """The issue's case: a good run, then the same job with overwrite and workers whose
     Python lacks the library (PYSPARK_PYTHON: the same Python, without site's .pth files,
-    so the editable install of this checkout is not found)."""
+    so the editable install of this checkout is not found), then with a PYSPARK_PYTHON
+    that does not exist."""
     out = tmp_path / "o" / "out"
     assert track(local_spark, good, SCHEMA, Sink(str(out)), keys=KEYS, tracker=tracker).ok
     before = snapshot(out)
@@ -169,5 +170,7 @@ def test_workers_without_the_library_stop_the_run_in_one_round_and_keep_the_outp
     said = json.loads(run.stdout[run.stdout.index("{") :])
     for line in (said["check"], said["track"]):
         assert "\n" not in line and "xor_ack_dynamodb" in line and "pip install" in line
-    assert said["rounds"] == 1
+    assert said["track_rounds"] == 1
+    assert "cannot start Python '/nonexistent/python9'" in said["no_python"]
+    assert said["no_python_rounds"] == 1
     assert snapshot(out) == before
