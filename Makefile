@@ -22,7 +22,7 @@ DEV     := $(VENV)/.installed-dev
 BENCH   := $(VENV)/.installed-bench
 
 .PHONY: help doctor demo dashboard test check lint typecheck unit infra bench bench-memory \
-	bench-client bench-pipeline bench-inventory bench-dashboard clean dynamodb-local
+	bench-client bench-pipeline bench-inventory bench-dashboard clean dynamodb-local spark-jar
 
 help:
 	@echo "make demo    - generate a sample corpus and run the tracked Spark word count (faults injected)"
@@ -97,6 +97,22 @@ typecheck: $(DEV)
 
 infra: $(DEV)
 	CFN_LINT=$(VENV)/bin/cfn-lint CHECK_JSONSCHEMA=$(VENV)/bin/check-jsonschema .ci/validate-infra
+
+# The Spark library's file helper for Spark Connect servers (package data, committed): the
+# jar is rebuilt from its source with a JDK 17 (javac) against the installed PySpark's jars,
+# byte for byte the same for the same source (fixed dates); its manifest carries the source's
+# SHA-256, which tests/spark/test_units.py checks against the source.
+SPARK_JAVA := xor_ack_dynamodb/spark/java
+spark-jar: $(RUNTIME)
+	rm -rf $(SPARK_JAVA)/build && mkdir -p $(SPARK_JAVA)/build/classes
+	jars="$$($(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"; \
+	javac --release 17 -Xlint:all,-path -Werror -d $(SPARK_JAVA)/build/classes \
+		-cp "$$jars/*" $(SPARK_JAVA)/XorAckFiles.java
+	printf 'X-Source-SHA256: %s\n' "$$(sha256sum $(SPARK_JAVA)/XorAckFiles.java | cut -d' ' -f1)" \
+		> $(SPARK_JAVA)/build/MANIFEST.MF
+	jar --create --date=2026-01-01T00:00:00Z --file $(SPARK_JAVA)/xor-ack-files.jar \
+		--manifest $(SPARK_JAVA)/build/MANIFEST.MF -C $(SPARK_JAVA)/build/classes .
+	rm -rf $(SPARK_JAVA)/build
 
 # The Spark Connect client (pyspark-client, which conflicts with pyspark) in its own
 # virtualenv, for tests/spark/test_connect.py; the package itself comes from the checkout.

@@ -72,9 +72,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def connect_server(logs: Path) -> Iterator[str]:
-    """A Spark Connect server on ``local[2]`` (8 attempts per task): its ``sc://`` URL."""
+def connect_server(logs: Path, workdir: Path | None = None) -> Iterator[str]:
+    """A Spark Connect server on ``local[2]`` (8 attempts per task): its ``sc://`` URL.
+
+    ``workdir``: its working directory, which holds its warehouse (``warehouse/``) and
+    its logs too when given (the tests close it to other users: a client running as
+    one must not need it).
+    """
     port = free_port()
+    if workdir is not None:
+        logs = workdir / "logs"
+        logs.mkdir(exist_ok=True)
     log = logs / "connect-server.log"
     cmd = [
         "bash",
@@ -95,9 +103,16 @@ def connect_server(logs: Path) -> Iterator[str]:
         "--conf",
         "spark.sql.shuffle.partitions=8",
     ]
+    if workdir is not None:
+        cmd += ["--conf", f"spark.sql.warehouse.dir={workdir / 'warehouse'}"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            cmd, env=server_env(logs), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            env=server_env(logs),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=workdir,
         )
     try:
         wait_for_port(port, proc, log, timeout=240)

@@ -3,6 +3,10 @@
 The client is ``pyspark-client`` in its own virtualenv (it conflicts with the full
 ``pyspark``): ``.venv-connect`` (``make unit`` builds it) or ``XOR_ACK_CONNECT_PYTHON``.
 Outside CI a missing client venv skips with the way to make it; under ``CI=true`` it fails.
+
+The server's working folder (its logs, its warehouse, the remote test's corpus and
+output) is closed to other users: the remote test runs its client as another OS user
+(``users``), so that any step the library took on the client's own disk would fail.
 """
 
 from __future__ import annotations
@@ -10,15 +14,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
 from xor_ack_dynamodb.table import TableSpec
 
-from .conftest import independent_count, read_counts
+from .conftest import independent_count, make_corpus, read_counts
 from .servers import ROOT, connect_server
+from .users import User, client_user, python_for, run_as
 
 
 def client_python() -> Path:
@@ -36,9 +43,17 @@ def client_python() -> Path:
 
 
 @pytest.fixture(scope="module")
-def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's working folder, closed to every other user (root's, mode 700)."""
+    folder = tmp_path_factory.mktemp("connect-server")
+    folder.chmod(0o700)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def connect_url(server_dir: Path) -> Iterator[str]:
     client_python()  # skip (or fail under CI) before starting a server for nothing
-    with connect_server(tmp_path_factory.mktemp("connect-logs")) as url:
+    with connect_server(server_dir, workdir=server_dir) as url:
         yield url
 
 
@@ -104,3 +119,66 @@ def test_xor_ack_wordcount_remote_over_spark_connect(
     assert all(i["status"] == "acked" for i in report["inputs"])
     assert any(i["attempts"] > 1 for i in report["inputs"]), "no replay: the faults proved nothing"
     assert read_counts(out) == dict(independent_count(corpus))
+
+
+@pytest.fixture(scope="module")
+def other_user() -> Iterator[User]:
+    with client_user() as user:
+        yield user
+
+
+def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
+    connect_url: str,
+    server_dir: Path,
+    other_user: User,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The client runs as another OS user: the corpus, the output folder and the
+    warehouse are in the server's folder (mode 700, root's).  Every file step of the
+    run (listing, staging, manifest, rename, the commit check) must run on the server."""
+    corpus = make_corpus(server_dir / "remote-corpus")
+    (corpus / "part-1" / "a b+c%.txt").write_text("Odd name, words words\n", encoding="utf-8")
+    out = server_dir / "remote-out" / "counts"
+    out.parent.mkdir()
+    python, python_env = python_for(other_user, client_python(), tmp_path_factory.mktemp("py"))
+    env = {
+        **python_env,
+        "SPARK_REMOTE": connect_url,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), python_env.get("PYTHONPATH")])),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    looked = run_as(other_user, ["ls", str(out.parent)], env, 30)
+    assert looked.returncode != 0 and "Permission denied" in looked.stderr  # closed to it
+    argv = [
+        python, str(ROOT / "tests" / "spark" / "jobs" / "remote.py"),
+        str(corpus), str(out), "xa_remote.counts", "--table-of-chains", ddb_table.name,
+        "--endpoint", ddb_local_endpoint, "--fail-rate", "0.3", "--seed", "8",
+    ]  # fmt: skip
+    run = run_as(other_user, argv, env, 280)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result = json.loads(run.stdout)
+    expected = dict(independent_count(corpus))
+    for name in ("folder", "table"):
+        report = result[name]
+        assert [i["status"] for i in report["inputs"]] == ["acked"] * 13, name
+        assert report["output_state"] == "complete"
+    replayed = [i for r in ("folder", "table") for i in result[r]["inputs"] if i["attempts"] > 1]
+    assert replayed, "no replay: the faults proved nothing"
+    keys = {i["key"] for i in result["folder"]["inputs"]}
+    assert f"file:{corpus}/part-1/a b+c%.txt" in keys  # as the file is named, not URL-encoded
+    assert read_counts(out) == expected  # read here, as root
+    assert result["table_counts"] == expected  # read by the client, through Spark
+    table = ds.dataset(server_dir / "warehouse" / "xa_remote.db" / "counts").to_table()
+    on_disk: Counter[str] = Counter()
+    for word, n in zip(table["word"].to_pylist(), table["n"].to_pylist(), strict=True):
+        on_disk[word] += n
+    assert dict(on_disk) == expected  # each file's rows in the table once
+    assert sorted(p.name for p in out.parent.iterdir()) == ["counts"]  # no staging left
+    stopped = result["stopped"]
+    assert "relative" in stopped["relative"] and "'relative/out'" in stopped["relative"]
+    assert stopped["rounds"] == 1 and "\n" not in stopped["missing"]
+    assert "xor_ack_module_nowhere" in stopped["missing"]
+    assert "the Spark Connect server's workers" in stopped["missing"]

@@ -13,6 +13,8 @@ from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, read_counts
 from .servers import ROOT, server_env, standalone_cluster, submit
+from .test_poison import SCRIPT as POISON
+from .test_poison import check_poison_run
 
 SCRIPT = ROOT / "xor_ack_dynamodb" / "spark" / "examples" / "run_wordcount.py"
 
@@ -43,3 +45,18 @@ def test_wordcount_on_a_standalone_cluster_exact_under_faults(
     assert read_counts(out) == dict(independent_count(corpus))
     assert os.listdir(out)  # the committed output, nothing staged left beside it
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".counts.xor-ack-")]
+
+
+def test_one_raising_one_crashing_input_among_fifty_on_a_standalone_cluster(
+    cluster: str, tmp_path: Path, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """``test_poison``'s job through spark-submit: the crashing input's task is retried by
+    the cluster (8 attempts) before its job fails; the same ending."""
+    out = tmp_path / "out"
+    env = server_env(tmp_path)
+    env.update(AWS_REGION="us-east-1")
+    env.pop("PYSPARK_DRIVER_PYTHON", None)
+    args = [str(out), "--table", ddb_table.name, "--endpoint", ddb_local_endpoint]
+    run = submit(cluster, POISON, args, env, 280)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    check_poison_run(json.loads(run.stdout[run.stdout.index("{") :]), out)

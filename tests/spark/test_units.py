@@ -7,9 +7,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from xor_ack_dynamodb.spark import TrackingNotConfigured, chains_config
+from xor_ack_dynamodb.spark import RelativePath, Sink, TrackingNotConfigured, chains_config
+from xor_ack_dynamodb.spark import tracking as tracking_module
 from xor_ack_dynamodb.spark.digest import MOD, row_sum, rows_stamp
 from xor_ack_dynamodb.spark.keyed import Keyed
+from xor_ack_dynamodb.spark.paths import server_path
 
 
 class FakeConf:
@@ -48,6 +50,42 @@ def test_no_table_anywhere_is_an_error_that_says_where_to_name_one(
     with pytest.raises(TrackingNotConfigured, match=r"spark\.xorack\.table") as info:
         chains_config(FakeSession({}))
     assert info.value.code == "TrackingNotConfigured"
+
+
+def test_track_takes_the_partition_key_of_the_chains_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[Any] = []
+
+    class Job:
+        def __init__(self, spark: Any, spec: Any) -> None:
+            seen.append(spec)
+
+        def run(self) -> str:
+            return "ran"
+
+    monkeypatch.setattr(tracking_module, "TrackedJob", Job)
+    got = tracking_module.track(
+        FakeSession({}), len, "k string", Sink("/o"), keys=["a"], table="t-1", partition_key="pk"
+    )
+    assert got == "ran" and seen[0].tracker.partition_key == "pk"
+    assert seen[0].max_errors == 2
+
+
+def test_a_path_sent_to_a_connect_server_is_absolute_or_refused() -> None:
+    assert server_path("/data/out/", "the sink's folder") == "file:/data/out"
+    assert server_path("file:///data/out", "x") == "file:/data/out"
+    assert server_path("s3a://bucket/out", "x") == "s3a://bucket/out"
+    for relative in ("out", "./out", "file:out"):
+        with pytest.raises(RelativePath, match="its own working directory"):
+            server_path(relative, "the sink's folder")
+
+
+def test_a_sink_is_a_folder_or_a_table() -> None:
+    assert Sink(table="db.t").target == "table:db.t" and Sink("/o").target == "/o"
+    for wrong in ({}, {"path": "/o", "table": "db.t"}):
+        with pytest.raises(ValueError, match="a folder"):
+            Sink(**wrong)  # type: ignore[arg-type]
 
 
 def test_row_sum_ignores_order_and_splits_but_counts_duplicates() -> None:

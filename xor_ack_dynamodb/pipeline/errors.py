@@ -15,6 +15,7 @@ from ..spark.errors import (
     Refused,
     SparkTrackingError,
 )
+from ..spark.paths import MANIFEST, shown
 
 #: The base of every error of the word count: the Spark library's.
 PipelineError = SparkTrackingError
@@ -30,7 +31,44 @@ __all__ = [
     "ReportExists",
     "SampleExists",
     "TableMissing",
+    "in_command_terms",
 ]
+
+COMMAND = "xor-ack wordcount"
+
+
+def in_command_terms(exc: Refused) -> Refused:
+    """The library's refusal of an output, said with the command's options.
+
+    The library speaks of ``Sink(overwrite=True)``; the command's user passes
+    ``--output`` and ``--overwrite``.  Other refusals are returned as they are.
+    """
+    if isinstance(exc, OutputExists):
+        if exc.is_file:
+            said = (
+                f"output {exc.output} is a file: choose a folder name for --output that does "
+                "not exist"
+            )
+        else:
+            said = (
+                f"output {exc.output} exists and is not empty: choose another --output, or "
+                f"pass --overwrite to replace a folder that {COMMAND} wrote before"
+            )
+        return OutputExists(said, exc.output, exc.is_file)
+    if isinstance(exc, OutputNotOurs):
+        if exc.extra:
+            said = (
+                f"output {exc.output} holds {len(exc.extra)} entries {COMMAND} did not write "
+                f"({shown(list(exc.extra))}), so --overwrite does not replace it: move them "
+                "away or choose another --output"
+            )
+        else:
+            said = (
+                f"output {exc.output} was not written by {COMMAND} (no valid {MANIFEST}), so "
+                "--overwrite does not replace it: choose another --output"
+            )
+        return OutputNotOurs(said, exc.output, exc.extra)
+    return exc
 
 
 class TableMissing(PipelineError):

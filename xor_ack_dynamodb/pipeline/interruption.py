@@ -19,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..cli.errors import RefusedUsage, UserError, explain
 from ..errors import XorAckError
-from .errors import Refused
+from .errors import Refused, in_command_terms
 
 #: Exit status of an interrupted run (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
@@ -146,7 +146,8 @@ def ending(
             click.echo(interrupted(exc), err=True)
             exit_now(INTERRUPTED)
         except Refused as exc:
-            raise RefusedUsage(explain(exc) or str(exc)) from exc
+            said = in_command_terms(exc)
+            raise RefusedUsage(explain(said) or str(said)) from exc
         except FileNotFoundError as exc:
             raise UserError(str(exc)) from exc
         except (XorAckError, ClientError, BotoCoreError) as exc:

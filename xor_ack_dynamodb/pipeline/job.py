@@ -75,8 +75,9 @@ def _settings(spark: Any, opts: WordCountOptions) -> dict[str, Any]:
 
 
 def _totals(spark: Any, output: str) -> dict[str, int]:
-    """Words and distinct words in the counts written to ``output``."""
-    if is_remote(output):
+    """Words and distinct words in the counts written to ``output`` (read where Spark runs,
+    unless it is a local folder of classic Spark's driver)."""
+    if is_remote(output) or is_connect(spark):
         from pyspark.sql import functions as F
 
         row = (

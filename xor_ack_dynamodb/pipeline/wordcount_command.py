@@ -15,7 +15,7 @@ from ..cli.errors import RefusedUsage, UserError, explain
 from ..cli.options import check_endpoint, check_key, check_region, check_table
 from ..spark.paths import is_remote, judge_output, list_local, local_listing
 from .chains_table import _maybe_tracker
-from .errors import Refused
+from .errors import Refused, in_command_terms
 from .interruption import _interrupted, ending, session_name
 from .options import shown
 from .paths import check_paths, check_report, write_atomically
@@ -177,7 +177,8 @@ def wordcount(
     try:
         _check_before_spark(input_path, output, report_path, work_dir, overwrite)
     except Refused as exc:
-        raise RefusedUsage(explain(exc) or str(exc)) from exc
+        said = in_command_terms(exc)
+        raise RefusedUsage(explain(said) or str(said)) from exc
     job: WordCount | None = None
 
     def interrupted(exc: KeyboardInterrupt) -> str:

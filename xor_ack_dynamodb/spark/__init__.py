@@ -10,9 +10,11 @@ DataFrame API only, so the same code runs on ``local[*]``, a cluster
 
 from __future__ import annotations
 
+from .columns import input_file
 from .conf import chains_config
 from .errors import (
     BatchFailed,
+    Incurable,
     InputEmpty,
     InputMissing,
     InputRejected,
@@ -21,6 +23,7 @@ from .errors import (
     OutputNotOurs,
     OutputSchemaMismatch,
     Refused,
+    RelativePath,
     RemoteFilesUnsupported,
     RoundTimedOut,
     SparkTrackingError,
@@ -39,6 +42,7 @@ __all__ = [
     "BatchFailed",
     "EventSink",
     "FaultConfig",
+    "Incurable",
     "InputEmpty",
     "InputMissing",
     "InputRejected",
@@ -50,6 +54,7 @@ __all__ = [
     "OutputSchemaMismatch",
     "Process",
     "Refused",
+    "RelativePath",
     "RemoteFilesUnsupported",
     "RoundObserver",
     "RoundSummary",
@@ -61,6 +66,7 @@ __all__ = [
     "TrackerConfig",
     "TrackingNotConfigured",
     "chains_config",
+    "input_file",
     "track",
     "track_stream",
 ]

@@ -10,12 +10,12 @@ driver then stamps each chain with the stamp of its input's sum
 
 Two ways to the same sums:
 
-- a local folder (``/x``, ``file:/x``: ``local[*]``, a cluster on one file
-  system, a Spark Connect client beside its server, as ``Files`` commits them):
-  the driver reads the files with pyarrow and sums with numpy.  No Spark job:
-  scheduling one costs about a second whatever the data, most of what the check
-  took when it was one.
-- a Hadoop URI (``s3a://``, ``hdfs://``): a Spark aggregate, the lanes summed
+- a local folder (``/x``, ``file:/x``) on classic Spark (``local[*]``, a cluster
+  on one file system): the driver reads the files with pyarrow and sums with
+  numpy.  No Spark job: scheduling one costs about a second whatever the data,
+  most of what the check took when it was one.
+- a Hadoop URI (``s3a://``, ``hdfs://``), and any folder over Spark Connect (the
+  client may not see the server's disk): a Spark aggregate, the lanes summed
   exactly as decimals, one row per input collected.
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .digest import combine_lanes, lanes_sums_by
+from .files import is_connect
 from .paths import is_remote, local_path
 from .stages import HASH_HIGH, HASH_LOW, ID
 
@@ -37,7 +38,7 @@ def committed_sums(spark: Any, folder: str, staged_ddl: str) -> dict[int, int]:
     ``staged_ddl``: the staged rows' schema (for Spark's read of a Hadoop URI).  An
     input without a committed row is absent.
     """
-    if not is_remote(folder):
+    if not is_remote(folder) and not is_connect(spark):
         return local_sums_by(local_path(folder))
     staged = spark.read.schema(staged_ddl).parquet(folder)
     return spark_sums_by(staged.select(ID, HASH_HIGH, HASH_LOW), ID, HASH_HIGH, HASH_LOW)

@@ -23,11 +23,29 @@ class InputEmpty(Refused):
 
 class OutputExists(Refused):
     """The output exists and is not empty, and the sink was not asked to overwrite it
-    (``Sink(overwrite=True)``)."""
+    (``Sink(overwrite=True)``).  ``output``: the path; ``is_file``: a file is there."""
+
+    def __init__(self, message: str, output: str = "", is_file: bool = False) -> None:
+        super().__init__(message)
+        self.output = output
+        self.is_file = is_file
 
 
 class OutputNotOurs(Refused):
-    """Overwrite was asked, but the output is not a folder this library wrote (or holds more)."""
+    """Overwrite was asked, but the output is not a folder this library wrote (or holds more).
+
+    ``output``: the path; ``extra``: the entries this library did not write (empty when
+    there is no valid manifest at all)."""
+
+    def __init__(self, message: str, output: str = "", extra: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.output = output
+        self.extra = extra
+
+
+class RelativePath(Refused):
+    """A relative path given over Spark Connect: the server would resolve it in its own
+    working directory, not the client's; give an absolute path or a URI."""
 
 
 class TrackingNotConfigured(SparkTrackingError):
@@ -35,7 +53,22 @@ class TrackingNotConfigured(SparkTrackingError):
 
 
 class RemoteFilesUnsupported(SparkTrackingError):
-    """Staging and committing a Hadoop URI needs the JVM, which Spark Connect does not expose."""
+    """The Spark Connect server refused the library's file helper (a session artifact), so the
+    commit's file-system steps cannot run where Spark runs; the message says why."""
+
+
+class Incurable(SparkTrackingError):
+    """A round failed every input with an error that no replay cures: the run stops after it.
+
+    A module missing where the tasks run, a Python the executors cannot start, a function
+    that returns no table for any input.  The message says what to install or fix and where
+    (the client, the Spark Connect server, the workers); ``report`` is the run's report so far
+    (None when the check before the first round failed).
+    """
+
+    def __init__(self, message: str, report: object | None = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class OutputSchemaMismatch(SparkTrackingError):

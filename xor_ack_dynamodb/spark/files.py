@@ -1,19 +1,26 @@
 """The few file operations of a commit: list, write a small file, rename, delete.
 
-A local path (``/x``, ``file:/x``) is handled by Python's ``os`` on the driver
-(or the Spark Connect client, which must then share the file system with the
-server, as on one machine); a Hadoop URI (``s3a://``, ``hdfs://``) through
-Hadoop's FileSystem API in the driver's JVM, which only classic Spark exposes.
+Each runs where Spark runs, never on a Spark Connect client's own disk:
+
+- classic Spark (the driver is Spark's): a local path (``/x``, ``file:/x``) by
+  Python's ``os`` in the driver, a Hadoop URI (``s3a://``, ``hdfs://``) through
+  Hadoop's FileSystem API in the driver's JVM (``hadoop``);
+- Spark Connect: every path by the server, through Hadoop's FileSystem with the
+  session's Hadoop configuration (``connect_files``: a small Java function the
+  client ships to the server as a session artifact).  The client may not see the
+  output at all (another machine, another user).
+
 The rules of what may be replaced are ``paths``'s, unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from typing import Any
 
-from .errors import RemoteFilesUnsupported, SparkTrackingError
+from .errors import SparkTrackingError
 from .paths import Listing, is_remote, local_listing, local_path
 
 
@@ -31,33 +38,53 @@ def _hadoop() -> Any:
 
 
 class Files:
-    """File operations on paths of one kind (local or Hadoop), for one session."""
+    """File operations for one session: each path to where that session's Spark runs."""
 
-    def __init__(self, spark: Any, example: str) -> None:
+    def __init__(self, spark: Any, example: str = "") -> None:
         self.spark = spark
-        self.local = not is_remote(example)
-        if not self.local and is_connect(spark):
-            raise RemoteFilesUnsupported(
-                f"{example}: over Spark Connect the library commits local paths only "
-                "(the client has no Hadoop FileSystem); run the job on classic Spark "
-                "(spark-submit) for s3a://, hdfs:// or gs:// outputs"
-            )
+        self.connect = is_connect(spark)
+        self._server: Any = None
+
+    def _via(self, target: str) -> str:
+        if self.connect:
+            return "server"
+        return "jvm" if is_remote(target) else "local"
+
+    @property
+    def server(self) -> Any:
+        """The Spark Connect server's file helper (made on first use)."""
+        if self._server is None:
+            from .connect_files import ServerFiles
+
+            self._server = ServerFiles(self.spark)
+        return self._server
 
     def listing(self, target: str) -> Listing | None:
-        if self.local:
-            return local_listing(target)
-        found: Listing | None = _hadoop().listing(self.spark, target)
-        return found
+        via = self._via(target)
+        if via == "server":
+            found: Listing | None = self.server.listing(target)
+            return found
+        if via == "jvm":
+            found = _hadoop().listing(self.spark, target)
+            return found
+        return local_listing(target)
 
     def write_text(self, target: str, text: str) -> None:
-        if not self.local:
+        via = self._via(target)
+        if via == "server":
+            self.server.write_text(target, text)
+        elif via == "jvm":
             _hadoop().write_text(self.spark, target, text)
-            return
-        with open(local_path(target), "x", encoding="utf-8") as fh:
-            fh.write(text)
+        else:
+            with open(local_path(target), "x", encoding="utf-8") as fh:
+                fh.write(text)
 
     def rename(self, source: str, target: str) -> None:
-        if not self.local:
+        via = self._via(target)
+        if via == "server":
+            self.server.rename(source, target)
+            return
+        if via == "jvm":
             _hadoop().rename(self.spark, source, target)
             return
         src, dst = local_path(source), local_path(target)
@@ -66,14 +93,23 @@ class Files:
         os.rename(src, dst)
 
     def remove_empty_folder(self, target: str) -> None:
-        if not self.local:
+        via = self._via(target)
+        if via == "server":
+            self.server.remove_empty_folder(target)
+        elif via == "jvm":
             _hadoop().remove_empty_folder(self.spark, target)
-            return
-        os.rmdir(local_path(target))  # fails unless empty: nothing else is ever removed
+        else:
+            os.rmdir(local_path(target))  # fails unless empty: nothing else is ever removed
 
     def delete(self, target: str) -> None:
-        """Remove ``target`` recursively: only ever a staging folder this run created."""
-        if not self.local:
+        """Remove ``target`` recursively: only ever what this run created."""
+        via = self._via(target)
+        if via == "server":
+            self.server.delete(target)
+        elif via == "jvm":
             _hadoop().delete_path(self.spark, target)
-            return
-        shutil.rmtree(local_path(target), ignore_errors=True)
+        elif os.path.isdir(local_path(target)):
+            shutil.rmtree(local_path(target), ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(local_path(target))

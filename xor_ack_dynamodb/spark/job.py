@@ -14,11 +14,11 @@ Round ``k`` takes the inputs still pending, each under a new chain
 4. the driver reads every chain: zero -> the input is acked in round ``k``;
    otherwise ``fail`` and replay in round ``k + 1`` (or ``failed``).
 
-Then the output: the rows of each input's acked round only (a join), through
-the sink's ``finish``, written into the staging folder, given a manifest, and
-renamed onto the output, which is judged by ``paths``'s rules (never
-replacing what this library did not write).  DataFrame API only: the same code
-runs on classic Spark and over Spark Connect.
+Then the output: each input's acked round's rows (a join), through the sink's
+``finish``, committed by ``commit`` / ``table_sink`` where Spark runs, never over
+what this library did not write, nor a good output with a worse one.  A bad input
+fails alone (``isolation``, ``sandbox``).  DataFrame API only: the same code runs
+on classic Spark and over Spark Connect.
 
 A round's Spark jobs run in a thread of their own under a job tag: past
 ``round_timeout`` (or on Ctrl-C, a ``KeyboardInterrupt`` in the calling thread)
@@ -32,7 +32,6 @@ Each input's end is told as the library's typed events
 from __future__ import annotations
 
 import pickle
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -46,24 +45,20 @@ from ..errors import ChainFailed, TagNotFound
 from ..lifecycle import Acked, Failed, failure
 from . import output, stages
 from .check import committed_sums
-from .errors import RoundTimedOut
+from .commit import Counts
+from .errors import Incurable, RoundTimedOut
 from .faults import FaultConfig
-from .files import Files
-from .jobs import TaggedJobs
+from .files import is_connect
+from .isolation import Isolation, incurable, retryable, returned
+from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
-from .paths import (
-    judge_output,
-    qualified,
-    staging_path,
-)
 from .plan import file_tag
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
+from .targets import target_for
 from .tracker import TrackerConfig, chains_for
 
-#: The last line of a Python traceback: ``SomeError: what``.
-_PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
@@ -83,6 +78,8 @@ class JobSpec:
     partitions: int | None = None  # shuffle partitions before staging; None: Spark's setting
     input_tasks: int = 16  # tasks of the per-input stages (fewer when fewer inputs)
     max_attempts: int = 8
+    #: Attempts of an input whose function raised (or ended its process) before it is failed.
+    max_errors: int = 2
     faults: FaultConfig = field(default_factory=FaultConfig)
     run_id: str | None = None
     keep_staging: bool = False
@@ -100,8 +97,8 @@ class JobSpec:
             raise ValueError("give the inputs: a source DataFrame with key=..., or keys=[...]")
         if self.source is not None and not self.key:
             raise ValueError("a source DataFrame needs key=<the column naming each row's input>")
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
+        if min(self.max_attempts, self.max_errors) < 1:
+            raise ValueError("max_attempts and max_errors must be >= 1")
         if self.round_timeout is not None and self.round_timeout <= 0:
             raise ValueError("round_timeout must be > 0 seconds")
 
@@ -111,21 +108,20 @@ class TrackedJob:
         self.spark = spark
         self.spec = spec
         self.run_id = spec.run_id or uuid.uuid4().hex[:12]
-        self.files = Files(spark, spec.sink.path)
-        self.output = qualified(spec.sink.path)
-        self.staging = staging_path(spec.sink.path, self.run_id)
-        self.rows_root = (
-            f"{qualified(spec.work_dir)}/.xor-ack-{self.run_id}"
-            if spec.work_dir
-            else f"{self.staging}/rows"
-        )
+        self.target = target_for(spark, spec.sink, self.run_id, spec.work_dir)
+        self.files = self.target.files
+        self.staging = self.target.staging
+        self.rows_root = self.target.rows_root
+        self.connect = is_connect(spark)
+        self.isolation = Isolation(spec.max_errors)
         #: The output was renamed into place (what an interruption leaves behind).
         self.committed = False
         self.out_struct = spark.createDataFrame([], spec.schema).schema
         self.columns = tuple(f.name for f in self.out_struct.fields)
         self.keyed = Keyed(self.run_id)
-        self.report = TrackedReport(self.run_id, spec.sink.path, spec.tracker is not None)
+        self.report = TrackedReport(self.run_id, spec.sink.target, spec.tracker is not None)
         self._chains: SyncXorAckDynamoDB | None = None
+        self._judged: dict[str, ChainState | None] = {}
         self._round_inputs = 0
         self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
 
@@ -133,8 +129,11 @@ class TrackedJob:
 
     def run(self) -> TrackedReport:
         started = time.monotonic()
-        current = self.files.listing(self.output)
-        judge_output(self.spec.sink.path, current, self.spec.sink.overwrite)
+        if self.connect:
+            from .connect_check import check_server
+
+            check_server(self.spark)  # the server's Python can run the tasks at all
+        self.target.check()
         keys = self._keys()
         self.report.inputs = [InputResult(k) for k in keys]
         if self.spec.observer is not None:
@@ -156,15 +155,14 @@ class TrackedJob:
                     self.report.inputs[i].status = "failed"
             t = time.monotonic()
             rows = output.acked_rows(self.spark, self.spec, self.rows_root, self.columns, acked_in)
-            output.write(rows, self.spec.sink, f"{self.staging}/output")
-            output.commit(self.files, self.spec.sink, self.staging, self.output, self.run_id)
-            self.committed = True
+            counts = Counts(len(keys), sum(1 for i in self.report.inputs if i.status != "failed"))
+            written = self.target.commit(rows, counts, self.run_id)
+            self.report.output_state = written
+            self.committed = written != "kept"
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
         finally:
             if not self.spec.keep_staging:
-                self.files.delete(self.staging)
-                if self.spec.work_dir:
-                    self.files.delete(self.rows_root)
+                self.target.cleanup()
         if self.spec.failed_before:
             self.report.inputs = sorted(
                 [*self.report.inputs, *self.spec.failed_before], key=lambda i: i.key
@@ -209,6 +207,7 @@ class TrackedJob:
             tracker=self.spec.tracker,
             faults=self.spec.faults,
             transit_tasks=self.spec.partitions or 1,
+            isolate=self.isolation.for_round(pending),
         )
         created: dict[str, bytes | None] = dict.fromkeys(tags)
         if self.spec.tracker is not None:
@@ -246,20 +245,23 @@ class TrackedJob:
                     pending,
                 )
             summary.seconds["check"] = round(time.monotonic() - t, 3)
-        job_error = None if error is None else _first_line(error)
+        job_error = None if error is None else first_line(error)
         t = time.monotonic()
         outcomes = self._judge(tags, job_error)
         summary.seconds["judge"] = round(time.monotonic() - t, 3)
+        if error is not None:  # a task died, or the job: isolate whose function never returned
+            self.isolation.round_failed(pending, returned(pending, tags, self._judged, created))
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
             entry = self.report.inputs[i]
             entry.attempts = round_
             entry.history.append(outcome)
+            spent = outcome != "acked" and self.isolation.spent(i, outcome)
             if outcome == "acked":
                 entry.status = "acked"
                 acked_in[i] = round_
                 summary.acked += 1
-            elif permanent or round_ >= self.spec.max_attempts:
+            elif permanent or spent or round_ >= self.spec.max_attempts:
                 entry.status = "failed"
                 summary.failed += 1
             else:
@@ -269,7 +271,14 @@ class TrackedJob:
         self.report.rounds.append(summary)
         if self.spec.observer is not None:
             self.spec.observer.round_ended(summary, self.report)
-        return still
+        where = "the Spark Connect server's workers" if self.connect else "the workers"
+        text = None if error is None else str(error)
+        message = incurable(text, [o for o, _ in outcomes], summary.acked, where)
+        if message is None or not still:
+            return still
+        if not acked_in:  # nothing to commit: stop, the output untouched
+            raise Incurable(message, self.report)
+        return self.isolation.stop([self.report.inputs[i] for i in still], message)
 
     def _create(self, stamps: dict[str, bytes]) -> None:
         """The round's chains: 100 per transaction, or one request each (``transactions``)."""
@@ -337,14 +346,14 @@ class TrackedJob:
         reason.  Any other is closed with ``fail`` (late stamps are refused) and
         its input replayed.
         """
-        states = self.chains.get_many(tags)
+        states = self._judged = self.chains.get_many(tags)
         return [self._judge_one(tag, states.get(tag), job_error) for tag in tags]
 
     def _judge_one(self, tag: str, state: ChainState | None, job: str | None) -> tuple[str, bool]:
-        if state is not None and state.failed:
+        if state is not None and state.failed:  # closed by its task: the function failed
             self.report.chain_writes += state.version
             self._tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
-            return _why(state), True
+            return _why(state), not retryable(state.reason)
         if job is None and state is not None and state.acked:
             self.report.chain_writes += state.version
             latency = (state.acked_at or state.updated_at) - state.created_at
@@ -376,17 +385,3 @@ def _arrow_schema(struct: Any) -> Any:
 
 def _why(state: ChainState) -> str:
     return state.reason or "failed"
-
-
-def _first_line(exc: BaseException) -> str:
-    """The line of a failed job's error that says what happened (the Python error, if any)."""
-    text = str(exc).strip() or type(exc).__name__
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if isinstance(exc, RoundTimedOut):
-        return lines[0]
-    for line in lines:
-        if "InjectedFault" in line or "OutputSchemaMismatch" in line:
-            return line[:300]
-    python_errors = [line for line in lines if _PYTHON_ERROR.match(line)]
-    first = python_errors[-1] if python_errors else lines[0]
-    return f"spark job failed: {first[:300]}"

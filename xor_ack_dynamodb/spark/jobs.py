@@ -8,11 +8,16 @@ so nothing writes after the caller cleans up.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+#: The last line of a Python traceback: ``SomeError: what``.
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
+#: Which task of which stage failed a job, in Spark's message.
+_TASK = re.compile(r"Task (\d+) in stage ([\d.]+) failed")
 #: How long cancelled Spark jobs may take to end after a timeout or an interrupt (seconds).
 CANCEL_WAIT = 30.0
 
@@ -67,3 +72,23 @@ class TaggedJobs:
             # A job that had not started yet when interrupted would run: interrupt again.
             self.spark.interruptTag(self.tag)
             thread.join(0.5)
+
+
+def first_line(exc: BaseException) -> str:
+    """The line of a failed job's error that says what happened (the Python error, if any)."""
+    from .errors import RoundTimedOut
+
+    text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if isinstance(exc, RoundTimedOut):
+        return lines[0]
+    for line in lines:
+        if "InjectedFault" in line:
+            return line[:300]
+    if "Python worker exited unexpectedly" in text:
+        task = _TASK.search(text)
+        where = f" (task {task.group(1)} of stage {task.group(2)})" if task else ""
+        return f"spark job failed: a Python worker died{where}"
+    python_errors = [line for line in lines if _PYTHON_ERROR.match(line)]
+    first = python_errors[-1] if python_errors else lines[0]
+    return f"spark job failed: {first[:300]}"

@@ -5,9 +5,9 @@ Every decision about the user's folders is made here, once:
 - which arguments are local paths (``/x``, ``x``, ``file:/x``) and which are
   Hadoop URIs (``s3a://b/x``, ``hdfs://nn/x``); a name like ``http:x`` is a
   local relative path;
-- an existing OUTPUT is replaced only with ``--overwrite``, and only when it is a
-  folder this tool wrote: it holds our manifest and nothing the manifest does not
-  name (:func:`judge_output`);
+- an existing output is replaced only with ``Sink(overwrite=True)``, and only when
+  it is a folder this library wrote: it holds our manifest and nothing the manifest
+  does not name (:func:`judge_output`);
 - the local listing of INPUT: hidden names skipped, folders recursed, symbolic
   links followed, what cannot be read reported (:func:`list_local`).
 """
@@ -25,15 +25,27 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .errors import InputEmpty, InputMissing, OutputExists, OutputNotOurs
+from .errors import InputEmpty, InputMissing, OutputExists, OutputNotOurs, RelativePath
 
 #: The marker the job writes into OUTPUT, beside Spark's ``_SUCCESS``.
 MANIFEST = "_XOR_ACK_MANIFEST.json"
 SUCCESS = "_SUCCESS"
-TOOL = "xor-ack wordcount"
+#: Who writes the manifest: this package (the word count's manifests named the command).
+PACKAGE = "xor-ack-dynamodb"
+_FORMER_TOOL = "xor-ack wordcount"
 _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: Reasons a file ends ``failed`` at once, without replay (the same bytes fail again).
 PERMANENT = ("not-utf8", "unreadable", "broken-symlink", "not-a-regular-file")
+
+
+def package_version() -> str:
+    """This package's installed version (``unknown`` when it runs from a plain checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def is_remote(path: str) -> bool:
@@ -53,6 +65,29 @@ def local_path(path: str) -> str:
 def qualified(path: str) -> str:
     """The form the job passes to Hadoop: ``file:/abs/path`` for a local one."""
     return (path.rstrip("/") or "/") if is_remote(path) else "file:" + local_path(path)
+
+
+def is_relative(path: str) -> bool:
+    """A local path that names no root (``out``, ``./x``, ``file:x``)."""
+    if is_remote(path):
+        return False
+    bare = path[len("file:") :] if path.startswith("file:") else path
+    return not bare.startswith("/")
+
+
+def server_path(path: str, what: str) -> str:
+    """``path`` as sent to a Spark Connect server: absolute, or refused (:class:`RelativePath`).
+
+    The server would resolve a relative path in its own working directory, which is
+    not the client's: the client refuses it before anything is sent.
+    """
+    if is_relative(path):
+        raise RelativePath(
+            f"{what} {path!r} is relative: over Spark Connect the server would resolve it in "
+            "its own working directory, not this client's; give an absolute path "
+            "(/data/out, file:/data/out) or a URI (s3a://bucket/out, hdfs://nn/out)"
+        )
+    return qualified(path)
 
 
 def printable(path: str) -> str:
@@ -85,48 +120,54 @@ def _crc(name: str) -> str:
 
 
 def judge_output(output: str, listing: Listing | None, overwrite: bool) -> OutputAction:
-    """Whether OUTPUT may become the counts; raises a :class:`Refused` error if not."""
+    """Whether ``output`` may become the new output; raises a :class:`Refused` error if not."""
     if listing is None:
         return OutputAction.CREATE
     if not listing.is_dir:
         raise OutputExists(
-            f"output {output} is a file: choose a folder name for --output that does not exist"
+            f"output {output} is a file: give the sink a folder that does not exist",
+            output,
+            is_file=True,
         )
     if not listing.names:
         return OutputAction.REPLACE_EMPTY
     if not overwrite:
         raise OutputExists(
-            f"output {output} exists and is not empty: choose another --output, or pass "
-            "--overwrite to replace a folder that xor-ack wordcount wrote before"
+            f"output {output} exists and is not empty: choose another folder, or pass "
+            "Sink(overwrite=True) to replace a folder that this library wrote before",
+            output,
         )
-    files = _manifest_files(listing.manifest)
+    files = manifest_files(listing.manifest)
     if files is None:
         raise OutputNotOurs(
-            f"output {output} was not written by xor-ack wordcount (no valid {MANIFEST}), "
-            "so --overwrite does not replace it: choose another --output"
+            f"output {output} was not written by {PACKAGE} (no valid {MANIFEST}), so "
+            "Sink(overwrite=True) does not replace it: choose another folder",
+            output,
         )
     allowed = {*files, MANIFEST}
     allowed |= {_crc(name) for name in list(allowed)}
     extra = sorted(set(listing.names) - allowed)
     if extra:
-        shown = ", ".join(repr(printable(name)) for name in extra[:3])
-        more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
         raise OutputNotOurs(
-            f"output {output} holds {len(extra)} entries xor-ack wordcount did not write "
-            f"({shown}{more}), so --overwrite does not replace it: move them away or choose "
-            "another --output"
+            f"output {output} holds {len(extra)} entries {PACKAGE} did not write "
+            f"({shown(extra)}), so Sink(overwrite=True) does not replace it: move them away "
+            "or choose another folder",
+            output,
+            tuple(extra),
         )
     return OutputAction.REPLACE_OURS
 
 
-def _manifest_files(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    try:
-        data: Any = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("tool") != TOOL:
+def shown(names: list[str], most: int = 3) -> str:
+    """The first ``most`` names, quoted, and how many more."""
+    first = ", ".join(repr(printable(name)) for name in names[:most])
+    return first + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def manifest_files(text: str | None) -> list[str] | None:
+    """The entries a manifest names (None: no manifest of this library)."""
+    data = manifest(text)
+    if data is None:
         return None
     files = data.get("files")
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
@@ -134,10 +175,50 @@ def _manifest_files(text: str | None) -> list[str] | None:
     return files
 
 
-def manifest_text(run_id: str, input_: str, names: Iterable[str]) -> str:
-    """The manifest naming every entry the job wrote into OUTPUT (itself included)."""
+def manifest(text: str | None) -> dict[str, Any] | None:
+    """A manifest this library (or the word count before it) wrote, parsed; else None."""
+    if text is None:
+        return None
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if data.get("package") != PACKAGE and data.get("tool") != _FORMER_TOOL:
+        return None
+    return data
+
+
+def manifest_text(
+    run_id: str,
+    input_: str,
+    names: Iterable[str],
+    *,
+    complete: bool = True,
+    inputs: int | None = None,
+    acked: int | None = None,
+) -> str:
+    """The manifest naming every entry the job wrote into OUTPUT (itself included).
+
+    ``complete``: every input acked (a partial output says ``false``, and has no
+    ``_SUCCESS``); ``inputs``/``acked``: how many there were, and how many are in it.
+    """
     files = sorted({*names, MANIFEST})
-    body = {"tool": TOOL, "format": 1, "run_id": run_id, "input": input_, "files": files}
+    body: dict[str, Any] = {
+        "package": PACKAGE,
+        "version": package_version(),
+        "format": 2,
+        "run_id": run_id,
+        "complete": complete,
+    }
+    if input_:
+        body["input"] = input_
+    if inputs is not None:
+        body["inputs"] = inputs
+    if acked is not None:
+        body["acked"] = acked
+    body["files"] = files
     return json.dumps(body, indent=2, ensure_ascii=True) + "\n"
 
 

@@ -45,6 +45,10 @@ class TrackedReport:
     settings: dict[str, Any] = field(default_factory=dict)
     #: What the application measured in the output (e.g. the word count's words).
     totals: dict[str, Any] = field(default_factory=dict)
+    #: What the commit did: ``complete`` / ``partial`` output written, or the former one
+    #: ``kept`` (some input failed and the sink did not ask for partial output); empty
+    #: when the run ended before its commit.
+    output_state: str = ""
 
     @property
     def acked(self) -> int:

@@ -25,7 +25,7 @@ import contextlib
 import itertools
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,9 +34,10 @@ import numpy as np
 from ..chain import ChainState
 from ..errors import ChainFailed, ChainMoved, TagNotFound
 from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
-from .errors import InputRejected, InputsInterleaved, OutputSchemaMismatch
+from .errors import InputsInterleaved, SparkTrackingError
 from .faults import FaultConfig, TaskFaults
 from .keyed import Keyed
+from .sandbox import user_rows
 from .tracker import TrackerConfig, chains_for
 
 #: Internal columns, never in the user's rows or output.
@@ -70,6 +71,8 @@ class RoundSpec:
     tracker: TrackerConfig | None
     faults: FaultConfig = field(default_factory=FaultConfig)
     transit_tasks: int = 1
+    #: Inputs (ids) whose function runs in a child process each (``sandbox``).
+    isolate: frozenset[int] = frozenset()
 
     def task_faults(self, stage: int, spread: int = 1) -> TaskFaults:
         """This task attempt's faults; ``spread``: an input's rows go to that many tasks.
@@ -180,24 +183,24 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
     marker = table.column(MARKER)
     created = table.filter(marker).column(CREATED)[0].as_py()
     rows = table.filter(pc.invert(marker)).select(list(spec.source_columns))
-    try:
-        out = spec.process(key, rows)
-    except InputRejected as exc:
-        # The input can never be processed: its chain closes with the reason, no rows.
+    result = user_rows(
+        spec.process,
+        key,
+        rows,
+        spec.schema,
+        isolated=input_id in spec.isolate,
+        before_fork=stamps.drain,
+    )
+    out = result.table
+    if result.failure is not None:
+        # This input's attempt failed alone: its chain closes with the reason, no rows.
+        if spec.tracker is None and not result.final:
+            raise SparkTrackingError(result.failure)
         if spec.tracker is not None:
             with contextlib.suppress(ChainFailed, TagNotFound):
-                chains_for(spec.tracker).fail(tag, reason=str(exc))
+                chains_for(spec.tracker).fail(tag, reason=result.failure)
         out = spec.schema.empty_table()
-    if isinstance(out, pa.RecordBatch):
-        out = pa.Table.from_batches([out])
-    try:
-        out = out.select(list(spec.columns)).cast(spec.schema)
-    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise OutputSchemaMismatch(
-            f"the function returned columns {out.column_names} for input {key!r}; "
-            f"declare them as {list(spec.columns)} with these types: {spec.schema}"
-        ) from exc
-    if spec.tracker is not None:
+    if spec.tracker is not None and result.failure is None:
         lanes = row_lanes(spec.run_id, out, spec.columns)
         keyed = Keyed(spec.run_id)
         value = _xor(keyed.file_stamp(tag), rows_stamp(keyed, tag, lanes_sum(lanes)))
@@ -227,6 +230,11 @@ class _Stamps:
             assert self.spec.tracker is not None
             self.pool = ThreadPoolExecutor(max_workers=self.spec.tracker.concurrency)
         self.sent.append(self.pool.submit(_stamp, self.spec, tag, value, token, known))
+
+    def drain(self) -> None:
+        """Wait until every stamp sent so far is written (the pool's threads idle)."""
+        if self.sent:
+            wait(self.sent)
 
     def __enter__(self) -> _Stamps:
         return self

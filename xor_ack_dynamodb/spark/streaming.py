@@ -44,8 +44,15 @@ def track_stream(
     """
     from .tracking import track
 
+    if sink.path is None:
+        raise ValueError(
+            "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N): "
+            "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
+        )
+    folder = sink.path
+
     def batch(frame: Any, batch_id: int) -> None:
-        target = replace(sink, path=batch_path(sink.path, batch_id), overwrite=True)
+        target = replace(sink, path=batch_path(folder, batch_id), overwrite=True)
         report = track(
             frame.sparkSession,
             process,

@@ -26,10 +26,12 @@ def track(
     table: str | None = None,
     endpoint_url: str | None = None,
     region: str | None = None,
+    partition_key: str | None = None,
     tracker: TrackerConfig | None = None,
     tracking: bool = True,
     partitions: int | None = None,
     max_attempts: int = 8,
+    max_errors: int = 2,
     faults: FaultConfig | None = None,
     run_id: str | None = None,
     round_timeout: float | None = None,
@@ -43,8 +45,17 @@ def track(
     ``schema`` (DDL).  Inputs come from ``source`` (a DataFrame, ``key`` naming the
     column that says which input each row belongs to, e.g. ``_metadata.file_path``)
     or from ``keys``.  The chains' table comes from ``table`` / the session's conf
-    ``spark.xorack.*`` / the environment (``conf.chains_config``), unless a
-    ``tracker`` (a ``TrackerConfig``) names it whole.  ``tracking=False``: no chains.
+    ``spark.xorack.*`` / the environment (``conf.chains_config``; ``partition_key``:
+    the table's key attribute, ``tagID`` by default), unless a ``tracker`` (a
+    ``TrackerConfig``) names it whole.  ``tracking=False``: no chains.
+
+    A bad input fails alone: an exception from ``process`` fails that input's
+    attempt only (its history names the input, the exception's type and message);
+    it is replayed until it failed ``max_errors`` times.  The inputs of a task whose
+    Python worker died run in a child process each in the next round.  A round that
+    fails every input with an error no replay cures raises :class:`Incurable`.
+    The output changes only as ``commit`` allows: an existing one is replaced (a
+    table appended to) only when every input acked, unless ``Sink(partial=True)``.
 
     ``round_timeout``: seconds a round's Spark jobs may take before they are
     cancelled and the round's unfinished inputs replayed.  ``on_event`` gets each
@@ -53,7 +64,13 @@ def track(
     removes the staging folder and leaves the output as it was, then propagates.
     """
     if tracker is None and tracking:
-        tracker = chains_config(spark, table=table, endpoint_url=endpoint_url, region=region)
+        tracker = chains_config(
+            spark,
+            table=table,
+            endpoint_url=endpoint_url,
+            region=region,
+            partition_key=partition_key,
+        )
     if not tracking:
         tracker = None
     spec = JobSpec(
@@ -66,6 +83,7 @@ def track(
         tracker=tracker,
         partitions=partitions,
         max_attempts=max_attempts,
+        max_errors=max_errors,
         faults=faults or FaultConfig(),
         run_id=run_id,
         round_timeout=round_timeout,

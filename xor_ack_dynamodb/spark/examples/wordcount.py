@@ -14,7 +14,7 @@ Two ways to the files, one function of the words:
   fails at once with its reason, alone; one that cannot even be opened (a broken
   link, a FIFO) fails before any round.
 - Hadoop URIs (``s3a://``, ``hdfs://``): Spark's text reader, the file of each line
-  taken from the ``_metadata.file_path`` column.
+  taken from the ``_metadata.file_path`` column, as its path (``input_file``).
 
 Both run on a cluster and over Spark Connect alike (the driver, or the Connect
 client, must then see the local files the executors read).
@@ -29,8 +29,9 @@ from typing import Any
 from .. import Sink, TrackedReport
 from ..errors import InputRejected
 from ..faults import FaultConfig
+from ..files import is_connect
 from ..job import EventSink, JobSpec, TrackedJob
-from ..paths import Unreadable, is_remote, list_local, printable, read_local
+from ..paths import Unreadable, is_remote, list_local, local_path, printable, read_local
 from ..report import InputResult, RoundObserver
 from ..tracker import TrackerConfig
 from .words import count_lines, count_words
@@ -120,10 +121,10 @@ def text_lines(reader: Any, path: str, key: str = "file") -> Any:
 
     ``reader``: ``spark.read`` or ``spark.readStream``.
     """
-    from pyspark.sql import functions as F
+    from ..columns import input_file
 
     lines = reader.option("recursiveFileLookup", "true").text(path)
-    return lines.select("value", F.col("_metadata.file_path").alias(key))
+    return lines.select("value", input_file().alias(key))
 
 
 def counts_sink(output: str, files: int = 1, overwrite: bool = False) -> Sink:
@@ -135,6 +136,15 @@ def counts_sink(output: str, files: int = 1, overwrite: bool = False) -> Sink:
         finish=lambda rows: total_by_word(rows, files),
         overwrite=overwrite,
     )
+
+
+def on_client(spark: Any, path: str) -> str:
+    """A path typed on this machine: over Spark Connect a relative one is made absolute
+    here, against this process's working directory (the library refuses relative paths
+    there, which the server would resolve in its own)."""
+    if is_connect(spark) and not is_remote(path):
+        return local_path(path)
+    return path
 
 
 def tracking_options(options: WordCountOptions) -> dict[str, Any]:
@@ -176,13 +186,15 @@ def tracked_wordcount(
     spec = JobSpec(
         process=process,
         schema=SCHEMA,
-        sink=counts_sink(options.output, options.output_partitions, options.overwrite),
+        sink=counts_sink(
+            on_client(spark, options.output), options.output_partitions, options.overwrite
+        ),
         source=source,
         key=key,
         keys=keys,
         run_id=options.run_id,
         keep_staging=options.keep_staging,
-        work_dir=options.work_dir,
+        work_dir=on_client(spark, options.work_dir) if options.work_dir else None,
         on_event=on_event,
         observer=observer,
         failed_before=failed_before,

@@ -1,0 +1,122 @@
+"""A bad input fails alone, inside a task (no Spark job: the stage function called directly).
+
+An exception from the user's function, a function that returns no table, and, run
+isolated, a function that ends its own process: each fails that input's chain with
+a reason naming the input, and the task's other inputs are stamped as usual.  Then
+the driver's side in plain Python: errors counted per input, the inputs of a failed
+round isolated, and the errors that no replay cures said in one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import zipfile
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+from xor_ack_dynamodb.spark.connect_files import JAR, SOURCE
+from xor_ack_dynamodb.spark.isolation import Isolation, bad_output, incurable, raised
+from xor_ack_dynamodb.spark.stages import RoundSpec
+from xor_ack_dynamodb.spark.tracker import TrackerConfig
+
+from .test_stages import RUN, SCHEMA, chains, lines_of, produce, start
+
+pytestmark = pytest.mark.ddblocal
+
+KEYS = ["file:/a", "file:/b", "file:/c", "file:/d"]
+__all__ = ["chains"]  # the fixture, shared with test_stages
+
+
+def bad(key: str, rows: Any) -> Any:
+    """``b`` raises, ``c`` returns None, ``d`` kills its process: ``a`` alone is fine."""
+    if key == "file:/b":
+        raise ValueError(f"bad input {key}")
+    if key == "file:/c":
+        return None
+    if key == "file:/d":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return pa.table({"word": ["x", "y"], "n": [1, 2]}, schema=SCHEMA)
+
+
+def run_task(tracker: TrackerConfig, chains: Any, keys: list[str], isolate: bool) -> Any:
+    """One task over ``keys`` (isolated: each in a child process); their chains after it."""
+    tags = [start(chains, key)[0] for key in keys]
+    tables = [
+        lines_of(chains, tag, key, i, [])
+        for i, (tag, key) in enumerate(zip(tags, keys, strict=True))
+    ]
+    ids = frozenset(range(len(keys))) if isolate else frozenset()
+    s = RoundSpec(RUN, 1, bad, ("word", "n"), SCHEMA, (), tracker, isolate=ids)
+    out = produce(s, *tables)
+    return out, [chains.get(tag) for tag in tags]
+
+
+def test_an_input_that_raises_or_returns_no_table_fails_alone(
+    tracker: TrackerConfig, chains: Any
+) -> None:
+    out, (a, b, c) = run_task(tracker, chains, KEYS[:3], isolate=False)
+    assert a.version == 2 and not a.failed  # stamped: its rows go on to the commit check
+    assert b.failed and b.reason == "raised: ValueError: bad input file:/b (input file:/b)"
+    assert c.failed and c.reason == (
+        "bad output: the function returned NoneType, not a table (input file:/c)"
+    )
+    assert out.num_rows == 2  # a's rows only
+
+
+def test_isolated_an_input_that_kills_its_process_fails_alone(
+    tracker: TrackerConfig, chains: Any
+) -> None:
+    out, (a, b, c, d) = run_task(tracker, chains, KEYS, isolate=True)
+    assert a.version == 2 and not a.failed and out.num_rows == 2
+    assert b.reason == "raised: ValueError: bad input file:/b (input file:/b)"
+    assert c.reason == "bad output: the function returned NoneType, not a table (input file:/c)"
+    assert d.failed and d.reason == (
+        "crashed: the function ended its Python process (killed by SIGKILL) (input file:/d)"
+    )
+
+
+def test_errors_count_per_input_and_a_failed_round_isolates_whose_function_never_returned() -> None:
+    isolation = Isolation(max_errors=2)
+    assert not isolation.spent(0, "incomplete: not zero when its round ended")
+    assert not isolation.spent(1, raised("k1", ValueError("x")))
+    assert isolation.spent(1, raised("k1", ValueError("x")))  # the second time: failed
+    isolation.round_failed([2, 3, 4], returned={3})
+    assert isolation.for_round([0, 2, 3, 4]) == {2, 4}
+    with pytest.raises(ValueError):
+        Isolation(max_errors=0)
+
+
+def test_an_error_no_replay_cures_is_said_in_one_line_naming_what_and_where() -> None:
+    where = "the workers"
+    job = (
+        "An exception was thrown from the Python worker:\nTraceback ...\n"
+        "ModuleNotFoundError: No module named 'xor_ack_dynamodb'\n"
+    )
+    said = incurable(job, ["-"] * 3, 0, where)
+    assert said is not None and "\n" not in said
+    assert "xor_ack_dynamodb" in said and "the workers" in said and "pip install" in said
+    started = 'java.io.IOException: Cannot run program "python9": error=2, No such file'
+    assert "'python9'" in (incurable(started, ["-"], 0, where) or "")
+    nones = [bad_output(k, "the function returned NoneType, not a table") for k in KEYS]
+    assert "returned NoneType" in (incurable(None, nones, 0, where) or "")
+    missing = [raised(k, ModuleNotFoundError("No module named 'lxml'")) for k in KEYS]
+    assert "install lxml" in (incurable(None, missing, 0, where) or "")
+    # Not incurable: one input acked, a mix of errors, or a job that failed otherwise.
+    assert incurable(None, nones, 1, where) is None
+    assert incurable(None, [nones[0], raised("k", ValueError("v"))], 0, where) is None
+    assert incurable("Python worker exited unexpectedly (crashed)", ["-"], 0, where) is None
+
+
+def test_the_connect_file_helper_jar_is_built_from_its_source() -> None:
+    """``make spark-jar`` writes the source's SHA-256 into the jar's manifest."""
+    with zipfile.ZipFile(JAR) as jar:
+        manifest = jar.read("META-INF/MANIFEST.MF").decode("ascii").replace("\r\n ", "")
+        assert "org/xorack/spark/XorAckFiles.class" in jar.namelist()
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    assert f"X-Source-SHA256: {digest}" in manifest, "run make spark-jar: the jar is stale"

@@ -1,0 +1,176 @@
+"""A run never replaces good output with a worse one: a test per rule (classic ``local[2]``).
+
+- every input acked: the output is replaced (overwrite), with ``_SUCCESS`` and a
+  manifest saying ``"complete": true``;
+- an input failed: the previous output stays byte-identical, unless
+  ``Sink(partial=True)``, which replaces it without ``_SUCCESS`` (``"complete": false``);
+- the run raised (a failing ``finish``, a function that returns no table for any
+  input, workers whose Python lacks the library): byte-identical;
+- a table: appended to only when every input acked (or ``partial=True``); a second
+  run of the failed inputs adds them, and nothing is there twice.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark import cloudpickle
+
+from xor_ack_dynamodb.spark import Incurable, InputRejected, Sink, TrackerConfig, track
+
+from .jobs.broken_workers import KEYS
+from .servers import ROOT, server_env
+
+pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
+SCHEMA = "key string, j long"
+
+
+def good(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"key": [key], "j": [int(key[3:])]})
+
+
+# The workers cannot import this test module (pytest names it from the tests folder):
+# its functions travel by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def rejecting(*bad: str) -> Any:
+    def process(key: str, rows: Any) -> Any:
+        if key in bad:
+            raise InputRejected(f"cannot read {key}")
+        return good(key, rows)
+
+    return process
+
+
+def nothing(key: str, rows: Any) -> Any:
+    return None
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (hidden ones too) and its bytes, and what is beside it."""
+    found = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    found["<beside>"] = "\n".join(sorted(p.name for p in folder.parent.iterdir())).encode()
+    return found
+
+
+def keys_in(out: Path) -> list[str]:
+    return sorted(pq.read_table(out, columns=["key"]).column("key").to_pylist())
+
+
+def manifest(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "_XOR_ACK_MANIFEST.json").read_text())
+    return data
+
+
+def test_a_folder_is_replaced_only_by_a_complete_output_unless_partial_is_asked(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run = {"keys": KEYS, "tracker": tracker}
+    first = track(local_spark, good, SCHEMA, Sink(str(out)), **run)
+    assert first.ok and first.output_state == "complete"
+    assert (out / "_SUCCESS").exists() and manifest(out)["complete"] is True
+    assert manifest(out)["package"] == "xor-ack-dynamodb" and "tool" not in manifest(out)
+    before = snapshot(out)
+
+    failed = track(local_spark, rejecting("in-2"), SCHEMA, Sink(str(out), overwrite=True), **run)
+    assert failed.acked == 5 and failed.output_state == "kept"
+    assert snapshot(out) == before
+
+    def broken(rows: Any) -> Any:
+        raise RuntimeError("finish failed")
+
+    with pytest.raises(Exception, match="finish failed"):
+        track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True, finish=broken), **run)
+    assert snapshot(out) == before
+
+    with pytest.raises(Incurable, match="returned NoneType") as stopped:
+        track(local_spark, nothing, SCHEMA, Sink(str(out), overwrite=True), **run)
+    assert len(stopped.value.report.rounds) == 1  # type: ignore[attr-defined]
+    assert snapshot(out) == before
+
+    partial = Sink(str(out), overwrite=True, partial=True)
+    asked = track(local_spark, rejecting("in-2"), SCHEMA, partial, **run)
+    assert asked.output_state == "partial"
+    assert keys_in(out) == [k for k in KEYS if k != "in-2"]
+    assert not (out / "_SUCCESS").exists()
+    assert manifest(out)["complete"] is False and manifest(out)["acked"] == 5
+
+
+def test_a_table_gets_each_input_once_and_only_from_a_complete_run_unless_partial(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    db = f"rules_{uuid.uuid4().hex[:8]}"
+    local_spark.sql(f"CREATE DATABASE {db} LOCATION '{tmp_path / 'db'}'")
+    table = f"{db}.rows"
+    run = {"keys": KEYS, "tracker": tracker}
+
+    def rows() -> list[tuple[str, int]]:
+        return sorted((r["key"], r["j"]) for r in local_spark.table(table).collect())
+
+    expected = sorted((k, int(k[3:])) for k in KEYS)
+    kept = track(local_spark, rejecting("in-1"), SCHEMA, Sink(table=table), **run)
+    assert kept.output_state == "kept" and not local_spark.catalog.tableExists(table)
+    partial = track(
+        local_spark, rejecting("in-1", "in-4"), SCHEMA, Sink(table=table, partial=True), **run
+    )
+    assert partial.output_state == "partial"
+    assert rows() == [r for r in expected if r[0] not in ("in-1", "in-4")]
+    again = track(
+        local_spark,
+        rejecting("in-4"),
+        SCHEMA,
+        Sink(table=table),
+        keys=["in-1", "in-4"],
+        tracker=tracker,
+    )
+    assert again.output_state == "kept" and len(rows()) == 4  # in-4 failed: nothing added
+    rest = track(
+        local_spark, good, SCHEMA, Sink(table=table), keys=["in-1", "in-4"], tracker=tracker
+    )
+    assert rest.ok and rows() == expected  # every input once
+    replaced = track(local_spark, good, SCHEMA, Sink(table=table, overwrite=True), **run)
+    assert replaced.ok and rows() == expected
+    assert not [p for p in (tmp_path / "db").iterdir() if p.name.startswith(".xor-ack-")]
+
+
+def test_workers_without_the_library_stop_the_run_in_one_round_and_keep_the_output(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """The issue's case: a good run, then the same job with overwrite and workers whose
+    Python lacks the library (PYSPARK_PYTHON: the same Python, without site's .pth files,
+    so the editable install of this checkout is not found), then with a PYSPARK_PYTHON
+    that does not exist."""
+    out = tmp_path / "o" / "out"
+    assert track(local_spark, good, SCHEMA, Sink(str(out)), keys=KEYS, tracker=tracker).ok
+    before = snapshot(out)
+    python = tmp_path / "python-without-the-library"
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{site}" exec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    env = server_env(tmp_path)
+    env.pop("PYTHONPATH")  # the driver finds the library through its site-packages
+    env.update(PYSPARK_PYTHON=str(python), AWS_REGION="us-east-1")
+    argv = [sys.executable, str(ROOT / "tests" / "spark" / "jobs" / "broken_workers.py"), str(out)]
+    argv += ["--table", tracker.table, "--endpoint", str(tracker.endpoint_url)]
+    run = subprocess.run(
+        argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=200, check=False
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    said = json.loads(run.stdout[run.stdout.index("{") :])
+    for line in (said["check"], said["track"]):
+        assert "\n" not in line and "xor_ack_dynamodb" in line and "pip install" in line
+    assert said["track_rounds"] == 1
+    assert "cannot start Python '/nonexistent/python9'" in said["no_python"]
+    assert said["no_python_rounds"] == 1
+    assert snapshot(out) == before

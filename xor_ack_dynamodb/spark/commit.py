@@ -1,0 +1,141 @@
+"""Where a run stages and commits, and the rule that a run never replaces good output with worse.
+
+A run's output is written once, after its last round.  What it may do:
+
+- every input acked: the output is written (a folder: staged, given Spark's
+  ``_SUCCESS`` and a manifest saying ``"complete": true``, then renamed into place;
+  a table: appended to, or its rows replaced with ``overwrite``);
+- some input failed: a folder that does not exist (or is empty) gets the acked
+  inputs' rows without ``_SUCCESS``, its manifest saying ``"complete": false``; an
+  existing output (a folder the library wrote, a table) is left exactly as it was,
+  unless the sink asks for it in so many words (``Sink(partial=True)``);
+- any other ending (an error, an interruption, a run stopped as incurable): the
+  output is not touched.
+
+Every file step goes through :class:`~.files.Files`: where Spark runs, never on a
+Spark Connect client's disk.  Paths are made absolute on the client before they
+are sent (classic Spark: against the driver's working directory, which is Spark's);
+over Spark Connect a relative path is refused (:class:`~.errors.RelativePath`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from . import output
+from .files import Files, is_connect
+from .paths import (
+    MANIFEST,
+    SUCCESS,
+    OutputAction,
+    judge_output,
+    manifest_text,
+    qualified,
+    server_path,
+    staging_path,
+)
+from .sink import Sink
+
+#: What the commit did: a complete or partial output written, or the former one kept.
+Written = Literal["complete", "partial", "kept"]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many inputs the run had, and how many of them were acked."""
+
+    inputs: int
+    acked: int
+
+    @property
+    def complete(self) -> bool:
+        return self.acked == self.inputs
+
+
+class Target(Protocol):
+    """Where a run stages its rows and commits its output."""
+
+    staging: str
+    rows_root: str
+    files: Files
+
+    def check(self) -> None: ...
+    def commit(self, rows: Any, counts: Counts, run_id: str) -> Written: ...
+    def cleanup(self) -> None: ...
+
+
+def resolver(spark: Any) -> Any:
+    """How a path is made absolute before it is sent: refused when relative over Connect."""
+    if is_connect(spark):
+        return server_path
+    return lambda path, _what: qualified(path)
+
+
+class FolderTarget:
+    """A folder output: staged beside it (a hidden sibling), renamed into place."""
+
+    def __init__(self, spark: Any, sink: Sink, run_id: str, work_dir: str | None) -> None:
+        assert sink.path is not None
+        resolve = resolver(spark)
+        self.sink = sink
+        self.path: str = sink.path
+        self.files = Files(spark)
+        self.output = resolve(sink.path, "the sink's folder")
+        self.staging = staging_path(self.output, run_id)
+        self.work_dir = resolve(work_dir, "the work folder") if work_dir else None
+        self.rows_root = (
+            f"{self.work_dir}/.xor-ack-{run_id}" if self.work_dir else f"{self.staging}/rows"
+        )
+
+    def check(self) -> None:
+        """Refuse before anything is read or written (``paths.judge_output``)."""
+        judge_output(self.path, self.files.listing(self.output), self.sink.overwrite)
+
+    def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
+        """Write ``rows`` into the output as the rules allow (see the module docstring)."""
+        action = judge_output(self.path, self.files.listing(self.output), self.sink.overwrite)
+        if not counts.complete and not self.sink.partial and action is OutputAction.REPLACE_OURS:
+            return "kept"
+        staged = f"{self.staging}/output"
+        output.write(rows, self.sink, staged)
+        if not counts.complete:  # Spark's marker says "a complete result": not this one
+            for name in (SUCCESS, f".{SUCCESS}.crc"):
+                self.files.delete(f"{staged}/{name}")
+        listing = self.files.listing(staged)
+        names = listing.names if listing is not None else ()
+        text = manifest_text(
+            run_id,
+            "",
+            names,
+            complete=counts.complete,
+            inputs=counts.inputs,
+            acked=counts.acked,
+        )
+        self.files.write_text(f"{staged}/{MANIFEST}", text)
+        self._replace(staged)
+        return "complete" if counts.complete else "partial"
+
+    def _replace(self, staged: str) -> None:
+        """A rename: the output is absent, the former one, or complete.
+
+        Raises, with the output as it was, if the new one could not be put in place.
+        """
+        action = judge_output(self.path, self.files.listing(self.output), self.sink.overwrite)
+        if action is OutputAction.REPLACE_EMPTY:
+            self.files.remove_empty_folder(self.output)
+        elif action is OutputAction.REPLACE_OURS:
+            previous = f"{self.staging}/previous"
+            self.files.rename(self.output, previous)
+            try:
+                self.files.rename(staged, self.output)
+            except BaseException:
+                self.files.rename(previous, self.output)
+                raise
+            return
+        self.files.rename(staged, self.output)
+
+    def cleanup(self) -> None:
+        self.files.delete(self.staging)
+        if self.work_dir:
+            self.files.delete(self.rows_root)

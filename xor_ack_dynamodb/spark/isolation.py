@@ -1,0 +1,200 @@
+"""A bad input fails alone: its errors counted, the inputs of a dead task isolated, and the
+errors no replay cures recognised after one round.
+
+Inside a task (``sandbox``), an exception from the user's function for one input
+closes that input's chain with a reason that names the input, the exception's type
+and its message (``raised: ValueError: bad input (input k7)``); the task goes on
+with its other inputs, which commit in the same round.  On the driver
+(:class:`Isolation`):
+
+- an input whose function raised (or returned no table, or ended its process) is
+  replayed until it has done so ``max_errors`` times, then it is failed with that
+  reason;
+- a round whose Spark job failed (a Python worker that died takes its whole task
+  with it, and on a master without task retries the whole job) leaves some inputs
+  whose function never returned: in the next round each of them runs in a child
+  process of its own (``sandbox``), so that one that kills its process again fails
+  alone (``crashed: ...``) and the others commit.  Healthy inputs are acked within
+  two rounds of the crash, however often the bad one crashes;
+- a round in which every input failed with the same error that no replay cures (a
+  module missing where the tasks run, a Python the executors cannot start, a
+  function that returns no table) stops the run with one message saying what to
+  install or fix, and where (:func:`incurable`).
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+#: The reasons a task gives a chain when the user's function failed for its input.
+RAISED = "raised: "
+CRASHED = "crashed: "
+BAD_OUTPUT = "bad output: "
+_RETRYABLE = (RAISED, CRASHED, BAD_OUTPUT)
+#: Longest exception message kept in a reason.
+_MESSAGE = 300
+
+_MISSING = re.compile(r"(ModuleNotFoundError|ImportError): (No module named '?([\w.]+)'?[^\n]*)")
+_IMPORT = re.compile(r"ImportError: ([^\n]+)")
+_NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*')
+_VERSION = re.compile(r"PYTHON_VERSION_MISMATCH[^\n]*|Python in worker has different version[^\n]*")
+
+
+def one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " / ".join(lines)[:_MESSAGE] if lines else ""
+
+
+def raised(key: str, error: BaseException | tuple[str, str]) -> str:
+    """The reason of an input whose function raised ``error`` (or its ``(type, message)``)."""
+    kind, message = error if isinstance(error, tuple) else (type(error).__name__, str(error))
+    said = f": {one_line(message)}" if one_line(message) else ""
+    return f"{RAISED}{kind}{said} (input {key})"
+
+
+def crashed(key: str, how: str) -> str:
+    """The reason of an input whose function ended the process it ran in."""
+    return f"{CRASHED}the function ended its Python process ({how}) (input {key})"
+
+
+def bad_output(key: str, what: str) -> str:
+    """The reason of an input whose function returned something that is not its rows."""
+    return f"{BAD_OUTPUT}{what} (input {key})"
+
+
+def retryable(reason: str | None) -> bool:
+    """A chain the task closed because the function failed (not ``InputRejected``)."""
+    return bool(reason) and str(reason).startswith(_RETRYABLE)
+
+
+class Isolation:
+    """Per input: how often its function failed, and whether it runs in a process of its own."""
+
+    def __init__(self, max_errors: int) -> None:
+        if max_errors < 1:
+            raise ValueError("max_errors must be >= 1")
+        self.max_errors = max_errors
+        self.errors: Counter[int] = Counter()
+        self.isolated: set[int] = set()
+
+    def for_round(self, pending: Iterable[int]) -> frozenset[int]:
+        """The inputs of the coming round that run in a child process each."""
+        return frozenset(i for i in pending if i in self.isolated)
+
+    def spent(self, i: int, outcome: str) -> bool:
+        """Count ``outcome`` if the function failed; True once input ``i`` is out of tries."""
+        if not retryable(outcome):
+            return False
+        self.errors[i] += 1
+        if outcome.startswith(CRASHED):
+            self.isolated.add(i)
+        return self.errors[i] >= self.max_errors
+
+    def round_failed(self, pending: Sequence[int], returned: set[int]) -> None:
+        """A round's job failed: its inputs whose function never returned are isolated."""
+        self.isolated.update(i for i in pending if i not in returned)
+
+    @staticmethod
+    def stop(entries: Sequence[Any], message: str) -> list[int]:
+        """The inputs left fail with an incurable round's ``message``; no round follows."""
+        for entry in entries:
+            entry.status = "failed"
+            entry.history.append(f"stopped: {message}")
+        return []
+
+
+def returned(
+    pending: Sequence[int],
+    tags: Sequence[str],
+    states: Mapping[str, Any],
+    created: Mapping[str, bytes | None],
+) -> set[int]:
+    """The inputs of a failed round whose function returned (or raised): their task stamped
+    the chain (a version past the created one's) or closed it."""
+    done: set[int] = set()
+    for i, tag in zip(pending, tags, strict=True):
+        state, known = states.get(tag), created.get(tag)
+        before = pickle.loads(known).version if known is not None else 1
+        if state is not None and (state.failed or state.version > before):
+            done.add(i)
+    return done
+
+
+def incurable(job_error: str | None, outcomes: Sequence[str], acked: int, where: str) -> str | None:
+    """The message that stops the run, if every input failed with an error no replay cures.
+
+    ``job_error``: the round's failed Spark job's text (None if it ran); ``outcomes``:
+    each input's outcome; ``where``: who runs the tasks ("the workers", "the Spark
+    Connect server's workers").
+    """
+    if acked or not outcomes:
+        return None
+    if job_error is not None:
+        return _setup_problem(job_error, where)
+    if not all(retryable(o) for o in outcomes):
+        return None
+    bad = [o for o in outcomes if o.startswith(BAD_OUTPUT)]
+    if len(bad) == len(outcomes):
+        return (
+            f"the function returned no rows table for any input ({bad[0][len(BAD_OUTPUT) :]}): "
+            "fix the function (in the job's code, on the client) to return a pyarrow.Table "
+            "with the declared columns"
+        )
+    missing = [_MISSING.search(o) for o in outcomes]
+    names = {m.group(3) for m in missing if m is not None}
+    if all(m is not None for m in missing) and len(names) == 1:
+        name = names.pop()
+        return (
+            f"the function cannot import {name!r} on {where} (every input: "
+            f"{outcomes[0][len(RAISED) :]}): install {name} into the Python that runs the "
+            "tasks there (spark.pyspark.python / PYSPARK_PYTHON)"
+        )
+    return None
+
+
+def _setup_problem(text: str, where: str) -> str | None:
+    """What a failed job's text says cannot heal: a module, a Python, a version."""
+    found = _MISSING.search(text)
+    if found is not None:
+        name = found.group(3).split(".")[0]
+        what = "the library itself" if name == "xor_ack_dynamodb" else f"module {name!r}"
+        return (
+            f"the tasks cannot import {what} on {where} ({found.group(1)}: {found.group(2)}): "
+            f"install it into the Python that runs the tasks there (spark.pyspark.python / "
+            f"PYSPARK_PYTHON){_install_hint(name)}"
+        )
+    found = _NO_PROGRAM.search(text)
+    if found is not None:
+        return (
+            f"{where} cannot start Python {found.group(1)!r} ({one_line(found.group(0))}): set "
+            "spark.pyspark.python / PYSPARK_PYTHON there to an interpreter that exists on "
+            "every worker"
+        )
+    found = _VERSION.search(text)
+    if found is not None:
+        return (
+            f"the Python on {where} is not the driver's version ({one_line(found.group(0))}): "
+            "run the same Python minor version on both sides"
+        )
+    found = _IMPORT.search(text)
+    if found is not None:
+        return (
+            f"the tasks cannot import what they need on {where} (ImportError: "
+            f"{one_line(found.group(1))}): install matching versions into the Python that "
+            "runs the tasks there"
+        )
+    return None
+
+
+def _install_hint(name: str) -> str:
+    from .paths import PACKAGE, package_version
+
+    if name != "xor_ack_dynamodb":
+        return ""
+    version = package_version()
+    pinned = f"=={version}" if version != "unknown" else ""
+    return f": pip install {PACKAGE}{pinned} pyarrow pandas"

@@ -1,0 +1,153 @@
+// The file-system steps of a tracked run's commit, done where Spark runs (a Spark Connect
+// server, whose client has no Hadoop FileSystem and may not see the disk at all).
+//
+// Registered by xor_ack_dynamodb/spark/connect_files.py as a Java UDF of three strings
+// (operation, path, argument) returning a string; shipped to the server as a session
+// artifact (xor-ack-files.jar, built from this file by `make spark-jar`). Every operation
+// goes through Hadoop's FileSystem with the session's Hadoop configuration, so it works for
+// any path Spark itself can write (file:, hdfs:, s3a:, gs:, abfs: ...). Every operation can
+// be run twice with the same outcome (a retried task, a plan evaluated again).
+package org.xorack.spark;
+
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.deploy.SparkHadoopUtil;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF3;
+
+public class XorAckFiles implements UDF3<String, String, String, String> {
+    private static final long serialVersionUID = 1L;
+    /** Separates the entries of an answer (a character no file name holds). */
+    private static final String SEP = "\u0000";
+    /** Largest file ``read`` returns (the manifest is a few kilobytes). */
+    private static final long MAX_READ = 16L << 20;
+
+    private static Configuration conf() {
+        scala.Option<SparkSession> active = SparkSession.getActiveSession();
+        if (active.isDefined()) {
+            return active.get().sessionState().newHadoopConf();
+        }
+        return SparkHadoopUtil.get().newConfiguration(SparkEnv.get().conf());
+    }
+
+    @Override
+    public String call(String op, String target, String arg) throws Exception {
+        Path path = new Path(target);
+        FileSystem fs = path.getFileSystem(conf());
+        switch (op) {
+            case "list":
+                return list(fs, path, arg);
+            case "write":
+                return write(fs, path, arg);
+            case "rename":
+                return rename(fs, path, new Path(arg));
+            case "rmdir":
+                return rmdir(fs, path);
+            case "delete":
+                if (fs.exists(path)) {
+                    fs.delete(path, true);
+                }
+                return "ok";
+            default:
+                throw new IllegalArgumentException("unknown operation " + op);
+        }
+    }
+
+    /** "absent", "file", or "dir" then the entry names; with ``arg``: that entry's text too. */
+    private static String list(FileSystem fs, Path path, String wanted) throws Exception {
+        if (!fs.exists(path)) {
+            return "absent";
+        }
+        if (!fs.getFileStatus(path).isDirectory()) {
+            return "file";
+        }
+        FileStatus[] entries = fs.listStatus(path);
+        String[] names = new String[entries.length];
+        for (int i = 0; i < entries.length; i++) {
+            names[i] = entries[i].getPath().getName();
+        }
+        Arrays.sort(names);
+        StringBuilder out = new StringBuilder("dir");
+        String text = null;
+        for (String name : names) {
+            out.append(SEP).append("n:").append(name);
+            if (wanted != null && !wanted.isEmpty() && name.equals(wanted)) {
+                text = read(fs, new Path(path, name));
+            }
+        }
+        if (text != null) {
+            out.append(SEP).append("t:").append(text);
+        }
+        return out.toString();
+    }
+
+    private static String read(FileSystem fs, Path path) throws Exception {
+        if (fs.getFileStatus(path).getLen() > MAX_READ) {
+            return null;
+        }
+        try (InputStream in = fs.open(path)) {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            byte[] buffer = new byte[65536];
+            int n;
+            while ((n = in.read(buffer)) > 0) {
+                bytes.write(buffer, 0, n);
+            }
+            byte[] data = bytes.toByteArray();
+            String text = new String(data, StandardCharsets.UTF_8);
+            // Not UTF-8: no text (a manifest that is not ours).
+            return Arrays.equals(text.getBytes(StandardCharsets.UTF_8), data) ? text : null;
+        }
+    }
+
+    /** Create ``path`` holding ``text``, never over another file (the same text: done). */
+    private static String write(FileSystem fs, Path path, String text) throws Exception {
+        byte[] data = text.getBytes(StandardCharsets.UTF_8);
+        if (fs.exists(path)) {
+            String found = read(fs, path);
+            if (text.equals(found)) {
+                return "ok";
+            }
+            throw new FileAlreadyExistsException(path + " exists");
+        }
+        try (OutputStream out = fs.create(path, false)) {
+            out.write(data);
+        }
+        return "ok";
+    }
+
+    /** Rename; ``source`` gone and ``target`` there means an earlier run of this did it. */
+    private static String rename(FileSystem fs, Path source, Path target) throws Exception {
+        boolean there = fs.exists(target);
+        if (!fs.exists(source)) {
+            if (there) {
+                return "ok";
+            }
+            throw new java.io.FileNotFoundException(source + " does not exist");
+        }
+        if (there || !fs.rename(source, target)) {
+            throw new java.io.IOException("could not rename " + source + " to " + target);
+        }
+        return "ok";
+    }
+
+    /** Remove ``path`` only if it is an empty folder. */
+    private static String rmdir(FileSystem fs, Path path) throws Exception {
+        if (!fs.exists(path)) {
+            return "ok";
+        }
+        if (fs.listStatus(path).length > 0 || !fs.delete(path, false)) {
+            throw new java.io.IOException(path + " is no longer empty: it was left as it is");
+        }
+        return "ok";
+    }
+}

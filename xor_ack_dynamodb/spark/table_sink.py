@@ -1,0 +1,74 @@
+"""A catalog table as the output: ``Sink(table="db.name")``, each acked input's rows there once.
+
+The rounds stage their rows in a hidden folder beside the table's database
+(``LOCATION/.xor-ack-RUN``; the warehouse folder when the catalog says no
+location; ``work_dir`` when given), on the side where Spark runs.  After the last
+round the acked rounds' rows go to the table in **one** write through the
+session's catalog: inserted (``insertInto``, by the table's own column order, so
+its format, whatever it is, takes them: a v1 table rejects
+``DataFrameWriterV2.append``), or created with the sink's format when the table
+does not exist (``saveAsTable``).  One Spark job commits them all or none, so a
+replayed input (only its acked round's rows are read) and a re-run task attempt
+(Spark's committer keeps one) are there once.  ``overwrite=True`` replaces the
+table's rows (``insertInto(overwrite=True)``).  As with a folder, the table is
+changed only when every input acked, unless ``Sink(partial=True)``: a second run
+of the inputs that failed then adds what the first did not, and nothing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import output
+from .commit import Counts, Written, resolver
+from .files import Files
+from .sink import Sink
+
+
+class TableTarget:
+    """A table output: rows staged beside its database, one catalog write at the end."""
+
+    def __init__(self, spark: Any, sink: Sink, run_id: str, work_dir: str | None) -> None:
+        assert sink.table is not None
+        self.spark = spark
+        self.sink = sink
+        self.table: str = sink.table
+        self.files = Files(spark)
+        base = resolver(spark)(work_dir, "the work folder") if work_dir else self._beside()
+        self.staging = f"{base.rstrip('/')}/.xor-ack-{run_id}"
+        self.rows_root = f"{self.staging}/rows"
+
+    def _beside(self) -> str:
+        """The table's database folder (the warehouse folder if the catalog names none)."""
+        parts = self.table.split(".")
+        database = ".".join(parts[:-1]) or self.spark.catalog.currentDatabase()
+        try:
+            location = self.spark.catalog.getDatabase(database).locationUri
+        except Exception:  # a catalog without locations (e.g. a REST catalog)
+            location = None
+        if not location:
+            location = self.spark.conf.get("spark.sql.warehouse.dir")
+        return str(location)
+
+    def check(self) -> None:
+        """Nothing to refuse: a table is appended to (or created)."""
+
+    def exists(self) -> bool:
+        return bool(self.spark.catalog.tableExists(self.table))
+
+    def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
+        if not counts.complete and not self.sink.partial:
+            return "kept"
+        out = output.shaped(rows, self.sink)
+        if self.exists():  # by the table's own column order: its format takes them as it is
+            columns = self.spark.table(self.table).columns
+            out.select(*columns).write.insertInto(self.table, overwrite=self.sink.overwrite)
+        else:
+            writer = out.write.format(self.sink.format).options(**self.sink.options)
+            if self.sink.partition_by:
+                writer = writer.partitionBy(*self.sink.partition_by)
+            writer.saveAsTable(self.table)
+        return "complete" if counts.complete else "partial"
+
+    def cleanup(self) -> None:
+        self.files.delete(self.staging)
