@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip("pyspark")
 
 from xor_ack_dynamodb.spark.connect_files import JAR, SOURCE
-from xor_ack_dynamodb.spark.isolation import Isolation, bad_output, incurable, raised
-from xor_ack_dynamodb.spark.stages import RoundSpec
+from xor_ack_dynamodb.spark.isolation import Isolation, bad_output, incurable, raised, task_of
+from xor_ack_dynamodb.spark.stages import ID, RoundSpec
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
 
 from .test_stages import RUN, SCHEMA, chains, lines_of, produce, start
@@ -88,6 +88,13 @@ def test_errors_count_per_input_and_a_failed_round_isolates_whose_function_never
     assert isolation.spent(1, raised("k1", ValueError("x")))  # the second time: failed
     isolation.round_failed([2, 3, 4], returned={3})
     assert isolation.for_round([0, 2, 3, 4]) == {2, 4}
+    # Spark's message names the task that failed the job: only its inputs, the first time.
+    died = "Job aborted due to stage failure: Task 1 in stage 2.0 failed 1 times, ..."
+    narrow = Isolation(max_errors=2)
+    narrow.round_failed([5, 6, 7, 8], {8}, died, lambda ids: {i: i % 2 for i in ids})
+    assert narrow.for_round([5, 6, 7, 8]) == {5, 7}
+    narrow.round_failed([5, 6, 7], set(), died, lambda ids: {i: i % 2 for i in ids})
+    assert narrow.for_round([5, 6, 7]) == {5, 6, 7}  # failed again: all of them
     with pytest.raises(ValueError):
         Isolation(max_errors=0)
 
@@ -120,3 +127,12 @@ def test_the_connect_file_helper_jar_is_built_from_its_source() -> None:
         assert "org/xorack/spark/XorAckFiles.class" in jar.namelist()
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
     assert f"X-Source-SHA256: {digest}" in manifest, "run make spark-jar: the jar is stale"
+
+
+def test_task_of_is_where_repartition_puts_each_input(local_spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    ids = list(range(50))
+    frame = local_spark.createDataFrame([(i,) for i in ids], f"{ID} int").repartition(16, ID)
+    placed = frame.select(ID, F.spark_partition_id().alias("task")).collect()
+    assert task_of(local_spark, ids, 16, ID) == {r[ID]: r["task"] for r in placed}

@@ -49,7 +49,7 @@ def client_user() -> Iterator[User]:
         pwd.getpwnam(NAME)
     except KeyError:
         subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+            [_tool("useradd"), "--system", "--user-group", "--no-create-home", "--shell",
              "/usr/sbin/nologin", NAME],
             check=True, capture_output=True,
         )  # fmt: skip
@@ -62,7 +62,7 @@ def client_user() -> Iterator[User]:
     finally:
         shutil.rmtree(home, ignore_errors=True)
         if created:
-            subprocess.run(["userdel", NAME], check=False, capture_output=True)
+            subprocess.run([_tool("userdel"), NAME], check=False, capture_output=True)
 
 
 def run_as(user: User, argv: list[str], env: dict[str, str], timeout: float) -> Any:
@@ -119,3 +119,8 @@ def _can_run(user: User, python: str) -> bool:
         return bool(run_as(user, [python, "-c", ""], {}, 60).returncode == 0)
     except OSError:  # not found, or a folder on its way closed to the user
         return False
+
+
+def _tool(name: str) -> str:
+    """``useradd`` / ``userdel``: on PATH, else where Debian and Ubuntu put them."""
+    return shutil.which(name) or f"/usr/sbin/{name}"

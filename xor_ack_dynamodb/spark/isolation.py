@@ -12,10 +12,14 @@ with its other inputs, which commit in the same round.  On the driver
   reason;
 - a round whose Spark job failed (a Python worker that died takes its whole task
   with it, and on a master without task retries the whole job) leaves some inputs
-  whose function never returned: in the next round each of them runs in a child
-  process of its own (``sandbox``), so that one that kills its process again fails
-  alone (``crashed: ...``) and the others commit.  Healthy inputs are acked within
-  two rounds of the crash, however often the bad one crashes;
+  whose function never returned.  In the next round those of the task that failed
+  the job (Spark's message names it; the inputs' task is ``pmod(hash(id), tasks)``,
+  as ``repartition`` placed them) each run in a child process of its own
+  (``sandbox``), so that one that kills its process again fails alone
+  (``crashed: ...``) and the others commit.  Should that round fail too (or the
+  message name no task), every input whose function did not return is isolated in
+  the next.  Healthy inputs are acked within two rounds of the crash, however often
+  the bad one crashes;
 - a round in which every input failed with the same error that no replay cures (a
   module missing where the tasks run, a Python the executors cannot start, a
   function that returns no table) stops the run with one message saying what to
@@ -27,7 +31,7 @@ from __future__ import annotations
 import pickle
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 #: The reasons a task gives a chain when the user's function failed for its input.
@@ -41,6 +45,7 @@ _MESSAGE = 300
 _MISSING = re.compile(r"(ModuleNotFoundError|ImportError): (No module named '?([\w.]+)'?[^\n]*)")
 _IMPORT = re.compile(r"ImportError: ([^\n]+)")
 _NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*')
+_FAILED_TASK = re.compile(r"Task (\d+) in stage [\d.]+ failed")
 _VERSION = re.compile(r"PYTHON_VERSION_MISMATCH[^\n]*|Python in worker has different version[^\n]*")
 
 
@@ -80,6 +85,8 @@ class Isolation:
         self.max_errors = max_errors
         self.errors: Counter[int] = Counter()
         self.isolated: set[int] = set()
+        #: A failed round isolated only the inputs of the task that failed it.
+        self.narrowed = False
 
     def for_round(self, pending: Iterable[int]) -> frozenset[int]:
         """The inputs of the coming round that run in a child process each."""
@@ -94,9 +101,29 @@ class Isolation:
             self.isolated.add(i)
         return self.errors[i] >= self.max_errors
 
-    def round_failed(self, pending: Sequence[int], returned: set[int]) -> None:
-        """A round's job failed: its inputs whose function never returned are isolated."""
-        self.isolated.update(i for i in pending if i not in returned)
+    def round_failed(
+        self,
+        pending: Sequence[int],
+        returned: set[int],
+        error: str = "",
+        task_of: Callable[[list[int]], Mapping[int, int]] | None = None,
+    ) -> None:
+        """A round's job failed: isolate the inputs whose function never returned.
+
+        The first time, only those of the task that failed the job (``error`` names
+        it; ``task_of`` says which task each input was in), if any; else all of them.
+        """
+        suspects = [i for i in pending if i not in returned]
+        found = _FAILED_TASK.search(error)
+        if found is not None and task_of is not None and not self.narrowed and suspects:
+            dead = int(found.group(1))
+            tasks = task_of(suspects)
+            narrow = [i for i in suspects if tasks.get(i) == dead]
+            if narrow:
+                self.narrowed = True
+                self.isolated.update(narrow)
+                return
+        self.isolated.update(suspects)
 
     @staticmethod
     def stop(entries: Sequence[Any], message: str) -> list[int]:
@@ -198,3 +225,13 @@ def _install_hint(name: str) -> str:
     version = package_version()
     pinned = f"=={version}" if version != "unknown" else ""
     return f": pip install {PACKAGE}{pinned} pyarrow pandas"
+
+
+def task_of(spark: Any, ids: list[int], tasks: int, column: str) -> dict[int, int]:
+    """The task each input id went to: ``repartition(tasks, column)``'s hash partitioning
+    (``pmod(murmur3(id, 42), tasks)``), computed by Spark on a local relation."""
+    from pyspark.sql import functions as F
+
+    frame = spark.createDataFrame([(i,) for i in ids], f"{column} int")
+    task = F.pmod(F.hash(F.col(column)), F.lit(tasks)).alias("task")
+    return {int(row[column]): int(row["task"]) for row in frame.select(column, task).collect()}

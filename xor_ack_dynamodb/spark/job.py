@@ -49,7 +49,7 @@ from .commit import Counts
 from .errors import Incurable, RoundTimedOut
 from .faults import FaultConfig
 from .files import is_connect
-from .isolation import Isolation, incurable, retryable, returned
+from .isolation import Isolation, incurable, retryable, returned, task_of
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
 from .plan import file_tag
@@ -250,7 +250,13 @@ class TrackedJob:
         outcomes = self._judge(tags, job_error)
         summary.seconds["judge"] = round(time.monotonic() - t, 3)
         if error is not None:  # a task died, or the job: isolate whose function never returned
-            self.isolation.round_failed(pending, returned(pending, tags, self._judged, created))
+            tasks = self._tasks(spec)
+            self.isolation.round_failed(
+                pending,
+                returned(pending, tags, self._judged, created),
+                str(error),
+                lambda ids: task_of(self.spark, ids, tasks, ID),
+            )
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
             entry = self.report.inputs[i]
