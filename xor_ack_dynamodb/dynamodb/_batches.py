@@ -51,7 +51,9 @@ _SINGLE_CODE = {
     "TransactionConflict": "TransactionConflictException",
     "ResourceNotFound": "ResourceNotFoundException",
     "ItemCollectionSizeLimitExceeded": "ItemCollectionSizeLimitExceededException",
-    "DuplicateItem": "DuplicateItemException",
+    # An INSERT (a create, ``_statements``) met an item under its key: what the create's
+    # UpdateItem reports as its condition failing, without the item (it reads it).
+    "DuplicateItem": "ConditionalCheckFailedException",
 }
 #: Statement errors after which the write did not land, so it is sent again alone (as an
 #: UpdateItem, where botocore's retry mode handles throttling as for any single write).

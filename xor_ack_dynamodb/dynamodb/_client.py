@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast
 
-from ..errors import CreateManyFailed
+from ..chain import ChainState
+from ..errors import CreateManyFailed, InvalidState
 from ..stamps import Stamp, xor
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
@@ -17,10 +18,13 @@ from ._core.validate import (
     DEFAULT_TOMBSTONE_TTL,
     Lifetime,
     check_keywords,
+    check_state,
     collect_many,
     create_entries,
     many_entries,
+    one_entry,
 )
+from ._statements import create_each, pieces, stamp_on_each
 from .aws import Settings
 from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
@@ -72,12 +76,20 @@ DEFAULT_STAMP_CONCURRENCY = 16
 
 
 class CreateMany(Lifetime, total=False):
-    """``create_many``'s options: the chains' ``Lifetime`` and ``concurrency``.
+    """``create_many``'s options: the chains' ``Lifetime``, ``concurrency`` and ``via``.
 
-    ``concurrency``: transactions in flight at once (default 4).
+    ``concurrency``: requests in flight at once (default 4); ``via``: how the chains
+    are written, ``"transactions"`` (default: up to 100 per TransactWriteItems, two
+    write units each) or ``"partiql"`` (up to 25 ``INSERT`` statements per
+    BatchExecuteStatement, one write unit each; needs ``dynamodb:PartiQLInsert``).
     """
 
     concurrency: int
+    via: Literal["transactions", "partiql"]
+
+
+#: One ``stamp_on_each`` write: the state to write on, the stamp, its token (or None).
+OnStateWrite = tuple[ChainState, bytes, bytes | str | None]
 
 
 class StampMany(TypedDict, total=False):
@@ -161,6 +173,9 @@ class ClientBase(Generic[ClientT]):
         )
         self._coalesce = coalesce
         self._batcher = Batcher(self._core.stats, write_slots) if batch_writes else None
+        # The batches of create_many(via="partiql") and stamp_on_each (``_statements``):
+        # stops batching for good if this principal or server cannot run them.
+        self._statements = Batcher(self._core.stats)
         self._setup()
 
     def _setup(self) -> None:
@@ -171,12 +186,39 @@ class ClientBase(Generic[ClientT]):
     def _creates(
         self, stamps: Mapping[str, bytes], options: CreateMany
     ) -> tuple[dict[str, Stamp], Callable[[dict[str, Any]], Op], int]:
-        """``create_many``'s validated stamps, the transaction each piece of them runs, and
-        how many run at once."""
+        """``create_many``'s validated stamps, the operation each piece of them runs (one
+        request: a transaction, or a batch of statements), and how many run at once."""
         concurrency = check_concurrency(options.get("concurrency", DEFAULT_CREATE_CONCURRENCY))
-        lifetime = {key: value for key, value in options.items() if key != "concurrency"}
+        via = options.get("via", "transactions")
+        if via not in ("transactions", "partiql"):
+            raise ValueError(f'via is "transactions" or "partiql", not {via!r}')
+        lifetime = {k: v for k, v in options.items() if k not in ("concurrency", "via")}
         values, checked = create_entries(stamps, lifetime, self._core.token_window)
+        if via == "partiql":  # a transaction's piece: 4 batches of 25, one after the other
+            return (
+                values,
+                lambda p: create_each(self._core, self._statements, p, checked),
+                concurrency,
+            )
         return values, lambda piece: self._core.create_transact(piece, **checked), concurrency
+
+    def _on_state_ops(
+        self, writes: Iterable[OnStateWrite], concurrency: int
+    ) -> tuple[list[Op], int]:
+        """``stamp_on_each``'s writes, validated (one per chain, each as ``stamp_on``'s), as
+        one operation per request of up to 25 (``_statements.stamp_on_each``); concurrency."""
+        check_concurrency(concurrency)
+        checked: list[tuple[ChainState, Entry]] = []
+        for state, stamp, token in writes:
+            checked.append((check_state(state), one_entry(state.tag, stamp, token)))
+        tags = [state.tag for state, _ in checked]
+        if len(set(tags)) != len(tags):
+            raise InvalidState("stamp_on_each writes one stamp per chain: a tag came twice")
+        ops = [
+            stamp_on_each(self._core, self._statements, [checked[i] for i in part])
+            for part in pieces(len(checked))
+        ]
+        return ops, concurrency
 
     @staticmethod
     def _created(values: Mapping[str, Stamp], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:

@@ -19,12 +19,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..chain import ChainState
 from ..stamps import Stamp
 from ._batches import Write, item_key
-from ._client import ClientBase, Connection, CreateMany, StampMany, connection
+from ._client import ClientBase, Connection, CreateMany, OnStateWrite, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
+from ._statements import OnState
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -259,9 +260,36 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         others of its transaction on that attempt: they are sent again without it.
         Raises ``CreateManyFailed`` (created stamps and errors) if any was not
         created.  A transaction costs twice the write units of plain writes.
+
+        ``via="partiql"``: 25 chains per ``BatchExecuteStatement``, each an ``INSERT`` (one
+        write unit, created or refused alone; ``dynamodb:PartiQLInsert``); a tag a closed
+        chain holds is then written alone, as ``create`` writes it.
         """
         values, op, concurrency = self._creates(stamps, options)
         return self._created(values, await self._chunks(op, values, concurrency))
+
+    async def stamp_on_each(
+        self, writes: Iterable[OnStateWrite], *, concurrency: int = 4
+    ) -> list[ChainState | Exception]:
+        """One stamp on each of many chains (``(state, stamp, token)``), each as ``stamp_on``,
+        25 per ``BatchExecuteStatement`` (``dynamodb:PartiQLUpdate``; not on moto).  Returns,
+        in order, the chain as each write left it or the error ``stamp_on`` would raise
+        (``ChainMoved``, ...), raising none; docs/api.md."""
+        ops, concurrency = self._on_state_ops(writes, concurrency)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(op: Op) -> list[OnState]:
+            async with gate:
+                outcomes: list[OnState] = await self._run(op)
+                return outcomes
+
+        return [out for outcomes in await asyncio.gather(*map(one, ops)) for out in outcomes]
+
+    async def known_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
+        """The chains as this client holds them (live ones it last wrote or read: its cache),
+        reading only the others as ``get_many`` does; another writer may have moved them."""
+        result: dict[str, ChainState | None] = await self._run(self._core.known_many(tags))
+        return result
 
     async def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
         """The states of many chains (strongly consistent), 100 per BatchGetItem request.

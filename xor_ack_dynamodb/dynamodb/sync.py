@@ -22,12 +22,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..chain import ChainState
 from ..stamps import Stamp
 from ._batches import Write, item_key
-from ._client import ClientBase, Connection, CreateMany, StampMany, connection
+from ._client import ClientBase, Connection, CreateMany, OnStateWrite, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
+from ._statements import OnState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -214,9 +215,32 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     def create_many(
         self, stamps: Mapping[str, bytes], **options: Unpack[CreateMany]
     ) -> dict[str, Stamp]:
-        """Start many chains, 100 per transaction; see ``XorAckDynamoDB.create_many``."""
+        """Start many chains, 100 per transaction (or 25 per batch of statements,
+        ``via="partiql"``); see ``XorAckDynamoDB.create_many``."""
         values, op, concurrency = self._creates(stamps, options)
         return self._created(values, self._chunks(op, values, concurrency))
+
+    def stamp_on_each(
+        self, writes: Iterable[OnStateWrite], *, concurrency: int = 4
+    ) -> list[ChainState | Exception]:
+        """One stamp on each of many chains, each exactly on its given state; see
+        ``XorAckDynamoDB.stamp_on_each``.  ``concurrency``: requests in flight (threads)."""
+        ops, concurrency = self._on_state_ops(writes, concurrency)
+
+        def one(op: Op) -> list[OnState]:
+            outcomes: list[OnState] = self._run(op)
+            return outcomes
+
+        if concurrency == 1 or len(ops) <= 1:
+            return [outcome for op in ops for outcome in one(op)]
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(ops))) as pool:
+            return [outcome for outcomes in pool.map(one, ops) for outcome in outcomes]
+
+    def known_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
+        """The chains as this client holds them, reading only the others; see
+        ``XorAckDynamoDB.known_many``."""
+        result: dict[str, ChainState | None] = self._run(self._core.known_many(tags))
+        return result
 
     def get_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
         """The states of many chains (strongly consistent), 100 per BatchGetItem request.

@@ -94,11 +94,14 @@ class SingleChain(Endings):
             now = self._now()
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             chain_id = secrets.token_bytes(8)
-            params = self._create_update(tag, value, checked, now, token, chain_id).request()
+            update = self._create_update(tag, value, checked, now, token, chain_id)
+            params = update.request()
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             try:
-                yield Call("update_item", params)
+                # ``batch``: a caller batching many creates may send it as an INSERT
+                # (``_statements``); a client's ``batch_writes`` sends it alone.
+                yield Call("update_item", params, batch=update)
             except (ClientError, BotoCoreError) as exc:
                 reply, _ = D.reply_of(exc)
                 if reply is Reply.CONDITION_FAILED:
@@ -129,6 +132,7 @@ class SingleChain(Endings):
         known: ChainState | None = None,
         known_fresh: bool = True,
         exact: bool = False,
+        landed_as: dict[str, ChainState] | None = None,
     ) -> Generator[Effect, Any, list[Outcome]]:
         """XOR ``entries`` (in order) into the chain with one conditional write per attempt.
 
@@ -279,6 +283,8 @@ class SingleChain(Endings):
                 if current is None or current.version <= state.version:
                     current = planned
                 self.remember(current, tag)
+                if landed_as is not None:
+                    landed_as[tag] = current
                 pending, state, attempt, started = later, current, 0, self.monotonic()
                 continue
             if exact:

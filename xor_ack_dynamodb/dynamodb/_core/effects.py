@@ -23,9 +23,10 @@ ENTRY_ERRORS = (ClientError, BotoCoreError, CorruptItem)
 class Call:
     """Send ``op`` (a low-level DynamoDB client method name) with ``params``.
 
-    ``batch``: a stamp write, as the structured value ``params`` was rendered from,
-    which a client with ``batch_writes`` may send in a PartiQL batch with other
-    chains' writes (``_batches`` renders its statement from it); its outcome is the same.
+    ``batch``: a write (a stamp's, a create's), as the structured value ``params`` was
+    rendered from, which a client may send in a PartiQL batch with other chains' writes
+    (``_batches`` renders its statement from it: a stamp's ``UPDATE`` with
+    ``batch_writes``; ``_statements`` also a create's ``INSERT``); its outcome is the same.
     """
 
     op: str

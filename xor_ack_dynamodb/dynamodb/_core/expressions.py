@@ -222,6 +222,37 @@ class Update:
             statement["ReturnValuesOnConditionCheckFailure"] = self.on_condition_failure
         return statement
 
+    def insert(self) -> dict[str, Any] | None:
+        """The PartiQL ``INSERT`` that writes this update on an absent item, or None.
+
+        Only for a write whose condition lets an absent item through
+        (``attribute_not_exists`` of the key, alone or in an OR: a create): the item is
+        the key and the SET values.  ``INSERT`` is stricter than the condition: any
+        item under the key refuses it (``DuplicateItem``), so it never overwrites
+        one, where the ``UpdateItem`` would also replace a closed chain.
+        """
+        if self.increment or not self._allows_absent():
+            return None
+        table = _quote(self.table)
+        names = [*self.key, *(a for a, _ in self.set)]
+        if table is None or any(not n or "'" in n for n in names) or len(set(names)) != len(names):
+            return None
+        fields = ", ".join(f"'{name}': ?" for name in names)
+        return {
+            "Statement": f"INSERT INTO {table} VALUE {{{fields}}}",
+            "Parameters": [*self.key.values(), *(v.value for _, v in self.set)],
+        }
+
+    def _allows_absent(self) -> bool:
+        """Does the condition hold for an absent item (``attribute_not_exists(key)``)?"""
+
+        def absent(term: Term) -> bool:
+            if isinstance(term, Exists):
+                return not term.present and term.type is None and term.attribute == self.key_name
+            return isinstance(term, AnyOf) and any(absent(t) for t in term.terms)
+
+        return len(self.condition) == 1 and absent(self.condition[0])
+
 
 @dataclass(frozen=True)
 class Delete:

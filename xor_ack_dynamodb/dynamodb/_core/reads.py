@@ -87,6 +87,32 @@ class Reads(Requests):
             raise GetManyFailed(states, corrupt)
         return states
 
+    def known_many(
+        self, tags: Iterable[str]
+    ) -> Generator[Effect, Any, dict[str, ChainState | None]]:
+        """The chains as this client holds them, reading only those it does not hold.
+
+        Held: the live chains it last wrote or read (its cache, bounded by
+        ``cache_size``: what it dropped, and every closed chain, is read again,
+        strongly consistent, 100 per BatchGetItem).  Another writer may have moved a
+        held chain since; a ``stamp_on`` on it then gets ``ChainMoved``.  Raises
+        ``GetManyFailed`` as :meth:`get_many` does.
+        """
+        wanted = list(dict.fromkeys(check_tags(tags)))
+        now = self.clock()
+        held: dict[str, ChainState | None] = {}
+        for tag in wanted:
+            state = self.cached(tag)
+            if state is not None and not state.expired(now):
+                held[tag] = state
+        missing = [tag for tag in wanted if tag not in held]
+        if missing:
+            states, corrupt = yield from self._read_many(missing)
+            if corrupt:
+                raise GetManyFailed({**held, **states}, corrupt)
+            held.update(states)
+        return {tag: held[tag] for tag in wanted}
+
     def _read_many(
         self, tags: Sequence[str]
     ) -> Generator[Effect, Any, tuple[dict[str, ChainState | None], dict[str, CorruptItem]]]:
