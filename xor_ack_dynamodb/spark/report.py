@@ -45,8 +45,14 @@ class RoundSummary:
         self.seconds[phase] = round(self.seconds.get(phase, 0.0) + seconds, 3)
 
 
-@dataclass
+@dataclass(init=False)
 class TrackedReport:
+    """A tracked run: its counters and rounds here, its inputs' endings in a JSON Lines file.
+
+    Made as it always was (``inputs=`` the list of a report built by hand); the
+    job writes each ending as it comes (``ended``) instead.
+    """
+
     run_id: str
     output: str
     tracking: bool
@@ -67,8 +73,31 @@ class TrackedReport:
     #: Where the endings are written as JSON Lines (None: a temporary file).
     report_path: str | None = None
 
-    def __post_init__(self) -> None:
-        self._endings = Endings(self.report_path)
+    def __init__(
+        self,
+        run_id: str,
+        output: str,
+        tracking: bool,
+        inputs: Iterable[InputResult] = (),
+        rounds: list[RoundSummary] | None = None,
+        chain_writes: int = 0,
+        seconds: dict[str, float] | None = None,
+        settings: dict[str, Any] | None = None,
+        totals: dict[str, Any] | None = None,
+        *,
+        report_path: str | None = None,
+    ) -> None:
+        self.run_id, self.output, self.tracking = run_id, output, tracking
+        self.rounds = [] if rounds is None else rounds
+        self.chain_writes = chain_writes
+        self.seconds = {} if seconds is None else seconds
+        self.settings = {} if settings is None else settings
+        self.totals = {} if totals is None else totals
+        self.listed, self.expected, self.skipped = 0, None, 0
+        self.report_path = report_path
+        self._endings = Endings(report_path)
+        if inputs:
+            self.inputs = inputs
 
     # -- the endings ------------------------------------------------------------------
 
