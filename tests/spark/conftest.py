@@ -55,8 +55,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_spark() -> Iterator[Any]:
-    """local[2] with 8 attempts per task (local mode retries nothing otherwise)."""
+def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """local[2] with 8 attempts per task (local mode retries nothing otherwise); its
+    warehouse (the catalog's default database, made on first use) in a temporary folder."""
     from xor_ack_dynamodb.pipeline.spark import build_session, master_with_retries
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -65,6 +66,7 @@ def local_spark() -> Iterator[Any]:
         app_name="xor-ack-spark-tests",
         shuffle_partitions=200,
         log_level="FATAL",
+        extra={"spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse"))},
     )
     yield session
     session.stop()

@@ -132,7 +132,7 @@ def test_the_connect_file_helper_jar_is_built_from_its_source() -> None:
 def test_task_of_is_where_repartition_puts_each_input(local_spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    ids = list(range(50))
+    ids = [*range(50), 2**31 - 1, 123456789]
     frame = local_spark.createDataFrame([(i,) for i in ids], f"{ID} int").repartition(16, ID)
     placed = frame.select(ID, F.spark_partition_id().alias("task")).collect()
-    assert task_of(local_spark, ids, 16, ID) == {r[ID]: r["task"] for r in placed}
+    assert task_of(ids, 16) == {r[ID]: r["task"] for r in placed}

@@ -13,7 +13,7 @@ with its other inputs, which commit in the same round.  On the driver
 - a round whose Spark job failed (a Python worker that died takes its whole task
   with it, and on a master without task retries the whole job) leaves some inputs
   whose function never returned.  In the next round those of the task that failed
-  the job (Spark's message names it; the inputs' task is ``pmod(hash(id), tasks)``,
+  the job (Spark's message names it; the inputs' task is ``pmod(murmur3(id), tasks)``,
   as ``repartition`` placed them) each run in a child process of its own
   (``sandbox``), so that one that kills its process again fails alone
   (``crashed: ...``) and the others commit.  Should that round fail too (or the
@@ -227,11 +227,26 @@ def _install_hint(name: str) -> str:
     return f": pip install {PACKAGE}{pinned} pyarrow pandas"
 
 
-def task_of(spark: Any, ids: list[int], tasks: int, column: str) -> dict[int, int]:
-    """The task each input id went to: ``repartition(tasks, column)``'s hash partitioning
-    (``pmod(murmur3(id, 42), tasks)``), computed by Spark on a local relation."""
-    from pyspark.sql import functions as F
+def task_of(ids: Iterable[int], tasks: int) -> dict[int, int]:
+    """The task each input id went to: ``repartition(tasks, id)``'s hash partitioning,
+    ``pmod(murmur3(id, seed 42), tasks)``, computed here (no Spark job: the workers may be
+    what failed)."""
+    return {i: _murmur3_int(i) % tasks for i in ids}
 
-    frame = spark.createDataFrame([(i,) for i in ids], f"{column} int")
-    task = F.pmod(F.hash(F.col(column)), F.lit(tasks)).alias("task")
-    return {int(row[column]): int(row["task"]) for row in frame.select(column, task).collect()}
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt`` (the hash of an int column), as a signed int."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = rotl((value & mask) * 0xCC9E2D51 & mask, 15) * 0x1B873593 & mask
+    h1 = (rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & mask
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & mask
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1

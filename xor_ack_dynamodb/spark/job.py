@@ -255,7 +255,7 @@ class TrackedJob:
                 pending,
                 returned(pending, tags, self._judged, created),
                 str(error),
-                lambda ids: task_of(self.spark, ids, tasks, ID),
+                lambda ids: task_of(ids, tasks),
             )
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
