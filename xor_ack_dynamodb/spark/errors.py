@@ -71,10 +71,6 @@ class Incurable(SparkTrackingError):
         self.report = report
 
 
-class OutputSchemaMismatch(SparkTrackingError):
-    """The user's function returned columns that do not fit the declared output schema."""
-
-
 class BatchFailed(SparkTrackingError):
     """A micro-batch of a tracked stream ended with inputs that failed (the query stops)."""
 
