@@ -80,13 +80,15 @@ async def test_jobs_fan_out_through_sqs_and_continue_once(
 async def test_visibility_is_extended_while_a_handler_works(
     moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
-    work, _ = make_queues(moto_endpoint, visibility=2)
+    # A visibility timeout of 6 s, extended every 2 s: a busy machine may stall the
+    # extension by up to 4 s before SQS would deliver the message again.
+    work, _ = make_queues(moto_endpoint, visibility=6)
     done: list[str] = []
     calls: list[int] = []
 
     async def slow(message: Message) -> list[Any]:
         calls.append(message.receive_count)
-        await asyncio.sleep(3.5)  # longer than the visibility timeout of 2 s
+        await asyncio.sleep(8)  # longer than the visibility timeout
         return []
 
     async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, slow, done) as (
@@ -94,10 +96,10 @@ async def test_visibility_is_extended_while_a_handler_works(
         client,
     ):
         await fleet.submit("slow-job", None)
-        worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=2)
+        worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=6)
         stop = asyncio.Event()
         running = asyncio.ensure_future(worker.run(stop))
-        await wait_for(lambda: done == ["slow-job"], 20)
+        await wait_for(lambda: done == ["slow-job"], 40)
         stop.set()
         stats = await running
     assert calls == [1]  # never delivered a second time while it worked
