@@ -1,18 +1,27 @@
-"""What tracking costs the word count: the same corpus with and without chains.
+"""What tracking costs a Spark job: the same job with and without chains, in one run.
 
-Runs ``run_wordcount`` (the library's word count, ``xor_ack_dynamodb.spark``) on
-one SparkSession against DynamoDB Local (started here, on 127.0.0.1),
-alternating untracked and tracked runs, after one warm-up run of each (JVM,
-Python workers and DynamoDB Local warmed up), and prints a Markdown table: wall
-time (median and min over the repetitions), the chains' writes (per file), where
-the tracked run's time went (seconds per phase, summed over rounds), and the
-overhead (of the medians, and of the minimums: the fastest run is the one least
-disturbed by other load on the machine).
+Runs on one SparkSession against DynamoDB Local (started here, on 127.0.0.1, its
+table as ``xor-ack table create`` makes it), every DynamoDB request of the driver
+and of the Python workers through a counting proxy (``client/counting_proxy.py``:
+requests, write and read units by AWS's rules), alternating untracked and tracked
+runs after one warm-up run of each, and prints Markdown tables.
+
+The word count (``run_wordcount``, the library's): wall time (median and min over
+the repetitions), the chains' writes (per file), where the tracked run's time went
+(seconds per phase, summed over rounds), and the overhead (of the medians, and of
+the minimums: the fastest run is the one least disturbed by other load).
 
     python benchmarks/bench_pipeline.py --files 200 --lines 170 --reps 5
-    python benchmarks/bench_pipeline.py --files 40 --lines 8400 --reps 5
     python benchmarks/bench_pipeline.py --files 40 --lines 42000 --reps 5
-    python benchmarks/bench_pipeline.py --files 80 --lines 42000 --reps 3
+
+Inputs as keys (``--keys``, ``pipeline_scale.py``): a DataFrame whose key column
+names N inputs (4 rows each), a pass-through function, Parquet out; per N the
+tracking cost per input, requests and write units per input, the driver's peak
+RSS (its Python and its JVM) against a run of 10 inputs, and whether each tracked
+run was exact; then the on-paper sizing of 1,000,000 inputs an hour.  N of 100,000
+or more runs once each way.  ``--list-files N``: N small files listed both ways.
+
+    python benchmarks/bench_pipeline.py --keys 1000 10000 100000 --reps 3
 
 ``--json FILE`` also writes every run's numbers.
 """
@@ -30,6 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from client.counting_proxy import CountingProxy
+from pipeline_scale import Peak, jvm_pid, keys_run, list_files, load, sizing
+
 from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
@@ -39,7 +53,12 @@ from xor_ack_dynamodb.table import TableSpec, create_table
 
 
 def one_run(
-    spark: Any, corpus: Path, out: Path, tracker: TrackerConfig | None, partitions: int | None
+    spark: Any,
+    corpus: Path,
+    out: Path,
+    tracker: TrackerConfig | None,
+    partitions: int | None,
+    proxy: CountingProxy,
 ) -> dict[str, Any]:
     options = WordCountOptions(
         input=str(corpus),
@@ -49,11 +68,13 @@ def one_run(
         partitions=partitions,
         overwrite=True,  # every repetition writes the same folders
     )
-    start = time.monotonic()
-    report = run_wordcount(spark, options)
-    wall = time.monotonic() - start
+    proxy.reset()
+    with Peak(jvm_pid(spark)) as peak:
+        start = time.monotonic()
+        report = run_wordcount(spark, options)
+        wall = time.monotonic() - start
     if tracker is not None and not report.ok:
-        raise SystemExit(f"a tracked run did not ack every file: {len(report.failed)} failed")
+        raise SystemExit(f"a tracked run did not ack every file: {report.failed_count} failed")
     phases: dict[str, float] = {}
     for summary in report.rounds:
         for phase, seconds in summary.seconds.items():
@@ -68,7 +89,159 @@ def one_run(
         "rounds": len(report.rounds),
         "seconds": phases,
         "partitions": partitions or 0,
+        "dynamodb": proxy.stats(),
+        "memory": peak.as_dict(),
     }
+
+
+def files_mode(args: argparse.Namespace, work: Path, tracker: TrackerConfig, proxy: Any) -> Any:
+    """The word count over a generated corpus, untracked and tracked, alternating."""
+    info = generate(
+        work / "corpus",
+        files=args.files,
+        lines=args.lines,
+        words_per_line=args.words_per_line,
+        seed=args.seed,
+    )
+    print(f"corpus: {info.files} files, {info.words:,} words", file=sys.stderr)
+    spark = build_session(args.master, shuffle_partitions=max(2, args.partitions or 2))
+    runs: list[dict[str, Any]] = []
+    try:
+        for label in ("warm-up untracked", "warm-up tracked"):
+            chosen = tracker if "untracked" not in label else None
+            one_run(spark, info.root, work / "warm", chosen, args.partitions, proxy)
+            print(f"{label} done", file=sys.stderr)
+        for rep in range(args.reps):
+            order = (None, tracker) if rep % 2 == 0 else (tracker, None)
+            for chosen in order:
+                out = work / f"out-{rep}"
+                run = one_run(spark, info.root, out, chosen, args.partitions, proxy)
+                run["rep"] = rep
+                runs.append(run)
+                mode = "tracked" if chosen else "untracked"
+                print(f"rep {rep} {mode}: {run['wall']:.2f} s", file=sys.stderr)
+    finally:
+        spark.stop()
+    print_files(args, info, runs)
+    return runs
+
+
+def print_files(args: argparse.Namespace, info: Any, runs: list[dict[str, Any]]) -> None:
+    plain = [r for r in runs if not r["tracking"]]
+    tracked = [r for r in runs if r["tracking"]]
+    base_median = statistics.median(r["wall"] for r in plain)
+    base_min = min(r["wall"] for r in plain)
+    print(
+        f"\n{info.files} files, {info.words:,} words ({args.lines} lines of ~"
+        f"{args.words_per_line} words per file), shuffle partitions "
+        f"{runs[0]['partitions'] or 'spark default'}, "
+        f"{args.master}, {args.reps} repetitions, Python {platform.python_version()}, "
+        f"load average {load()} at the end\n"
+    )
+    print(
+        "| mode | wall s (median) | wall s (min) | chain writes (per file) | overhead (median) "
+        "| overhead (min) | requests (per file) | write units (per file) "
+        "| seconds per phase (last run) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, rows in (("untracked", plain), ("tracked", tracked)):
+        median = statistics.median(r["wall"] for r in rows)
+        fastest = min(r["wall"] for r in rows)
+        if name == "untracked":
+            over_median = over_min = "-"
+        else:
+            over_median = f"{(median / base_median - 1) * 100:+.0f} %"
+            over_min = f"{(fastest / base_min - 1) * 100:+.0f} %"
+        last = rows[-1]
+        per = f" ({last['writes_per_file']:.1f})" if last["writes_per_file"] else ""
+        requests = last["dynamodb"]["total_requests"]
+        wru = last["dynamodb"]["wru"]
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in last["seconds"].items())
+        print(
+            f"| {name} | {median:.2f} | {fastest:.2f} | {last['writes']:,}{per} "
+            f"| {over_median} | {over_min} | {requests:,} ({requests / info.files:.2f}) "
+            f"| {wru:,.0f} ({wru / info.files:.2f}) | {phases} |"
+        )
+
+
+def keys_mode(
+    args: argparse.Namespace, work: Path, tracker: TrackerConfig, proxy: Any, ddb_pid: int | None
+) -> dict[str, Any]:
+    """Inputs as keys at each N of ``--keys``: untracked and tracked, alternating."""
+    spark = build_session(args.master, shuffle_partitions=max(2, args.partitions or 2))
+    runs: list[dict[str, Any]] = []
+
+    def run(n: int, chosen: TrackerConfig | None, label: str) -> dict[str, Any]:
+        out = work / f"keys-{n}-{'t' if chosen else 'u'}"
+        figures = keys_run(spark, n, out, chosen, proxy, args.page_size, ddb_pid)
+        figures["label"] = label
+        runs.append(figures)
+        extra = "" if chosen is None else f", exact {figures['exact']}"
+        print(f"{label} {n:,} inputs: {figures['wall']:.2f} s{extra}", file=sys.stderr)
+        return figures
+
+    try:
+        run(1000, None, "warm-up untracked")
+        run(1000, tracker, "warm-up tracked")
+        empty = run(10, tracker, "empty tracked")
+        for n in args.keys:
+            reps = 1 if n >= 100_000 else args.reps
+            for rep in range(reps):
+                order = (None, tracker) if rep % 2 == 0 else (tracker, None)
+                for chosen in order:
+                    run(n, chosen, f"rep {rep} {'tracked' if chosen else 'untracked'}")
+    finally:
+        spark.stop()
+    return {"runs": runs, "empty": empty, "table": print_keys(args, runs, empty)}
+
+
+def print_keys(
+    args: argparse.Namespace, runs: list[dict[str, Any]], empty: dict[str, Any]
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    print(
+        f"\nInputs as keys (4 rows each, pass-through, Parquet out), {args.master}, page size "
+        f"{args.page_size:,}, Python {platform.python_version()}, load average {load()} "
+        "at the end\n"
+    )
+    print(
+        "| inputs | untracked s | tracked s | tracking per input | requests per input "
+        "| write units per input | read units per input | driver peak RSS, Python / JVM "
+        "(vs 10 inputs) | exact |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    base_py, base_jvm = empty["memory"]["python_peak_mib"], empty["memory"]["jvm_peak_mib"]
+    for n in args.keys:
+        plain = [
+            r["wall"]
+            for r in runs
+            if r["inputs"] == n and not r["tracking"] and "rep" in r["label"]
+        ]
+        mine = [r for r in runs if r["inputs"] == n and r["tracking"] and "rep" in r["label"]]
+        untracked, tracked = statistics.median(plain), statistics.median(r["wall"] for r in mine)
+        last = mine[-1]
+        py = max(r["memory"]["python_peak_mib"] for r in mine)
+        jvm = max(r["memory"]["jvm_peak_mib"] for r in mine)
+        row = {
+            "inputs": n,
+            "untracked_s": round(untracked, 2),
+            "tracked_s": round(tracked, 2),
+            "ms_per_input": round((tracked - untracked) / n * 1000, 3),
+            "requests_per_input": last["requests_per_input"],
+            "wru_per_input": last["wru_per_input"],
+            "rru_per_input": last["rru_per_input"],
+            "python_peak_growth_mib": round(py - base_py, 1),
+            "jvm_peak_growth_mib": round(jvm - base_jvm, 1),
+            "exact": all(r["exact"] for r in mine),
+        }
+        rows.append(row)
+        print(
+            f"| {n:,} | {untracked:.2f} | {tracked:.2f} | {row['ms_per_input']:.2f} ms "
+            f"| {row['requests_per_input']:.3f} | {row['wru_per_input']:.2f} "
+            f"| {row['rru_per_input']:.2f} | +{row['python_peak_growth_mib']:.0f} / "
+            f"+{row['jvm_peak_growth_mib']:.0f} MiB | {'yes' if row['exact'] else 'NO'} |"
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,87 +253,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=None, help="default: cores")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keys", type=int, nargs="*", help="inputs as keys: these N")
+    parser.add_argument("--page-size", type=int, default=10_000)
+    parser.add_argument("--list-files", type=int, help="list this many small files")
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
     args = parser.parse_args(argv)
 
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    result: dict[str, Any] = {"args": vars(args) | {"json": str(args.json)}, "load_start": load()}
     with tempfile.TemporaryDirectory(prefix="xor-ack-bench-") as tmp:
         work = Path(tmp)
-        info = generate(
-            work / "corpus",
-            files=args.files,
-            lines=args.lines,
-            words_per_line=args.words_per_line,
-            seed=args.seed,
-        )
-        print(f"corpus: {info.files} files, {info.words:,} words", file=sys.stderr)
-        spark = build_session(args.master, shuffle_partitions=max(2, args.partitions or 2))
-        runs: list[dict[str, Any]] = []
-        run_once = one_run
-        try:
-            with LocalDynamoDB(backend="dynamodb-local") as db:
-                os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = db.endpoint_url  # the library's way
-                os.environ.setdefault("AWS_REGION", "us-east-1")
-                tracker = TrackerConfig(
-                    table="xor-ack-bench",
-                    endpoint_url=db.endpoint_url,
-                    region="us-east-1",
-                    local_credentials=True,
+        with LocalDynamoDB(backend="dynamodb-local") as db, CountingProxy(db.endpoint_url) as proxy:
+            os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = proxy.endpoint_url  # the library's way
+            os.environ.setdefault("AWS_REGION", "us-east-1")
+            tracker = TrackerConfig(
+                table="xor-ack-bench",
+                endpoint_url=proxy.endpoint_url,
+                region="us-east-1",
+                local_credentials=True,
+            )
+            create_table(tracker.client(), TableSpec(name=tracker.table))
+            if args.list_files:
+                spark = build_session(args.master, shuffle_partitions=2)
+                try:
+                    result["listing"] = list_files(spark, work / "files", args.list_files)
+                finally:
+                    spark.stop()
+                print(json.dumps(result["listing"], indent=2))
+            elif args.keys:
+                ddb = getattr(db, "_proc", None)
+                result.update(keys_mode(args, work, tracker, proxy, ddb.pid if ddb else None))
+                sized = result["table"][-1]
+                tracked = [
+                    r for r in result["runs"] if r["inputs"] == sized["inputs"] and r["tracking"]
+                ]
+                cpu = tracked[-1]["cpu_seconds"]["driver_python"] / sized["inputs"] * 1000
+                result["sizing"] = sizing(
+                    sized["requests_per_input"], sized["wru_per_input"], sized["rru_per_input"], cpu
                 )
-                create_table(tracker.client(), TableSpec(name=tracker.table))
-                for label in ("warm-up untracked", "warm-up tracked"):
-                    chosen = tracker if "untracked" not in label else None
-                    run_once(spark, info.root, work / "warm", chosen, args.partitions)
-                    print(f"{label} done", file=sys.stderr)
-                for rep in range(args.reps):
-                    order = (None, tracker) if rep % 2 == 0 else (tracker, None)
-                    for chosen in order:
-                        run = run_once(
-                            spark, info.root, work / f"out-{rep}", chosen, args.partitions
-                        )
-                        run["rep"] = rep
-                        runs.append(run)
-                        mode = "tracked" if chosen else "untracked"
-                        print(f"rep {rep} {mode}: {run['wall']:.2f} s", file=sys.stderr)
-        finally:
-            spark.stop()
-
-    plain = [r for r in runs if not r["tracking"]]
-    tracked = [r for r in runs if r["tracking"]]
-    base_median = statistics.median(r["wall"] for r in plain)
-    base_min = min(r["wall"] for r in plain)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(
-        f"\n{info.files} files, {info.words:,} words ({args.lines} lines of ~"
-        f"{args.words_per_line} words per file), shuffle partitions "
-        f"{runs[0]['partitions'] or 'spark default'}, "
-        f"{args.master}, {args.reps} repetitions, Python {platform.python_version()}, "
-        f"load average {load:.1f} at the end\n"
-    )
-    print(
-        "| mode | wall s (median) | wall s (min) | chain writes (per file) | overhead (median) "
-        "| overhead (min) | seconds per phase (last run) |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for name, rows in (("untracked", plain), ("tracked", tracked)):
-        median = statistics.median(r["wall"] for r in rows)
-        fastest = min(r["wall"] for r in rows)
-        if name == "untracked":
-            over_median = over_min = "-"
-        else:
-            over_median = f"{(median / base_median - 1) * 100:+.0f} %"
-            over_min = f"{(fastest / base_min - 1) * 100:+.0f} %"
-        last = rows[-1]
-        per = f" ({last['writes_per_file']:.1f})" if last["writes_per_file"] else ""
-        phases = ", ".join(f"{k} {v:.2f}" for k, v in last["seconds"].items())
-        print(
-            f"| {name} | {median:.2f} | {fastest:.2f} | {last['writes']:,}{per} "
-            f"| {over_median} | {over_min} | {phases} |"
-        )
+                print("\n1,000,000 inputs an hour, on paper:", json.dumps(result["sizing"]))
+            else:
+                result["runs"] = files_mode(args, work, tracker, proxy)
+    result["load_end"] = load()
     if args.json:
-        args.json.write_text(
-            json.dumps({"args": vars(args) | {"json": str(args.json)}, "runs": runs}, indent=2)
-            + "\n"
-        )
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 

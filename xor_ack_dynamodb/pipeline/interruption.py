@@ -88,10 +88,11 @@ def _interrupted(exc: KeyboardInterrupt, job: Any, output: str) -> str:
 
     name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
     report = job.report if job is not None else None
-    if report is None or not report.inputs:
+    files = 0 if report is None else max(report.listed, report.expected or 0)
+    if report is None or not files:
         state = "no file was tracked yet"
     else:
-        files, failed = len(report.inputs), len(report.failed)
+        failed = report.failed_count
         done = report.acked + failed
         state = f"{report.acked:,} of {plural(files, 'file')} acked, {files - done:,} not finished"
         if failed:

@@ -55,7 +55,7 @@ class RichProgress:
         self.console.print(f"[{elapsed:6.1f}s] {text}", markup=False, soft_wrap=True)
 
     def started(self, report: TrackedReport) -> None:
-        files = len(report.inputs)
+        files = report.expected if report.expected is not None else report.listed
         mode = "tracked" if report.tracking else "NOT tracked"
         self.step(
             f"{plural(files, 'file')} to count, run {report.run_id} ({mode}), "
@@ -99,7 +99,7 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
 
     ``check``: the independent count of ``--verify``, if it ran.
     """
-    files = len(report.inputs)
+    files = report.listed
     totals = report.totals
     words = (
         f"{plural(int(totals.get('words', 0)), 'word')}, "
@@ -163,7 +163,7 @@ def summary_table(report: TrackedReport) -> Table:
     table = Table(title=f"xor-ack wordcount {report.run_id}", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
-    table.add_row("files", str(len(report.inputs)))
+    table.add_row("files", str(report.listed))
     if report.tracking:
         table.add_row("acked", f"[green]{report.acked}[/]")
         failed = len(report.failed)

@@ -37,7 +37,7 @@ class Verification:
 
 
 def _finished(report: TrackedReport) -> set[str]:
-    return {i.key for i in report.inputs if i.status in ("acked", "counted")}
+    return {i.key for i in report.endings() if i.status in ("acked", "counted")}
 
 
 def recount(report: TrackedReport, input_: str) -> Counter[str]:

@@ -31,29 +31,27 @@ Each input's end is told as the library's typed events
 
 from __future__ import annotations
 
-import pickle
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
-from ..chain import ChainState
-from ..dynamodb.sync import SyncXorAckDynamoDB
-from ..errors import ChainFailed, TagNotFound
-from ..lifecycle import Acked, Failed, failure
-from . import output, stages
+from ..lifecycle import Acked, Failed
+from . import stages
+from .chain_batches import RoundChains
 from .check import committed_sums
 from .commit import Counts
 from .errors import Incurable, RoundTimedOut
 from .faults import FaultConfig
 from .files import is_connect
-from .isolation import Isolation, incurable, retryable, returned, task_of
+from .isolation import Isolation, incurable, returned, task_of
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
+from .ledger import AckedLedger
+from .paging import DEFAULT_PAGE_SIZE, Page, ahead, pages, sorted_keys
 from .plan import file_tag
-from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
+from .report import InputResult, RoundObserver, TrackedReport
 from .sink import Sink
 from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
 from .targets import target_for
@@ -62,6 +60,14 @@ from .tracker import TrackerConfig, chains_for
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
+
+
+class CommitMarks(Protocol):
+    """Which inputs an earlier run committed, kept outside the job (``stream_marks``)."""
+
+    def unmarked(self, keys: Iterator[str]) -> Iterator[str]: ...
+    def before_commit(self, report: TrackedReport) -> None: ...
+    def after_commit(self, report: TrackedReport) -> None: ...
 
 
 @dataclass
@@ -91,6 +97,12 @@ class JobSpec:
     observer: RoundObserver | None = None
     #: Inputs that failed before any round (``InputResult`` with status ``failed``).
     failed_before: Sequence[InputResult] = ()
+    #: Inputs listed, planned and tracked per page (what the driver holds at once).
+    page_size: int = DEFAULT_PAGE_SIZE
+    #: Where each input's ending is written as a JSON line (None: a temporary file).
+    report_path: str | None = None
+    #: Inputs committed by an earlier run, left out (``track_stream``'s marks).
+    marks: CommitMarks | None = None
 
     def __post_init__(self) -> None:
         if self.source is None and self.keys is None:
@@ -101,6 +113,8 @@ class JobSpec:
             raise ValueError("max_attempts and max_errors must be >= 1")
         if self.round_timeout is not None and self.round_timeout <= 0:
             raise ValueError("round_timeout must be > 0 seconds")
+        if self.page_size < 1:
+            raise ValueError("page_size must be >= 1")
 
 
 class TrackedJob:
@@ -114,14 +128,19 @@ class TrackedJob:
         self.rows_root = self.target.rows_root
         self.connect = is_connect(spark)
         self.isolation = Isolation(spec.max_errors)
-        #: The output was renamed into place (what an interruption leaves behind).
+        #: The output was put in place (what an interruption leaves behind).
         self.committed = False
         self.out_struct = spark.createDataFrame([], spec.schema).schema
         self.columns = tuple(f.name for f in self.out_struct.fields)
         self.keyed = Keyed(self.run_id)
-        self.report = TrackedReport(self.run_id, spec.sink.target, spec.tracker is not None)
-        self._chains: SyncXorAckDynamoDB | None = None
-        self._judged: dict[str, ChainState | None] = {}
+        self.report = TrackedReport(
+            self.run_id, spec.sink.target, spec.tracker is not None, report_path=spec.report_path
+        )
+        self.ledger = AckedLedger(spark, self.rows_root, by_spark=self.connect)
+        self._chains: RoundChains | None = None
+        self._following: Page | None = None  # the next page, once listed
+        #: Why the run stopped early (an error no replay cures), once it did.
+        self._stopped: str | None = None
         self._round_inputs = 0
         self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
 
@@ -129,74 +148,101 @@ class TrackedJob:
 
     def run(self) -> TrackedReport:
         started = time.monotonic()
+        spec = self.spec
         if self.connect:
             from .connect_check import check_server
 
             check_server(self.spark)  # the server's Python can run the tasks at all
         self.target.check()
-        keys = self._keys()
-        self.report.inputs = [InputResult(k) for k in keys]
-        if self.spec.observer is not None:
-            self.spec.observer.started(self.report)
-        acked_in: dict[int, int] = {}
+        listing, known = sorted_keys(spec.source, spec.key, spec.keys)
+        if spec.marks is not None:
+            listing, known = spec.marks.unmarked(listing), None
+        self.report.ended_before(spec.failed_before, known)
+        if spec.observer is not None:
+            spec.observer.started(self.report)
         try:
-            pending = list(range(len(keys)))
-            if self.spec.tracker is None:
-                self._round(1, pending, {})
-                for entry in self.report.inputs:
-                    entry.status, entry.attempts = "counted", 1
-                acked_in = dict.fromkeys(pending, 1)
-            else:
-                for round_ in range(1, self.spec.max_attempts + 1):
-                    if not pending:
-                        break
-                    pending = self._round(round_, pending, acked_in)
-                for i in pending:
-                    self.report.inputs[i].status = "failed"
+            for page, following in ahead(pages(listing, spec.page_size)):
+                self.report.listed += len(page.keys)
+                self._following = following
+                self._page(page)
             t = time.monotonic()
-            rows = output.acked_rows(self.spark, self.spec, self.rows_root, self.columns, acked_in)
-            counts = Counts(len(keys), sum(1 for i in self.report.inputs if i.status != "failed"))
+            rows = self.ledger.acked_rows(spec.schema, self.columns)
+            before = len(spec.failed_before)
+            inputs = self.report.listed - before
+            counts = Counts(inputs, inputs - (self.report.failed_count - before))
+            if spec.marks is not None:
+                spec.marks.before_commit(self.report)
             written = self.target.commit(rows, counts, self.run_id)
             self.report.output_state = written
             self.committed = written != "kept"
+            if spec.marks is not None and self.committed:
+                spec.marks.after_commit(self.report)
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
         finally:
-            if not self.spec.keep_staging:
+            if not spec.keep_staging:
                 self.target.cleanup()
-        if self.spec.failed_before:
-            self.report.inputs = sorted(
-                [*self.report.inputs, *self.spec.failed_before], key=lambda i: i.key
-            )
         self.report.seconds["total"] = round(time.monotonic() - started, 3)
+        self.report.finish()
         return self.report
 
-    def _keys(self) -> list[str]:
-        if self.spec.keys is not None:
-            return sorted(dict.fromkeys(self.spec.keys))
-        rows = self.spec.source.select(self.spec.key).distinct().collect()
-        return sorted(str(r[0]) for r in rows if r[0] is not None)
+    def _page(self, page: Page) -> None:
+        """A page's rounds until every input ended; its acked pairs to the ledger."""
+        entries = {i: InputResult(page.key(i)) for i in page.ids}
+        acked: list[tuple[int, int]] = []
+        pending = list(page.ids)
+        if self._stopped is not None:  # an earlier page found what no replay cures
+            pending = []
+            Isolation.stop(list(entries.values()), self._stopped)
+            for entry in entries.values():
+                self.report.ended(entry)
+        elif self.spec.tracker is None:
+            self._round(1, page, pending, entries, acked)
+            for i, entry in entries.items():
+                entry.status, entry.attempts = "counted", 1
+                acked.append((1, i))
+                self.report.ended(entry)
+        else:
+            self.isolation = Isolation(self.spec.max_errors)  # a page's inputs, their errors
+            for round_ in range(1, self.spec.max_attempts + 1):
+                if not pending:
+                    break
+                pending = self._round(round_, page, pending, entries, acked)
+            for i in pending:
+                entries[i].status = "failed"
+                self.report.ended(entries[i])
+        self.ledger.add(page.number, acked)
 
     @property
-    def chains(self) -> SyncXorAckDynamoDB:
+    def chains(self) -> RoundChains:
         if self._chains is None:
-            assert self.spec.tracker is not None
-            # this process's client for the config: the next job in this driver reuses it
-            self._chains = chains_for(self.spec.tracker)
+            tracker = self.spec.tracker
+            assert tracker is not None
+            # The driver's client holds a page of created chains (known_many: no read);
+            # this process's client for that config: the next job in this driver reuses it.
+            page = self.spec.page_size  # this page's chains and the next page's
+            driver = replace(tracker, cache_size=max(tracker.cache_size, 2 * page))
+            self._chains = RoundChains(tracker, chains_for(driver), self.keyed)
         return self._chains
 
     # -- one round ----------------------------------------------------------------------
 
-    def _round(self, round_: int, pending: list[int], acked_in: dict[int, int]) -> list[int]:
-        summary = RoundSummary(round_, len(pending))
+    def _round(
+        self,
+        round_: int,
+        page: Page,
+        pending: list[int],
+        entries: dict[int, InputResult],
+        acked: list[tuple[int, int]],
+    ) -> list[int]:
+        summary = self.report.round_summary(round_, len(pending))
         if self.spec.observer is not None:
             self.spec.observer.round_started(round_, len(pending))
         deadline = (
             None if self.spec.round_timeout is None else time.monotonic() + self.spec.round_timeout
         )
         self._round_inputs = len(pending)
-        keys = [self.report.inputs[i].key for i in pending]
+        keys = [page.key(i) for i in pending]
         tags = [file_tag(self.run_id, key, round_) for key in keys]
-        tags_of = dict(zip(pending, tags, strict=True))
         spec = RoundSpec(
             run_id=self.run_id,
             round=round_,
@@ -209,72 +255,74 @@ class TrackedJob:
             transit_tasks=self.spec.partitions or 1,
             isolate=self.isolation.for_round(pending),
         )
-        created: dict[str, bytes | None] = dict.fromkeys(tags)
+        created: dict[str, bytes | None] = {}
         if self.spec.tracker is not None:
             t = time.monotonic()
-            self._create({tag: self.keyed.file_stamp(tag) for tag in tags})
             # Each task stamps on its chains as created: one conditional write, no read.
-            for tag, state in self.chains.get_many(tags).items():
-                created[tag] = None if state is None else pickle.dumps(state)
-            summary.seconds["create"] = round(time.monotonic() - t, 3)
+            created = self.chains.created((page.number, round_), tags)
+            summary.add_seconds("create", time.monotonic() - t)
+            if round_ == 1 and self._following is not None:  # created while this job runs
+                following = self._following
+                keys_ahead = [file_tag(self.run_id, key, 1) for key in following.keys]
+                self.chains.create_ahead((following.number, 1), keys_ahead)
         keys_df = self.spark.createDataFrame(
-            [(k, i, tag, created[tag]) for k, i, tag in zip(keys, pending, tags, strict=True)],
+            [(k, i, tag, created.get(tag)) for k, i, tag in zip(keys, pending, tags, strict=True)],
             KEYS_DDL,
         )
-        rows_dir = f"{self.rows_root}/round={round_}"
+        rows_dir = f"{self.rows_root}/round={round_}/page={page.number:06d}"
         t = time.monotonic()
         error = self.jobs.run(
             lambda: self._produce(spec, keys_df).write.parquet(rows_dir), deadline
         )
-        summary.seconds["produce"] = round(time.monotonic() - t, 3)
+        summary.add_seconds("produce", time.monotonic() - t)
         if self.spec.tracker is None:
             if error is not None:
                 raise error
-            self.report.rounds.append(summary)
             return []
+        states = None
         if error is None:
             t = time.monotonic()
             sums: dict[int, int] = {}
             error = self.jobs.run(lambda: sums.update(self._check(rows_dir)), deadline)
-            if error is None:
-                states = self.chains.get_many(tags)  # each C: one write on the chain as read
-                self._each(
-                    lambda i: stages.stamp_committed(
-                        spec, tags_of[i], sums.get(i, 0), states.get(tags_of[i])
-                    ),
-                    pending,
-                )
-            summary.seconds["check"] = round(time.monotonic() - t, 3)
+            if error is None:  # each C: one write on the chain as read after the job
+                by_tag = {tag: sums.get(i, 0) for i, tag in zip(pending, tags, strict=True)}
+                states = self.chains.commit(self.run_id, by_tag)
+            summary.add_seconds("check", time.monotonic() - t)
         job_error = None if error is None else first_line(error)
         t = time.monotonic()
-        outcomes = self._judge(tags, job_error)
-        summary.seconds["judge"] = round(time.monotonic() - t, 3)
+        outcomes = self.chains.judge(tags, states, job_error, self._tell)
+        self.report.chain_writes, self.chains.writes = (
+            self.report.chain_writes + self.chains.writes,
+            0,
+        )
+        summary.add_seconds("judge", time.monotonic() - t)
         if error is not None:  # a task died, or the job: isolate whose function never returned
             tasks = self._tasks(spec)
             self.isolation.round_failed(
                 pending,
-                returned(pending, tags, self._judged, created),
+                returned(pending, tags, self.chains.judged, created),
                 str(error),
                 lambda ids: task_of(ids, tasks),
             )
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
-            entry = self.report.inputs[i]
+            entry = entries[i]
             entry.attempts = round_
             entry.history.append(outcome)
             spent = outcome != "acked" and self.isolation.spent(i, outcome)
             if outcome == "acked":
                 entry.status = "acked"
-                acked_in[i] = round_
+                acked.append((round_, i))
                 summary.acked += 1
+                self.report.ended(entry)
             elif permanent or spent or round_ >= self.spec.max_attempts:
                 entry.status = "failed"
                 summary.failed += 1
+                self.report.ended(entry)
             else:
                 summary.replayed += 1
                 still.append(i)
-        summary.job_error = job_error
-        self.report.rounds.append(summary)
+        summary.job_error = summary.job_error or job_error
         if self.spec.observer is not None:
             self.spec.observer.round_ended(summary, self.report)
         where = "the Spark Connect server's workers" if self.connect else "the workers"
@@ -282,19 +330,17 @@ class TrackedJob:
         message = incurable(text, [o for o, _ in outcomes], summary.acked, where)
         if message is None or not still:
             return still
-        if not acked_in:  # nothing to commit: stop, the output untouched
+        self._stopped = message
+        left = [entries[i] for i in still]
+        self.isolation.stop(left, message)
+        for entry in left:
+            self.report.ended(entry)
+        summary.failed += len(left)
+        summary.replayed -= len(left)
+        if self.report.acked == 0:  # nothing to commit: stop, the output untouched
+            self.report.finish()
             raise Incurable(message, self.report)
-        return self.isolation.stop([self.report.inputs[i] for i in still], message)
-
-    def _create(self, stamps: dict[str, bytes]) -> None:
-        """The round's chains: 100 per transaction, or one request each (``transactions``)."""
-        tracker = self.spec.tracker
-        assert tracker is not None
-        if tracker.transactions:
-            self.chains.create_many(stamps)
-            return
-        tags = list(stamps)
-        self._each(lambda i: self.chains.create(tags[i], stamps[tags[i]]), range(len(tags)))
+        return []
 
     def _source_columns(self) -> tuple[str, ...]:
         if self.spec.source is None:
@@ -328,55 +374,12 @@ class TrackedJob:
         staged_ddl = f"{self.spec.schema}, {STAGED_DDL}"
         return committed_sums(self.spark, rows_dir, staged_ddl)
 
-    def _each(self, fn: Callable[[int], object], items: Sequence[int]) -> None:
-        """``fn`` over ``items``, as many at a time as the tracker's connections allow."""
-        tracker = self.spec.tracker
-        assert tracker is not None
-        if not items:
-            return
-        with ThreadPoolExecutor(max_workers=max(1, min(tracker.concurrency, len(items)))) as pool:
-            list(pool.map(fn, items))
-
     def _tasks(self, spec: RoundSpec) -> int:
         """Tasks of the per-input stages: one per input, at most ``input_tasks``."""
         return max(1, min(self.spec.input_tasks, self._round_inputs))
 
     def _timed_out(self) -> RoundTimedOut:
         return RoundTimedOut(f"timeout: round not finished within {self.spec.round_timeout:g} s")
-
-    def _judge(self, tags: list[str], job_error: str | None) -> list[tuple[str, bool]]:
-        """Per chain of a round: ``acked`` or why not, and whether that is final.
-
-        A zero chain of a round whose output was committed is acked.  A chain the
-        user's function closed (:class:`InputRejected`) fails for good with its
-        reason.  Any other is closed with ``fail`` (late stamps are refused) and
-        its input replayed.
-        """
-        states = self._judged = self.chains.get_many(tags)
-        return [self._judge_one(tag, states.get(tag), job_error) for tag in tags]
-
-    def _judge_one(self, tag: str, state: ChainState | None, job: str | None) -> tuple[str, bool]:
-        if state is not None and state.failed:  # closed by its task: the function failed
-            self.report.chain_writes += state.version
-            self._tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
-            return _why(state), not retryable(state.reason)
-        if job is None and state is not None and state.acked:
-            self.report.chain_writes += state.version
-            latency = (state.acked_at or state.updated_at) - state.created_at
-            self._tell(Acked(tag, state.chain_id, state.acked_at or 0.0, latency))
-            return "acked", False
-        reason = job or "incomplete: not zero when its round ended"
-        try:
-            closed = self.chains.fail(tag, reason=reason)
-        except TagNotFound:
-            return "chain missing", False
-        except ChainFailed as already:  # failed since the read (its stage, a sweep, a deadline)
-            return self._judge_one(tag, already.state, job)  # judged as found
-        self.report.chain_writes += closed.version
-        if closed.acked:
-            return "completed after its round ended (not counted)", False
-        self._tell(failure(tag, closed.chain_id, closed.failed_at or 0.0, reason))
-        return reason, False
 
     def _tell(self, event: Acked | Failed) -> None:
         if self.spec.on_event is not None:
@@ -387,7 +390,3 @@ def _arrow_schema(struct: Any) -> Any:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(struct)
-
-
-def _why(state: ChainState) -> str:
-    return state.reason or "failed"

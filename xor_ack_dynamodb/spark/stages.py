@@ -25,7 +25,6 @@ import contextlib
 import itertools
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +37,7 @@ from .errors import InputsInterleaved, SparkTrackingError
 from .faults import FaultConfig, TaskFaults
 from .keyed import Keyed
 from .sandbox import user_rows
+from .task_stamps import TaskStamps as _Stamps
 from .tracker import TrackerConfig, chains_for
 
 #: Internal columns, never in the user's rows or output.
@@ -211,41 +211,6 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
     out = out.append_column(ID, pa.array(np.full(out.num_rows, input_id, dtype=np.int32)))
     out = out.append_column(HASH_HIGH, pa.array(lanes[0].view(np.int64)))
     return out.append_column(HASH_LOW, pa.array(lanes[1].view(np.int64)))
-
-
-class _Stamps:
-    """A task's produce stamps, sent as they come, as many at a time as the tracker allows.
-
-    Leaving the block waits for every one of them; the first that failed is raised
-    (the task fails and Spark runs it again: the same stamps, the same tokens).
-    """
-
-    def __init__(self, spec: RoundSpec) -> None:
-        self.spec = spec
-        self.pool: ThreadPoolExecutor | None = None
-        self.sent: list[Future[None]] = []
-
-    def send(self, tag: str, value: bytes, token: bytes, known: ChainState | None) -> None:
-        if self.pool is None:
-            assert self.spec.tracker is not None
-            self.pool = ThreadPoolExecutor(max_workers=self.spec.tracker.concurrency)
-        self.sent.append(self.pool.submit(_stamp, self.spec, tag, value, token, known))
-
-    def drain(self) -> None:
-        """Wait until every stamp sent so far is written (the pool's threads idle)."""
-        if self.sent:
-            wait(self.sent)
-
-    def __enter__(self) -> _Stamps:
-        return self
-
-    def __exit__(self, error: type[BaseException] | None, *rest: object) -> None:
-        if self.pool is None:
-            return
-        self.pool.shutdown(wait=True)
-        if error is None:  # else the task fails already, with its own error
-            for future in self.sent:
-                future.result()
 
 
 def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:

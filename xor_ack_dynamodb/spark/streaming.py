@@ -2,26 +2,37 @@
 
 Each micro-batch is a tracked job of its own (:func:`track` over the batch's
 rows, the inputs being the batch's distinct keys: with a file source, the files
-that arrived), committed to ``OUTPUT/batch=N``.  A batch that Spark runs again
-after a restart replaces that folder (ours, by its manifest), so each batch's
-output is there once.  ``on_event`` gets each input's end as the library's typed
-events (``events.Acked`` / ``events.Failed``, as :func:`track` tells them); a
-batch with a failed input raises (:class:`BatchFailed`), which stops the query.
+that arrived), committed to a folder of its own, ``OUTPUT/batch=N-RUN``.
+Which inputs the stream committed is said by chains in the table, not by the
+checkpoint (``stream_marks``): an input an earlier run committed is left out, so
+a batch Spark runs again after a restart, or every file read again after the
+checkpoint was lost, commits each input once.  ``on_event`` gets each input's
+end as the library's typed events (``events.Acked`` / ``events.Failed``, as
+:func:`track` tells them); a batch with a failed input raises
+(:class:`BatchFailed`), which stops the query.
+
+Untracked (``tracking=False``) there are no marks: each batch goes to
+``OUTPUT/batch=N``, which a batch run again replaces.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
+from .conf import chains_config
 from .errors import BatchFailed
 from .job import EventSink
+from .paths import qualified
 from .sink import Sink
 from .stages import Process
+from .stream_marks import DEFAULT_RETENTION, StreamMarks, stream_name
+from .stream_marks import batch_path as run_batch_path
 
 
 def batch_path(output: str, batch_id: int) -> str:
-    """Where micro-batch ``batch_id`` of a stream into ``output`` is committed."""
+    """Where micro-batch ``batch_id`` of an untracked stream into ``output`` is committed."""
     return f"{output.rstrip('/')}/batch={batch_id:06d}"
 
 
@@ -35,14 +46,18 @@ def track_stream(
     checkpoint: str,
     available_now: bool = False,
     on_event: EventSink | None = None,
+    name: str | None = None,
+    retention: float = DEFAULT_RETENTION,
     **options: Any,
 ) -> Any:
     """Start the query; ``options`` are :func:`track`'s (table, faults, partitions, ...).
 
     Returns the ``StreamingQuery``; ``available_now=True`` processes what is there
-    and stops (``query.awaitTermination()``).
+    and stops (``query.awaitTermination()``).  ``name``: the stream's name in the
+    chains' table (default: from the output's path, so the same after a restart);
+    ``retention``: seconds it remembers an input it committed (default 30 days).
     """
-    from .tracking import track
+    from .tracking import tracked_job
 
     if sink.path is None:
         raise ValueError(
@@ -50,23 +65,44 @@ def track_stream(
             "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
         )
     folder = sink.path
+    output = qualified(folder)
+    stream_id = name or stream_name(output)
 
     def batch(frame: Any, batch_id: int) -> None:
-        target = replace(sink, path=batch_path(folder, batch_id), overwrite=True)
-        report = track(
-            frame.sparkSession,
+        spark = frame.sparkSession
+        settings = dict(options)
+        marks = None
+        run_id = settings.pop("run_id", None) or uuid.uuid4().hex[:12]
+        if settings.get("tracking", True):
+            tracker = settings.pop("tracker", None) or chains_config(
+                spark,
+                table=settings.pop("table", None),
+                endpoint_url=settings.pop("endpoint_url", None),
+                region=settings.pop("region", None),
+                partition_key=settings.pop("partition_key", None),
+            )
+            marks = StreamMarks(spark, tracker, stream_id, output, run_id, retention)
+            target = replace(sink, path=run_batch_path(folder, batch_id, run_id))
+            settings["tracker"] = tracker
+        else:
+            target = replace(sink, path=batch_path(folder, batch_id), overwrite=True)
+        job = tracked_job(
+            spark,
             process,
             schema,
             target,
             source=frame,
             key=key,
             on_event=on_event,
-            **options,
+            run_id=run_id,
+            marks=marks,
+            **settings,
         )
+        report = job.run()
         if not report.ok:
             names = ", ".join(i.key for i in report.failed[:3])
             raise BatchFailed(
-                f"micro-batch {batch_id}: {len(report.failed)} inputs failed ({names}); "
+                f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}); "
                 f"its output {target.path} holds the acked ones only"
             )
 

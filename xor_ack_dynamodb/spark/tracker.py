@@ -41,6 +41,11 @@ class TrackerConfig:
     #: BatchGetItem) instead of one request per chain: a small fraction of the requests
     #: and of the CPU on both ends, at twice the write units per chain on AWS.
     transactions: bool = True
+    #: Write the chains 25 per request as PartiQL statements (creates as INSERTs, stamps
+    #: as conditional UPDATEs: one write unit each, ``docs/spark.md``), taking precedence
+    #: over ``transactions``.  Needs ``dynamodb:PartiQLInsert`` / ``PartiQLUpdate`` and a
+    #: server that checks statement conditions (DynamoDB, DynamoDB Local; not moto).
+    partiql: bool = True
 
     @property
     def write_concurrency(self) -> int:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 from .conf import chains_config
 from .faults import FaultConfig
-from .job import EventSink, JobSpec, TrackedJob
+from .job import CommitMarks, EventSink, JobSpec, TrackedJob
+from .paging import DEFAULT_PAGE_SIZE
 from .report import TrackedReport
 from .sink import Sink
 from .stages import Process
@@ -36,6 +38,8 @@ def track(
     run_id: str | None = None,
     round_timeout: float | None = None,
     on_event: EventSink | None = None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    report: str | os.PathLike[str] | None = None,
 ) -> TrackedReport:
     """Run ``process(key, rows)`` once per input, tracked, and commit the acked inputs' rows.
 
@@ -62,7 +66,56 @@ def track(
     input's end as the library's typed events (``events.Acked`` / ``events.Failed``,
     ``tag`` = the input's chain).  A ``KeyboardInterrupt`` cancels the running jobs,
     removes the staging folder and leaves the output as it was, then propagates.
+
+    ``page_size``: inputs listed and tracked at a time (the driver holds one page);
+    ``report``: a file where each input's ending is written as a JSON line as it
+    ends, the run's summary last (the returned report reads its inputs back from
+    there, or from a temporary file).
     """
+    return tracked_job(
+        spark,
+        process,
+        schema,
+        sink,
+        source=source,
+        key=key,
+        keys=keys,
+        table=table,
+        endpoint_url=endpoint_url,
+        region=region,
+        partition_key=partition_key,
+        tracker=tracker,
+        tracking=tracking,
+        partitions=partitions,
+        max_attempts=max_attempts,
+        max_errors=max_errors,
+        faults=faults,
+        run_id=run_id,
+        round_timeout=round_timeout,
+        on_event=on_event,
+        page_size=page_size,
+        report=report,
+    ).run()
+
+
+def tracked_job(
+    spark: Any,
+    process: Process,
+    schema: str,
+    sink: Sink,
+    *,
+    table: str | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    partition_key: str | None = None,
+    tracker: TrackerConfig | None = None,
+    tracking: bool = True,
+    faults: FaultConfig | None = None,
+    report: str | os.PathLike[str] | None = None,
+    marks: CommitMarks | None = None,
+    **options: Any,
+) -> TrackedJob:
+    """:func:`track`'s job, not run yet (``marks``: ``track_stream``'s commit marks)."""
     if tracker is None and tracking:
         tracker = chains_config(
             spark,
@@ -71,22 +124,14 @@ def track(
             region=region,
             partition_key=partition_key,
         )
-    if not tracking:
-        tracker = None
     spec = JobSpec(
         process=process,
         schema=schema,
         sink=sink,
-        source=source,
-        key=key,
-        keys=keys,
-        tracker=tracker,
-        partitions=partitions,
-        max_attempts=max_attempts,
-        max_errors=max_errors,
+        tracker=tracker if tracking else None,
         faults=faults or FaultConfig(),
-        run_id=run_id,
-        round_timeout=round_timeout,
-        on_event=on_event,
+        report_path=None if report is None else os.fspath(report),
+        marks=marks,
+        **options,
     )
-    return TrackedJob(spark, spec).run()
+    return TrackedJob(spark, spec)

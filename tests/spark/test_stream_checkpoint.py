@@ -1,0 +1,115 @@
+"""A stream's state outlives its checkpoint: the chains say which inputs were committed.
+
+The checkpoint's last commit log lost (Spark runs that batch again), then the whole
+checkpoint deleted and new files added (Spark reads every file again): each file's
+words are in the output once, none skipped.  And the marks alone, without Spark: a
+run that stopped after its rename, or before it, is read right by the next one.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.events import Acked, Failed
+from xor_ack_dynamodb.spark import InputResult, Sink, TrackedReport, track_stream
+from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
+from xor_ack_dynamodb.spark.stream_marks import StreamMarks, batch_path
+from xor_ack_dynamodb.spark.tracker import TrackerConfig
+from xor_ack_dynamodb.table import TableSpec
+
+from .conftest import independent_count, make_corpus, read_counts
+
+
+def _run(spark: Any, inbox: Path, out: Path, events: list[Acked | Failed], table: str) -> None:
+    from pyspark.sql import functions as F
+
+    stream = (
+        spark.readStream.option("recursiveFileLookup", "true")
+        .option("maxFilesPerTrigger", 2)
+        .text(str(inbox))
+        .select("value", F.col("_metadata.file_path").alias("file"))
+    )
+    query = track_stream(
+        stream,
+        count_file,
+        SCHEMA,
+        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        key="file",
+        checkpoint=str(out.parent / "checkpoint"),
+        available_now=True,
+        on_event=events.append,
+        table=table,
+        partitions=2,
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+
+
+def test_checkpoint_lost_between_batches_no_input_twice_none_skipped(
+    local_spark: Any,
+    tmp_path: Path,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    inbox, out = tmp_path / "inbox", tmp_path / "run" / "counts"
+    make_corpus(inbox / "first", files=4, lines=10, seed=3)
+    events: list[Acked | Failed] = []
+    _run(local_spark, inbox, out, events, ddb_table.name)
+    logs = tmp_path / "run" / "checkpoint" / "commits"
+    last = max(int(p.name) for p in logs.iterdir() if p.name.isdigit())
+    assert last >= 1, "the files did not arrive over several micro-batches"
+    for lost in (logs / str(last), logs / f".{last}.crc"):  # Spark runs that batch again
+        lost.unlink(missing_ok=True)
+    _run(local_spark, inbox, out, events, ddb_table.name)
+    shutil.rmtree(tmp_path / "run" / "checkpoint")  # all of it: every file is read again
+    make_corpus(inbox / "second", files=2, lines=10, seed=4)
+    _run(local_spark, inbox, out, events, ddb_table.name)
+    acked = [e.tag.rsplit("#", 1)[0].split("/", 1)[1] for e in events if isinstance(e, Acked)]
+    assert len(acked) == len(set(acked)) == 6  # each file acked once over the three runs
+    assert not [e for e in events if isinstance(e, Failed)]
+    total: Counter[str] = Counter()
+    for folder in sorted(out.glob("batch=*")):
+        total.update(read_counts(folder))
+    assert total == independent_count(inbox)  # every word once: no file twice, none skipped
+
+
+@pytest.fixture
+def marks_of(tracker: TrackerConfig, tmp_path: Path) -> Any:
+    def make(run_id: str) -> StreamMarks:
+        return StreamMarks(None, tracker, "stream-t", str(tmp_path / "out"), run_id)
+
+    return make
+
+
+def _report(**statuses: str) -> TrackedReport:
+    report = TrackedReport("r", "out", True)
+    report.inputs = [InputResult(key, status, 1) for key, status in statuses.items()]
+    return report
+
+
+def test_a_run_that_stopped_after_its_rename_committed_and_one_before_did_not(
+    marks_of: Any, tmp_path: Path
+) -> None:
+    first = marks_of("run-a")
+    assert list(first.unmarked(iter(["a", "b", "c"]))) == ["a", "b", "c"]
+    first.before_commit(_report(a="acked", b="acked", c="failed"))
+    (tmp_path / batch_path(str(tmp_path / "out"), 0, "run-a")).mkdir(parents=True)
+    # run-a stopped here: renamed into place, its marks of a and b still live
+    second = marks_of("run-b")
+    assert list(second.unmarked(iter(["a", "b", "c", "d"]))) == ["c", "d"]
+    assert second.skipped == 2
+    # run-b stopped before its rename: no folder of run-b
+    third = marks_of("run-c")
+    assert list(third.unmarked(iter(["a", "c", "d"]))) == ["c", "d"]
+    third.before_commit(_report(c="acked", d="acked"))
+    (tmp_path / batch_path(str(tmp_path / "out"), 1, "run-c")).mkdir(parents=True)
+    third.after_commit(_report(c="acked", d="acked"))
+    assert list(marks_of("run-d").unmarked(iter(["a", "b", "c", "d", "e"]))) == ["e"]

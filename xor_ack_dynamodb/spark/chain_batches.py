@@ -1,0 +1,183 @@
+"""The driver's writes on a round's chains, many per request: create, commit stamps, judge.
+
+Per input and round the driver writes twice (the create ``F``, the commit
+check's stamp ``C``) and reads once (the chain after the tasks' produce stamps):
+
+- **create**: ``create_many(via="partiql")``, 25 chains per request, each a
+  conditional ``INSERT`` (one write unit; it never overwrites a chain); the
+  created states are then the client's own (``known_many``: no read), and each
+  input's marker row carries its chain as created to the task that stamps it.
+  With ``TrackerConfig(partiql=False)``: transactions of 100 (two write units
+  per chain) or one request per chain (``transactions=False``).
+- **commit**: the chains read after the job (``get_many``, 100 per request),
+  then each ``C`` written on the state read (``stamp_on_each``, 25 per
+  request); a chain that moved on meanwhile (a late attempt's stamp) is
+  stamped as any stamp (a read, and a token it holds is not applied twice).
+- **judge**: from the states those writes left (no read): zero: acked; closed
+  by the function (``InputRejected``): failed with its reason; else ``fail`` (one
+  write each, only for those) and replay.
+
+So a round of ``n`` inputs that all ack costs about ``3 n / 25 + n / 100``
+requests, whatever ``n`` is, and replaying ``k`` inputs costs the same for ``k``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from ..chain import ChainState
+from ..dynamodb.sync import SyncXorAckDynamoDB
+from ..errors import ChainFailed, ChainMoved, TagNotFound, XorAckError
+from ..lifecycle import Acked, Failed, failure
+from .digest import rows_stamp, stage_token
+from .isolation import retryable
+from .keyed import Keyed
+from .tracker import TrackerConfig
+
+#: Requests in flight from the driver to DynamoDB (each up to 25 chains).
+DRIVER_CONCURRENCY = 4
+#: How an input's chain ended its round: ("acked" or why not, whether that is final).
+Outcome = tuple[str, bool]
+
+
+class RoundChains:
+    """The driver's chains client for a run, and what it does with a round's chains."""
+
+    def __init__(self, tracker: TrackerConfig, chains: SyncXorAckDynamoDB, keyed: Keyed) -> None:
+        self.tracker = tracker
+        self.chains = chains
+        self.keyed = keyed
+        #: Writes that landed on the judged chains (each chain's version).
+        self.writes = 0
+        #: The chains the last :meth:`judge` judged, as it found them.
+        self.judged: dict[str, ChainState | None] = {}
+        self._ahead: tuple[Any, Future[dict[str, bytes | None]]] | None = None
+
+    def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
+        """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
+        :meth:`created` with the same ``key`` takes them."""
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xor-ack-create-ahead")
+        self._ahead = (key, pool.submit(self.create, tags))
+        pool.shutdown(wait=False)
+
+    def created(self, key: Any, tags: Sequence[str]) -> dict[str, bytes | None]:
+        """``tags`` created: by :meth:`create_ahead` under ``key``, or now."""
+        if self._ahead is not None and self._ahead[0] == key:
+            (_, future), self._ahead = self._ahead, None
+            return future.result()
+        return self.create(tags)
+
+    def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
+        """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""
+        stamps = {tag: self.keyed.file_stamp(tag) for tag in tags}
+        if self.tracker.partiql:
+            self.chains.create_many(stamps, via="partiql", concurrency=DRIVER_CONCURRENCY)
+        elif self.tracker.transactions:
+            self.chains.create_many(stamps)
+        else:
+            _each(lambda tag: self.chains.create(tag, stamps[tag]), tags, self.tracker.concurrency)
+        states = self.chains.known_many(tags)
+        return {tag: None if s is None else pickle.dumps(s) for tag, s in states.items()}
+
+    def commit(self, run_id: str, sums: Mapping[str, int]) -> dict[str, ChainState | None]:
+        """Each chain's commit stamp ``C`` (``sums``: tag -> its committed rows' sum);
+        per tag, the chain as it is after it (None: no chain)."""
+        states = self.chains.get_many(list(sums))
+        writes: list[tuple[ChainState, bytes, bytes]] = []
+        for tag, total in sums.items():
+            state = states[tag]
+            if state is not None and state.live:
+                value = rows_stamp(self.keyed, tag, total)
+                writes.append((state, value, stage_token(self.keyed, "commit", tag, value)))
+        if not self.tracker.partiql:
+            _each(self._stamp, writes, self.tracker.concurrency)
+            return self.chains.get_many(list(sums))
+        outcomes = self.chains.stamp_on_each(writes, concurrency=DRIVER_CONCURRENCY)
+        again: list[tuple[ChainState, bytes, bytes]] = []
+        for (state, value, token), outcome in zip(writes, outcomes, strict=True):
+            if isinstance(outcome, ChainState):
+                states[state.tag] = outcome
+            elif isinstance(outcome, ChainMoved):
+                states[state.tag] = outcome.current
+                if outcome.current is not None and outcome.current.live:
+                    again.append((outcome.current, value, token))
+            elif not isinstance(outcome, XorAckError):
+                raise outcome  # DynamoDB's error, proven not landed: the round fails
+        if again:  # moved on by a late stamp: stamped as any stamp, then read
+            _each(self._stamp, again, self.tracker.concurrency)
+            states.update(self.chains.get_many([state.tag for state, _, _ in again]))
+        return states
+
+    def _stamp(self, write: tuple[ChainState, bytes, bytes]) -> None:
+        """One commit stamp on the state read, or as any stamp if the chain moved on."""
+        state, value, token = write
+        with contextlib.suppress(ChainFailed, TagNotFound):  # closed: the judge reads why
+            try:
+                self.chains.stamp_on(state, value, token=token)
+            except ChainMoved:
+                self.chains.stamp(state.tag, value, token=token)
+
+    def judge(
+        self,
+        tags: Sequence[str],
+        states: Mapping[str, ChainState | None] | None,
+        job_error: str | None,
+        tell: Callable[[Acked | Failed], None],
+    ) -> list[Outcome]:
+        """Per chain of a round: ``acked`` or why not, and whether that is final.
+
+        ``states``: the chains as the commit left them (None: the round's job
+        failed, they are read).  A zero chain of a round whose output was
+        committed is acked.  A chain the user's function closed
+        (``InputRejected``) fails for good with its reason; one whose function raised
+        (``isolation.retryable``) fails this attempt only.  Any other is closed with
+        ``fail`` (late stamps are refused) and its input replayed.
+        """
+        known = dict(states) if states is not None else self.chains.get_many(tags)
+        self.judged = known
+        return [self._judge_one(tag, known.get(tag), job_error, tell) for tag in tags]
+
+    def _judge_one(
+        self,
+        tag: str,
+        state: ChainState | None,
+        job: str | None,
+        tell: Callable[[Acked | Failed], None],
+    ) -> Outcome:
+        if state is not None and state.failed:  # closed by its task: the function failed
+            self.writes += state.version
+            tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
+            return _why(state), not retryable(state.reason)
+        if job is None and state is not None and state.acked:
+            self.writes += state.version
+            latency = (state.acked_at or state.updated_at) - state.created_at
+            tell(Acked(tag, state.chain_id, state.acked_at or 0.0, latency))
+            return "acked", False
+        reason = job or "incomplete: not zero when its round ended"
+        try:
+            closed = self.chains.fail(tag, reason=reason)
+        except TagNotFound:
+            return "chain missing", False
+        except ChainFailed as already:  # failed since the read (its stage, a sweep, a deadline)
+            return self._judge_one(tag, already.state, job, tell)  # judged as found
+        self.writes += closed.version
+        if closed.acked:
+            return "completed after its round ended (not counted)", False
+        tell(failure(tag, closed.chain_id, closed.failed_at or 0.0, reason))
+        return reason, False
+
+
+def _why(state: ChainState) -> str:
+    return state.reason or "failed"
+
+
+def _each(fn: Callable[[Any], object], items: Sequence[Any], concurrency: int) -> None:
+    """``fn`` over ``items``, ``concurrency`` at a time (one request each)."""
+    if not items:
+        return
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(items)))) as pool:
+        list(pool.map(fn, items))

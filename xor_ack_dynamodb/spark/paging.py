@@ -1,0 +1,76 @@
+"""A run's inputs, listed and planned in pages: O(page) on the driver, not O(inputs).
+
+Inputs come from ``keys=`` (the caller's sequence: deduplicated and sorted once,
+then cut) or from the distinct keys of a source DataFrame, sorted by Spark and
+brought to the driver a partition at a time (``toLocalIterator``).  Each page of
+at most ``page_size`` inputs goes through its rounds (create, produce, check,
+judge, replay) before the next page is listed further; each input gets a global
+id (its position in the sorted listing), which its staged rows carry.
+
+The source is read once per page and round (the join of its rows with the
+page's keys): cache it, or raise ``page_size``, when reading it is costly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Inputs per page: their chains, entries and marker rows are what the driver holds.
+DEFAULT_PAGE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class Page:
+    """Page ``number`` of a run's inputs: ``keys``, the first one's id ``start``."""
+
+    number: int
+    start: int
+    keys: tuple[str, ...]
+
+    @property
+    def ids(self) -> range:
+        return range(self.start, self.start + len(self.keys))
+
+    def key(self, input_id: int) -> str:
+        return self.keys[input_id - self.start]
+
+
+def sorted_keys(
+    source: Any, key: str | None, keys: Sequence[str] | None
+) -> tuple[Iterator[str], int | None]:
+    """The run's input keys in order, each once, as an iterator that lists as it goes,
+    and how many there are when that is known before listing (``keys``)."""
+    if keys is not None:
+        given = sorted(dict.fromkeys(str(k) for k in keys))
+        return iter(given), len(given)
+    from pyspark.sql import functions as F
+
+    assert key is not None
+    column = F.col(key).cast("string").alias(key)
+    listed = source.select(column).where(F.col(key).isNotNull()).distinct().orderBy(key)
+    return (str(row[0]) for row in listed.toLocalIterator()), None
+
+
+def pages(listing: Iterator[str], size: int = DEFAULT_PAGE_SIZE) -> Iterator[Page]:
+    """``listing`` cut into pages of at most ``size`` keys, ids counted from 0."""
+    if size < 1:
+        raise ValueError("page_size must be >= 1")
+    start = 0
+    for number in itertools.count():
+        chunk = tuple(itertools.islice(listing, size))
+        if not chunk:
+            return
+        yield Page(number, start, chunk)
+        start += len(chunk)
+
+
+def ahead(items: Iterator[Page]) -> Iterator[tuple[Page, Page | None]]:
+    """Each page with the next one (None after the last): listed one page ahead."""
+    current = next(items, None)
+    while current is not None:
+        following = next(items, None)
+        yield current, following
+        current = following

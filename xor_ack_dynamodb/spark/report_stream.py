@@ -1,0 +1,116 @@
+"""The inputs' endings of a run as JSON Lines: written as each input ends, read back on demand.
+
+A run of N inputs keeps O(inputs in flight) on the driver: an input's entry
+(``InputResult``: key, status, attempts, the history of its attempts) lives in
+memory while the input is in its page's rounds, and is written out as one JSON
+line when it ends (acked, failed for good, counted, or rejected before any
+round); only counters stay.  The lines go to the file the caller names
+(``track(report=PATH)``), else to an anonymous temporary file (removed when the
+report is dropped).  The last line of a named file is the run's summary,
+``{"summary": {...}}`` (the report's counters, rounds, writes, seconds).
+
+Reading back (``TrackedReport.inputs``, ``.failed``, ``endings()``) streams the
+lines from the start, one at a time; ``.inputs`` builds the whole list, as the
+report always did (O(N), only when asked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+#: The key of a report file's last line, the run's summary.
+SUMMARY = "summary"
+
+
+class Endings:
+    """Each ending input as one JSON line in a file; its status counted.
+
+    ``path``: the file to write (created or truncated); None: a temporary file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = None if path is None else os.fspath(path)
+        # Open as long as the report lives (closed when it is dropped): no ``with``.
+        self._file: IO[str] = (
+            tempfile.TemporaryFile("w+", encoding="utf-8", prefix="xor-ack-report-")  # noqa: SIM115
+            if self.path is None
+            else open(self.path, "w+", encoding="utf-8")  # noqa: SIM115
+        )
+        self._lock = threading.Lock()
+        self.statuses: Counter[str] = Counter()
+        self.replayed = 0  # inputs that ended after more than one attempt
+        self.closed = False
+
+    def add(self, entry: Any) -> None:
+        """Write ``entry`` (an ``InputResult``, ended) as the next line, and count it."""
+        line = {
+            "key": entry.key,
+            "status": entry.status,
+            "attempts": entry.attempts,
+            "history": list(entry.history),
+        }
+        text = json.dumps(line, ensure_ascii=True) + "\n"
+        with self._lock:
+            self._file.write(text)
+            self.statuses[entry.status] += 1
+            self.replayed += entry.attempts > 1
+
+    def extend(self, entries: Iterable[Any]) -> None:
+        for entry in entries:
+            self.add(entry)
+
+    @property
+    def count(self) -> int:
+        """Inputs ended so far."""
+        return sum(self.statuses.values())
+
+    def lines(self) -> Iterator[dict[str, Any]]:
+        """Each ending written so far, as its JSON object, from the first (summary left out)."""
+        position = 0
+        while True:
+            with self._lock:
+                self._file.flush()
+                end = self._file.tell()
+                self._file.seek(position)
+                chunk = self._file.readlines(1 << 20) if position < end else []
+                position = self._file.tell()
+                self._file.seek(end)
+            if not chunk:
+                return
+            for text in chunk:
+                data = json.loads(text)
+                if SUMMARY not in data:
+                    yield data
+
+    def close(self, summary: dict[str, Any] | None = None) -> None:
+        """Write the summary line (a named file) and flush; the lines stay readable."""
+        with self._lock:
+            if not self.closed and summary is not None and self.path is not None:
+                self._file.write(json.dumps({SUMMARY: summary}, ensure_ascii=True) + "\n")
+            self._file.flush()
+            self.closed = True
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self._file.close()
+
+
+def read_report(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A report file's endings and its summary ({} if the run did not finish)."""
+    endings: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    with open(path, encoding="utf-8") as fh:
+        for text in fh:
+            data = json.loads(text)
+            if SUMMARY in data:
+                summary = data[SUMMARY]
+            else:
+                endings.append(data)
+    return endings, summary

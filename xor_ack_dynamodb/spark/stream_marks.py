@@ -1,0 +1,192 @@
+"""Which inputs of a stream were committed, said by chains: state that outlives the checkpoint.
+
+A Structured Streaming checkpoint says which files a query has seen and which
+batch it committed; lose it (or one of its metadata files) and the query reads
+everything again, or runs a batch again.  Here each input of a stream ``S``
+has a mark, one chain ``S/commit/KEY`` in the chains' table, and a micro-batch
+(run ``R``, committed to ``OUTPUT/batch=N-R``) goes:
+
+1. before its rounds, per page of its inputs, the marks are read: an **acked**
+   mark means committed by an earlier run, so the input is left out; a **live**
+   mark is a run ``R'`` that marked it and stopped before saying how it ended:
+   committed if ``OUTPUT`` has a folder of ``R'`` (the mark's stamp names the
+   run: ``M(R', KEY)``), then the mark is acked now and the input left out;
+   otherwise the mark is failed and the input processed; no mark, or a failed
+   one: processed.  Each input processed gets its mark ``M(R, KEY)``, created
+   (25 per request, a conditional ``INSERT``: two runs never both mark it);
+2. after the rounds, before the output is renamed into place: the marks of the
+   inputs that failed are failed (they are not in the output);
+3. after the rename: the marks of the acked inputs are stamped ``M(R, KEY)``,
+   which brings them to zero: committed.
+
+A crash between any two steps leaves marks that step 1 of the next run reads
+right: the rename is the commit point, and a live mark's run either has its
+folder or not.  Marks are kept for ``retention`` seconds (their TTL, then the
+acked tombstone's): an input seen again after that is processed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..chain import ChainState
+from ..dynamodb.sync import SyncXorAckDynamoDB
+from ..errors import ChainFailed, ChainMoved, CreateManyFailed, TagExists, TagNotFound
+from .files import Files
+from .keyed import Keyed
+from .tracker import TrackerConfig
+
+if TYPE_CHECKING:
+    from .report import TrackedReport
+
+#: Marks read, created or acked per step (pages of the inputs: O(this) on the driver).
+CHUNK = 1_000
+#: How long a stream remembers an input it committed (seconds): 30 days.
+DEFAULT_RETENTION = 30 * 86_400.0
+#: What marks a folder of a micro-batch: ``batch=000003-RUN``.
+BATCH_PREFIX = "batch="
+
+_LOCK = threading.Lock()
+_CLIENTS: dict[tuple[TrackerConfig, float], SyncXorAckDynamoDB] = {}
+
+
+def stream_name(output: str) -> str:
+    """A stream's default name: its output's, hashed (the same after a restart)."""
+    digest = hashlib.sha256(output.rstrip("/").encode("utf-8", "surrogateescape"))
+    return "stream-" + digest.hexdigest()[:16]
+
+
+def batch_path(output: str, batch_id: int, run_id: str) -> str:
+    """Where run ``run_id`` of micro-batch ``batch_id`` commits: a folder of its own."""
+    return f"{output.rstrip('/')}/{BATCH_PREFIX}{batch_id:06d}-{run_id}"
+
+
+def _client(tracker: TrackerConfig, retention: float) -> SyncXorAckDynamoDB:
+    """This process's marks client: acked marks stay readable ``retention`` seconds."""
+    with _LOCK:
+        client = _CLIENTS.get((tracker, retention))
+        if client is None:
+            client = _CLIENTS[(tracker, retention)] = SyncXorAckDynamoDB(
+                tracker.client(),
+                table=tracker.table,
+                partition_key=tracker.partition_key,
+                token_window=tracker.token_window,
+                tombstone_ttl=retention,
+                cache_size=CHUNK,
+            )
+        return client
+
+
+@dataclass
+class StreamMarks:
+    """The marks of stream ``name`` for run ``run_id`` of a micro-batch into ``output``."""
+
+    spark: Any
+    tracker: TrackerConfig
+    name: str
+    output: str  # the stream's output (the batch folders are under it)
+    run_id: str
+    retention: float = DEFAULT_RETENTION
+
+    def __post_init__(self) -> None:
+        self.keyed = Keyed(self.name)
+        self.chains = _client(self.tracker, self.retention)
+        self.skipped = 0
+        self._committed_runs: set[str] | None = None
+
+    def tag(self, key: str) -> str:
+        tag = f"{self.name}/commit/{key}"
+        if len(tag.encode("utf-8", "surrogateescape")) <= 1024:
+            return tag
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+        return f"{self.name}/commit/sha256:{digest}"
+
+    def stamp(self, key: str, run_id: str) -> bytes:
+        """``M(run, KEY)``: a mark created with it and stamped with it is zero: committed."""
+        return self.keyed.hash("mark", key, run_id)
+
+    # -- 1. before the rounds ------------------------------------------------------------
+
+    def unmarked(self, keys: Iterator[str]) -> Iterator[str]:
+        """The inputs of ``keys`` no earlier run committed, each marked for this run."""
+        while chunk := list(itertools.islice(keys, CHUNK)):
+            tags = {self.tag(key): key for key in chunk}
+            states = self.chains.get_many(list(tags))
+            mine: dict[str, bytes] = {}
+            for tag, key in tags.items():
+                if self._committed(key, states[tag]):
+                    self.skipped += 1
+                else:
+                    mine[tag] = self.stamp(key, self.run_id)
+            refused: set[str] = set()
+            try:
+                self.chains.create_many(mine, via="partiql", ttl=self.retention)
+            except CreateManyFailed as exc:
+                for tag, error in exc.errors.items():
+                    if not isinstance(error, TagExists):
+                        raise error from exc
+                    refused.add(tag)  # another run marked it just now: it is that run's
+            self.skipped += len(refused)
+            yield from (tags[tag] for tag in mine if tag not in refused)
+
+    def _committed(self, key: str, state: ChainState | None) -> bool:
+        """Did an earlier run commit ``key``?  A live mark's run is settled here."""
+        if state is None or state.failed:
+            return False
+        if state.acked:
+            return True
+        for run in self._runs():
+            if state.stamp == self.stamp(key, run):  # that run committed its folder
+                self._ack(state, self.stamp(key, run))
+                return True
+        with contextlib.suppress(ChainFailed, TagNotFound):  # its run stopped: not committed
+            self.chains.fail(state.tag, reason="not committed", chain_id=state.chain_id)
+        return False
+
+    def _runs(self) -> set[str]:
+        """The runs whose batch folders are in the output (listed once per micro-batch)."""
+        if self._committed_runs is None:
+            listing = Files(self.spark, self.output).listing(self.output)
+            names = listing.names if listing is not None and listing.is_dir else ()
+            self._committed_runs = {
+                name.split("-", 1)[1]
+                for name in names
+                if name.startswith(BATCH_PREFIX) and "-" in name
+            }
+        return self._committed_runs
+
+    def _ack(self, state: ChainState, value: bytes) -> None:
+        (outcome,) = self.chains.stamp_on_each([(state, value, b"commit")])
+        if isinstance(outcome, Exception) and not isinstance(outcome, ChainMoved):
+            raise outcome
+
+    # -- 2. and 3. around the rename -------------------------------------------------------
+
+    def before_commit(self, report: TrackedReport) -> None:
+        """The failed inputs' marks are failed: they are not in the output."""
+        report.skipped = self.skipped
+        for entry in report.endings():
+            if entry.status == "failed":
+                with contextlib.suppress(ChainFailed, TagNotFound):
+                    self.chains.fail(self.tag(entry.key), reason="failed: not committed")
+
+    def after_commit(self, report: TrackedReport) -> None:
+        """The acked inputs' marks are stamped to zero: committed."""
+        acked = (e.key for e in report.endings() if e.status == "acked")
+        while chunk := list(itertools.islice(acked, CHUNK)):
+            tags = {self.tag(key): key for key in chunk}
+            states = self.chains.known_many(list(tags))
+            writes = [
+                (state, self.stamp(tags[tag], self.run_id), b"commit")
+                for tag, state in states.items()
+                if state is not None and state.live
+            ]
+            for outcome in self.chains.stamp_on_each(writes):
+                if isinstance(outcome, Exception) and not isinstance(outcome, ChainMoved):
+                    raise outcome
