@@ -23,6 +23,10 @@ class Case:
     Setup (untimed): ``create(tag, root)`` and the parent stamp ``root ^ c1 ^ ... ^ ck``.
     Measured: the children.  With one chain the children are dealt round-robin to the
     writers; with several, each writer owns whole chains and stamps them in order.
+
+    ``whole``: the chain's life is measured, create and parent stamp included (short
+    chains: a job and its children, start to finish); each writer runs its chains one
+    after the other, and a result's stamps are the parent's and the children's.
     """
 
     scenario: str
@@ -30,6 +34,12 @@ class Case:
     children: int
     writers: int
     cold: bool = False
+    whole: bool = False
+
+    @property
+    def stamps_per_chain(self) -> int:
+        """The measured stamps of one chain (the parent's too when the whole chain is)."""
+        return self.children + 1 if self.whole else self.children
 
 
 @dataclass
@@ -70,6 +80,8 @@ class Result:
     read_units: float | None = None
     write_units: float | None = None
     answers_with_capacity: int = 0
+    #: Of ``cpu_seconds``, the kernel's (system time: sockets, wake-ups).
+    system_cpu_seconds: float = 0.0
 
     @property
     def stamps_per_s(self) -> float:

@@ -20,6 +20,7 @@ from typing import Any
 
 from xor_ack_dynamodb.local import NPM_PACKAGE, NPM_VERSION, LocalDynamoDB
 
+from . import short_chains
 from .cases import Result
 from .common import POOL, RACE_RETRY
 from .delay_proxy import DelayProxy
@@ -75,6 +76,13 @@ def parser() -> argparse.ArgumentParser:
         "--regimes",
         help="run one writer, 8 tasks and the hot tag in each regime, side by side "
         "(e.g. direct,4ms): regimes.{md,json}",
+    )
+    p.add_argument(
+        "--short-chains",
+        action="store_true",
+        help="only chains of create + 2 stamps, 8 at a time, on key-only tables, in the "
+        "regimes of --regimes (default 4ms), 16 rounds of 64 chains unless --rounds/--chains: "
+        "short-chains/runs/<time>.json and short-chains.md (every run there)",
     )
     p.add_argument(
         "--plain-tables",
@@ -180,6 +188,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check_proxy:
         with LocalDynamoDB(backend="dynamodb-local") as server:
             print(json.dumps(check_proxy(server.endpoint_url, args.delay_ms or 4.0), indent=2))
+        return 0
+    if args.short_chains:
+        out = args.out or RESULTS / "short-chains"
+        out.mkdir(parents=True, exist_ok=True)
+        with LocalDynamoDB(backend="dynamodb-local") as server:
+            meta["server"] += "; tables with the key alone (no indexes, no stream)"
+            text = short_chains.run(
+                server.endpoint_url,
+                parse_regimes(args.regimes or "4ms"),
+                rounds=args.rounds or 16,
+                chains=args.chains or 64,
+                out=out,
+                meta=meta,
+                same_config=args.same_config,
+            )
+            print(asyncio.run(text))
         return 0
     if args.regimes:
         regimes = parse_regimes(args.regimes)

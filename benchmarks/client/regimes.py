@@ -73,6 +73,52 @@ def parse_regimes(text: str) -> list[Regime]:
     return regimes
 
 
+async def pairs(
+    stack: contextlib.AsyncExitStack,
+    endpoint: str,
+    regimes: Sequence[Regime],
+    *,
+    plain_tables: bool = False,
+    same_config: bool = False,
+    capacity: bool = True,
+) -> dict[str, list[Impl]]:
+    """Per regime, seed and ours on tables and clients of their own (``stack`` closes them).
+
+    Ours on ``botocore_config()``, the seed on ``sdk_config()`` (or ours, ``same_config``);
+    a regime with a delay through a ``DelayProxy`` of its own.  ``capacity``: both ask
+    for ``ReturnConsumedCapacity=TOTAL`` (``RequestCounter``).
+    """
+    suffix = int(time.time())
+    session = aioboto3.Session()
+    configs = {"ours": botocore_config(max_pool_connections=POOL)}
+    configs["seed"] = configs["ours"] if same_config else sdk_config()
+    impls: dict[str, list[Impl]] = {}
+    for regime in regimes:
+        url = endpoint
+        if regime.delay_ms > 0:
+            url = stack.enter_context(DelayProxy(endpoint, regime.delay_ms)).endpoint_url
+        pair: list[Impl] = []
+        for name, make in (("seed", SeedImpl), ("ours", OursImpl)):
+            table = f"bench-{name}-{regime.name}-{suffix}"
+            make_tables(endpoint, [table], plain=plain_tables)
+            client = await stack.enter_async_context(
+                session.client(
+                    "dynamodb",
+                    endpoint_url=url,
+                    region_name=REGION,
+                    config=configs[name],
+                    **CREDENTIALS,
+                )
+            )
+            counter = RequestCounter()
+            counter.install(client, capacity=capacity)
+            impl = make(client, table, counter)
+            impl.name = f"{name} {regime.name}"
+            pair.append(impl)
+        impls[regime.name] = pair
+    return impls
+
+
 async def compare(
     endpoint: str,
     regimes: Sequence[Regime],
@@ -86,37 +132,12 @@ async def compare(
     """Run the regimes' cases interleaved and write the side-by-side report."""
     if cases.watch_server().pid is None:
         print("DynamoDB Local's pid not found in /proc: no server CPU figures", flush=True)
-    suffix = int(time.time())
-    session = aioboto3.Session()
-    configs = {"ours": botocore_config(max_pool_connections=POOL)}
-    configs["seed"] = configs["ours"] if same_config else sdk_config()
     meta["seed_client"] = "ours (--same-config)" if same_config else "SDK defaults"
     k = sizes.children
     async with contextlib.AsyncExitStack() as stack:
-        impls: dict[str, list[Impl]] = {}
-        for regime in regimes:
-            url = endpoint
-            if regime.delay_ms > 0:
-                url = stack.enter_context(DelayProxy(endpoint, regime.delay_ms)).endpoint_url
-            pair: list[Impl] = []
-            for name, make in (("seed", SeedImpl), ("ours", OursImpl)):
-                table = f"bench-{name}-{regime.name}-{suffix}"
-                make_tables(endpoint, [table], plain=plain_tables)
-                client = await stack.enter_async_context(
-                    session.client(
-                        "dynamodb",
-                        endpoint_url=url,
-                        region_name=REGION,
-                        config=configs[name],
-                        **CREDENTIALS,
-                    )
-                )
-                counter = RequestCounter()
-                counter.install(client, capacity=True)
-                impl = make(client, table, counter)
-                impl.name = f"{name} {regime.name}"
-                pair.append(impl)
-            impls[regime.name] = pair
+        impls = await pairs(
+            stack, endpoint, regimes, plain_tables=plain_tables, same_config=same_config
+        )
         every = [impl for pair in impls.values() for impl in pair]
         print("warm-up (JIT of DynamoDB Local, connection pools)", flush=True)
         for _ in range(2):

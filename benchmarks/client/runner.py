@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from xor_ack_dynamodb import Stamp
 
 from . import cases
-from .cases import Case, Result, deal, make_plans, quantile, setup
+from .cases import Case, Plan, Result, deal, make_plans, quantile, setup
 from .common import SCALING_WRITERS
 from .impls import Impl
 
@@ -19,13 +20,28 @@ from .impls import Impl
 async def run_case(impl: Impl, case: Case) -> Result:
     plans = make_plans(case)
     setup_cpu0 = time.process_time()
-    await setup(impl, plans)
+    if not case.whole:
+        await setup(impl, plans)
     setup_cpu = time.process_time() - setup_cpu0
     worker = impl.cold() if case.cold else impl
     lanes = deal(plans, case.writers)
     latencies: list[float] = []
     errors: Counter[str] = Counter()
     acked: Counter[str] = Counter()
+
+    async def chains(own: Sequence[Plan]) -> None:
+        """Whole chains, one after the other: create, parent stamp, children (latency: the
+        chain's, start to finish)."""
+        for plan in own:
+            t0 = time.perf_counter()
+            try:
+                await worker.create(plan.tag, plan.root)
+                for value in (plan.parent, *plan.children):
+                    if (await worker.stamp(plan.tag, value)).acked:
+                        acked[plan.tag] += 1
+            except Exception as exc:  # counted and reported: a failed chain fails the case
+                errors[type(exc).__name__] += 1
+            latencies.append(time.perf_counter() - t0)
 
     async def lane(jobs: list[tuple[str, Stamp]]) -> None:
         for tag, value in jobs:
@@ -43,9 +59,14 @@ async def run_case(impl: Impl, case: Case) -> Result:
     units0 = impl.counter.units()
     stats0 = worker.stats()
     server0 = cases.server_seconds()
+    sys0 = os.times().system
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(lane(jobs) for jobs in lanes))
+    if case.whole:
+        await asyncio.gather(*(chains(plans[w :: case.writers]) for w in range(case.writers)))
+    else:
+        await asyncio.gather(*(lane(jobs) for jobs in lanes))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    system = os.times().system - sys0
     server1 = cases.server_seconds()
     calls1, sends1 = impl.counter.snapshot()
     units1 = impl.counter.units()
@@ -58,7 +79,7 @@ async def run_case(impl: Impl, case: Case) -> Result:
         scenario=case.scenario,
         writers=case.writers,
         chains=case.chains,
-        stamps=case.chains * case.children,
+        stamps=case.chains * case.stamps_per_chain,
         seconds=wall,
         cpu_seconds=cpu,
         server_cpu_seconds=None if server0 is None or server1 is None else server1 - server0,
@@ -70,11 +91,12 @@ async def run_case(impl: Impl, case: Case) -> Result:
         latency_ms_p50=1e3 * quantile(latencies, 0.50),
         latency_ms_p99=1e3 * quantile(latencies, 0.99),
         own_stats={k: stats1.get(k, 0) - stats0.get(k, 0) for k in stats1},
-        round_stamps_per_s=[round(case.chains * case.children / wall, 1)],
+        round_stamps_per_s=[round(case.chains * case.stamps_per_chain / wall, 1)],
         setup_cpu_seconds=setup_cpu,
         read_units=None if units0 is None or units1 is None else units1[0] - units0[0],
         write_units=None if units0 is None or units1 is None else units1[1] - units0[1],
         answers_with_capacity=0 if units0 is None or units1 is None else units1[2] - units0[2],
+        system_cpu_seconds=system,
     )
 
 
@@ -115,6 +137,7 @@ def merge(results: Sequence[Result]) -> Result:
         read_units=_total([r.read_units for r in results]),
         write_units=_total([r.write_units for r in results]),
         answers_with_capacity=sum(r.answers_with_capacity for r in results),
+        system_cpu_seconds=sum(r.system_cpu_seconds for r in results),
     )
 
 
