@@ -97,6 +97,9 @@ class Merging(Generic[W]):
             else:
                 waiter.set_result(outcomes[i])
         queue = self.queues[merge.tag]
+        if not queue:  # nothing queued meanwhile: the chain is idle
+            del self.queues[merge.tag]
+            return None
         waiting = [(entry, waiter) for entry, waiter in queue if not waiter.done()]
         queue.clear()
         if not waiting:

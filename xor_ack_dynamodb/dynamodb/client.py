@@ -154,6 +154,8 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
 
     def _write_merges(self, merge: Merge[asyncio.Future[Outcome]] | None) -> None:
         """Write a chain's next merges in a writer task, one at a time, until none are left."""
+        if merge is None:  # nothing queued meanwhile: the common case, no task
+            return
 
         async def writer(merge: Merge[asyncio.Future[Outcome]] | None) -> None:
             while merge is not None:
@@ -164,8 +166,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
                     raise
                 merge = self._merging.finished(merge, outcomes)
 
-        if merge is not None:
-            self._spawn(writer(merge))
+        self._spawn(writer(merge))
 
     # -- the API -------------------------------------------------------------
 

@@ -90,7 +90,14 @@ Term: TypeAlias = Compare | Exists | AnyOf | Not
 
 
 class _Names:
-    """The placeholders one request uses, in order of use."""
+    """The placeholders one request uses, in order of use.
+
+    Every request renders here, so :meth:`assign` and :meth:`names_of` note names
+    and values inline rather than through :meth:`name` and :meth:`value` (the same
+    rules, fewer calls per request).
+    """
+
+    __slots__ = ("key", "names", "values")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -103,28 +110,54 @@ class _Names:
         return placeholder
 
     def value(self, value: Value) -> str:
-        known = self.values.setdefault(value.name, value.value)
-        if known != value.value:
-            raise ValueError(f"placeholder {value.name} holds two values")
-        return value.name
+        name, held = value.name, value.value
+        known = self.values.setdefault(name, held)
+        if known is not held and known != held:
+            raise ValueError(f"placeholder {name} holds two values")
+        return name
+
+    def assign(self, pairs: Sequence[tuple[str, Value]]) -> list[str]:
+        """``#name = :value`` for each ``(attribute, value)``, as :meth:`name` and :meth:`value`."""
+        key, names, values = self.key, self.names, self.values
+        out = []
+        for attribute, value in pairs:
+            placeholder = "#pk" if attribute == key else PLACEHOLDERS[attribute]
+            names[placeholder] = attribute
+            name, held = value.name, value.value
+            known = values.setdefault(name, held)
+            if known is not held and known != held:
+                raise ValueError(f"placeholder {name} holds two values")
+            out.append(f"{placeholder} = {name}")
+        return out
+
+    def names_of(self, attributes: Sequence[str]) -> list[str]:
+        """The placeholders of ``attributes``, as :meth:`name`."""
+        key, names = self.key, self.names
+        out = []
+        for attribute in attributes:
+            placeholder = "#pk" if attribute == key else PLACEHOLDERS[attribute]
+            names[placeholder] = attribute
+            out.append(placeholder)
+        return out
 
     def term(self, term: Term, nested: bool = False) -> str:
         if isinstance(term, Compare):
             name = self.name(term.attribute)
             operand = f"size({name})" if term.size else name
             return f"{operand} {term.op} {self.value(term.value)}"
-        if isinstance(term, Exists) and term.type is not None:
-            return f"attribute_type({self.name(term.attribute)}, {self.value(term.type)})"
         if isinstance(term, Exists):
+            if term.type is not None:
+                return f"attribute_type({self.name(term.attribute)}, {self.value(term.type)})"
             verb = "attribute_exists" if term.present else "attribute_not_exists"
             return f"{verb}({self.name(term.attribute)})"
         if isinstance(term, Not):
             return f"NOT {self.term(term.term, nested=True)}"
-        text = " OR ".join(self.term(t, nested=True) for t in term.terms)
+        text = " OR ".join([self.term(t, nested=True) for t in term.terms])
         return f"({text})" if nested else text
 
     def condition(self, terms: Sequence[Term]) -> str:
-        return " AND ".join(self.term(t, nested=len(terms) > 1) for t in terms)
+        nested = len(terms) > 1
+        return " AND ".join([self.term(t, nested) for t in terms])
 
 
 def _quote(identifier: str) -> str | None:
@@ -159,13 +192,13 @@ class Update:
     def request(self) -> dict[str, Any]:
         """The ``UpdateItem`` parameters (also a transaction's ``Update``, without ReturnValues)."""
         names = _Names(self.key_name)
-        parts = [f"{names.name(a)} = {names.value(v)}" for a, v in self.set]
+        parts = names.assign(self.set)
         for attribute, value in self.increment:
             name = names.name(attribute)
             parts.append(f"{name} = {name} + {names.value(value)}")
         expression = "SET " + ", ".join(parts)
         if self.remove:
-            expression += " REMOVE " + ", ".join(names.name(a) for a in self.remove)
+            expression += " REMOVE " + ", ".join(names.names_of(self.remove))
         params: dict[str, Any] = {
             "TableName": self.table,
             "Key": self.key,
