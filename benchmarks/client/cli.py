@@ -85,6 +85,12 @@ def parser() -> argparse.ArgumentParser:
         "short-chains/runs/<time>.json and short-chains.md (every run there)",
     )
     p.add_argument(
+        "--decompose",
+        action="store_true",
+        help="--short-chains with two references in the rounds: the seed's algorithm on ours' "
+        "client config, and ours' requests sent from templates (no client logic)",
+    )
+    p.add_argument(
         "--plain-tables",
         action="store_true",
         help="--regimes on tables with the key alone (no inventory indexes, no stream)",
@@ -202,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out=out,
                 meta=meta,
                 same_config=args.same_config,
+                references=args.decompose,
             )
             print(asyncio.run(text))
         return 0

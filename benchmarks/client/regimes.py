@@ -34,7 +34,7 @@ from .cases import Case, Result
 from .common import CREDENTIALS, POOL, REGION, make_tables
 from .counting import RequestCounter
 from .delay_proxy import DelayProxy
-from .impls import Impl, OursImpl, SeedImpl
+from .impls import Impl, OursImpl, SeedImpl, TemplateImpl
 from .report import fmt, paired_ratio
 from .runner import Sizes, side_by_side
 
@@ -81,24 +81,36 @@ async def pairs(
     plain_tables: bool = False,
     same_config: bool = False,
     capacity: bool = True,
+    references: bool = False,
 ) -> dict[str, list[Impl]]:
     """Per regime, seed and ours on tables and clients of their own (``stack`` closes them).
 
     Ours on ``botocore_config()``, the seed on ``sdk_config()`` (or ours, ``same_config``);
     a regime with a delay through a ``DelayProxy`` of its own.  ``capacity``: both ask
-    for ``ReturnConsumedCapacity=TOTAL`` (``RequestCounter``).
+    for ``ReturnConsumedCapacity=TOTAL`` (``RequestCounter``).  ``references``: after
+    the two, the seed's algorithm on ours' config (``seed-ourscfg``) and ours' requests
+    sent from templates (``floor``, ``TemplateImpl``), both on ours' config.
     """
     suffix = int(time.time())
     session = aioboto3.Session()
     configs = {"ours": botocore_config(max_pool_connections=POOL)}
     configs["seed"] = configs["ours"] if same_config else sdk_config()
+    makers: list[tuple[str, Any, Config]] = [
+        ("seed", SeedImpl, configs["seed"]),
+        ("ours", OursImpl, configs["ours"]),
+    ]
+    if references:
+        makers += [
+            ("seed-ourscfg", SeedImpl, configs["ours"]),
+            ("floor", TemplateImpl, configs["ours"]),
+        ]
     impls: dict[str, list[Impl]] = {}
     for regime in regimes:
         url = endpoint
         if regime.delay_ms > 0:
             url = stack.enter_context(DelayProxy(endpoint, regime.delay_ms)).endpoint_url
         pair: list[Impl] = []
-        for name, make in (("seed", SeedImpl), ("ours", OursImpl)):
+        for name, make, config in makers:
             table = f"bench-{name}-{regime.name}-{suffix}"
             make_tables(endpoint, [table], plain=plain_tables)
             client = await stack.enter_async_context(
@@ -106,7 +118,7 @@ async def pairs(
                     "dynamodb",
                     endpoint_url=url,
                     region_name=REGION,
-                    config=configs[name],
+                    config=config,
                     **CREDENTIALS,
                 )
             )

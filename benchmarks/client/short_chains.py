@@ -175,20 +175,33 @@ async def run(
     out: Path,
     meta: dict[str, Any],
     same_config: bool = False,
+    references: bool = False,
     profile_chains: int = 64,
 ) -> str:
-    """Measure the shape in every regime, interleaved; write this run's JSON and the summary."""
+    """Measure the shape in every regime, interleaved; write this run's JSON and the summary.
+
+    ``references`` (``--decompose``): two more implementations in the rounds, to say what
+    the CPU is made of: the seed's algorithm on ours' client config, and ours' three
+    requests sent from templates with no client logic (``TemplateImpl``).
+    """
     if cases.watch_server().pid is None:
         print("DynamoDB Local's pid not found in /proc: no server CPU figures", flush=True)
     meta["seed_client"] = "ours (--same-config)" if same_config else "SDK defaults"
     meta["commit"] = _commit()
     meta["tables"] = "key only (plain)"
     meta["shape"] = f"create + {CHILDREN + 1} stamps per chain, {WRITERS} chains at a time"
+    meta["references"] = references
     per: dict[str, list[Result]] = {}
     profiles: list[dict[str, Any]] = []
     async with contextlib.AsyncExitStack() as stack:
         impls = await pairs(
-            stack, endpoint, regimes, plain_tables=True, same_config=same_config, capacity=False
+            stack,
+            endpoint,
+            regimes,
+            plain_tables=True,
+            same_config=same_config,
+            capacity=False,
+            references=references,
         )
         every = [impl for pair in impls.values() for impl in pair]
         per = {impl.name: [] for impl in every}
@@ -205,16 +218,22 @@ async def run(
                 for name, results in per.items()
             )
             print(f"  round {r + 1:>2}/{rounds}  {line}", flush=True)
-        for impl in impls[regimes[-1].name]:
+        for impl in impls[regimes[-1].name][:2]:  # seed and ours
             print(f"  profiling {impl.name}", flush=True)
             profiles.append(await _profile(impl, profile_chains, out))
     meta["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     results: dict[str, Any] = {}
     for regime in regimes:
         seed, ours = per[f"seed {regime.name}"], per[f"ours {regime.name}"]
+        references_of = {
+            name.split()[0]: _figures(merge(rs))
+            for name, rs in per.items()
+            if name.endswith(f" {regime.name}") and name.split()[0] not in ("seed", "ours")
+        }
         results[regime.name] = {
             "seed": _figures(merge(seed)),
             "ours": _figures(merge(ours)),
+            "references": references_of,
             "ratio_chains_per_s": _paired(seed, ours, _chains_per_s),
             "ratio_client_cpu_per_chain": _paired(seed, ours, _cpu_per_chain),
             "rounds": {
@@ -244,6 +263,43 @@ def _range(values: Sequence[float], digits: str = ".2f", suffix: str = "x") -> s
     if len(values) == 1:
         return f"{med:{digits}}{suffix}"
     return f"{med:{digits}}{suffix} ({min(values):{digits}}-{max(values):{digits}})"
+
+
+def _decomposition(regime: str, runs: Sequence[dict[str, Any]]) -> list[str]:
+    """Per run with references: client CPU per request of each, and what ours' is made of."""
+    rows = []
+    for run in runs:
+        res = run["results"][regime]
+        refs = res.get("references") or {}
+        if "seed-ourscfg" not in refs or "floor" not in refs:
+            continue
+        seed, ours = res["seed"], res["ours"]
+        same, floor = refs["seed-ourscfg"], refs["floor"]
+        seed_chain = seed["client_cpu_us_per_chain"]
+        rows.append(
+            f"| {run['meta']['date']} | {fmt(seed['client_cpu_us_per_request'])} "
+            f"| {fmt(same['client_cpu_us_per_request'])} "
+            f"| {fmt(floor['client_cpu_us_per_request'])} "
+            f"| {fmt(ours['client_cpu_us_per_request'])} "
+            f"| {fmt(seed_chain)} / {fmt(same['client_cpu_us_per_chain'])} / "
+            f"{fmt(floor['client_cpu_us_per_chain'])} / {fmt(ours['client_cpu_us_per_chain'])} "
+            f"| {floor['client_cpu_us_per_chain'] / seed_chain:.2f}x "
+            f"| {ours['client_cpu_us_per_chain'] - floor['client_cpu_us_per_chain']:,.0f} |"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "What the client CPU is made of (`--decompose`: two references in the same rounds, "
+        "on ours' client config: the seed's algorithm, and ours' three requests sent from "
+        "templates with no client logic at all, the floor for these requests):",
+        "",
+        "| run (UTC) | µs/request: seed | seed on ours' config | floor (ours' requests) "
+        "| ours | µs/chain: seed / seed on ours' config / floor / ours | floor/seed "
+        "| ours above the floor, µs/chain |",
+        "|---|---:|---:|---:|---:|---|---:|---:|",
+        *rows,
+    ]
 
 
 def _share(figures: dict[str, Any]) -> str:
@@ -309,6 +365,7 @@ def summary(out: Path) -> str:
                 f"| {s['chain_latency_ms_p50']:.1f} / {o['chain_latency_ms_p50']:.1f} "
                 f"| {'yes' if s['exact'] and o['exact'] else 'NO'} |"
             )
+        lines += _decomposition(regime, mine)
         if tput:
             met_t = sum(x >= GOAL_THROUGHPUT for x in tput)
             met_c = sum(x <= GOAL_CPU for x in cpu)
