@@ -209,6 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 meta=meta,
                 same_config=args.same_config,
                 references=args.decompose,
+                warm_rounds=short_chains.WARM_ROUNDS
+                if args.rounds is None
+                else min(short_chains.WARM_ROUNDS, args.rounds),
             )
             print(asyncio.run(text))
         return 0
