@@ -132,7 +132,9 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
 
 
 def command_line(argv: Sequence[str]) -> str:
-    return " ".join(["python benchmarks/bench_client.py", *argv])
+    """The command as run, paths inside the checkout relative to it (no machine paths)."""
+    root = f"{Path(__file__).resolve().parents[2]}/"
+    return " ".join(["python benchmarks/bench_client.py", *(a.replace(root, "") for a in argv)])
 
 
 @contextlib.contextmanager
