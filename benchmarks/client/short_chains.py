@@ -46,6 +46,7 @@ import xor_ack_dynamodb
 from . import cases
 from .cases import Case, Result, make_plans
 from .cpu_profile import StatsTable, attribute, short_path
+from .delay_proxy import DelayProxy
 from .impls import Impl
 from .path_profile import path_category
 from .regimes import Regime, pairs
@@ -94,6 +95,17 @@ def _client_digest() -> str:
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:10]
+
+
+def _process_seconds(pid: int | None) -> float | None:
+    """CPU seconds a process (the delay proxy) has used so far (Linux /proc); None if unknown."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_per_chain(r: Result) -> float:
@@ -213,6 +225,8 @@ async def run(
     meta["references"] = references
     meta["warm_rounds"] = warm_rounds
     per: dict[str, list[Result]] = {}
+    proxy_seconds: dict[str, list[float]] = {}  # the delay proxy's CPU, per round
+    proxies: dict[str, DelayProxy] = {}
     profiles: list[dict[str, Any]] = []
     async with contextlib.AsyncExitStack() as stack:
         impls = await pairs(
@@ -223,16 +237,28 @@ async def run(
             same_config=same_config,
             capacity=False,
             references=references,
+            proxies=proxies,
         )
         every = [impl for pair in impls.values() for impl in pair]
         per = {impl.name: [] for impl in every}
+        proxy_seconds = {impl.name: [] for impl in every}
+        proxy_of = {
+            impl.name: proxies[regime].pid
+            for regime, pair in impls.items()
+            for impl in pair
+            if regime in proxies
+        }
         print(f"warm-up: {warm_rounds} rounds (DynamoDB Local's JIT, the pools)", flush=True)
         for r in range(warm_rounds):
             for impl in every if r % 2 == 0 else list(reversed(every)):
                 await run_case(impl, case(chains))
         for r in range(rounds):
             for impl in every if r % 2 == 0 else list(reversed(every)):
+                proxy0 = _process_seconds(proxy_of.get(impl.name))
                 per[impl.name].append(await run_case(impl, case(chains)))
+                proxy1 = _process_seconds(proxy_of.get(impl.name))
+                if proxy0 is not None and proxy1 is not None:
+                    proxy_seconds[impl.name].append(proxy1 - proxy0)
             line = "  ".join(
                 f"{name}: {_chains_per_s(results[-1]):6.1f} chains/s "
                 f"{_cpu_per_chain(results[-1]):6.0f} µs/chain"
@@ -245,6 +271,7 @@ async def run(
             profiles.append(await _profile(impl, profile_chains, out))
     meta["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     results: dict[str, Any] = {}
+    proxy_cpu: dict[str, float] = {}
     for regime in regimes:
         seed, ours = per[f"seed {regime.name}"], per[f"ours {regime.name}"]
         references_of = {
@@ -252,9 +279,19 @@ async def run(
             for name, rs in per.items()
             if name.endswith(f" {regime.name}") and name.split()[0] not in ("seed", "ours")
         }
+        for name in (f"seed {regime.name}", f"ours {regime.name}"):
+            spent = proxy_seconds.get(name) or []
+            if len(spent) == len(per[name]):
+                proxy_cpu[name] = round(1e6 * sum(spent) / sum(x.chains for x in per[name]), 1)
         results[regime.name] = {
-            "seed": _figures(merge(seed)),
-            "ours": _figures(merge(ours)),
+            "seed": {
+                **_figures(merge(seed)),
+                "proxy_cpu_us_per_chain": proxy_cpu.get(f"seed {regime.name}"),
+            },
+            "ours": {
+                **_figures(merge(ours)),
+                "proxy_cpu_us_per_chain": proxy_cpu.get(f"ours {regime.name}"),
+            },
             "references": references_of,
             "ratio_chains_per_s": _paired(seed, ours, _chains_per_s),
             "ratio_client_cpu_per_chain": _paired(seed, ours, _cpu_per_chain),
@@ -285,6 +322,44 @@ def _range(values: Sequence[float], digits: str = ".2f", suffix: str = "x") -> s
     if len(values) == 1:
         return f"{med:{digits}}{suffix}"
     return f"{med:{digits}}{suffix} ({min(values):{digits}}-{max(values):{digits}})"
+
+
+def _machine(regime: str, runs: Sequence[dict[str, Any]]) -> list[str]:
+    """Per run: the CPU one chain costs the machine (client, DynamoDB Local, delay proxy)."""
+    rows = []
+    for run in runs:
+        res = run["results"][regime]
+        totals = []
+        cells = []
+        for side in ("seed", "ours"):
+            f = res[side]
+            parts = (
+                f["client_cpu_us_per_chain"],
+                f.get("server_cpu_us_per_chain"),
+                f.get("proxy_cpu_us_per_chain"),
+            )
+            if any(p is None for p in parts):
+                break
+            totals.append(sum(p for p in parts if p is not None))
+            cells.append(" / ".join(fmt(p) for p in parts if p is not None))
+        if len(totals) < 2:
+            continue
+        rows.append(
+            f"| {run['meta']['date']} | {cells[0]} | {cells[1]} "
+            f"| {totals[1] / totals[0]:.2f}x | {res['ratio_chains_per_s']['median']:.2f}x |"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "What a chain costs the machine's 2 CPUs, which the client, DynamoDB Local and the "
+        "delay proxy share (and other jobs):",
+        "",
+        "| run (UTC) | seed µs/chain: client / DynamoDB Local / proxy "
+        "| ours: client / DynamoDB Local / proxy | ours/seed, all three | ours/seed chains/s |",
+        "|---|---|---|---:|---:|",
+        *rows,
+    ]
 
 
 def _decomposition(regime: str, runs: Sequence[dict[str, Any]]) -> list[str]:
@@ -389,6 +464,7 @@ def summary(out: Path) -> str:
                 f"| {s['chain_latency_ms_p50']:.1f} / {o['chain_latency_ms_p50']:.1f} "
                 f"| {'yes' if s['exact'] and o['exact'] else 'NO'} |"
             )
+        lines += _machine(regime, mine)
         lines += _decomposition(regime, mine)
         if tput:
             met_t = sum(x >= GOAL_THROUGHPUT for x in tput)
