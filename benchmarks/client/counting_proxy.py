@@ -153,6 +153,8 @@ async def _serve(upstream: tuple[str, int]) -> None:
                 count(tally, headers.get("x-amz-target", "?"), request, status, answer)
         except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError):
             pass
+        except asyncio.CancelledError:  # the proxy stops with this connection open
+            pass
         finally:
             for w in (u_writer, c_writer):
                 w.close()

@@ -4,7 +4,7 @@ A Structured Streaming file source over INPUT (Spark's text reader, the file of
 each line from ``_metadata.file_path``), run through the library's
 :func:`~xor_ack_dynamodb.spark.track_stream`: each micro-batch's new files are
 counted, tracked to completion (replayed if their chains do not reach zero) and
-committed to ``OUTPUT/batch=N`` (CSV ``word,count`` of that batch's files).  The
+committed to ``OUTPUT/batch=N-RUN`` (CSV ``word,count`` of that batch's files).  The
 stream's checkpoint is ``OUTPUT/_checkpoint``: the same command again resumes
 where it stopped, never counting a file twice.  Each file's end is printed from
 the library's typed events (``events.Acked`` / ``events.Failed``).

@@ -105,7 +105,7 @@ from .paths import check_paths, check_report, write_atomically
     "--watch",
     is_flag=True,
     help="Keep counting the files that arrive in INPUT (Structured Streaming), each batch "
-    "into OUTPUT/batch=N, until Ctrl-C; the same command again resumes.",
+    "into OUTPUT/batch=N-RUN, until Ctrl-C; the same command again resumes.",
 )
 @click.option(
     "--available-now",

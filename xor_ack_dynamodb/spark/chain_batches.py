@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import pickle
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..chain import ChainState
@@ -52,6 +52,21 @@ class RoundChains:
         self.keyed = keyed
         #: Writes that landed on the judged chains (each chain's version).
         self.writes = 0
+        self._ahead: tuple[Any, Future[dict[str, bytes | None]]] | None = None
+
+    def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
+        """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
+        :meth:`created` with the same ``key`` takes them."""
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xor-ack-create-ahead")
+        self._ahead = (key, pool.submit(self.create, tags))
+        pool.shutdown(wait=False)
+
+    def created(self, key: Any, tags: Sequence[str]) -> dict[str, bytes | None]:
+        """``tags`` created: by :meth:`create_ahead` under ``key``, or now."""
+        if self._ahead is not None and self._ahead[0] == key:
+            (_, future), self._ahead = self._ahead, None
+            return future.result()
+        return self.create(tags)
 
     def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
         """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""

@@ -48,7 +48,7 @@ from .files import Files
 from .jobs import TaggedJobs
 from .keyed import Keyed
 from .ledger import AckedLedger
-from .paging import DEFAULT_PAGE_SIZE, Page, pages, sorted_keys
+from .paging import DEFAULT_PAGE_SIZE, Page, ahead, pages, sorted_keys
 from .paths import (
     judge_output,
     qualified,
@@ -143,6 +143,7 @@ class TrackedJob:
         )
         self.ledger = AckedLedger(spark, self.rows_root)
         self._chains: RoundChains | None = None
+        self._following: Page | None = None  # the next page, once listed
         self._round_inputs = 0
         self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
 
@@ -160,8 +161,9 @@ class TrackedJob:
         if spec.observer is not None:
             spec.observer.started(self.report)
         try:
-            for page in pages(listing, spec.page_size):
+            for page, following in ahead(pages(listing, spec.page_size)):
                 self.report.listed += len(page.keys)
+                self._following = following
                 self._page(page)
             t = time.monotonic()
             rows = self.ledger.acked_rows(spec.schema, self.columns)
@@ -210,7 +212,8 @@ class TrackedJob:
             assert tracker is not None
             # The driver's client holds a page of created chains (known_many: no read);
             # this process's client for that config: the next job in this driver reuses it.
-            driver = replace(tracker, cache_size=max(tracker.cache_size, self.spec.page_size))
+            page = self.spec.page_size  # this page's chains and the next page's
+            driver = replace(tracker, cache_size=max(tracker.cache_size, 2 * page))
             self._chains = RoundChains(tracker, chains_for(driver), self.keyed)
         return self._chains
 
@@ -248,8 +251,12 @@ class TrackedJob:
         if self.spec.tracker is not None:
             t = time.monotonic()
             # Each task stamps on its chains as created: one conditional write, no read.
-            created = self.chains.create(tags)
+            created = self.chains.created((page.number, round_), tags)
             summary.add_seconds("create", time.monotonic() - t)
+            if round_ == 1 and self._following is not None:  # created while this job runs
+                following = self._following
+                keys_ahead = [file_tag(self.run_id, key, 1) for key in following.keys]
+                self.chains.create_ahead((following.number, 1), keys_ahead)
         keys_df = self.spark.createDataFrame(
             [(k, i, tag, created.get(tag)) for k, i, tag in zip(keys, pending, tags, strict=True)],
             KEYS_DDL,

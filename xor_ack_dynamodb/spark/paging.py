@@ -65,3 +65,12 @@ def pages(listing: Iterator[str], size: int = DEFAULT_PAGE_SIZE) -> Iterator[Pag
             return
         yield Page(number, start, chunk)
         start += len(chunk)
+
+
+def ahead(items: Iterator[Page]) -> Iterator[tuple[Page, Page | None]]:
+    """Each page with the next one (None after the last): listed one page ahead."""
+    current = next(items, None)
+    while current is not None:
+        following = next(items, None)
+        yield current, following
+        current = following

@@ -1,0 +1,85 @@
+"""Inputs as keys, tracked a page at a time: exact output, the report streamed, few requests.
+
+A DataFrame whose key column names a few hundred inputs (no file per input), three
+pages, one input rejected: every other input acked exactly once, the output exact, each ending
+one JSON line of the report file (the summary last), and the driver's requests a
+small fraction of the inputs: chains written 25 per request, read 100 per request.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.spark import InputRejected, Sink, track
+from xor_ack_dynamodb.spark.tracker import TrackerConfig, chains_for
+
+INPUTS = 240
+PAGE = 100
+
+
+def pass_through() -> Any:
+    """An input's rows as they are, one input rejected (a closure: pickled by value)."""
+
+    def rows_of(key: str, rows: Any) -> Any:
+        if key == "input-0150":
+            raise InputRejected("not this one")
+        return rows
+
+    return rows_of
+
+
+def test_pages_of_keys_every_input_once_and_the_report_one_line_per_input(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    from dataclasses import replace
+
+    from pyspark.sql import functions as F
+
+    source = local_spark.range(0, 4 * INPUTS, numPartitions=4).select(
+        F.format_string("input-%04d", (F.col("id") / 4).cast("long")).alias("key"),
+        F.col("id").alias("v"),
+    )
+    driver = chains_for(replace(tracker, cache_size=2 * PAGE))  # the client the run uses
+    before = driver.stats.total_requests
+    out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
+    report = track(
+        local_spark,
+        pass_through(),
+        "v long",
+        Sink(str(out), format="parquet"),
+        source=source,
+        key="key",
+        tracker=tracker,
+        partitions=2,
+        page_size=PAGE,
+        report=report_file,
+    )
+    assert report.listed == INPUTS and report.acked == INPUTS - 1, report.summary()
+    assert [e.key for e in report.failed] == ["input-0150"] and len(report.rounds) == 1
+    values = sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect())
+    assert values == [v for v in range(4 * INPUTS) if v // 4 != 150]  # every row once
+    lines = [json.loads(line) for line in report_file.read_text().splitlines()]
+    assert sorted(line["key"] for line in lines[:-1]) == [f"input-{i:04d}" for i in range(INPUTS)]
+    assert lines[-1]["summary"]["acked"] == INPUTS - 1 and not lines[-1]["summary"]["ok"]
+    assert [e.key for e in report.inputs] == sorted(line["key"] for line in lines[:-1])
+    # 3 pages of 100, 100, 40: creates and commit stamps 25 per request (4 + 4 + 2 each),
+    # reads 100 per request (1 each): 23 requests for 240 inputs
+    assert driver.stats.total_requests - before == 23
+
+
+@pytest.mark.parametrize("page_size", [0])
+def test_a_page_size_below_one_is_refused(local_spark: Any, page_size: int) -> None:
+    with pytest.raises(ValueError, match="page_size"):
+        track(
+            local_spark,
+            pass_through(),
+            "v long",
+            Sink("x"),
+            keys=["a"],
+            page_size=page_size,
+            tracking=False,
+        )
