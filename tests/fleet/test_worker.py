@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -134,6 +135,15 @@ async def test_shutdown_releases_the_messages_still_running(
     assert len(again.get("Messages", [])) == 1
 
 
+def _catches(pid: int, sig: int) -> bool:
+    """Has process ``pid`` a handler for ``sig`` (Linux: the caught-signals mask)?"""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
 def test_the_cli_worker_stops_on_sigterm(
     moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
@@ -166,8 +176,13 @@ def test_the_cli_worker_stops_on_sigterm(
         text=True,
     )
     try:
+        deadline = time.monotonic() + 60  # imports are slow on a loaded machine
+        while not _catches(process.pid, signal.SIGTERM):
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "the worker never installed its SIGTERM handler"
+            time.sleep(0.1)
         with pytest.raises(subprocess.TimeoutExpired):
-            process.wait(timeout=3)  # it is polling
+            process.wait(timeout=2)  # it is polling
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
     finally:
