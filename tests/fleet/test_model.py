@@ -233,12 +233,13 @@ async def test_a_stalled_job_is_failed_by_the_sweeper_and_its_messages_dropped(
         ran.append(message.payload)
         return [1, 1] if message.payload == 0 else []
 
-    async with harness_factory(counting, timeout=0.8) as h:
-        await h.fleet.submit("job-stall", 0)  # a deadline 0.8 s from now
+    # Deadlines of 3 s: the writes before them must land in time on a loaded machine too.
+    async with harness_factory(counting, timeout=3) as h:
+        await h.fleet.submit("job-stall", 0)  # a deadline 3 s from now
         await h.fleet.handle(h.queue.pop().to_json())
         children = list(h.queue)
         h.queue.clear()
-        await asyncio.sleep(0.9)  # the job stalls: its two children never ran in time
+        await asyncio.sleep(3.1)  # the job stalls: its two children never ran in time
         swept = await h.fleet.ack.sweep()
         assert [(s.tag, s.reason) for s in swept] == [("job-stall", "timeout")]
         for env in children:
@@ -255,10 +256,10 @@ async def test_a_write_that_meets_the_deadline_fails_the_job_and_is_dropped(
 ) -> None:
     async def slow(message: Any) -> list[Any]:
         if message.payload == 1:
-            await asyncio.sleep(0.9)  # read in time, written too late
+            await asyncio.sleep(3.1)  # read in time, written too late
         return [1] if message.payload == 0 else []
 
-    async with harness_factory(slow, timeout=0.8) as h:
+    async with harness_factory(slow, timeout=3) as h:
         await h.fleet.submit("job-late", 0)
         await h.fleet.handle(h.queue.pop().to_json())
         late = await h.fleet.handle(h.queue.pop().to_json())
