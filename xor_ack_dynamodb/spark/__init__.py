@@ -68,3 +68,12 @@ __all__ = [
     "track",
     "track_stream",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Deprecated names (``OutputSchemaMismatch``), with a warning: see ``errors``."""
+    if name == "OutputSchemaMismatch":
+        from . import errors
+
+        return errors.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

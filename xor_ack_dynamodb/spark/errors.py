@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from ..errors import XorAckError
 
 
@@ -91,3 +93,23 @@ class InputsInterleaved(SparkTrackingError):
 
 class RoundTimedOut(SparkTrackingError):
     """A round's Spark jobs ran past the per-round timeout and were cancelled."""
+
+
+class _OutputSchemaMismatch(SparkTrackingError):
+    """Deprecated, never raised: a function whose rows do not fit the declared schema fails
+    that input's attempt (``bad output: ...`` in its history), or the run as
+    :class:`Incurable` when every input of a round does so."""
+
+
+def __getattr__(name: str) -> type[SparkTrackingError]:
+    """``OutputSchemaMismatch`` still imports (with a warning): nothing raises it any more."""
+    if name == "OutputSchemaMismatch":
+        warnings.warn(
+            "xor_ack_dynamodb.spark.OutputSchemaMismatch is deprecated and never raised: a "
+            "function's rows that do not fit the schema fail that input ('bad output' in its "
+            "history), or the run as Incurable when every input of a round does so",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _OutputSchemaMismatch
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
