@@ -23,7 +23,6 @@ requests, whatever ``n`` is, and replaying ``k`` inputs costs the same for ``k``
 
 from __future__ import annotations
 
-import contextlib
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,7 +35,7 @@ from ..lifecycle import Acked, Failed, failure
 from .digest import rows_stamp, stage_token
 from .isolation import retryable
 from .keyed import Keyed
-from .tracker import TrackerConfig
+from .tracker import TrackerConfig, stamp_once
 
 #: Requests in flight from the driver to DynamoDB (each up to 25 chains).
 DRIVER_CONCURRENCY = 4
@@ -115,11 +114,7 @@ class RoundChains:
     def _stamp(self, write: tuple[ChainState, bytes, bytes]) -> None:
         """One commit stamp on the state read, or as any stamp if the chain moved on."""
         state, value, token = write
-        with contextlib.suppress(ChainFailed, TagNotFound):  # closed: the judge reads why
-            try:
-                self.chains.stamp_on(state, value, token=token)
-            except ChainMoved:
-                self.chains.stamp(state.tag, value, token=token)
+        stamp_once(self.chains, state.tag, value, token, state)
 
     def judge(
         self,

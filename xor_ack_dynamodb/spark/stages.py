@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 
 from ..chain import ChainState
-from ..errors import ChainFailed, ChainMoved, TagNotFound
+from ..errors import ChainFailed, TagNotFound
 from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
 from .errors import InputsInterleaved, SparkTrackingError
 from .faults import FaultConfig, TaskFaults
 from .keyed import Keyed
 from .sandbox import user_rows
 from .task_stamps import TaskStamps as _Stamps
-from .tracker import TrackerConfig, chains_for
+from .tracker import TrackerConfig, chains_for, stamp_once
 
 #: Internal columns, never in the user's rows or output.
 INPUT = "_xa_input"
@@ -95,23 +95,10 @@ class RoundSpec:
 def _stamp(
     spec: RoundSpec, tag: str, value: bytes, token: bytes, known: ChainState | None = None
 ) -> None:
-    """One stamp; a chain already closed (failed, or gone) refuses it and that is all.
-
-    ``known``: the chain as the caller knows it to be: the stamp is one conditional
-    write on it, no read.  Should the chain have moved on (an earlier attempt's
-    stamp, a ``fail``), it is stamped as any stamp: read, then a token it holds
-    already is not applied again.
-    """
+    """One stamp of this round's stage (``tracker.stamp_once``); untracked: none."""
     if spec.tracker is None:
         return
-    chains = chains_for(spec.tracker)
-    # A closed chain refuses: the driver judged the round already, a late stamp changes nothing.
-    with contextlib.suppress(ChainFailed, TagNotFound):
-        if known is not None:
-            with contextlib.suppress(ChainMoved):
-                chains.stamp_on(known, value, token=token)
-                return
-        chains.stamp(tag, value, token=token)
+    stamp_once(chains_for(spec.tracker), tag, value, token, known)
 
 
 def produce(spec: RoundSpec, batches: Iterable[Any]) -> Iterator[Any]:

@@ -17,13 +17,12 @@ read, then the token decides); a closed chain takes no stamp.
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..chain import ChainState
-from ..errors import ChainFailed, ChainMoved, TagNotFound, XorAckError
-from .tracker import chains_for
+from ..errors import ChainMoved, XorAckError
+from .tracker import chains_for, stamp_once
 
 if TYPE_CHECKING:
     from .stages import RoundSpec
@@ -100,16 +99,6 @@ def _write(spec: RoundSpec, batch: list[Stamp]) -> None:
                 raise outcome
     else:
         for known, value, token in on_state:
-            _one(chains, known.tag, value, token, known)
+            stamp_once(chains, known.tag, value, token, known)
     for tag, value, token in alone:
-        _one(chains, tag, value, token, None)
-
-
-def _one(chains: Any, tag: str, value: bytes, token: bytes, known: ChainState | None) -> None:
-    """One stamp; a chain already closed (failed, or gone) refuses it and that is all."""
-    with contextlib.suppress(ChainFailed, TagNotFound):
-        if known is not None:
-            with contextlib.suppress(ChainMoved):
-                chains.stamp_on(known, value, token=token)
-                return
-        chains.stamp(tag, value, token=token)
+        stamp_once(chains, tag, value, token, None)

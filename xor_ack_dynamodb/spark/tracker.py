@@ -7,12 +7,15 @@ Python worker process (Spark reuses workers across tasks), cached by config.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..chain import ChainState
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.sync import SyncXorAckDynamoDB
+from ..errors import ChainFailed, ChainMoved, TagNotFound
 
 
 @dataclass(frozen=True)
@@ -90,3 +93,18 @@ def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
         if client is None:
             client = _CLIENTS[config] = config.chains()
         return client
+
+
+def stamp_once(
+    chains: SyncXorAckDynamoDB, tag: str, value: bytes, token: bytes, known: ChainState | None
+) -> None:
+    """One stamp of a stage: on the chain as ``known`` (one conditional write, no read),
+    or, if it moved on or is not known, as any stamp (a read, and a token the chain holds
+    already is not applied again).  A closed chain (failed, or gone) refuses it, and that
+    is all: the driver reads why when it judges the round."""
+    with contextlib.suppress(ChainFailed, TagNotFound):
+        if known is not None:
+            with contextlib.suppress(ChainMoved):
+                chains.stamp_on(known, value, token=token)
+                return
+        chains.stamp(tag, value, token=token)
