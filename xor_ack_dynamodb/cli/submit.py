@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from typing import Any
 
@@ -77,6 +76,11 @@ def submit(
         click.echo(f"{tag} submitted: root message {root.message_id} sent to {queue_url}")
 
 
+def _handles_nothing(message: Any) -> list[Any]:
+    """A submitter's fleet handles no message."""
+    return []
+
+
 async def _submit(
     settings: Any,
     tag: str,
@@ -86,22 +90,9 @@ async def _submit(
     token_window: int,
     lifetime: dict[str, Any],
 ) -> Any:
-    from ..fleet import Fleet, SqsSender
-    from ..fleet.sqs import sqs_client
+    from .queue_fleet import queue_fleet
 
-    async with contextlib.AsyncExitStack() as stack:
-        sqs = await stack.enter_async_context(
-            sqs_client(endpoint=sqs_endpoint_url, region_name=settings.region)
-        )
-        fleet = await stack.enter_async_context(
-            Fleet.connect(
-                table=settings.table,
-                partition_key=settings.partition_key,
-                endpoint_url=settings.endpoint_url,
-                region_name=settings.region,
-                token_window=token_window,
-                handler=lambda message: [],  # a submitter handles no message
-                send=SqsSender(sqs, queue_url),
-            )
-        )
+    async with queue_fleet(
+        settings, queue_url, sqs_endpoint_url, handler=_handles_nothing, token_window=token_window
+    ) as (_, fleet):
         return await fleet.submit(tag, payload, **lifetime)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import json
 import logging
@@ -129,28 +128,18 @@ def worker(
 async def _run(
     settings: Any, *, queue_url: str, sqs_endpoint_url: str | None, **options: Any
 ) -> Any:
-    from ..fleet import Fleet, SqsSender
-    from ..fleet.sqs import sqs_client
     from ..fleet.worker import Worker, install_signal_handlers
+    from .queue_fleet import queue_fleet
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
-    async with contextlib.AsyncExitStack() as stack:
-        sqs = await stack.enter_async_context(
-            sqs_client(endpoint=sqs_endpoint_url, region_name=settings.region)
-        )
-        fleet = await stack.enter_async_context(
-            Fleet.connect(
-                table=settings.table,
-                partition_key=settings.partition_key,
-                endpoint_url=settings.endpoint_url,
-                region_name=settings.region,
-                handler=options.pop("handler"),
-                send=SqsSender(sqs, queue_url),
-                continuation=options.pop("continuation"),
-                token_window=options.pop("token_window"),
-            )
-        )
+    fleet_options = {
+        name: options.pop(name) for name in ("handler", "continuation", "token_window")
+    }
+    async with queue_fleet(settings, queue_url, sqs_endpoint_url, **fleet_options) as (
+        sqs,
+        fleet,
+    ):
         worker = Worker(fleet, sqs, queue_url, **options)
         stats = dict(await worker.run(stop))
         stats["dynamodb_writes"] = fleet.write_requests
