@@ -25,7 +25,6 @@ from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listi
 from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
-from ._statements import OnState
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -237,19 +236,21 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         Pieces of up to 100 chains and 4 MiB (``Chains.transactions``): a transaction
         over DynamoDB's limits would be refused whole, every time.
         """
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(piece: dict[str, Any]) -> dict[str, Outcome]:
-            async with gate:
-                outcomes: dict[str, Outcome] = await self._run(self._core.piece(op, piece))
-                return outcomes
-
+        pieces = (self._core.piece(op, piece) for piece in self._core.transactions(items))
         merged: dict[str, Outcome] = {}
-        for outcomes in await asyncio.gather(
-            *(one(piece) for piece in self._core.transactions(items))
-        ):
+        for outcomes in await self._run_all(pieces, concurrency):
             merged.update(outcomes)
         return [merged[tag] for tag in items]
+
+    async def _run_all(self, ops: Iterable[Op], concurrency: int) -> list[Any]:
+        """``_run`` each op, ``concurrency`` at a time; their results, in order."""
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(op: Op) -> Any:
+            async with gate:
+                return await self._run(op)
+
+        return list(await asyncio.gather(*map(one, ops)))
 
     async def create_many(
         self, stamps: Mapping[str, bytes], **options: Unpack[CreateMany]
@@ -277,14 +278,7 @@ class XorAckDynamoDB(ClientBase["DynamoDBClient"]):
         in order, the chain as each write left it or the error ``stamp_on`` would raise
         (``ChainMoved``, ...), raising none; docs/api.md."""
         ops, concurrency = self._on_state_ops(writes, concurrency)
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(op: Op) -> list[OnState]:
-            async with gate:
-                outcomes: list[OnState] = await self._run(op)
-                return outcomes
-
-        return [out for outcomes in await asyncio.gather(*map(one, ops)) for out in outcomes]
+        return [out for outcomes in await self._run_all(ops, concurrency) for out in outcomes]
 
     async def known_many(self, tags: Iterable[str]) -> dict[str, ChainState | None]:
         """The chains as this client holds them (live ones it last wrote or read: its cache),
