@@ -304,6 +304,11 @@ class TrackedJob:
                 str(error),
                 lambda ids: task_of(ids, tasks),
             )
+        # An error no replay cures (in every input of this page's round) stops the run after it.
+        where = "the Spark Connect server's workers" if self.connect else "the workers"
+        said = [outcome for outcome, _ in outcomes]
+        text = None if error is None else str(error)
+        message = incurable(text, said, said.count("acked"), where)
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
             entry = entries[i]
@@ -319,28 +324,21 @@ class TrackedJob:
                 entry.status = "failed"
                 summary.failed += 1
                 self.report.ended(entry)
+            elif message is not None:  # it would be replayed, to fail the same way
+                self._stopped = message
+                Isolation.stop([entry], message)
+                summary.failed += 1
+                self.report.ended(entry)
             else:
                 summary.replayed += 1
                 still.append(i)
         summary.job_error = summary.job_error or job_error
         if self.spec.observer is not None:
             self.spec.observer.round_ended(summary, self.report)
-        where = "the Spark Connect server's workers" if self.connect else "the workers"
-        text = None if error is None else str(error)
-        message = incurable(text, [o for o, _ in outcomes], summary.acked, where)
-        if message is None or not still:
-            return still
-        self._stopped = message
-        left = [entries[i] for i in still]
-        self.isolation.stop(left, message)
-        for entry in left:
-            self.report.ended(entry)
-        summary.failed += len(left)
-        summary.replayed -= len(left)
-        if self.report.acked == 0:  # nothing to commit: stop, the output untouched
-            self.report.finish()
-            raise Incurable(message, self.report)
-        return []
+        if self._stopped is not None and self.report.acked == 0:
+            self.report.finish()  # nothing to commit: stop, the output untouched
+            raise Incurable(self._stopped, self.report)
+        return still
 
     def _source_columns(self) -> tuple[str, ...]:
         if self.spec.source is None:
