@@ -83,3 +83,43 @@ def test_a_page_size_below_one_is_refused(local_spark: Any, page_size: int) -> N
             page_size=page_size,
             tracking=False,
         )
+
+
+def none_after(first_bad: str) -> Any:
+    """Rows for the keys before ``first_bad``; no table for the others (a closure)."""
+
+    def rows_of(key: str, rows: Any) -> Any:
+        return None if key >= first_bad else rows
+
+    return rows_of
+
+
+def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_round(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """Page 1 acks; every input of page 2 returns no table: that page's round alone is
+    incurable (earlier pages' acked inputs do not hide it), so its inputs are stopped
+    after one round, not replayed, and page 3 is not run."""
+    from pyspark.sql import functions as F
+
+    source = local_spark.range(0, 24, numPartitions=2).select(
+        F.format_string("k%02d", (F.col("id") / 2).cast("long")).alias("key"),
+        F.col("id").alias("v"),
+    )
+    report = track(
+        local_spark,
+        none_after("k04"),
+        "v long",
+        Sink(str(tmp_path / "out"), format="parquet"),
+        source=source,
+        key="key",
+        tracker=tracker,
+        page_size=4,
+    )
+    ended = {e.key: e for e in report.inputs}
+    assert [k for k, e in ended.items() if e.status == "acked"] == ["k00", "k01", "k02", "k03"]
+    for key in ("k04", "k05", "k06", "k07"):  # page 2: one round, then stopped
+        assert ended[key].attempts == 1 and ended[key].history[-1].startswith("stopped: ")
+    for key in ("k08", "k09", "k10", "k11"):  # page 3: never run
+        assert ended[key].attempts == 0 and ended[key].history[-1].startswith("stopped: ")
+    assert report.output_state == "partial" and len(report.rounds) == 1
