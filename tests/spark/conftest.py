@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from xor_ack_dynamodb.pipeline.verify import read_output
+from xor_ack_dynamodb.table import TableSpec
 
 WORDS = [f"w{i:03d}" for i in range(300)] + ["Été", "naïve", "x_y", "Zürich"]
 
@@ -47,6 +48,16 @@ def independent_count(root: Path) -> Counter[str]:
 def read_counts(output: Path) -> dict[str, int]:
     """The counts in ``output`` (``--verify``'s reader: a word found twice is an error)."""
     return dict(read_output(str(output)))
+
+
+@pytest.fixture
+def chains_env(
+    ddb_local_endpoint: str, ddb_table: TableSpec, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The chains' endpoint from the environment, as a user's job finds it."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    return ddb_table.name
 
 
 @pytest.fixture(scope="session")

@@ -5,23 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from xor_ack_dynamodb.spark.examples.wordcount import wordcount
 from xor_ack_dynamodb.spark.faults import FaultConfig
-from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, read_counts
-
-
-@pytest.fixture
-def chains_env(
-    ddb_local_endpoint: str, ddb_table: TableSpec, monkeypatch: pytest.MonkeyPatch
-) -> str:
-    """The chains' endpoint from the environment, as a user's job finds it."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    return ddb_table.name
 
 
 def test_three_writes_per_input_at_200_shuffle_partitions(

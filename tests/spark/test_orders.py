@@ -6,11 +6,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from xor_ack_dynamodb.spark.examples.orders import orders_etl
 from xor_ack_dynamodb.spark.faults import FaultConfig
-from xor_ack_dynamodb.table import TableSpec
 
 CUSTOMERS = {"ada": "uk", "bob": "us", "cyd": "fr", "dee": "us"}
 
@@ -36,14 +33,8 @@ def make_orders(root: Path, files: int = 8, seed: int = 3) -> set[tuple[int, str
 
 
 def test_orders_etl_joined_parquet_exact_under_faults(
-    local_spark: Any,
-    tmp_path: Path,
-    ddb_local_endpoint: str,
-    ddb_table: TableSpec,
-    monkeypatch: pytest.MonkeyPatch,
+    local_spark: Any, tmp_path: Path, chains_env: str
 ) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
     (tmp_path / "orders").mkdir()
     expected = make_orders(tmp_path / "orders")
     customers = local_spark.createDataFrame(
@@ -55,7 +46,7 @@ def test_orders_etl_joined_parquet_exact_under_faults(
         str(tmp_path / "orders"),
         customers,
         str(out),
-        table=ddb_table.name,
+        table=chains_env,
         faults=FaultConfig.rate(0.3, seed=4),
         partitions=8,
     )

@@ -20,7 +20,6 @@ from xor_ack_dynamodb.spark import InputResult, Sink, TrackedReport, track_strea
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
 from xor_ack_dynamodb.spark.stream_marks import StreamMarks, batch_path
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
-from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, make_corpus, read_counts
 
@@ -51,27 +50,21 @@ def _run(spark: Any, inbox: Path, out: Path, events: list[Acked | Failed], table
 
 
 def test_checkpoint_lost_between_batches_no_input_twice_none_skipped(
-    local_spark: Any,
-    tmp_path: Path,
-    ddb_local_endpoint: str,
-    ddb_table: TableSpec,
-    monkeypatch: pytest.MonkeyPatch,
+    local_spark: Any, tmp_path: Path, chains_env: str
 ) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
     inbox, out = tmp_path / "inbox", tmp_path / "run" / "counts"
     make_corpus(inbox / "first", files=4, lines=10, seed=3)
     events: list[Acked | Failed] = []
-    _run(local_spark, inbox, out, events, ddb_table.name)
+    _run(local_spark, inbox, out, events, chains_env)
     logs = tmp_path / "run" / "checkpoint" / "commits"
     last = max(int(p.name) for p in logs.iterdir() if p.name.isdigit())
     assert last >= 1, "the files did not arrive over several micro-batches"
     for lost in (logs / str(last), logs / f".{last}.crc"):  # Spark runs that batch again
         lost.unlink(missing_ok=True)
-    _run(local_spark, inbox, out, events, ddb_table.name)
+    _run(local_spark, inbox, out, events, chains_env)
     shutil.rmtree(tmp_path / "run" / "checkpoint")  # all of it: every file is read again
     make_corpus(inbox / "second", files=2, lines=10, seed=4)
-    _run(local_spark, inbox, out, events, ddb_table.name)
+    _run(local_spark, inbox, out, events, chains_env)
     acked = [e.tag.rsplit("#", 1)[0].split("/", 1)[1] for e in events if isinstance(e, Acked)]
     assert len(acked) == len(set(acked)) == 6  # each file acked once over the three runs
     assert not [e for e in events if isinstance(e, Failed)]

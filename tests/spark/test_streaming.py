@@ -6,28 +6,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from xor_ack_dynamodb.events import Acked, Failed
 from xor_ack_dynamodb.spark import Sink, track_stream
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
 from xor_ack_dynamodb.spark.faults import FaultConfig
-from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, make_corpus, read_counts
 
 
 def test_stream_of_files_every_file_acked_and_counts_exact(
-    local_spark: Any,
-    tmp_path: Path,
-    ddb_local_endpoint: str,
-    ddb_table: TableSpec,
-    monkeypatch: pytest.MonkeyPatch,
+    local_spark: Any, tmp_path: Path, chains_env: str
 ) -> None:
     from pyspark.sql import functions as F
 
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
     inbox = make_corpus(tmp_path / "inbox", files=6, lines=20, seed=5)
     stream = (
         local_spark.readStream.option("recursiveFileLookup", "true")
@@ -46,7 +37,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         checkpoint=str(tmp_path / "checkpoint"),
         available_now=True,
         on_event=events.append,
-        table=ddb_table.name,
+        table=chains_env,
         faults=FaultConfig.rate(0.3, seed=1),
         partitions=4,
     )
