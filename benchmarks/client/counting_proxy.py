@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+try:  # imported from the package, or run as the proxy's own process (a script)
+    from .proxy_process import ProxyProcess
+except ImportError:
+    from proxy_process import ProxyProcess  # type: ignore[import-not-found, no-redef]
 
 #: Write kinds: table WRU, index WRU when applied.
 KINDS = {"create": (1, 1), "stamp": (1, 0), "ack": (1, 1), "fail": (1, 2), "other": (1, 0)}
@@ -173,28 +176,18 @@ async def _serve(upstream: tuple[str, int]) -> None:
                 print(json.dumps(tally.as_dict()), flush=True)
 
 
-class CountingProxy:
+class CountingProxy(ProxyProcess):
     """``with CountingProxy(url) as proxy``: ``proxy.endpoint_url``, ``stats()``, ``reset()``."""
 
+    name = "counting proxy"
+
     def __init__(self, upstream_url: str) -> None:
+        super().__init__()
         host, _, port = upstream_url.split("://", 1)[-1].rstrip("/").rpartition(":")
         self.upstream = f"{host}:{port}"
-        self.endpoint_url = ""
-        self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> CountingProxy:
-        self._process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), self.upstream],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline()
-        if not line.startswith("PORT "):
-            self.__exit__(None, None, None)
-            raise RuntimeError(f"the counting proxy did not start: {line!r}")
-        self.endpoint_url = f"http://127.0.0.1:{int(line.split()[1])}"
+        self._start(str(Path(__file__).resolve()), self.upstream)
         return self
 
     def _say(self, command: str) -> None:
@@ -210,23 +203,6 @@ class CountingProxy:
         assert self._process is not None and self._process.stdout is not None
         data: dict[str, Any] = json.loads(self._process.stdout.readline())
         return data
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 if __name__ == "__main__":

@@ -19,11 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
+
+try:  # imported from the package, or run as the proxy's own process (a script)
+    from .proxy_process import ProxyProcess
+except ImportError:
+    from proxy_process import ProxyProcess  # type: ignore[import-not-found, no-redef]
 
 CHUNK = 65536
 #: Chunks in flight per direction of one connection before reading stops (back-pressure).
@@ -100,69 +103,32 @@ async def _serve(upstream: tuple[str, int], delay_ms: float, limit: int, lifetim
             await asyncio.wait_for(stdin.read(), lifetime)
 
 
-class DelayProxy:
+class DelayProxy(ProxyProcess):
     """The proxy as a subprocess: ``with DelayProxy(endpoint, 4) as proxy: proxy.endpoint_url``."""
+
+    name = "delay proxy"
 
     def __init__(
         self, upstream_url: str, delay_ms: float, *, max_seconds: float = 6 * 3600
     ) -> None:
+        super().__init__()
         host_port = upstream_url.split("://", 1)[-1].rstrip("/")
         host, _, port = host_port.rpartition(":")
         self.upstream = (host, int(port))
         self.delay_ms = delay_ms
         self.max_seconds = max_seconds
-        self.endpoint_url = ""
-        self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> DelayProxy:
-        self._process = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--upstream",
-                f"{self.upstream[0]}:{self.upstream[1]}",
-                "--delay-ms",
-                str(self.delay_ms),
-                "--max-seconds",
-                str(self.max_seconds),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
+        self._start(
+            str(Path(__file__).resolve()),
+            "--upstream",
+            f"{self.upstream[0]}:{self.upstream[1]}",
+            "--delay-ms",
+            str(self.delay_ms),
+            "--max-seconds",
+            str(self.max_seconds),
         )
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline()  # the proxy binds at once, or exits
-        if not line.startswith("PORT "):
-            self.__exit__(None, None, None)
-            raise RuntimeError(
-                f"the delay proxy did not start (it said {line!r}); run "
-                f"`{sys.executable} {Path(__file__).resolve()} --upstream HOST:PORT` to see why"
-            )
-        self.endpoint_url = f"http://127.0.0.1:{int(line.split()[1])}"
         return self
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.stdin is not None:
-            process.stdin.close()  # the proxy's signal to stop
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 def main() -> int:
