@@ -41,7 +41,10 @@ async def open_client(
         async with session.client(
             "dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", config=config
         ) as client:
-            yield XorAckDynamoDB(client, table=table, partition_key=partition_key, **options)
+            # The direct path, as connect() has it (the hooks tests keep botocore's).
+            yield XorAckDynamoDB(
+                client, table=table, partition_key=partition_key, direct=True, **options
+            )
     else:
         client = boto3.client(
             "dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", config=config

@@ -173,6 +173,12 @@ def may_have_landed(exc: BaseException) -> bool:
     return earlier_send_may_have_landed(exc.response)
 
 
+def unmark_never_sent(exc: BaseException) -> None:
+    """``exc`` no longer proven unsent: an earlier send of its request may have landed."""
+    if getattr(exc, _NEVER_SENT, False):
+        setattr(exc, _NEVER_SENT, False)
+
+
 def mark_sent_before(exc: ClientError) -> ClientError:
     """``exc`` marked as the answer to a write an earlier send of which may have landed."""
     meta = exc.response.setdefault("ResponseMetadata", {})

@@ -44,6 +44,7 @@ class Options(TypedDict, total=False):
     coalesce: bool
     batch_writes: bool
     write_slots: int
+    clock: Callable[[], float]
 
 
 class Connection(Options, total=False):

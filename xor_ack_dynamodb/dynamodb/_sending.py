@@ -1,0 +1,184 @@
+"""How the async client sends: the core's operations driven, its requests sent, its writes merged.
+
+:class:`Sending` runs the sans-I/O operations of ``_core`` (their requests on the direct
+path, ``_direct``, or through the aiobotocore client; their sleeps), merges concurrent
+stamps on one chain into one write (the plan is ``_coalescing``'s) and, with
+``batch_writes``, sends concurrent writes of different chains together (``_batches``).
+:class:`~xor_ack_dynamodb.dynamodb.client.XorAckDynamoDB` is its API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Unpack
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ._batches import Write, item_key
+from ._client import ClientBase, Options
+from ._coalescing import Merge, Merging
+from ._core.effects import Entry, Op, Outcome, Sleep
+from ._core.expressions import Update
+from ._direct import OPERATIONS, Direct
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+
+
+class Sending(ClientBase["DynamoDBClient"]):
+    """The async client's sending, under its API (see the module)."""
+
+    _client: DynamoDBClient  # aiobotocore's, typed by types-aiobotocore-dynamodb
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        table: str,
+        direct: bool = False,
+        **options: Unpack[Options],
+    ) -> None:
+        """``direct``: send the chain requests without botocore's pipeline nor its event hooks
+        (``_direct``: a third of botocore's CPU per request); :meth:`connect`'s default."""
+        super().__init__(client, table=table, **options)
+        self._direct = Direct.of(client) if direct else None
+
+    def _setup(self) -> None:
+        self._merging: Merging[asyncio.Future[Outcome]] = Merging()
+        self._writers: set[asyncio.Task[None]] = set()
+
+    # -- plumbing ------------------------------------------------------------
+
+    async def _run(self, op: Op) -> Any:
+        """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
+        try:
+            effect = next(op)
+            while True:
+                if isinstance(effect, Sleep):
+                    await asyncio.sleep(effect.seconds)
+                    effect = op.send(None)
+                    continue
+                try:
+                    if effect.batch is not None and self._batcher is not None:
+                        response = await self._write(effect.params, effect.batch)
+                    else:
+                        response = await self._call(effect.op, effect.params)
+                except (ClientError, BotoCoreError) as exc:
+                    effect = op.throw(exc)
+                else:
+                    effect = op.send(response)
+        except StopIteration as stop:
+            return stop.value
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        """One request: on the direct path if this client has one and it takes ``method``."""
+        if self._direct is not None and method in OPERATIONS:
+            return await self._direct.call(method, params)
+        return await getattr(self._client, method)(**params)
+
+    async def _write(self, params: dict[str, Any], update: Update) -> Any:
+        """A stamp write, sent alone at once or, while the slots are taken, in a batch."""
+        assert self._batcher is not None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        write = self._batcher.prepare(params, update, future)
+        if write is None:
+            return await self._call("update_item", params)
+        for writes in self._batcher.plan.offer(item_key(update), write):
+            if len(writes) == 1 and writes[0] is write:
+                await self._flush(writes)  # a free slot: this task sends its own write
+            else:
+                self._spawn(self._flush(writes))
+        return await future
+
+    async def _flush(self, writes: list[Write]) -> None:
+        """Send writes (one, or a batch), hand each its result, and start what waited."""
+        assert self._batcher is not None
+        results: list[Any] = [asyncio.CancelledError()] * len(writes)
+        try:
+            results = await self._run(self._batcher.send(writes))
+        except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
+            results = [exc] * len(writes)
+        finally:  # (or a cancellation) still reaches every waiter, and nothing stays queued
+            for ready in self._batcher.plan.finished():
+                self._spawn(self._flush(ready))
+            for write, result in zip(writes, results, strict=True):
+                if not write.waiter.done():
+                    if isinstance(result, BaseException):
+                        write.waiter.set_exception(result)
+                    else:
+                        write.waiter.set_result(result)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._writers.add(task)
+        task.add_done_callback(self._writers.discard)
+
+    async def drain(self) -> None:
+        """Wait until every coalesced write in flight has finished."""
+        while self._writers:
+            await asyncio.gather(*list(self._writers), return_exceptions=True)
+
+    async def _submit(self, tag: str, entry: Entry) -> Outcome:
+        """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
+
+        The first caller writes in its own task; the stamps that queue meanwhile
+        are written, merged, by a writer task (the plan is ``_coalescing``'s).
+        """
+        ticket = self._merging.submit(tag, entry, asyncio.get_running_loop().create_future)
+        if not isinstance(ticket, Merge):
+            return await ticket
+        try:
+            outcomes: list[Outcome] = await self._run(ticket.write(self._core))
+        except BaseException as exc:
+            self._write_merges(self._merging.finished(ticket, exc))
+            raise
+        self._write_merges(self._merging.finished(ticket, outcomes))
+        return outcomes[0]
+
+    def _write_merges(self, merge: Merge[asyncio.Future[Outcome]] | None) -> None:
+        """Write a chain's next merges in a writer task, one at a time, until none are left."""
+        if merge is None:  # nothing queued meanwhile: the common case, no task
+            return
+
+        async def writer(merge: Merge[asyncio.Future[Outcome]] | None) -> None:
+            while merge is not None:
+                try:
+                    outcomes = await self._run(merge.write(self._core))
+                except BaseException as exc:
+                    self._merging.abandon(merge, exc)
+                    raise
+                merge = self._merging.finished(merge, outcomes)
+
+        self._spawn(writer(merge))
+
+    async def _stamp_entry(self, tag: str, entry: Entry) -> Outcome:
+        """One validated stamp: merged with concurrent ones on its chain, unless coalesce=False."""
+        if self._coalesce:
+            return await self._submit(tag, entry)
+        outcome: Outcome = await self._run(self._core.stamp_one(tag, entry))
+        return outcome
+
+    async def _chunks(
+        self, op: Callable[[dict[str, Any]], Op], items: Mapping[str, Any], concurrency: int
+    ) -> list[Outcome]:
+        """Run ``op`` over ``items``, one transaction per piece, ``concurrency`` at a time.
+
+        Pieces of up to 100 chains and 4 MiB (``Chains.transactions``): a transaction
+        over DynamoDB's limits would be refused whole, every time.
+        """
+        pieces = (self._core.piece(op, piece) for piece in self._core.transactions(items))
+        merged: dict[str, Outcome] = {}
+        for outcomes in await self._run_all(pieces, concurrency):
+            merged.update(outcomes)
+        return [merged[tag] for tag in items]
+
+    async def _run_all(self, ops: Iterable[Op], concurrency: int) -> list[Any]:
+        """``_run`` each op, ``concurrency`` at a time; their results, in order."""
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(op: Op) -> Any:
+            async with gate:
+                return await self._run(op)
+
+        return list(await asyncio.gather(*map(one, ops)))
