@@ -1,4 +1,5 @@
-"""Requests counted the same way for every implementation: hooks on its botocore client."""
+"""Requests counted the same way for every implementation: hooks on its botocore client,
+and for a chains client with the direct path (``connect()``'s), the same on that path."""
 
 from __future__ import annotations
 
@@ -37,6 +38,26 @@ class RequestCounter:
             client.meta.events.register("before-parameter-build.dynamodb", self._ask_capacity)
             client.meta.events.register("after-call.dynamodb", self._on_answer)
 
+    def install_direct(self, direct: Any) -> None:
+        """Count the requests the direct path (``_direct.Direct``) sends, as the hooks do
+        botocore's: one call and one send each, capacity asked for and added up."""
+        from xor_ack_dynamodb.dynamodb._direct import OPERATIONS
+
+        call = direct.call
+
+        async def counted(method: str, params: dict[str, Any]) -> Any:
+            operation = OPERATIONS[method]
+            self.calls[operation] += 1
+            self.sends += 1
+            if self.capacity:
+                params = {**params, "ReturnConsumedCapacity": "TOTAL"}
+            answer = await call(method, params)
+            if self.capacity:
+                self._tally(operation, answer)
+            return answer
+
+        direct.call = counted
+
     def _on_call(self, event_name: str, **_: Any) -> None:
         self.calls[event_name.rsplit(".", 1)[-1]] += 1
 
@@ -49,13 +70,16 @@ class RequestCounter:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
     def _on_answer(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        self._tally(model.name, parsed)
+
+    def _tally(self, operation: str, parsed: dict[str, Any]) -> None:
         consumed = parsed.get("ConsumedCapacity")
         if consumed is None:
             return
         entries = consumed if isinstance(consumed, list) else [consumed]
         units = sum(float(e.get("CapacityUnits", 0.0)) for e in entries)
         self.answers_with_capacity += 1
-        if model.name in READS:
+        if operation in READS:
             self.read_units += units
         else:
             self.write_units += units
