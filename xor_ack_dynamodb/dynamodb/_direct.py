@@ -209,7 +209,9 @@ class Direct:
         model: Any = getattr(meta, "service_model", None)
         if config is None or credentials is None or not isinstance(url, str):
             return None
-        if not hasattr(http, "_get_session") or getattr(model, "service_name", "") != "dynamodb":
+        if not (hasattr(http, "_get_session") and hasattr(http, "_proxy_config")):
+            return None
+        if getattr(model, "service_name", "") != "dynamodb":
             return None
         if getattr(signer, "signature_version", "v4") != "v4":
             return None
