@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark import cloudpickle
 
 from xor_ack_dynamodb.spark import Sink, track
+
+# The workers cannot import this test module (pytest names it from the tests folder): its
+# function travels by value, so the tasks do sleep rather than fail to load it.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def slow(key: str, rows: Any) -> Any:
