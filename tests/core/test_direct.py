@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import zlib
 from collections.abc import AsyncIterator, Callable
@@ -65,8 +66,6 @@ def test_each_signature_is_botocores(token: str | None, host: str) -> None:
         "dynamodb",
         "eu-west-1",
     )
-    import datetime
-
     moment = datetime.datetime.fromtimestamp(now, datetime.UTC).replace(tzinfo=None)
     with mock.patch("botocore.auth.get_current_datetime", return_value=moment):
         auth.add_auth(request)

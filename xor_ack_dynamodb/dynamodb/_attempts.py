@@ -41,6 +41,15 @@ _HANDLER_ID = "xor-ack-attempt-outcomes"
 _NEVER_SENT = "xor_ack_never_sent"  # set on a transport error none of whose attempts was sent
 
 
+def connect_failed(error: BaseException | None) -> bool:
+    """Is this HTTP library's error (urllib3's, aiohttp's) a connection that never opened?"""
+    return isinstance(error, socket.gaierror) or type(error).__name__ in {
+        "NewConnectionError",  # urllib3
+        "ClientConnectorError",  # aiohttp
+        "ClientConnectorDNSError",
+    }
+
+
 def _never_sent(exc: BaseException) -> bool:
     """Did this transport error happen before a byte of the request could be sent?"""
     if isinstance(exc, ConnectTimeoutError):
@@ -48,12 +57,7 @@ def _never_sent(exc: BaseException) -> bool:
     if isinstance(exc, EndpointConnectionError):
         # botocore (urllib3) and aiobotocore (aiohttp) both raise it for a refused
         # connection, but aiobotocore also for a reset one: only a failed connect counts.
-        cause = exc.kwargs.get("error")
-        return isinstance(cause, socket.gaierror) or type(cause).__name__ in {
-            "NewConnectionError",  # urllib3
-            "ClientConnectorError",  # aiohttp
-            "ClientConnectorDNSError",
-        }
+        return connect_failed(exc.kwargs.get("error"))
     return False
 
 
@@ -179,9 +183,14 @@ def unmark_never_sent(exc: BaseException) -> None:
         setattr(exc, _NEVER_SENT, False)
 
 
-def mark_sent_before(exc: ClientError) -> ClientError:
-    """``exc`` marked as the answer to a write an earlier send of which may have landed."""
-    meta = exc.response.setdefault("ResponseMetadata", {})
+def mark_answer_sent_before(response: dict[str, Any]) -> None:
+    """``response`` (an answer, or an error's) marked as following a send that may have landed."""
+    meta = response.setdefault("ResponseMetadata", {})
     meta["RetryAttempts"] = max(1, int(meta.get("RetryAttempts", 0) or 0))
     meta[UNKNOWN_ATTEMPTS] = max(1, int(meta.get(UNKNOWN_ATTEMPTS, 0) or 0))
+
+
+def mark_sent_before(exc: ClientError) -> ClientError:
+    """``exc`` marked as the answer to a write an earlier send of which may have landed."""
+    mark_answer_sent_before(exc.response)
     return exc

@@ -38,10 +38,14 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ._attempts import UNKNOWN_ATTEMPTS, mark_sent_before, unmark_never_sent
+from ._attempts import (
+    connect_failed,
+    mark_answer_sent_before,
+    mark_sent_before,
+    unmark_never_sent,
+)
 from ._sigv4 import Signer
 from .aws import USER_AGENT
 
@@ -143,12 +147,17 @@ def _metadata(status: int, headers: Any) -> dict[str, Any]:
     }
 
 
+def error_code(body: dict[str, Any]) -> str:
+    """The code of DynamoDB's JSON error (``__type`` without its namespace)."""
+    return str(body.get("__type", "")).rsplit("#", 1)[-1]
+
+
 def error_response(
     body: dict[str, Any], status: int, headers: Any, members: Collection[str] = ()
 ) -> dict[str, Any]:
     """A ``ClientError``'s ``response`` as botocore builds it from DynamoDB's JSON error:
     ``Error`` (code, message), and the fields of the error's shape (``members``) on top."""
-    code = str(body.get("__type", "")).rsplit("#", 1)[-1]
+    code = error_code(body)
     message = body.get("message", body.get("Message", ""))
     response = decode({k: v for k, v in body.items() if k in members})
     response["Error"] = {"Message": message, "Code": code}
@@ -251,16 +260,16 @@ class Direct:
             answer["ResponseMetadata"] = _metadata(status, headers)
             return answer
         if answer is not None and 400 <= status < 500:
-            response = error_response(answer, status, headers, self._members(answer))
-            if response["Error"]["Code"] not in RETRIED_CODES:
+            code = error_code(answer)
+            if code not in RETRIED_CODES:
+                response = error_response(answer, status, headers, self._members(code))
                 raise ClientError(response, operation)
         # A retried code, a 5xx, a bad CRC32 or an unreadable answer: botocore's turn.
         # A 4xx was refused before anything was written; anything else may have landed.
         return await self._pass_on(method, params, landed=not 400 <= status < 500)
 
-    def _members(self, body: dict[str, Any]) -> Collection[str]:
+    def _members(self, code: str) -> Collection[str]:
         """The fields of the error's shape in botocore's model of DynamoDB (none if unknown)."""
-        code = str(body.get("__type", "")).rsplit("#", 1)[-1]
         members = self._error_members.get(code)
         if members is None:
             shape = self._client.meta.service_model.shape_for_error_code(code)
@@ -308,16 +317,15 @@ class Direct:
                 unmark_never_sent(exc)
             raise
         if landed and isinstance(response, dict):
-            meta = response.setdefault("ResponseMetadata", {})
-            meta[UNKNOWN_ATTEMPTS] = int(meta.get(UNKNOWN_ATTEMPTS, 0) or 0) + 1
+            mark_answer_sent_before(response)
         return response
 
 
 def _may_have_landed(exc: BaseException) -> bool:
     """May a send that failed with this transport error have reached DynamoDB?
 
-    Only a connection that never opened (refused, unreachable, a failed DNS lookup or
-    TLS handshake to the endpoint) is proven not sent; a lost connection, a reset or
-    a timeout may have delivered the request.
+    Only a connection that never opened (refused, unreachable, a failed DNS lookup) is
+    proven not sent, as on botocore's path (``_attempts.connect_failed``); a lost
+    connection, a reset or a timeout may have delivered the request.
     """
-    return not isinstance(exc, aiohttp.ClientConnectorError)  # TLS and proxy ones included
+    return not connect_failed(exc)
