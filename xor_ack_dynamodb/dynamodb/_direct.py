@@ -21,10 +21,10 @@ What it handles alone, and what it leaves to botocore:
   where the direct send may have (``_attempts``: a 5xx, a lost connection, a
   timeout; not a throttle nor a connection that never opened).
 
-Only :meth:`XorAckDynamoDB.connect` turns it on (``direct=True``, its default): a
-client made there carries no event hooks of its user, and these requests do not pass
-through botocore's hooks.  A client passed to the constructor keeps every request on
-botocore.  Reads for lists and the inventory (``Query``, ``BatchGetItem``) always go
+:meth:`XorAckDynamoDB.connect` turns it on (``direct=True``, its default): a client
+made there carries no event hooks of its user, and these requests do not pass through
+botocore's hooks.  A client passed to the constructor keeps every request on botocore
+unless ``direct=True`` is given.  Reads for lists and the inventory (``Query``, ``BatchGetItem``) always go
 through botocore.
 """
 
