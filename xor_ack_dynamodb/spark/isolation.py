@@ -57,7 +57,8 @@ def one_line(text: str) -> str:
 def raised(key: str, error: BaseException | tuple[str, str]) -> str:
     """The reason of an input whose function raised ``error`` (or its ``(type, message)``)."""
     kind, message = error if isinstance(error, tuple) else (type(error).__name__, str(error))
-    said = f": {one_line(message)}" if one_line(message) else ""
+    line = one_line(message)
+    said = f": {line}" if line else ""
     return f"{RAISED}{kind}{said} (input {key})"
 
 
