@@ -24,8 +24,8 @@ What it handles alone, and what it leaves to botocore:
 :meth:`XorAckDynamoDB.connect` turns it on (``direct=True``, its default): a client
 made there carries no event hooks of its user, and these requests do not pass through
 botocore's hooks.  A client passed to the constructor keeps every request on botocore
-unless ``direct=True`` is given.  Reads for lists and the inventory (``Query``, ``BatchGetItem``) always go
-through botocore.
+unless ``direct=True`` is given.  Reads for lists and the inventory (``Query``,
+``BatchGetItem``) always go through botocore.
 """
 
 from __future__ import annotations
