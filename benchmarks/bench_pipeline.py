@@ -19,9 +19,16 @@ names N inputs (4 rows each), a pass-through function, Parquet out; per N the
 tracking cost per input, requests and write units per input, the driver's peak
 RSS (its Python and its JVM) against a run of 10 inputs, and whether each tracked
 run was exact; then the on-paper sizing of 1,000,000 inputs an hour.  N of 100,000
-or more runs once each way.  ``--list-files N``: N small files listed both ways.
+or more runs once each way.  Before the timed runs, one untracked and one tracked run
+of ``--warm-up`` inputs (5,000): DynamoDB Local is a JVM whose JIT is still compiling
+its write path after a few thousand writes (its CPU per write falls by half over the
+first 10,000 or so), which DynamoDB does not have to do.  ``--memory N``: the driver's
+peak RSS (its Python and its JVM) of one run each in a fresh driver process: tracked
+over 10 inputs (the empty run), tracked over N, untracked over N.  ``--list-files N``:
+N small files listed both ways.
 
     python benchmarks/bench_pipeline.py --keys 1000 10000 100000 --reps 3
+    python benchmarks/bench_pipeline.py --memory 100000
 
 ``--json FILE`` also writes every run's numbers.
 """
@@ -33,6 +40,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# tests.spark.servers: the standalone cluster the tests start (``--standalone``)
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from client.counting_proxy import CountingProxy
 from pipeline_scale import Peak, jvm_pid, keys_run, list_files, load, sizing
@@ -50,6 +60,8 @@ from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
 from xor_ack_dynamodb.pipeline.spark import build_session
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
 from xor_ack_dynamodb.table import TableSpec, create_table
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def one_run(
@@ -181,8 +193,8 @@ def keys_mode(
         return figures
 
     try:
-        run(1000, None, "warm-up untracked")
-        run(1000, tracker, "warm-up tracked")
+        run(args.warm_up, None, "warm-up untracked")
+        run(args.warm_up, tracker, "warm-up tracked")
         empty = run(10, tracker, "empty tracked")
         for n in args.keys:
             reps = 1 if n >= 100_000 else args.reps
@@ -238,10 +250,122 @@ def print_keys(
         print(
             f"| {n:,} | {untracked:.2f} | {tracked:.2f} | {row['ms_per_input']:.2f} ms "
             f"| {row['requests_per_input']:.3f} | {row['wru_per_input']:.2f} "
-            f"| {row['rru_per_input']:.2f} | +{row['python_peak_growth_mib']:.0f} / "
-            f"+{row['jvm_peak_growth_mib']:.0f} MiB | {'yes' if row['exact'] else 'NO'} |"
+            f"| {row['rru_per_input']:.2f} | {row['python_peak_growth_mib']:+.0f} / "
+            f"{row['jvm_peak_growth_mib']:+.0f} MiB | {'yes' if row['exact'] else 'NO'} |"
         )
     return rows
+
+
+def memory_mode(
+    args: argparse.Namespace, tracker: TrackerConfig, proxy: Any, master: str
+) -> dict[str, Any]:
+    """The driver's peak RSS of one run per fresh driver process (Python and JVM both
+    start empty): tracked over 10 inputs, tracked over ``--memory`` inputs, untracked.
+
+    On ``local[N]`` the driver's JVM runs the executors too; on a standalone cluster
+    (``--standalone``) it is the driver alone, as where the people this is for run it."""
+    n = args.memory
+    runs: dict[str, dict[str, Any]] = {}
+    for label, inputs, tracked in (
+        ("empty tracked", 10, True),
+        ("tracked", n, True),
+        ("untracked", n, False),
+    ):
+        child = json.dumps(
+            {"inputs": inputs, "tracked": tracked, "endpoint": proxy.endpoint_url}
+            | {"table": tracker.table, "master": master, "page_size": args.page_size}
+        )
+        done = subprocess.run(
+            [sys.executable, __file__, "--one-run", child],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=os.environ | {"AWS_ENDPOINT_URL_DYNAMODB": proxy.endpoint_url},
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"the {label} run failed:\n{done.stderr[-3000:]}")
+        run = json.loads(done.stdout.strip().splitlines()[-1])
+        run["label"] = label
+        runs[label] = run
+        memory = run["memory"]
+        print(
+            f"{label} {inputs:,} inputs: {run['wall']:.2f} s, peak RSS Python "
+            f"{memory['python_peak_mib']:.0f} MiB + JVM {memory['jvm_peak_mib']:.0f} MiB"
+            + (f", exact {run['exact']}" if tracked else ""),
+            file=sys.stderr,
+        )
+
+    where = "a standalone cluster (2 workers of 1 core)" if master != args.master else master
+
+    def total(label: str) -> float:
+        memory = runs[label]["memory"]
+        return float(memory["python_peak_mib"] + memory["jvm_peak_mib"])
+
+    print(
+        f"\nThe driver's peak RSS, one run per fresh driver process, {where}, page size "
+        f"{args.page_size:,}, Python {platform.python_version()}, load average {load()} "
+        "at the end\n"
+    )
+    print("| run | inputs | Python MiB | JVM MiB | both MiB | both vs the empty run | exact |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for label, run in runs.items():
+        memory = run["memory"]
+        growth = total(label) - total("empty tracked")
+        exact = "-" if "exact" not in run else "yes" if run["exact"] else "NO"
+        print(
+            f"| {label} | {run['inputs']:,} | {memory['python_peak_mib']:.0f} "
+            f"| {memory['jvm_peak_mib']:.0f} | {total(label):.0f} | {growth:+.0f} MiB "
+            f"| {exact} |"
+        )
+    return {"runs": runs, "tracked_growth_mib": round(total("tracked") - total("empty tracked"), 1)}
+
+
+def one_run_child(args: argparse.Namespace) -> int:
+    """One keys run in this fresh process (``--memory``'s child); its figures as JSON."""
+    given = json.loads(args.one_run)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("AWS_REGION", "us-east-1")
+    tracker = TrackerConfig(
+        table=given["table"],
+        endpoint_url=given["endpoint"],
+        region="us-east-1",
+        local_credentials=True,
+    )
+    master = given["master"]
+    extra = {}
+    if master.startswith("spark://"):  # the driver here, the executors in the workers
+        extra = {
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.executorEnv.PYTHONPATH": str(ROOT),
+        }
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # what the executors run
+    spark = build_session(master, shuffle_partitions=2, extra=extra)
+    try:
+        with tempfile.TemporaryDirectory(prefix="xor-ack-bench-") as tmp:
+            figures = keys_run(
+                spark,
+                given["inputs"],
+                Path(tmp) / "out",
+                tracker if given["tracked"] else None,
+                _NoProxy(),
+                given["page_size"],
+            )
+    finally:
+        spark.stop()
+    print(json.dumps(figures))
+    return 0
+
+
+class _NoProxy:
+    """A child's stand-in for the counting proxy (the parent's proxy counts its requests)."""
+
+    def reset(self) -> None:
+        pass
+
+    def stats(self) -> dict[str, Any]:
+        return {"total_requests": 0, "wru": 0.0, "rru": 0.0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,8 +380,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, nargs="*", help="inputs as keys: these N")
     parser.add_argument("--page-size", type=int, default=10_000)
     parser.add_argument("--list-files", type=int, help="list this many small files")
+    parser.add_argument("--warm-up", type=int, default=5_000, help="inputs of the warm-up runs")
+    parser.add_argument(
+        "--memory", type=int, help="the driver's peak RSS, a fresh process per run, at N inputs"
+    )
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="--memory on a standalone cluster started here (2 workers of 1 core each)",
+    )
+    parser.add_argument("--one-run", help=argparse.SUPPRESS)  # a child of --memory
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
     args = parser.parse_args(argv)
+    if args.one_run:
+        return one_run_child(args)
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     result: dict[str, Any] = {"args": vars(args) | {"json": str(args.json)}, "load_start": load()}
@@ -273,7 +409,15 @@ def main(argv: list[str] | None = None) -> int:
                 local_credentials=True,
             )
             create_table(tracker.client(), TableSpec(name=tracker.table))
-            if args.list_files:
+            if args.memory and args.standalone:
+                from tests.spark.servers import standalone_cluster
+
+                (work / "standalone").mkdir()
+                with standalone_cluster(work / "standalone", workers=2) as url:
+                    result["memory"] = memory_mode(args, tracker, proxy, url)
+            elif args.memory:
+                result["memory"] = memory_mode(args, tracker, proxy, args.master)
+            elif args.list_files:
                 spark = build_session(args.master, shuffle_partitions=2)
                 try:
                     result["listing"] = list_files(spark, work / "files", args.list_files)
