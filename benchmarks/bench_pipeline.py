@@ -9,7 +9,11 @@ runs after one warm-up run of each, and prints Markdown tables.
 The word count (``run_wordcount``, the library's): wall time (median and min over
 the repetitions), the chains' writes (per file), where the tracked run's time went
 (seconds per phase, summed over rounds), and the overhead (of the medians, and of
-the minimums: the fastest run is the one least disturbed by other load).
+the minimums: the fastest run is the one least disturbed by other load).  First
+``--warm-up`` inputs as keys go through DynamoDB Local (below), and each run's CPU
+per process is kept in the JSON (the driver's Python, its JVM, the Python workers,
+DynamoDB Local and its JIT compiler threads).  ``--no-stream``: the table without
+its stream.
 
     python benchmarks/bench_pipeline.py --files 200 --lines 170 --reps 5
     python benchmarks/bench_pipeline.py --files 40 --lines 42000 --reps 5
@@ -52,14 +56,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from client.counting_proxy import CountingProxy
-from pipeline_scale import Peak, jvm_pid, keys_run, list_files, load, sizing
+from pipeline_scale import Peak, create_bench_table, jvm_pid, keys_run, list_files, load, sizing
 
 from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
 from xor_ack_dynamodb.pipeline.spark import build_session
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
-from xor_ack_dynamodb.table import TableSpec, create_table
+from xor_ack_dynamodb.table import TableSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +75,7 @@ def one_run(
     tracker: TrackerConfig | None,
     partitions: int | None,
     proxy: CountingProxy,
+    ddb_pid: int | None = None,
 ) -> dict[str, Any]:
     options = WordCountOptions(
         input=str(corpus),
@@ -81,7 +86,7 @@ def one_run(
         overwrite=True,  # every repetition writes the same folders
     )
     proxy.reset()
-    with Peak(jvm_pid(spark)) as peak:
+    with Peak(jvm_pid(spark), ddb_pid) as peak:
         start = time.monotonic()
         report = run_wordcount(spark, options)
         wall = time.monotonic() - start
@@ -103,10 +108,13 @@ def one_run(
         "partitions": partitions or 0,
         "dynamodb": proxy.stats(),
         "memory": peak.as_dict(),
+        "cpu_seconds": peak.cpu,
     }
 
 
-def files_mode(args: argparse.Namespace, work: Path, tracker: TrackerConfig, proxy: Any) -> Any:
+def files_mode(
+    args: argparse.Namespace, work: Path, tracker: TrackerConfig, proxy: Any, ddb_pid: int | None
+) -> Any:
     """The word count over a generated corpus, untracked and tracked, alternating."""
     info = generate(
         work / "corpus",
@@ -119,15 +127,22 @@ def files_mode(args: argparse.Namespace, work: Path, tracker: TrackerConfig, pro
     spark = build_session(args.master, shuffle_partitions=max(2, args.partitions or 2))
     runs: list[dict[str, Any]] = []
     try:
+        # DynamoDB Local's JIT compiles its write path over thousands of writes, whose CPU
+        # would otherwise land in the tracked runs: the same requests, many, first.
+        warm = keys_run(spark, args.warm_up, work / "warm-keys", tracker, proxy, 10_000, ddb_pid)
+        print(
+            f"warm-up DynamoDB Local: {args.warm_up:,} inputs as keys, {warm['wall']:.1f} s",
+            file=sys.stderr,
+        )
         for label in ("warm-up untracked", "warm-up tracked"):
             chosen = tracker if "untracked" not in label else None
-            one_run(spark, info.root, work / "warm", chosen, args.partitions, proxy)
+            one_run(spark, info.root, work / "warm", chosen, args.partitions, proxy, ddb_pid)
             print(f"{label} done", file=sys.stderr)
         for rep in range(args.reps):
             order = (None, tracker) if rep % 2 == 0 else (tracker, None)
             for chosen in order:
                 out = work / f"out-{rep}"
-                run = one_run(spark, info.root, out, chosen, args.partitions, proxy)
+                run = one_run(spark, info.root, out, chosen, args.partitions, proxy, ddb_pid)
                 run["rep"] = rep
                 runs.append(run)
                 mode = "tracked" if chosen else "untracked"
@@ -389,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="--memory on a standalone cluster started here (2 workers of 1 core each)",
     )
+    parser.add_argument(
+        "--no-stream", action="store_true", help="the table without its stream (see pipeline_scale)"
+    )
     parser.add_argument("--one-run", help=argparse.SUPPRESS)  # a child of --memory
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
     args = parser.parse_args(argv)
@@ -408,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
                 region="us-east-1",
                 local_credentials=True,
             )
-            create_table(tracker.client(), TableSpec(name=tracker.table))
+            create_bench_table(
+                tracker.client(), TableSpec(name=tracker.table), stream=not args.no_stream
+            )
             if args.memory and args.standalone:
                 from tests.spark.servers import standalone_cluster
 
@@ -437,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print("\n1,000,000 inputs an hour, on paper:", json.dumps(result["sizing"]))
             else:
-                result["runs"] = files_mode(args, work, tracker, proxy)
+                ddb = getattr(db, "_proc", None)
+                result["runs"] = files_mode(args, work, tracker, proxy, ddb.pid if ddb else None)
     result["load_end"] = load()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

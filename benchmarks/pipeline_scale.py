@@ -48,6 +48,54 @@ def _cpu_seconds(pid: int | None) -> float:
         return 0.0
 
 
+def _compiler_cpu_seconds(pid: int | None) -> float:
+    """CPU seconds of a JVM's JIT compiler threads so far (0 if unknown)."""
+    if not pid:
+        return 0.0
+    total = 0.0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat", encoding="ascii") as fh:
+                name, rest = fh.read().split("(", 1)[1].rsplit(")", 1)
+        except (OSError, ValueError):
+            continue
+        if "CompilerThre" in name:
+            fields = rest.split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _descendants_cpu_seconds(pid: int | None) -> float:
+    """CPU seconds of every process under ``pid`` (the JVM's Python daemon and its forked
+    workers: theirs so far, and their ended children's), not ``pid``'s own."""
+    if not pid:
+        return 0.0
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        child = int(entry)
+        children.setdefault(int(fields[1]), []).append(child)
+        times[child] = sum(int(f) for f in fields[11:15]) / tick
+    total, todo = 0.0, list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        total += times.get(child, 0.0)
+        todo.extend(children.get(child, []))
+    return total
+
+
 @dataclass
 class Peak:
     """The driver's RSS (its Python and its JVM) sampled every 50 ms during a block, and
@@ -66,7 +114,13 @@ class Peak:
         gc.collect()
         self.python_before = self.python_peak = _rss_kib()
         self.jvm_before = self.jvm_peak = _rss_kib(self.jvm_pid) if self.jvm_pid else 0
-        self._cpu = (time.process_time(), _cpu_seconds(self.jvm_pid), _cpu_seconds(self.ddb_pid))
+        self._cpu = (
+            time.process_time(),
+            _cpu_seconds(self.jvm_pid),
+            _cpu_seconds(self.ddb_pid),
+            _descendants_cpu_seconds(self.jvm_pid),
+            _compiler_cpu_seconds(self.ddb_pid),
+        )
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
@@ -80,11 +134,14 @@ class Peak:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
-        python, jvm, ddb = self._cpu
+        python, jvm, ddb, workers, jit = self._cpu
         self.cpu = {
             "driver_python": round(time.process_time() - python, 2),
             "driver_jvm": round(_cpu_seconds(self.jvm_pid) - jvm, 2),
+            "python_workers": round(_descendants_cpu_seconds(self.jvm_pid) - workers, 2),
             "dynamodb_local": round(_cpu_seconds(self.ddb_pid) - ddb, 2),
+            # of which its JIT compiler threads (DynamoDB Local still warming up)
+            "dynamodb_local_jit": round(_compiler_cpu_seconds(self.ddb_pid) - jit, 2),
         }
         gc.collect()
         self.python_after = _rss_kib()
