@@ -25,14 +25,14 @@ RSS (its Python and its JVM) against a run of 10 inputs, and whether each tracke
 run was exact; then the on-paper sizing of 1,000,000 inputs an hour.  N of 100,000
 or more runs once each way.  Before the timed runs, one untracked and one tracked run
 of ``--warm-up`` inputs (5,000): DynamoDB Local is a JVM whose JIT is still compiling
-its write path after a few thousand writes (its CPU per write falls by half over the
-first 10,000 or so), which DynamoDB does not have to do.  ``--memory N``: the driver's
+its write path after a few thousand writes (its CPU per create fell from 3.7 to 1.3 ms
+over its first 6,000 here), which DynamoDB does not have to do.  ``--memory N``: the driver's
 peak RSS (its Python and its JVM) of one run each in a fresh driver process: tracked
 over 10 inputs (the empty run), tracked over N, untracked over N.  ``--list-files N``:
 N small files listed both ways.
 
     python benchmarks/bench_pipeline.py --keys 1000 10000 100000 --reps 3
-    python benchmarks/bench_pipeline.py --memory 100000
+    python benchmarks/bench_pipeline.py --memory 100000 --standalone
 
 ``--json FILE`` also writes every run's numbers.
 """

@@ -99,8 +99,8 @@ def _descendants_cpu_seconds(pid: int | None) -> float:
 @dataclass
 class Peak:
     """The driver's RSS (its Python and its JVM) sampled every 50 ms during a block, and
-    the CPU seconds of the driver's Python, its JVM (local mode: the executors too) and
-    DynamoDB Local."""
+    the CPU seconds of the driver's Python, its JVM (local mode: the executors too), the
+    Python workers under it, and DynamoDB Local (and, of that, its JIT compiler's)."""
 
     jvm_pid: int | None
     ddb_pid: int | None = None
