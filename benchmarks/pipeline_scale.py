@@ -36,37 +36,37 @@ def _rss_kib(pid: int | str = "self") -> int:
     return 0
 
 
+def _stat(path: str) -> tuple[str, list[str]] | None:
+    """A ``/proc/.../stat`` file: the name in it and the fields after the name (None if gone)."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    name, _, rest = text.partition("(")[2].rpartition(")")
+    return name, rest.split()
+
+
+def _seconds(fields: list[str], *, children: bool = False) -> float:
+    """User + system CPU seconds of a ``_stat``'s fields (and its ended children's)."""
+    ticks = fields[11:15] if children else fields[11:13]
+    return sum(int(tick) for tick in ticks) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds(pid: int | None) -> float:
     """A process's user + system CPU time so far (0 if unknown)."""
-    if not pid:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    stat = _stat(f"/proc/{pid}/stat") if pid else None
+    return _seconds(stat[1]) if stat else 0.0
 
 
 def _compiler_cpu_seconds(pid: int | None) -> float:
     """CPU seconds of a JVM's JIT compiler threads so far (0 if unknown)."""
-    if not pid:
-        return 0.0
-    total = 0.0
     try:
-        threads = os.listdir(f"/proc/{pid}/task")
+        threads = os.listdir(f"/proc/{pid}/task") if pid else []
     except OSError:
         return 0.0
-    for thread in threads:
-        try:
-            with open(f"/proc/{pid}/task/{thread}/stat", encoding="ascii") as fh:
-                name, rest = fh.read().split("(", 1)[1].rsplit(")", 1)
-        except (OSError, ValueError):
-            continue
-        if "CompilerThre" in name:
-            fields = rest.split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    stats = (_stat(f"/proc/{pid}/task/{thread}/stat") for thread in threads)
+    return sum(_seconds(stat[1]) for stat in stats if stat and "CompilerThre" in stat[0])
 
 
 def _descendants_cpu_seconds(pid: int | None) -> float:
@@ -76,22 +76,15 @@ def _descendants_cpu_seconds(pid: int | None) -> float:
         return 0.0
     children: dict[int, list[int]] = {}
     times: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        child = int(entry)
-        children.setdefault(int(fields[1]), []).append(child)
-        times[child] = sum(int(f) for f in fields[11:15]) / tick
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        stat = _stat(f"/proc/{entry}/stat")
+        if stat is not None:
+            children.setdefault(int(stat[1][1]), []).append(int(entry))
+            times[int(entry)] = _seconds(stat[1], children=True)
     total, todo = 0.0, list(children.get(pid, []))
     while todo:
         child = todo.pop()
-        total += times.get(child, 0.0)
+        total += times[child]
         todo.extend(children.get(child, []))
     return total
 
