@@ -68,6 +68,14 @@ from xor_ack_dynamodb.table import TableSpec
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def bench_tracker(table: str, endpoint_url: str) -> TrackerConfig:
+    """The chains' place for every run and process of a benchmark: the proxy in front of
+    DynamoDB Local, with its dummy credentials."""
+    return TrackerConfig(
+        table=table, endpoint_url=endpoint_url, region="us-east-1", local_credentials=True
+    )
+
+
 def one_run(
     spark: Any,
     corpus: Path,
@@ -340,12 +348,7 @@ def one_run_child(args: argparse.Namespace) -> int:
     given = json.loads(args.one_run)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("AWS_REGION", "us-east-1")
-    tracker = TrackerConfig(
-        table=given["table"],
-        endpoint_url=given["endpoint"],
-        region="us-east-1",
-        local_credentials=True,
-    )
+    tracker = bench_tracker(given["table"], given["endpoint"])
     master = given["master"]
     extra = {}
     if master.startswith("spark://"):  # the driver here, the executors in the workers
@@ -420,12 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         with LocalDynamoDB(backend="dynamodb-local") as db, CountingProxy(db.endpoint_url) as proxy:
             os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = proxy.endpoint_url  # the library's way
             os.environ.setdefault("AWS_REGION", "us-east-1")
-            tracker = TrackerConfig(
-                table="xor-ack-bench",
-                endpoint_url=proxy.endpoint_url,
-                region="us-east-1",
-                local_credentials=True,
-            )
+            tracker = bench_tracker("xor-ack-bench", proxy.endpoint_url)
             create_bench_table(
                 tracker.client(), TableSpec(name=tracker.table), stream=not args.no_stream
             )
