@@ -53,7 +53,17 @@ from .paging import DEFAULT_PAGE_SIZE, Page, ahead, pages, sorted_keys
 from .plan import file_tag
 from .report import InputResult, RoundObserver, TrackedReport
 from .sink import Sink
-from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, TAG, Process, RoundSpec
+from .stages import (
+    CREATED,
+    ID,
+    INPUT,
+    MARKER,
+    STAGED_DDL,
+    STAGED_PARQUET,
+    TAG,
+    Process,
+    RoundSpec,
+)
 from .targets import target_for
 from .tracker import TrackerConfig, chains_for
 
@@ -272,7 +282,8 @@ class TrackedJob:
         rows_dir = f"{self.rows_root}/round={round_}/page={page.number:06d}"
         t = time.monotonic()
         error = self.jobs.run(
-            lambda: self._produce(spec, keys_df).write.parquet(rows_dir), deadline
+            lambda: self._produce(spec, keys_df).write.options(**STAGED_PARQUET).parquet(rows_dir),
+            deadline,
         )
         summary.add_seconds("produce", time.monotonic() - t)
         if self.spec.tracker is None:

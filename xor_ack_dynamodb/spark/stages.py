@@ -52,6 +52,10 @@ HASH_HIGH = "_xa_hash_high"
 HASH_LOW = "_xa_hash_low"
 #: What the staged rows carry besides the user's columns.
 STAGED_DDL = f"{ID} int, {HASH_HIGH} long, {HASH_LOW} long"
+#: Parquet options of the staged rows: the hash lanes are random 64-bit values, which no
+#: dictionary encodes smaller, so none is tried (the writer would build one per column
+#: chunk, then fall back: about a fifth of the staging write of small rows).
+STAGED_PARQUET = {f"parquet.enable.dictionary#{lane}": "false" for lane in (HASH_HIGH, HASH_LOW)}
 #: Fault-injection stage numbers (``FaultConfig.for_task``).
 PRODUCE, TRANSIT = 1, 2
 
