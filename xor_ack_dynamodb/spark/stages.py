@@ -54,7 +54,7 @@ HASH_LOW = "_xa_hash_low"
 STAGED_DDL = f"{ID} int, {HASH_HIGH} long, {HASH_LOW} long"
 #: Parquet options of the staged rows: the hash lanes are random 64-bit values, which no
 #: dictionary encodes smaller, so none is tried (the writer would build one per column
-#: chunk, then fall back: about a fifth of the staging write of small rows).
+#: chunk, then fall back: 0.43 against 0.36 s per 400,000 rows, bench_staged_parquet.py).
 STAGED_PARQUET = {f"parquet.enable.dictionary#{lane}": "false" for lane in (HASH_HIGH, HASH_LOW)}
 #: Fault-injection stage numbers (``FaultConfig.for_task``).
 PRODUCE, TRANSIT = 1, 2
