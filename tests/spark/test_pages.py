@@ -123,3 +123,47 @@ def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_
     for key in ("k08", "k09", "k10", "k11"):  # page 3: never run
         assert ended[key].attempts == 0 and ended[key].history[-1].startswith("stopped: ")
     assert report.output_state == "partial" and len(report.rounds) == 1
+
+
+def test_input_tasks_is_how_many_tasks_run_the_function(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def which_task(key: str, rows: Any) -> Any:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        return pa.table({"key": [key], "task": pa.array([context.partitionId()], pa.int32())})
+
+    out = tmp_path / "out"
+    keys = [f"input-{n:02d}" for n in range(24)]
+    report = track(
+        local_spark,
+        which_task,
+        "key string, task int",
+        Sink(str(out), format="parquet"),
+        keys=keys,
+        tracker=tracker,
+        input_tasks=3,
+    )
+    assert report.ok and report.acked == len(keys)
+    rows = pq.read_table(out).to_pylist()
+    assert sorted(row["key"] for row in rows) == keys
+    # local[2] would get 16 by default (four per core, at least 16): here the 24 inputs ran in 3.
+    assert {row["task"] for row in rows} == {0, 1, 2}
+
+
+@pytest.mark.parametrize("input_tasks", [0, -1])
+def test_input_tasks_below_one_are_refused(local_spark: Any, input_tasks: int) -> None:
+    with pytest.raises(ValueError, match="input_tasks"):
+        track(
+            local_spark,
+            pass_through(),
+            "v long",
+            Sink("x"),
+            keys=["a"],
+            input_tasks=input_tasks,
+            tracking=False,
+        )

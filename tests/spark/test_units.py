@@ -102,3 +102,37 @@ def test_row_sum_ignores_order_and_splits_but_counts_duplicates() -> None:
     keyed = Keyed("run")
     assert rows_stamp(keyed, "t#1", whole) != rows_stamp(keyed, "t#1", once)
     assert rows_stamp(keyed, "t#1", whole) != rows_stamp(keyed, "t#2", whole)
+
+
+class FakeContext:
+    def __init__(self, cores: int) -> None:
+        self.defaultParallelism = cores
+
+
+class FakeClassicSession(FakeSession):
+    def __init__(self, cores: int) -> None:
+        super().__init__({})
+        self.sparkContext = FakeContext(cores)
+
+
+class FakeConnectSession(FakeSession):
+    """What ``files.is_connect`` takes for a Spark Connect session (its module's name)."""
+
+
+FakeConnectSession.__module__ = "pyspark.sql.connect.session"
+
+
+@pytest.mark.parametrize(
+    ("session", "tasks"),
+    [
+        (FakeClassicSession(2), 16),  # local[2]: at least 16
+        (FakeClassicSession(8), 32),
+        (FakeClassicSession(200), 800),  # a cluster: four per core
+        (FakeConnectSession({}), 16),  # the client sees no cores
+        (FakeConnectSession({"spark.default.parallelism": "64"}), 256),
+    ],
+)
+def test_the_function_runs_in_four_tasks_per_core_and_at_least_16(session: Any, tasks: int) -> None:
+    from xor_ack_dynamodb.spark.job import default_input_tasks
+
+    assert default_input_tasks(session) == tasks

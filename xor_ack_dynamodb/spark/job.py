@@ -68,6 +68,10 @@ from .targets import target_for
 from .tracker import TrackerConfig, chains_for
 
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
+#: Tasks per core that run the user's function (a few each: an input slower than the others
+#: holds up its task's, not a whole core's share), and never fewer than this many.
+TASKS_PER_CORE = 4
+MIN_INPUT_TASKS = 16
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
 
@@ -92,7 +96,8 @@ class JobSpec:
     keys: Sequence[str] | None = None  # the inputs; default: the distinct keys of ``source``
     tracker: TrackerConfig | None = None
     partitions: int | None = None  # shuffle partitions before staging; None: Spark's setting
-    input_tasks: int = 16  # tasks of the per-input stages (fewer when fewer inputs)
+    #: Tasks that run the user's function (fewer when fewer inputs); None: ``default_input_tasks``.
+    input_tasks: int | None = None
     max_attempts: int = 8
     #: Attempts of an input whose function raised (or ended its process) before it is failed.
     max_errors: int = 2
@@ -125,6 +130,8 @@ class JobSpec:
             raise ValueError("round_timeout must be > 0 seconds")
         if self.page_size < 1:
             raise ValueError("page_size must be >= 1")
+        if self.input_tasks is not None and self.input_tasks < 1:
+            raise ValueError("input_tasks must be >= 1 (or None: four per core of the session)")
 
 
 class TrackedJob:
@@ -153,6 +160,7 @@ class TrackedJob:
         self._stopped: str | None = None
         self._round_inputs = 0
         self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
+        self.input_tasks = spec.input_tasks or default_input_tasks(spark)
 
     # -- the run ----------------------------------------------------------------------
 
@@ -385,7 +393,7 @@ class TrackedJob:
 
     def _tasks(self, spec: RoundSpec) -> int:
         """Tasks of the per-input stages: one per input, at most ``input_tasks``."""
-        return max(1, min(self.spec.input_tasks, self._round_inputs))
+        return max(1, min(self.input_tasks, self._round_inputs))
 
     def _timed_out(self) -> RoundTimedOut:
         return RoundTimedOut(f"timeout: round not finished within {self.spec.round_timeout:g} s")
@@ -393,6 +401,20 @@ class TrackedJob:
     def _tell(self, event: Acked | Failed) -> None:
         if self.spec.on_event is not None:
             self.spec.on_event(event)
+
+
+def default_input_tasks(spark: Any) -> int:
+    """Tasks that run the function when ``track`` is not told: ``TASKS_PER_CORE`` per core
+    the session has (``spark.default.parallelism``), at least ``MIN_INPUT_TASKS``.
+
+    Over Spark Connect the client sees no cores: the server's ``spark.default.parallelism``
+    when its conf sets one, else ``MIN_INPUT_TASKS``.
+    """
+    if is_connect(spark):
+        cores = spark.conf.get("spark.default.parallelism", None)
+    else:
+        cores = spark.sparkContext.defaultParallelism
+    return max(MIN_INPUT_TASKS, TASKS_PER_CORE * int(cores or 0))
 
 
 def _arrow_schema(struct: Any) -> Any:

@@ -32,6 +32,7 @@ def track(
     tracker: TrackerConfig | None = None,
     tracking: bool = True,
     partitions: int | None = None,
+    input_tasks: int | None = None,
     max_attempts: int = 8,
     max_errors: int = 2,
     faults: FaultConfig | None = None,
@@ -67,6 +68,9 @@ def track(
     ``tag`` = the input's chain).  A ``KeyboardInterrupt`` cancels the running jobs,
     removes the staging folder and leaves the output as it was, then propagates.
 
+    ``input_tasks``: tasks that run ``process`` (default: four per core of the session,
+    at least 16; over Spark Connect the server's ``spark.default.parallelism`` when set);
+    ``partitions``: shuffle partitions of the rows before staging (default: Spark's).
     ``page_size``: inputs listed and tracked at a time (the driver holds one page);
     ``report``: a file where each input's ending is written as a JSON line as it
     ends, the run's summary last (the returned report reads its inputs back from
@@ -87,6 +91,7 @@ def track(
         tracker=tracker,
         tracking=tracking,
         partitions=partitions,
+        input_tasks=input_tasks,
         max_attempts=max_attempts,
         max_errors=max_errors,
         faults=faults,
