@@ -71,17 +71,22 @@ def test_pages_of_keys_every_input_once_and_the_report_one_line_per_input(
     assert driver.stats.total_requests - before == 23
 
 
-@pytest.mark.parametrize("page_size", [0])
-def test_a_page_size_below_one_is_refused(local_spark: Any, page_size: int) -> None:
-    with pytest.raises(ValueError, match="page_size"):
+@pytest.mark.parametrize(
+    "option", [{"page_size": 0}, {"input_tasks": 0}, {"input_tasks": -1}], ids=str
+)
+def test_a_page_size_or_input_tasks_below_one_is_refused(
+    local_spark: Any, option: dict[str, int]
+) -> None:
+    (name,) = option
+    with pytest.raises(ValueError, match=name):
         track(
             local_spark,
             pass_through(),
             "v long",
             Sink("x"),
             keys=["a"],
-            page_size=page_size,
             tracking=False,
+            **option,
         )
 
 
@@ -135,6 +140,7 @@ def test_input_tasks_is_how_many_tasks_run_the_function(
         from pyspark import TaskContext
 
         context = TaskContext.get()
+        assert context is not None
         return pa.table({"key": [key], "task": pa.array([context.partitionId()], pa.int32())})
 
     out = tmp_path / "out"
@@ -153,17 +159,3 @@ def test_input_tasks_is_how_many_tasks_run_the_function(
     assert sorted(row["key"] for row in rows) == keys
     # local[2] would get 16 by default (four per core, at least 16): here the 24 inputs ran in 3.
     assert {row["task"] for row in rows} == {0, 1, 2}
-
-
-@pytest.mark.parametrize("input_tasks", [0, -1])
-def test_input_tasks_below_one_are_refused(local_spark: Any, input_tasks: int) -> None:
-    with pytest.raises(ValueError, match="input_tasks"):
-        track(
-            local_spark,
-            pass_through(),
-            "v long",
-            Sink("x"),
-            keys=["a"],
-            input_tasks=input_tasks,
-            tracking=False,
-        )
