@@ -157,5 +157,5 @@ def test_input_tasks_is_how_many_tasks_run_the_function(
     assert report.ok and report.acked == len(keys)
     rows = pq.read_table(out).to_pylist()
     assert sorted(row["key"] for row in rows) == keys
-    # local[2] would get 16 by default (four per core, at least 16): here the 24 inputs ran in 3.
+    # local[2] would get 16 by default (three per core, at least 16): here the 24 inputs ran in 3.
     assert {row["task"] for row in rows} == {0, 1, 2}

@@ -126,13 +126,15 @@ FakeConnectSession.__module__ = "pyspark.sql.connect.session"
     ("session", "tasks"),
     [
         (FakeClassicSession(2), 16),  # local[2]: at least 16
-        (FakeClassicSession(8), 32),
-        (FakeClassicSession(200), 800),  # a cluster: four per core
+        (FakeClassicSession(8), 24),
+        (FakeClassicSession(200), 600),  # a cluster: three per core
         (FakeConnectSession({}), 16),  # the client sees no cores
-        (FakeConnectSession({"spark.default.parallelism": "64"}), 256),
+        (FakeConnectSession({"spark.default.parallelism": "64"}), 192),
     ],
 )
-def test_the_function_runs_in_four_tasks_per_core_and_at_least_16(session: Any, tasks: int) -> None:
+def test_the_function_runs_in_three_tasks_per_core_and_at_least_16(
+    session: Any, tasks: int
+) -> None:
     from xor_ack_dynamodb.spark.job import default_input_tasks
 
     assert default_input_tasks(session) == tasks

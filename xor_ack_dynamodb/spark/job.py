@@ -68,9 +68,11 @@ from .targets import target_for
 from .tracker import TrackerConfig, chains_for
 
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
-#: Tasks per core that run the user's function (a few each: an input slower than the others
-#: holds up its task's, not a whole core's share), and never fewer than this many.
-TASKS_PER_CORE = 4
+#: Tasks per core that run the user's function (Spark's tuning guide: 2-3 tasks per core, so
+#: that an input slower than the others holds up its task's share, not a core's), and never
+#: fewer than ``MIN_INPUT_TASKS`` (a session that starts small, e.g. dynamic allocation, may
+#: have more cores by the time the tasks run).
+TASKS_PER_CORE = 3
 MIN_INPUT_TASKS = 16
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
@@ -131,7 +133,7 @@ class JobSpec:
         if self.page_size < 1:
             raise ValueError("page_size must be >= 1")
         if self.input_tasks is not None and self.input_tasks < 1:
-            raise ValueError("input_tasks must be >= 1 (or None: four per core of the session)")
+            raise ValueError("input_tasks must be >= 1 (or None: three per core of the session)")
 
 
 class TrackedJob:

@@ -68,7 +68,7 @@ def track(
     ``tag`` = the input's chain).  A ``KeyboardInterrupt`` cancels the running jobs,
     removes the staging folder and leaves the output as it was, then propagates.
 
-    ``input_tasks``: tasks that run ``process`` (default: four per core of the session,
+    ``input_tasks``: tasks that run ``process`` (default: three per core of the session,
     at least 16; over Spark Connect the server's ``spark.default.parallelism`` when set);
     ``partitions``: shuffle partitions of the rows before staging (default: Spark's).
     ``page_size``: inputs listed and tracked at a time (the driver holds one page);
