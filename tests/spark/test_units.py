@@ -110,9 +110,17 @@ class FakeContext:
 
 
 class FakeClassicSession(FakeSession):
-    def __init__(self, cores: int) -> None:
-        super().__init__({})
+    def __init__(self, cores: int, conf: dict[str, str] | None = None) -> None:
+        super().__init__(conf or {})
         self.sparkContext = FakeContext(cores)
+
+
+class FakeSharedSession(FakeSession):
+    """A classic session that keeps its SparkContext from Python (a shared cluster's)."""
+
+    @property
+    def sparkContext(self) -> Any:
+        raise RuntimeError("sparkContext is not available on this cluster")
 
 
 class FakeConnectSession(FakeSession):
@@ -128,6 +136,8 @@ FakeConnectSession.__module__ = "pyspark.sql.connect.session"
         (FakeClassicSession(2), 16),  # local[2]: at least 16
         (FakeClassicSession(8), 24),
         (FakeClassicSession(200), 600),  # a cluster: three per core
+        (FakeClassicSession(2, {"spark.default.parallelism": "40"}), 120),  # the conf's word
+        (FakeSharedSession({}), 16),
         (FakeConnectSession({}), 16),  # the client sees no cores
         (FakeConnectSession({"spark.default.parallelism": "64"}), 192),
     ],

@@ -407,15 +407,18 @@ class TrackedJob:
 
 def default_input_tasks(spark: Any) -> int:
     """Tasks that run the function when ``track`` is not told: ``TASKS_PER_CORE`` per core
-    the session has (``spark.default.parallelism``), at least ``MIN_INPUT_TASKS``.
+    the session has, at least ``MIN_INPUT_TASKS``.
 
-    Over Spark Connect the client sees no cores: the server's ``spark.default.parallelism``
-    when its conf sets one, else ``MIN_INPUT_TASKS``.
+    The cores: the conf's ``spark.default.parallelism`` when it sets one, else (classic
+    Spark) the SparkContext's default parallelism.  A Spark Connect client, or a session
+    that keeps its SparkContext from Python, sees no cores: ``MIN_INPUT_TASKS``.
     """
-    if is_connect(spark):
-        cores = spark.conf.get("spark.default.parallelism", None)
-    else:
-        cores = spark.sparkContext.defaultParallelism
+    cores = spark.conf.get("spark.default.parallelism", None)
+    if not cores and not is_connect(spark):
+        try:
+            cores = spark.sparkContext.defaultParallelism
+        except Exception:  # e.g. a shared cluster's session: no SparkContext from Python
+            cores = None
     return max(MIN_INPUT_TASKS, TASKS_PER_CORE * int(cores or 0))
 
 
