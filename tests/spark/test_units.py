@@ -145,6 +145,6 @@ FakeConnectSession.__module__ = "pyspark.sql.connect.session"
 def test_the_function_runs_in_three_tasks_per_core_and_at_least_16(
     session: Any, tasks: int
 ) -> None:
-    from xor_ack_dynamodb.spark.job import default_input_tasks
+    from xor_ack_dynamodb.spark.input_tasks import default_input_tasks
 
     assert default_input_tasks(session) == tasks

@@ -45,6 +45,7 @@ from .commit import Counts
 from .errors import Incurable, RoundTimedOut
 from .faults import FaultConfig
 from .files import is_connect
+from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, returned, task_of
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
@@ -68,12 +69,6 @@ from .targets import target_for
 from .tracker import TrackerConfig, chains_for
 
 KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
-#: Tasks per core that run the user's function (Spark's tuning guide: 2-3 tasks per core, so
-#: that an input slower than the others holds up its task's share, not a core's), and never
-#: fewer than ``MIN_INPUT_TASKS`` (a session that starts small, e.g. dynamic allocation, may
-#: have more cores by the time the tasks run).
-TASKS_PER_CORE = 3
-MIN_INPUT_TASKS = 16
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
 
@@ -403,23 +398,6 @@ class TrackedJob:
     def _tell(self, event: Acked | Failed) -> None:
         if self.spec.on_event is not None:
             self.spec.on_event(event)
-
-
-def default_input_tasks(spark: Any) -> int:
-    """Tasks that run the function when ``track`` is not told: ``TASKS_PER_CORE`` per core
-    the session has, at least ``MIN_INPUT_TASKS``.
-
-    The cores: the conf's ``spark.default.parallelism`` when it sets one, else (classic
-    Spark) the SparkContext's default parallelism.  A Spark Connect client, or a session
-    that keeps its SparkContext from Python, sees no cores: ``MIN_INPUT_TASKS``.
-    """
-    cores = spark.conf.get("spark.default.parallelism", None)
-    if not cores and not is_connect(spark):
-        try:
-            cores = spark.sparkContext.defaultParallelism
-        except Exception:  # e.g. a shared cluster's session: no SparkContext from Python
-            cores = None
-    return max(MIN_INPUT_TASKS, TASKS_PER_CORE * int(cores or 0))
 
 
 def _arrow_schema(struct: Any) -> Any:
