@@ -29,7 +29,8 @@ from .errors import (
     TrackingNotConfigured,
 )
 from .faults import FaultConfig
-from .job import EventSink, JobSpec, TrackedJob
+from .job import TrackedJob
+from .job_spec import EventSink, JobSpec
 from .report import InputResult, RoundObserver, RoundSummary, TrackedReport
 from .sink import Sink
 from .stages import Process

@@ -23,7 +23,7 @@ from typing import Any
 
 from .conf import chains_config
 from .errors import BatchFailed
-from .job import EventSink
+from .job_spec import EventSink
 from .paths import qualified
 from .sink import Sink
 from .stages import Process

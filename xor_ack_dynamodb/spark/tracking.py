@@ -8,7 +8,8 @@ from typing import Any
 
 from .conf import chains_config
 from .faults import FaultConfig
-from .job import CommitMarks, EventSink, JobSpec, TrackedJob
+from .job import TrackedJob
+from .job_spec import CommitMarks, EventSink, JobSpec
 from .paging import DEFAULT_PAGE_SIZE
 from .report import TrackedReport
 from .sink import Sink

@@ -30,7 +30,8 @@ from .. import Sink, TrackedReport
 from ..errors import InputRejected
 from ..faults import FaultConfig
 from ..files import is_connect
-from ..job import EventSink, JobSpec, TrackedJob
+from ..job import TrackedJob
+from ..job_spec import EventSink, JobSpec
 from ..paths import Unreadable, is_remote, list_local, local_path, printable, read_local
 from ..report import InputResult, RoundObserver
 from ..tracker import TrackerConfig

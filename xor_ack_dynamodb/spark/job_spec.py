@@ -1,0 +1,80 @@
+"""What a tracked job is: its inputs, its function, its sink and options, checked at once.
+
+``track`` and ``track_stream`` make a :class:`JobSpec`; ``job.TrackedJob`` runs it.  A
+spec that cannot run is refused here, before anything is read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..lifecycle import Acked, Failed
+from .faults import FaultConfig
+from .paging import DEFAULT_PAGE_SIZE
+from .report import InputResult, RoundObserver, TrackedReport
+from .sink import Sink
+from .stages import Process
+from .tracker import TrackerConfig
+
+#: What the driver tells about each input's end (``track(on_event=...)``).
+EventSink = Callable[[Acked | Failed], None]
+
+
+class CommitMarks(Protocol):
+    """Which inputs an earlier run committed, kept outside the job (``stream_marks``)."""
+
+    def unmarked(self, keys: Iterator[str]) -> Iterator[str]: ...
+    def before_commit(self, report: TrackedReport) -> None: ...
+    def after_commit(self, report: TrackedReport) -> None: ...
+
+
+@dataclass
+class JobSpec:
+    """A tracked job: what to read, what to do per input, where the result goes."""
+
+    process: Process
+    schema: str  # the rows ``process`` returns, as a DDL string ("word string, n long")
+    sink: Sink
+    source: Any = None  # a DataFrame with a column ``key`` naming each row's input, or None
+    key: str | None = None
+    keys: Sequence[str] | None = None  # the inputs; default: the distinct keys of ``source``
+    tracker: TrackerConfig | None = None
+    partitions: int | None = None  # shuffle partitions before staging; None: Spark's setting
+    #: Tasks that run the user's function (fewer when fewer inputs); None: ``default_input_tasks``.
+    input_tasks: int | None = None
+    max_attempts: int = 8
+    #: Attempts of an input whose function raised (or ended its process) before it is failed.
+    max_errors: int = 2
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    run_id: str | None = None
+    keep_staging: bool = False
+    #: Where the rounds' staged rows go (a hidden folder of the run); None: the staging folder.
+    work_dir: str | None = None
+    #: Seconds a round's Spark jobs may take; its unfinished inputs are replayed.  None: no limit.
+    round_timeout: float | None = None
+    on_event: EventSink | None = None
+    observer: RoundObserver | None = None
+    #: Inputs that failed before any round (``InputResult`` with status ``failed``).
+    failed_before: Sequence[InputResult] = ()
+    #: Inputs listed, planned and tracked per page (what the driver holds at once).
+    page_size: int = DEFAULT_PAGE_SIZE
+    #: Where each input's ending is written as a JSON line (None: a temporary file).
+    report_path: str | None = None
+    #: Inputs committed by an earlier run, left out (``track_stream``'s marks).
+    marks: CommitMarks | None = None
+
+    def __post_init__(self) -> None:
+        if self.source is None and self.keys is None:
+            raise ValueError("give the inputs: a source DataFrame with key=..., or keys=[...]")
+        if self.source is not None and not self.key:
+            raise ValueError("a source DataFrame needs key=<the column naming each row's input>")
+        if min(self.max_attempts, self.max_errors) < 1:
+            raise ValueError("max_attempts and max_errors must be >= 1")
+        if self.round_timeout is not None and self.round_timeout <= 0:
+            raise ValueError("round_timeout must be > 0 seconds")
+        if self.page_size < 1:
+            raise ValueError("page_size must be >= 1")
+        if self.input_tasks is not None and self.input_tasks < 1:
+            raise ValueError("input_tasks must be >= 1 (or None: three per core of the session)")
