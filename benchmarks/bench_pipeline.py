@@ -443,8 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                     spark.stop()
                 print(json.dumps(result["listing"], indent=2))
             elif args.keys:
-                ddb = getattr(db, "_proc", None)
-                result.update(keys_mode(args, work, tracker, proxy, ddb.pid if ddb else None))
+                result.update(keys_mode(args, work, tracker, proxy, db.pid))
                 sized = result["table"][-1]
                 tracked = [
                     r for r in result["runs"] if r["inputs"] == sized["inputs"] and r["tracking"]
@@ -455,8 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print("\n1,000,000 inputs an hour, on paper:", json.dumps(result["sizing"]))
             else:
-                ddb = getattr(db, "_proc", None)
-                result["runs"] = files_mode(args, work, tracker, proxy, ddb.pid if ddb else None)
+                result["runs"] = files_mode(args, work, tracker, proxy, db.pid)
     result["load_end"] = load()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -81,12 +81,22 @@ def test_falls_back_to_moto_where_java_is_missing_and_says_so(
 ) -> None:
     monkeypatch.setattr(install, "java_version", lambda: None)
     with LocalDynamoDB(backend="auto") as db:
-        assert db.kind == "moto"
+        assert db.kind == "moto" and db.pid is None  # moto runs in this process
         client = boto3.client("dynamodb", endpoint_url=db.endpoint_url, region_name="us-east-1")
         assert "TableNames" in client.list_tables()
     err = capsys.readouterr().err
     assert "DynamoDB Local unavailable (Java is not installed" in err
     assert "using moto's server instead" in err
+
+
+def test_pid_is_dynamodb_locals_java_process_while_it_runs() -> None:
+    db = LocalDynamoDB(backend="dynamodb-local")
+    assert db.pid is None
+    with db:
+        assert db.pid is not None
+        cmdline = Path(f"/proc/{db.pid}/cmdline").read_bytes().split(b"\0")
+        assert Path(cmdline[0].decode()).name == "java"
+    assert db.pid is None
 
 
 def test_reference_backend_refuses_to_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -177,6 +177,11 @@ class LocalDynamoDB:
             return self._proc.poll() is None
         return self._moto is not None
 
+    @property
+    def pid(self) -> int | None:
+        """DynamoDB Local's process id while it runs (None: not started, or moto in-process)."""
+        return self._proc.pid if self._proc is not None else None
+
     def start(self) -> LocalDynamoDB:
         if self.running:
             return self
