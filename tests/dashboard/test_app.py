@@ -8,6 +8,7 @@ prefix inside another Starlette app.
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from starlette.routing import Mount
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dashboard import ConfigError, Dashboard, DashboardConfig
+from xor_ack_dynamodb.dynamodb.aws import FAIL_FAST_ATTEMPTS
 from xor_ack_dynamodb.fleet import Envelope, root_id, stamp_of
 from xor_ack_dynamodb.table import TableSpec
 
@@ -314,6 +316,25 @@ async def test_mounted_under_a_prefix(ddb_local_endpoint: str, populated: TableS
         assert 'href="/ops/chains/chain?tag=bad%2F4"' in page.text
         assert 'src="/ops/chains/static/dashboard.js"' in page.text
         assert (await client.get("/ops/chains/static/dashboard.js")).status == 200
+    finally:
+        await board.close()
+
+
+async def test_dynamodb_down_is_a_pages_502_and_its_requests_give_up_soon() -> None:
+    """A page waits on its requests: the clients' default budget (ten retries) took about
+    50 s per request to give up on a refused connection, so the dashboard's client has
+    the CLI's (``aws.fail_fast_config``)."""
+    with socket.socket() as probe:  # a loopback port nothing listens on: refused at once
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    board = Dashboard(table="no-server", endpoint_url=f"http://127.0.0.1:{port}", token=TOKEN)
+    try:
+        client = await logged_in(board)
+        page = await client.get("/chains?status=failed")
+        assert page.status == 502, page.text
+        assert "DynamoDB unreachable" in page.text
+        retries = board.ack.client.meta.config.retries
+        assert retries["total_max_attempts"] == FAIL_FAST_ATTEMPTS, retries
     finally:
         await board.close()
 

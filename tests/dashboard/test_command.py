@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from click.testing import CliRunner, Result
@@ -57,6 +58,19 @@ def test_a_missing_table_is_one_error_line(ddb_local_endpoint: str) -> None:
     assert result.stderr.strip() == (
         f"error: table no-such-table does not exist at {ddb_local_endpoint}"
     )
+
+
+def test_dynamodb_not_running_is_one_error_line_within_seconds() -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on: refused at once
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    started = time.monotonic()
+    result = run("--endpoint-url", endpoint, "dashboard", "--table", "any-table")
+    waited = time.monotonic() - started
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error: DynamoDB at {endpoint} is unreachable: "), result
+    assert len(result.stderr.splitlines()) == 1
+    assert waited < 30, waited  # with the clients' ten retries: about 60-80 s
 
 
 @pytest.mark.ddblocal

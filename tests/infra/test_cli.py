@@ -370,9 +370,16 @@ def _leaves() -> list[tuple[str, ...]]:
     return leaves
 
 
-def test_no_command_prints_a_traceback_on_bad_input(run_dir: Path) -> None:
-    """Every command (an endpoint with no server: test_unreachable_endpoint_is_one_line)."""
+def test_no_command_prints_a_traceback_on_bad_input(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command (an endpoint with no server: test_unreachable_endpoint_is_one_line).
+
+    A command given no endpoint goes to the environment's: here a loopback port that
+    refuses, never AWS's regional endpoint (a test sends nothing off this machine).
+    """
     nowhere = "http://127.0.0.1:9"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", nowhere)
     leaves = _leaves()
     assert ("chain", "get") in leaves and ("wordcount",) in leaves
     for path in leaves:

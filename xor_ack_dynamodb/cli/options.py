@@ -41,12 +41,11 @@ class Settings:
     def client(self) -> DynamoDBClient:
         """A boto3 DynamoDB client for these settings (made once; see ``aws``).
 
-        Fails fast by hand: three attempts, not the clients' ten.
+        Fails fast by hand (``aws.fail_fast_config``): three attempts, not the clients' eleven.
         """
         if self._client is None:
-            config = aws.botocore_config(retries={"mode": "standard", "max_attempts": 3})
             self._client = aws.sync_client(
-                endpoint=self.endpoint_url, region_name=self.region, config=config
+                endpoint=self.endpoint_url, region_name=self.region, config=aws.fail_fast_config()
             )
         return self._client
 

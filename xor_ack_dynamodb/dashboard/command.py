@@ -155,6 +155,7 @@ async def _check_table(config: Any) -> None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from xor_ack_dynamodb import XorAckDynamoDB
+    from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
 
     where = config.endpoint_url or "AWS"
     async with XorAckDynamoDB.connect(
@@ -162,6 +163,7 @@ async def _check_table(config: Any) -> None:
         partition_key=config.partition_key,
         endpoint_url=config.endpoint_url,
         region_name=config.region_name,
+        config=fail_fast_config(),  # a server that is down: said in seconds, not a minute
     ) as ack:
         try:
             await ack.client.describe_table(TableName=config.table)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from xor_ack_dynamodb import XorAckDynamoDB, events
+from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
 
 from .config import DashboardConfig, Send
 from .counts import Count, Counts
@@ -130,6 +131,8 @@ class Dashboard:
                     partition_key=config.partition_key,
                     endpoint_url=config.endpoint_url,
                     region_name=config.region_name,
+                    # a page waits on each request: DynamoDB down is its 502 in seconds
+                    config=fail_fast_config(),
                 )
             )
             if self.replay_send is None and config.replay_queue_url and not config.read_only:

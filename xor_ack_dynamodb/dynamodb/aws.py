@@ -35,7 +35,7 @@ Errors: what an AWS error says (its code, message, status, the item a failed con
 returned, a cancelled transaction's reasons) is read by the functions at the end, one per
 fact; nothing else in the package looks into ``ClientError.response``.
 
-Retries: :func:`botocore_config` (botocore's ``standard`` mode, 10 attempts, unless
+Retries: :func:`botocore_config` (botocore's ``standard`` mode, 10 retries, unless
 ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say otherwise).
 
 Per-request CPU: the same config turns off two things botocore does on every request
@@ -92,13 +92,13 @@ USER_AGENT = (
 def botocore_config(**overrides: object) -> Config:
     """The ``botocore.config.Config`` the clients use when given none.
 
-    Throttling, 5xx and connection errors are retried by botocore's ``standard``
-    retry mode (10 attempts), unless ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS`` say
-    otherwise.  The clients watch each send (``_attempts``): one refused with a 4xx
-    (throttling) did not land; after one of unknown outcome (a lost connection, a
-    5xx) a re-sent write is recognised by its token (see ``_core``), and a write
-    whose connection was lost is re-sent within milliseconds, not after the mode's
-    backoff, so that few other writes can push its token out of the item.
+    Throttling, 5xx and connection errors are retried by botocore's ``standard`` retry mode
+    (10 retries after the first attempt), unless ``AWS_RETRY_MODE`` / ``AWS_MAX_ATTEMPTS``
+    say otherwise. The clients watch each send (``_attempts``): one refused with a 4xx
+    (throttling) did not land; after one of unknown outcome (a lost connection, a 5xx) a
+    re-sent write is recognised by its token (see ``_core``), and a write whose connection
+    was lost is re-sent within milliseconds, not after the mode's backoff, so that few other
+    writes can push its token out of the item.
     """
     options: dict[str, object] = {
         "connect_timeout": 5,
@@ -111,6 +111,19 @@ def botocore_config(**overrides: object) -> Config:
     options.update(overrides)
     config: Config = Config(**options)
     return config
+
+
+#: Attempts per request (the first included) where a person waits for the answer (a CLI
+#: command, a dashboard page): with the clients' ten retries botocore's standard backoff
+#: took about 50 s per request to give up on an endpoint that refuses connections
+#: (DynamoDB Local not started), with three attempts a few seconds.
+FAIL_FAST_ATTEMPTS = 3
+
+
+def fail_fast_config(**overrides: object) -> Config:
+    """:func:`botocore_config` with :data:`FAIL_FAST_ATTEMPTS` attempts per request."""
+    retries = {"mode": "standard", "total_max_attempts": FAIL_FAST_ATTEMPTS}
+    return botocore_config(**({"retries": retries} | overrides))
 
 
 def endpoint_url(explicit: str | None = None) -> str | None:
