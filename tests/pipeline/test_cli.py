@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +28,13 @@ def test_sample_writes_a_corpus(tmp_path: Path) -> None:
     assert len(list((tmp_path / "c").rglob("*.txt"))) == 3
 
 
-@pytest.mark.ddblocal
 def one_file(tmp_path: Path) -> str:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.txt").write_text("a b\n")
     return str(tmp_path / "in")
 
 
+@pytest.mark.ddblocal
 def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         pipeline_cli.main,
@@ -51,6 +53,24 @@ def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path:
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert "no-such-table" in lines[0] and "table create" in lines[0]
+
+
+def test_a_dynamodb_not_running_is_one_line_within_seconds(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on: refused at once
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    args = ["wordcount", one_file(tmp_path), "--output", str(tmp_path / "o")]
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        pipeline_cli.main, [*args, "--endpoint-url", endpoint, "--table", "any-table"]
+    )
+    waited = time.monotonic() - started
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: Could not connect"), lines
+    assert "is it running?" in lines[0]
+    assert not (tmp_path / "o").exists()
+    assert waited < 30, waited  # with the clients' ten retries: about 80 s
 
 
 @pytest.mark.spark

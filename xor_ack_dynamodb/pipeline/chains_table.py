@@ -71,7 +71,9 @@ def _tracker(
         partition_key=partition_key,
         token_window=token_window,
     )
-    client = config.client()
+    from ..dynamodb.aws import fail_fast_config
+
+    client = config.client(fail_fast_config())  # a DynamoDB that is down: said in seconds
     try:
         description = client.describe_table(TableName=config.table)["Table"]
     except ClientError as exc:

@@ -60,14 +60,15 @@ class TrackerConfig:
         """
         return 1 if self.transactions else self.concurrency
 
-    def client(self) -> Any:
-        """A new boto3 DynamoDB client for this config."""
+    def client(self, config: Any = None) -> Any:
+        """A new boto3 DynamoDB client for this config (``config``: a botocore ``Config``
+        instead of the clients' own, whose pool fits ``concurrency``)."""
         from ..dynamodb.aws import botocore_config, sync_client
 
         return sync_client(
             endpoint=self.endpoint_url,
             region_name=self.region,
-            config=botocore_config(max_pool_connections=max(10, self.concurrency + 2)),
+            config=config or botocore_config(max_pool_connections=max(10, self.concurrency + 2)),
             local_credentials=self.local_credentials or None,
         )
 
