@@ -8,7 +8,6 @@ prefix inside another Starlette app.
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -324,10 +323,8 @@ async def test_dynamodb_down_is_a_pages_502_and_its_requests_give_up_soon() -> N
     """A page waits on its requests: the clients' default budget (ten retries) took about
     50 s per request to give up on a refused connection, so the dashboard's client has
     the CLI's (``aws.fail_fast_config``)."""
-    with socket.socket() as probe:  # a loopback port nothing listens on: refused at once
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    board = Dashboard(table="no-server", endpoint_url=f"http://127.0.0.1:{port}", token=TOKEN)
+    nowhere = "http://127.0.0.1:9"  # nothing listens: refused at once
+    board = Dashboard(table="no-server", endpoint_url=nowhere, token=TOKEN)
     try:
         client = await logged_in(board)
         page = await client.get("/chains?status=failed")
