@@ -3,7 +3,9 @@
 Each path writes ``--chains`` chains of a table as ``xor-ack table create`` makes it
 (stream, inventory indexes), through the counting proxy (requests, write units by
 AWS's rules), in rounds that alternate the paths; per path: wall time and DynamoDB
-Local's CPU per chain, requests and write units per chain.
+Local's CPU per chain (and how much of it its one SQLite thread spent: every read and
+write of every table goes through that thread one at a time, so it is the floor of the
+wall time per chain whatever the concurrency), requests and write units per chain.
 
 - creates: ``create`` one request per chain (``--threads`` at a time), ``create_many``
   in transactions of 100, ``create_many(via="partiql")`` 25 INSERT statements per
@@ -11,7 +13,9 @@ Local's CPU per chain, requests and write units per chain.
   there would overwrite a live chain);
 - stamps on known states: ``stamp_on`` one request per chain, ``stamp_many(transact=
   True)`` on cached states (100 per transaction), ``stamp_on_each`` 25 UPDATE
-  statements per request.
+  statements per request;
+- and the read the round does before its commit stamps: ``get_many``, 100 chains per
+  ``BatchGetItem``.
 
     python benchmarks/bench_chain_writes.py --chains 2000 --rounds 3 --json FILE
 """
@@ -32,7 +36,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from client.counting_proxy import CountingProxy
-from pipeline_scale import _cpu_seconds, create_bench_table, load
+from pipeline_scale import (
+    DYNAMODB_LOCAL_THREADS,
+    _cpu_seconds,
+    create_bench_table,
+    load,
+    thread_cpu_seconds,
+)
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dynamodb.aws import botocore_config, sync_client
@@ -66,6 +76,11 @@ def stamps(ack: SyncXorAckDynamoDB, path: str, tags: list[str]) -> None:
         assert not [o for o in outcomes if isinstance(o, Exception)]
 
 
+def reads(ack: SyncXorAckDynamoDB, tags: list[str]) -> None:
+    got = ack.get_many(tags)
+    assert all(state is not None for state in got.values())
+
+
 CREATES = (
     "create, one request each",
     "create_many, transactions of 100",
@@ -76,6 +91,7 @@ STAMPS = (
     "stamp_many, transactions of 100",
     "stamp_on_each, PartiQL 25",
 )
+READ = "get_many, 100 per request"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,11 +127,14 @@ def main(argv: list[str] | None = None) -> int:
                 for kind, path, work in (
                     ("create", create_path, lambda p=create_path, f=firsts: creates(ack, p, f)),
                     ("stamp", stamp_path, lambda p=stamp_path, t=tags: stamps(ack, p, t)),
+                    ("read", READ, lambda t=tags: reads(ack, t)),
                 ):
                     proxy.reset()
+                    threads0 = thread_cpu_seconds(ddb_pid, DYNAMODB_LOCAL_THREADS)
                     cpu0, t0 = _cpu_seconds(ddb_pid), time.monotonic()
                     work()
                     wall, cpu = time.monotonic() - t0, _cpu_seconds(ddb_pid) - cpu0
+                    threads = thread_cpu_seconds(ddb_pid, DYNAMODB_LOCAL_THREADS)
                     counted = proxy.stats()
                     if round_ >= 0:
                         runs.append(
@@ -125,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                                 "round": round_,
                                 "ms_per_chain": 1000 * wall / args.chains,
                                 "ddb_cpu_ms_per_chain": 1000 * cpu / args.chains,
+                                **{
+                                    f"ddb_{group}_ms_per_chain": 1000
+                                    * (threads[group] - threads0.get(group, 0.0))
+                                    / args.chains
+                                    for group in DYNAMODB_LOCAL_THREADS
+                                },
                                 "requests_per_chain": counted["total_requests"] / args.chains,
                                 "wru_per_chain": counted["wru"] / args.chains,
                             }
@@ -136,12 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {started} at the start, {load()} at the end\n"
     )
     print(
-        "| path | ms per chain (median) | DynamoDB Local CPU ms per chain | requests per chain "
-        "| write units per chain |"
+        "| path | ms per chain (median) | DynamoDB Local CPU ms per chain | of it: SQLite thread "
+        "| request threads | JIT | requests per chain | write units per chain |"
     )
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     table = []
-    for path in (*CREATES, *STAMPS):
+    for path in (*CREATES, *STAMPS, READ):
         mine = [r for r in runs if r["path"] == path]
         row = {
             "path": path,
@@ -149,12 +174,20 @@ def main(argv: list[str] | None = None) -> int:
             "ddb_cpu_ms_per_chain": round(
                 statistics.median(r["ddb_cpu_ms_per_chain"] for r in mine), 2
             ),
+            **{
+                f"ddb_{group}_ms_per_chain": round(
+                    statistics.median(r[f"ddb_{group}_ms_per_chain"] for r in mine), 2
+                )
+                for group in DYNAMODB_LOCAL_THREADS
+            },
             "requests_per_chain": round(mine[-1]["requests_per_chain"], 3),
             "wru_per_chain": round(mine[-1]["wru_per_chain"], 2),
         }
         table.append(row)
         print(
             f"| {path} | {row['ms_per_chain']:.2f} | {row['ddb_cpu_ms_per_chain']:.2f} "
+            f"| {row['ddb_sqlite_ms_per_chain']:.2f} | {row['ddb_requests_ms_per_chain']:.2f} "
+            f"| {row['ddb_jit_ms_per_chain']:.2f} "
             f"| {row['requests_per_chain']:.3f} | {row['wru_per_chain']:.2f} |"
         )
     if args.json:

@@ -59,14 +59,33 @@ def _cpu_seconds(pid: int | None) -> float:
     return _seconds(stat[1]) if stat else 0.0
 
 
-def _compiler_cpu_seconds(pid: int | None) -> float:
-    """CPU seconds of a JVM's JIT compiler threads so far (0 if unknown)."""
+#: DynamoDB Local's threads by what they do (a part of the thread's name): its one SQLite
+#: thread (every read and write of every table, one at a time), the HTTP request threads
+#: (Jetty's pool: parsing requests, writing responses), and the JIT compiler.
+DYNAMODB_LOCAL_THREADS = {"sqlite": "SQLiteQueue", "requests": "qtp", "jit": "CompilerThre"}
+
+
+def thread_cpu_seconds(pid: int | None, groups: dict[str, str]) -> dict[str, float]:
+    """CPU seconds so far of a process's threads, per group (``{group: part of the name}``;
+    the rest under ``"other"``); empty if unknown."""
     try:
         threads = os.listdir(f"/proc/{pid}/task") if pid else []
     except OSError:
-        return 0.0
-    stats = (_stat(f"/proc/{pid}/task/{thread}/stat") for thread in threads)
-    return sum(_seconds(stat[1]) for stat in stats if stat and "CompilerThre" in stat[0])
+        return {}
+    out = dict.fromkeys([*groups, "other"], 0.0)
+    for thread in threads:
+        stat = _stat(f"/proc/{pid}/task/{thread}/stat")
+        if stat is None:
+            continue
+        group = next((g for g, part in groups.items() if part in stat[0]), "other")
+        out[group] += _seconds(stat[1])
+    return out
+
+
+def _compiler_cpu_seconds(pid: int | None) -> float:
+    """CPU seconds of a JVM's JIT compiler threads so far (0 if unknown)."""
+    jit = DYNAMODB_LOCAL_THREADS["jit"]
+    return thread_cpu_seconds(pid, {"jit": jit}).get("jit", 0.0)
 
 
 def _descendants_cpu_seconds(pid: int | None) -> float:
