@@ -43,6 +43,7 @@ from pipeline_scale import (
     load,
     thread_cpu_seconds,
 )
+from results_file import recorded_args
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dynamodb.aws import botocore_config, sync_client
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['requests_per_chain']:.3f} | {row['wru_per_chain']:.2f} |"
         )
     if args.json:
-        data = {"args": vars(args) | {"json": str(args.json)}, "runs": runs, "table": table}
+        data = {"args": recorded_args(args), "runs": runs, "table": table}
         data["load"] = {"start": started, "end": load(), "cpus": os.cpu_count()}
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     return 0

@@ -57,6 +57,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from client.counting_proxy import CountingProxy
 from pipeline_scale import Peak, create_bench_table, jvm_pid, keys_run, list_files, load, sizing
+from results_file import recorded_args
 
 from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.pipeline.corpus import generate
@@ -417,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         return one_run_child(args)
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    result: dict[str, Any] = {"args": vars(args) | {"json": str(args.json)}, "load_start": load()}
+    result: dict[str, Any] = {"args": recorded_args(args), "load_start": load()}
     with tempfile.TemporaryDirectory(prefix="xor-ack-bench-") as tmp:
         work = Path(tmp)
         with LocalDynamoDB(backend="dynamodb-local") as db, CountingProxy(db.endpoint_url) as proxy:

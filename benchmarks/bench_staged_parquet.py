@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from results_file import recorded_args
+
 from xor_ack_dynamodb.pipeline.spark import build_session
 from xor_ack_dynamodb.spark.stages import HASH_HIGH, HASH_LOW, ID, STAGED_PARQUET
 
@@ -84,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {statistics.median(times):.3f} | {min(times):.3f} |")
     if args.json:
         args.json.write_text(
-            json.dumps(
-                {"args": vars(args) | {"json": str(args.json)}, "seconds": seconds}, indent=2
-            )
-            + "\n"
+            json.dumps({"args": recorded_args(args), "seconds": seconds}, indent=2) + "\n"
         )
     return 0
 
