@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "ddb_cpu_ms_per_chain": 1000 * cpu / args.chains,
                                 **{
                                     f"ddb_{group}_ms_per_chain": 1000
-                                    * (threads[group] - threads0.get(group, 0.0))
+                                    * (threads[group] - threads0[group])
                                     / args.chains
                                     for group in DYNAMODB_LOCAL_THREADS
                                 },

@@ -67,12 +67,12 @@ DYNAMODB_LOCAL_THREADS = {"sqlite": "SQLiteQueue", "requests": "qtp", "jit": "Co
 
 def thread_cpu_seconds(pid: int | None, groups: dict[str, str]) -> dict[str, float]:
     """CPU seconds so far of a process's threads, per group (``{group: part of the name}``;
-    the rest under ``"other"``); empty if unknown."""
+    the rest under ``"other"``); every group 0 if the process is unknown."""
+    out = dict.fromkeys([*groups, "other"], 0.0)
     try:
         threads = os.listdir(f"/proc/{pid}/task") if pid else []
     except OSError:
-        return {}
-    out = dict.fromkeys([*groups, "other"], 0.0)
+        return out
     for thread in threads:
         stat = _stat(f"/proc/{pid}/task/{thread}/stat")
         if stat is None:
@@ -85,7 +85,7 @@ def thread_cpu_seconds(pid: int | None, groups: dict[str, str]) -> dict[str, flo
 def _compiler_cpu_seconds(pid: int | None) -> float:
     """CPU seconds of a JVM's JIT compiler threads so far (0 if unknown)."""
     jit = DYNAMODB_LOCAL_THREADS["jit"]
-    return thread_cpu_seconds(pid, {"jit": jit}).get("jit", 0.0)
+    return thread_cpu_seconds(pid, {"jit": jit})["jit"]
 
 
 def _descendants_cpu_seconds(pid: int | None) -> float:
