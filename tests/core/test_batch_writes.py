@@ -44,6 +44,7 @@ from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
 from .hooks import Trigger, assert_applied_once, client_error, hooked_client, raising
+from .peer import lost_connection
 
 PATIENT = RetryPolicy(max_attempts=500, base_delay=0.002, max_delay=0.05, max_elapsed=60)
 BATCHING: dict[str, Any] = {"batch_writes": True, "write_slots": 1}
@@ -486,6 +487,37 @@ async def test_a_statement_that_cannot_be_told_applied_is_sent_again_alone(
         assert client.batching is not stops
         if landed:  # its UpdateItem alone failed its condition; its token proved it landed
             assert client.stats.resent_writes_recognised >= 1
+
+
+async def test_a_statement_applied_then_its_lone_send_never_connecting_is_read_not_redone(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """The batch applied a statement but answered it with an error; sent again alone, its
+    UpdateItem never reaches the server. The batch may have landed it, so that transport
+    error is not proof of "not landed": the client reads, finds its token, and reports
+    the stamp as applied once (not the error, which a caller would retry)."""
+    fault = StatementFault("InternalServerError", landed=True)
+    lost = Trigger(raising(lost_connection(never_sent=True)))
+
+    def alone(params: dict[str, Any]) -> None:
+        if fault.hit is not None and params["Key"]["tagID"] in fault.hit["Parameters"]:
+            lost(params)
+
+    async with faulty(
+        kind,
+        local,
+        after={"batch_execute_statement": fault.after},
+        before={"update_item": alone},
+    ) as client:
+        chains = await make_chains(client, "unsent-", 12, 2)
+        seen = await stamp_all(client, chains)
+        assert fault.hit is not None and lost.left == 0, "the lone send was not refused"
+        for tag, states in seen.items():
+            assert_applied_once(
+                xor(*chains[tag]), dict(enumerate(chains[tag])), dict(enumerate(states))
+            )
+        got = await client.get_many(list(chains))
+        assert all(s is not None and s.acked for s in got.values())
 
 
 @pytest.mark.parametrize("code", ["AccessDeniedException", "ValidationException"])

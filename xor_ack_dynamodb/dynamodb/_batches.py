@@ -33,7 +33,12 @@ from typing import Any, Generic, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ._attempts import earlier_send_may_have_landed, mark_sent_before, may_have_landed
+from ._attempts import (
+    earlier_send_may_have_landed,
+    mark_sent_before,
+    may_have_landed,
+    unmark_never_sent,
+)
 from ._core.effects import Call, ClientStats, Effect
 from ._core.expressions import Update
 from .aws import error_code
@@ -304,6 +309,8 @@ class Batcher:
             error: Exception = mark_sent_before(exc) if sent_before else exc
             return error
         except BotoCoreError as exc:
+            if sent_before:  # the batch may have applied it: not proven unsent any more
+                unmark_never_sent(exc)
             failure: Exception = exc
             return failure
         return response
