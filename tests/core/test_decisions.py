@@ -331,9 +331,35 @@ def test_fail_on_an_acked_chain_returns_it_unchanged() -> None:
 
 def test_delete_resent_and_found_gone_is_done() -> None:
     gone = client_error("ConditionalCheckFailedException", retries=1, unknown_before=1)
-    assert drive(chains().delete(TAG), [("delete_item", gone)]).result is None
+    live = ("get_item", got(LIVE))
+    assert drive(chains().delete(TAG), [live, ("delete_item", gone)]).result is None
     with pytest.raises(TagNotFound):
-        drive(chains().delete(TAG), [("delete_item", condition_failed())])
+        drive(chains().delete(TAG), [live, ("delete_item", condition_failed())])
+
+
+def test_delete_removes_only_the_generation_it_read() -> None:
+    """Its write is conditioned on the chain_id read, so a re-send (botocore's, after a
+    lost answer) cannot remove a chain created under the tag in between."""
+    ran = Ran()
+    drive(chains().delete(TAG), [("get_item", got(LIVE)), ("delete_item", {})], ran)
+    read, write = (call.params for call in ran.calls)
+    assert read["ConsistentRead"] and I.CHAIN_ID in read["ExpressionAttributeNames"].values()
+    condition = write["ConditionExpression"]
+    names = {v: k for k, v in write["ExpressionAttributeNames"].items()}
+    assert f"{names[I.CHAIN_ID]} = :c" in condition
+    assert write["ExpressionAttributeValues"][":c"] == LIVE[I.CHAIN_ID]
+    damaged = {k: v for k, v in LIVE.items() if k != I.CHAIN_ID}
+    ran = Ran()
+    drive(chains().delete(TAG), [("get_item", got(damaged)), ("delete_item", {})], ran)
+    written = ran.calls[1].params["ConditionExpression"]
+    assert f"attribute_not_exists({names[I.CHAIN_ID]})" in written
+
+
+def test_delete_of_no_item_reads_and_writes_nothing_more() -> None:
+    ran = Ran()
+    with pytest.raises(TagNotFound):
+        drive(chains().delete(TAG), [("get_item", got(None))], ran)
+    assert ran.ops == ["get_item"]
 
 
 # -- transactions cancelled per item ------------------------------------------------
@@ -457,7 +483,8 @@ def _run_reply(op: str, error: Any, reread: bool, ran: Ran) -> Any:
             script.append(("get_item", got(closed)))
         return drive(core.fail(TAG), script, ran).result
     if op == "delete":
-        return drive(core.delete(TAG), [("delete_item", answer)], ran).result
+        script = [("get_item", got(LIVE)), ("delete_item", answer)]
+        return drive(core.delete(TAG), script, ran).result
     if op == "touch":
         soon = item(ROOT, tokens=OLD[:2], deadline=time.time() + 5)
         script = [("get_item", got(soon)), ("update_item", answer)]
@@ -489,7 +516,7 @@ def test_every_reply_row(key: tuple[str, D.Reply, D.Sent]) -> None:
     error = REPLIES[(reply, sent)]()
     assert D.reply_of(error) == (reply, sent)
     _, step, kind = D.REPLY_STEP[key]
-    write = {"stamp": 1, "create": 0, "fail": 1, "delete": 0, "transact": 1, "touch": 1}.get(op, 0)
+    write = {"stamp": 1, "create": 0, "fail": 1, "delete": 1, "transact": 1, "touch": 1}.get(op, 0)
     ran = Ran()
     try:
         result = _run_reply(op, error, step is D.Step.REREAD, ran)

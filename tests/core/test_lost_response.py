@@ -175,3 +175,33 @@ async def test_more_writes_than_the_window_between_makes_it_ambiguous_not_guesse
                 await ack.stamp("file", root)
             assert info.value.code == "AmbiguousWrite" and info.value.window == window
             assert proxy.dropped == ["UpdateItem"]
+
+
+async def test_a_re_sent_delete_leaves_a_chain_created_since_alone(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """The delete lands, its answer is lost, and another client creates the tag again
+    before botocore re-sends it: the re-send, conditioned on the generation read, finds
+    that generation gone (so this delete landed) and leaves the new chain alone."""
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+    )
+    theirs = new_stamp()
+
+    def drop(target: str, body: bytes) -> bool:
+        if target == "DeleteItem" and not other.get("job"):
+            other.create("job", theirs)  # the first delete landed: the tag is free
+            return True
+        return False
+
+    async with open_client(kind, ddb_local_endpoint, ddb_table.name) as direct:
+        await direct.create("job", new_stamp())
+        with LossyProxy(ddb_local_endpoint, drop) as proxy:
+            async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+                await ack.delete("job")  # landed: no error
+                assert proxy.dropped == ["DeleteItem"]
+                assert proxy.forwarded.count("DeleteItem") == 1  # botocore's re-send
+    state = other.get("job")
+    assert state is not None and state.stamp == theirs
+    assert other.stamp("job", theirs).acked

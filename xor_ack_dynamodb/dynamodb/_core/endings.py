@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ...chain import ChainState
-from ...errors import StaleLocalData
+from ...errors import StaleLocalData, TagNotFound
 from .. import item as I
 from . import landing as D
 from . import told as T
@@ -95,10 +95,19 @@ class Endings(Deadlines):
             return I.decode(response["Attributes"], self.partition_key, tag)
 
     def delete(self, tag: str) -> Generator[Effect, Any, None]:
-        """Remove the chain's item (live or tombstone); TagNotFound when there is none."""
+        """Remove the chain's item (live or tombstone); TagNotFound when there is none.
+
+        One read (which generation the item holds) and one write conditioned on it: a
+        re-sent delete never removes a chain created under the tag since.
+        """
         check_tag(tag)
         self.forget(tag)
-        params = self._delete_params(tag)
+        self.stats.requests["GetItem"] += 1
+        read = yield Call("get_item", self._generation_params(tag))
+        found = read.get("Item")
+        if not found:
+            raise TagNotFound(tag)
+        params = self._delete_params(tag, found.get(I.CHAIN_ID))
         self.stats.requests["DeleteItem"] += 1
         self.stats.writes += 1
         try:

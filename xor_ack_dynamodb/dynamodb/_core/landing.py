@@ -303,7 +303,9 @@ CREATE_SETTLED: dict[tuple[Reply, bool], Row] = {
 # - A re-sent ``fail`` whose condition failed is taken as landed when the item holds its
 #   reason and its ``failed_at`` (this call's clock, to the millisecond): its proof.
 # - A re-sent ``delete`` whose condition failed is taken as landed: it carries no token
-#   to prove it, and the likeliest reason is that its first send removed the item.
+#   to prove it, but its condition names the generation it read (``chain_id``), so the
+#   item it meant is gone, most likely removed by its first send; a chain created
+#   under the tag since is not touched.
 
 
 def sent_of(exc: ClientError) -> Sent:

@@ -361,8 +361,24 @@ class Requests:
             return_values="ALL_NEW",
         ).request()
 
-    def _delete_params(self, tag: str) -> dict[str, Any]:
-        """The write that removes a chain's item, live or tombstone (not an expired one)."""
+    def _generation_params(self, tag: str) -> dict[str, Any]:
+        """The read of which generation of a chain the item holds: its key and ``chain_id``
+        only, raw (a damaged item, which ``delete`` removes, is read as well)."""
+        return {
+            "TableName": self.table,
+            "Key": self._key(tag),
+            "ConsistentRead": True,
+            "ProjectionExpression": "#k, #c",
+            "ExpressionAttributeNames": {"#k": self.partition_key, "#c": I.CHAIN_ID},
+        }
+
+    def _delete_params(self, tag: str, generation: AttributeValue | None) -> dict[str, Any]:
+        """The write that removes a chain's item, live or tombstone (not an expired one),
+        of that ``generation`` only (its ``chain_id`` as read; None: an item without one).
+
+        So a re-sent delete whose first send landed cannot remove a chain created under
+        the tag in between: its condition failing means the generation it meant is gone.
+        """
         # An expires_at that is not a number (a damaged item) does not hide the item:
         # delete() is how a CorruptItem is removed.
         not_expired = AnyOf(
@@ -372,6 +388,11 @@ class Requests:
                 Compare(I.EXPIRES_AT, ">", Value(":now", _n(self._now()))),
             )
         )
+        same = (
+            Exists(I.CHAIN_ID, False)
+            if generation is None
+            else Compare(I.CHAIN_ID, "=", Value(":c", generation))
+        )
         return Delete(
-            self.table, self._key(tag), condition=(Exists(self.partition_key), not_expired)
+            self.table, self._key(tag), condition=(Exists(self.partition_key), not_expired, same)
         ).request()
