@@ -17,6 +17,7 @@ import pytest
 
 from xor_ack_dynamodb.dynamodb import loops as _loops
 from xor_ack_dynamodb.fleet import Envelope, Message, SqsBatchHandler
+from xor_ack_dynamodb.fleet.dead_letters import settle_dead_letter
 from xor_ack_dynamodb.fleet.envelope import root_envelope
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, WindowMismatch
 from xor_ack_dynamodb.fleet.worker import Worker
@@ -84,6 +85,15 @@ async def test_a_dead_letter_queue_holding_an_impossible_envelope_still_fails_th
     assert state is not None and state.failed and state.reason == "dead-letter"
     assert failures.counts[("worker.dead_letters", "InvalidEnvelope")] == 1
     assert not sqs(moto_endpoint).receive_message(QueueUrl=dlq, WaitTimeSeconds=0).get("Messages")
+
+
+async def test_a_dead_letter_without_a_body_is_dropped_not_kept_for_ever(
+    harness_factory: Any, failures: Recorder
+) -> None:
+    async with harness_factory() as h:
+        kept = await settle_dead_letter(h.fleet, None, "worker.dead_letters", "m-1")
+    assert kept is None  # no chain to fail, now or ever: deleted, not retried
+    assert failures.counts[("worker.dead_letters", "InvalidEnvelope")] == 1
 
 
 async def test_the_dead_letter_drain_keeps_a_letter_it_cannot_settle_yet_and_goes_on(

@@ -36,6 +36,13 @@ def test_a_body_that_is_no_envelope_is_refused(body: str) -> None:
         Envelope.from_json(body)
 
 
+@pytest.mark.parametrize("body", [None, 123, {"xor_ack": 1}])
+def test_a_body_that_is_not_text_is_an_invalid_envelope(body: object) -> None:
+    with pytest.raises(InvalidEnvelope, match="JSON text") as refused:
+        Envelope.from_json(body)  # type: ignore[arg-type]
+    assert isinstance(refused.value.__cause__, TypeError)
+
+
 async def test_a_tree_acks_once_and_continues_once(harness_factory: Any) -> None:
     async with harness_factory() as h:
         await h.fleet.submit("job-tree", {"width": 3, "depth": 2})

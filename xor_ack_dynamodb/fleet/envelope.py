@@ -130,8 +130,10 @@ class Envelope:
         """
         try:
             data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidEnvelope(f"a fleet message is JSON; this body is not ({exc})") from exc
+        except (ValueError, TypeError) as exc:  # not JSON; not text at all (None, a number)
+            raise InvalidEnvelope(
+                f"a fleet message is JSON text; this body is not ({exc})"
+            ) from exc
         if not isinstance(data, dict) or data.get("xor_ack") != VERSION:
             raise InvalidEnvelope(
                 f'a fleet message is a JSON object with "xor_ack": {VERSION};'
