@@ -11,6 +11,7 @@ import pytest
 
 import xor_ack_dynamodb.fleet as fleet_package
 from xor_ack_dynamodb.fleet import Envelope, Verdict, child_id, root_id, stamp_of
+from xor_ack_dynamodb.fleet.dead_letters import settle_dead_letter
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
 from xor_ack_dynamodb.fleet.markers import page_key
 
@@ -128,6 +129,32 @@ async def test_a_continuation_whose_process_died_runs_on_the_redelivery(
         assert not third.continued
         assert [c.tag for c in h.completed] == ["job-cont"]
         assert not await h.fleet.complete("job-cont")  # the stream's path finds it done too
+
+
+async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still_continues(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory() as h:
+        await h.fleet.submit("job-dead-ack", {"width": 0, "depth": 0})  # the root is the job
+        root = h.queue.pop()
+        h.fail_continuation = 5  # the continuation's target is down for every receive
+        for receive in range(1, 6):
+            with pytest.raises(RuntimeError):
+                await h.fleet.handle(root.to_json(), receive_count=receive)
+        state = await h.fleet.ack.get("job-dead-ack")
+        assert state is not None and state.acked and h.completed == []
+        # Still down when the dead letter is settled: the letter is kept for a later try.
+        h.fail_continuation = 1
+        kept = await settle_dead_letter(h.fleet, root.to_json(), "worker.dead_letters", "m-1")
+        assert isinstance(kept, RuntimeError) and h.completed == []
+        # Back up: the drain's next try runs it, and the letter is deleted.
+        kept = await settle_dead_letter(h.fleet, root.to_json(), "worker.dead_letters", "m-1")
+        assert kept is None
+        assert [c.tag for c in h.completed] == ["job-dead-ack"]
+        after = await h.fleet.dead_letter(root.to_json())  # a copy: recorded done, not again
+        assert after is not None and after.acked
+        assert not await h.fleet.complete("job-dead-ack")
+        assert [c.tag for c in h.completed] == ["job-dead-ack"]
 
 
 async def test_dead_letter_fails_the_chain_and_replay_counts_only_the_new_run(

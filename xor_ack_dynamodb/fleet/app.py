@@ -302,11 +302,17 @@ class Fleet:
 
         Only the message's own generation is failed: the write is conditioned on it,
         so a replay landing between the read and the write is left alone.  An acked
-        chain stays acked.  Returns the chain as it is after.
+        chain stays acked, and its continuation runs here unless recorded done: the
+        message may be the one whose write acked the chain and whose continuation then
+        failed on every receive, and once it is deleted nothing else delivers it.  A
+        continuation that fails again raises, so the dead letter is kept for a later
+        try.  Returns the chain as it is after.
         """
         env = body if isinstance(body, Envelope) else Envelope.from_json(body)
         state = await self.ack.get(env.tag)
         if state is None or state.chain_id != env.chain_id or not state.live:
+            if state is not None and state.chain_id == env.chain_id and state.acked:
+                await self.complete_chain(env.tag, env.chain_id)
             return state
         try:
             state = await self.ack.fail(env.tag, "dead-letter", chain_id=env.chain_id)
