@@ -231,6 +231,22 @@ def test_a_remove_without_an_old_image_is_corrupt() -> None:
         events.decode(record)
 
 
+@pytest.mark.parametrize(
+    "new",
+    [
+        samples.chain_image("x", stamp=b"\x33" * 8, version=2, updated_at="1700000005"),
+        samples.acked("x", version=3),
+    ],
+    ids=["stamped", "acked"],
+)
+def test_a_modify_without_an_old_image_is_corrupt_not_a_new_chain(new: dict[str, Any]) -> None:
+    record = samples.record("MODIFY", old=samples.chain_image("x"), new=new)
+    del record["dynamodb"]["OldImage"]  # a NEW_IMAGE stream: every stamp would be "created"
+    with pytest.raises(CorruptRecord, match="MODIFY without an old image") as caught:
+        events.decode(record)
+    assert "NEW_AND_OLD_IMAGES" in str(caught.value)
+
+
 def test_another_partition_key() -> None:
     image = samples.chain_image("k")
     image["pk"] = image.pop("tagID")

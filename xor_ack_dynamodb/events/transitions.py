@@ -132,6 +132,11 @@ def events_of(record: StreamRecord, partition_key: str = DEFAULT_PARTITION_KEY) 
         return [_event(kind, old, record) for kind in REMOVED[state_of(old), removal]]
     if new is None:
         raise CorruptRecord(record.name, f"is an {record.event_name} without a new image")
+    if old is None and record.event_name == "MODIFY":  # else every stamp would be "created"
+        raise CorruptRecord(
+            record.name,
+            "is a MODIFY without an old image (a stream view type other than NEW_AND_OLD_IMAGES)",
+        )
     if old is not None and old.chain_id == new.chain_id:
         return [_event(kind, new, record) for kind in SAME_CHAIN[state_of(old), state_of(new)]]
     ended = [_event(kind, old, record) for kind in REPLACED[state_of(old)]] if old else []
