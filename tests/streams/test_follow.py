@@ -20,15 +20,22 @@ class ExpiredIteratorException(Exception):
     pass
 
 
+class TrimmedDataAccessException(Exception):
+    pass
+
+
 class FakeStreams:
-    """Shards as lists of records; iterators are "shard:position" strings."""
+    """Shards as lists of records; iterators are "shard:position" strings.  The records of
+    a shard before ``trimmed_before[shard]`` are gone (older than the 24-hour retention)."""
 
     class exceptions:
         ExpiredIteratorException = ExpiredIteratorException
+        TrimmedDataAccessException = TrimmedDataAccessException
 
     def __init__(self, shards: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]]):
         self.shards = shards
         self.records = records
+        self.trimmed_before: dict[str, int] = {}
         self.expire_once: set[str] = set()
         self.fail_once: set[str] = set()  # iterators whose GetRecords fails once (throttled)
         self.empty_once: set[str] = set()  # iterators answered empty once (a gap)
@@ -48,12 +55,15 @@ class FakeStreams:
     ) -> Any:
         self.calls.append((ShardId, ShardIteratorType))
         records = self.records[ShardId]
+        oldest = self.trimmed_before.get(ShardId, 0)
         if ShardIteratorType == "TRIM_HORIZON":
-            position = 0
+            position = oldest
         elif ShardIteratorType == "LATEST":
             position = len(records)
         else:  # AFTER_SEQUENCE_NUMBER
             numbers = [r["dynamodb"]["SequenceNumber"] for r in records]
+            if numbers.index(SequenceNumber) < oldest:
+                raise TrimmedDataAccessException(SequenceNumber)
             position = numbers.index(SequenceNumber) + 1
         return {"ShardIterator": f"{ShardId}:{position}"}
 
@@ -172,3 +182,28 @@ def test_a_failing_shard_and_a_hostile_record_do_not_stop_the_follower(
     assert [type(d) for i, d in enumerate(seen) if i != 1] == [list] * 4  # every good record
     assert ("s", "AFTER_SEQUENCE_NUMBER") in fake.calls  # read again from where it was
     assert counted == [{"loop": "follow", "error": "RuntimeError"}]
+
+
+def test_a_reader_past_the_retention_goes_on_from_the_oldest_record_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    counted: list[dict[str, Any]] = []
+    recorder = type("C", (), {"add": lambda self, n, a: counted.append(a)})()
+    monkeypatch.setattr(_loops, "counter", recorder)
+    batch = samples.life_of_chains()[:8]
+    fake = FakeStreams([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": batch})
+    reader = events.StreamReader(fake, "arn", from_start=True)
+    first, _ = reader.poll()
+    assert first == batch[:2]
+    # The follower is paused for a day: records 0..3 are trimmed, and its iterator has
+    # expired (its next GetRecords fails); the record after its last one is gone.
+    fake.trimmed_before["s"] = 4
+    fake.fail_once.add("s:2")
+    got: list[dict[str, Any]] = []
+    for _ in range(6):
+        got.extend(reader.poll()[0])
+    assert got == batch[4:]  # read on from the oldest record the stream still holds
+    assert reader.trimmed == 1  # the gap, once
+    trimmed = [r.message for r in caplog.records if '"shard-trimmed"' in r.message]
+    assert len(trimmed) == 1 and '"shard":"s"' in trimmed[0]
+    assert counted[-1] == {"loop": "follow", "error": "TrimmedDataAccessException"}

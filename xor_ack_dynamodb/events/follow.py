@@ -10,7 +10,10 @@ Nothing one record or one shard does stops the reader: a record that is no chain
 transition comes out as its ``CorruptRecord`` (the caller reports it and goes on), and
 a shard whose ``GetRecords`` fails (throttled, trimmed, a network error) is reported
 (a log line, ``xor_ack.item_failures{loop="follow"}``, ``StreamReader.errors``) and
-read again from where it was at the next round, while the other shards go on.
+read again from where it was at the next round, while the other shards go on.  If
+where it was is past the 24-hour retention (``TrimmedDataAccessException``), the
+shard is read on from its oldest record: the gap is a ``shard-trimmed`` log line, a
+count (``error="TrimmedDataAccessException"``) and ``StreamReader.trimmed``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from ..dynamodb import aws
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
-from ..dynamodb.loops import item_failed
+from ..dynamodb.loops import code_of, item_failed
 from ..errors import CorruptRecord, StreamNotEnabled
 from ..lifecycle import ChainEvent
 from .transitions import decode
@@ -111,6 +114,9 @@ class StreamReader:
     _started: bool = False
     #: GetRecords (or GetShardIterator) calls that failed, each reported; the reader went on.
     errors: int = 0
+    #: Shards re-opened at their oldest record because the reader had fallen past the
+    #: stream's 24-hour retention: the records in between are lost; each gap reported.
+    trimmed: int = 0
 
     def refresh(self) -> None:
         """Learn the stream's shards: new ones are read from their first record."""
@@ -144,9 +150,25 @@ class StreamReader:
         return str(iterator) if iterator else None
 
     def _again(self, shard: _Shard) -> str | None:
-        """A new iterator for ``shard``, just after the last record read from it."""
-        position = "AFTER_SEQUENCE_NUMBER" if shard.last_sequence else "TRIM_HORIZON"
-        return self._iterator(shard.shard_id, position, shard.last_sequence)
+        """A new iterator for ``shard``, just after the last record read from it; from its
+        oldest record if that one is past the stream's retention (the gap is reported)."""
+        if not shard.last_sequence:
+            return self._iterator(shard.shard_id, "TRIM_HORIZON")
+        try:
+            return self._iterator(shard.shard_id, "AFTER_SEQUENCE_NUMBER", shard.last_sequence)
+        except Exception as exc:
+            if code_of(exc) != "TrimmedDataAccessException":
+                raise
+            self.trimmed += 1
+            item_failed(
+                "follow",
+                exc,
+                logger=__name__,
+                event="shard-trimmed",
+                shard=shard.shard_id,
+                lost_after=shard.last_sequence,
+            )
+            return self._iterator(shard.shard_id, "TRIM_HORIZON")
 
     def _ready(self, shard: _Shard) -> bool:
         parent = self._shards.get(shard.parent) if shard.parent else None
