@@ -177,6 +177,73 @@ async def test_more_writes_than_the_window_between_makes_it_ambiguous_not_guesse
             assert proxy.dropped == ["UpdateItem"]
 
 
+async def test_a_writer_of_a_smaller_window_in_between_never_gets_a_stamp_applied_twice(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """Another client keeps a window of 4 and lands 4 writes between the lost send and
+    the re-send: they cut the token list to 4, pushing this write's token out, though
+    the list is far shorter than this client's window.  The stamp is in the chain once,
+    so the client cannot prove it landed, and says so instead of writing it again."""
+    root, mine = new_stamp(), new_stamp()
+    theirs = [new_stamp() for _ in range(4)]
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+        token_window=4,
+    )
+    other.create("file", root)
+    lost: list[str] = []
+
+    def rule(target: str, body: bytes) -> bool:
+        if target == "UpdateItem" and not lost:
+            lost.append(target)
+            for s in theirs:  # land after ours, before the re-send
+                other.stamp("file", s)
+            return True
+        return False
+
+    with LossyProxy(ddb_local_endpoint, rule) as proxy:
+        async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+            await ack.get("file")
+            with pytest.raises(AmbiguousWrite):
+                await ack.stamp("file", mine)
+            assert proxy.dropped == ["UpdateItem"]
+    state = other.get("file")
+    assert state is not None and state.stamp == xor(root, mine, *theirs)  # applied once
+
+
+async def test_a_tag_created_again_before_the_re_send_is_left_alone(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """The stamp lands (and acks the chain), its answer is lost, and another client
+    creates the tag again before the re-send: the proof went with the first chain, so
+    the client cannot tell, says so, and writes nothing to the new one."""
+    root, again = new_stamp(), new_stamp()
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+    )
+    other.create("file", root)
+
+    lost: list[str] = []
+
+    def rule(target: str, body: bytes) -> bool:
+        if target == "UpdateItem" and not lost:
+            lost.append(target)
+            other.create("file", again)  # ours acked the chain: the tag is free
+            return True
+        return False
+
+    with LossyProxy(ddb_local_endpoint, rule) as proxy:
+        async with open_client(kind, proxy.endpoint_url, ddb_table.name) as ack:
+            await ack.get("file")
+            with pytest.raises(AmbiguousWrite):
+                await ack.stamp("file", root)
+            assert proxy.dropped == ["UpdateItem"]
+    state = other.get("file")
+    assert state is not None and state.stamp == again  # the new chain is untouched
+
+
 async def test_a_re_sent_delete_leaves_a_chain_created_since_alone(
     kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:

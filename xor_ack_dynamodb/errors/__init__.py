@@ -137,15 +137,17 @@ class AmbiguousWrite(_TagError):
 
     Raised instead of guessing: re-applying could XOR the stamp in twice and
     guessing "not applied" could lose it.  Happens only when more writes than
-    the item's token window landed on the chain between the lost response and
-    the re-send.  Inspect the chain (``get``) or fail it and replay the input.
+    the item's token window (the smallest of its writers') landed on the chain
+    between the lost response and the re-send, or the chain was deleted or
+    created again since.  Inspect the chain (``get``) or fail it and replay the input.
     """
 
     def __init__(self, tag: str, window: int) -> None:
         super().__init__(
             tag,
             f'"{tag}": a re-sent write cannot be proven applied or not '
-            f"(more than {window} writes since); fail the chain and replay its input",
+            "(its token was pushed out of the item by later writes, or went with a chain deleted "
+            "since); fail the chain and replay its input",
         )
         self.window = window
 

@@ -72,11 +72,13 @@ class Seen(Enum):
     ABSENT = "absent, as it was when the write was planned"
     GONE = "absent, though a chain was there when the write was planned"
     UNCHANGED = "same chain, same version"
-    SHORT = "same chain, token list never full"
-    REACHES_BACK = "same chain, full token list reaching back to the planned state"
-    BEYOND = "same chain, full token list not reaching back"
-    OTHER_SHORT = "another chain (re-created tag), token list not full"
-    OTHER_FULL = "another chain (re-created tag), token list full"
+    #: Judged by the tokens alone, never by a window: the chain's writers may keep
+    #: windows of other sizes than this client's, so a list shorter than this
+    #: client's window may still have been cut (by a writer of a smaller one).
+    INTACT = "same chain, token list still opening with the planned state's"
+    REACHES_BACK = "same chain, token list opening within the planned state's last tokens"
+    BEYOND = "same chain, token list not reaching back to the planned state"
+    OTHER = "another chain (re-created tag)"
 
 
 class Status(Enum):
@@ -145,11 +147,12 @@ WRITE_VERDICT: dict[tuple[Sent, Seen], Verdict] = {
     (TWICE, Seen.ABSENT): N,  # never there: the write could not have landed
     (TWICE, Seen.GONE): U,  # deleted or expired since: the proof is gone with it
     (TWICE, Seen.UNCHANGED): N,  # nothing at all landed since the planned state
-    (TWICE, Seen.SHORT): N,  # the list never dropped a token: the proof would be there
+    (TWICE, Seen.INTACT): N,  # no token dropped since the plan: the proof would be there
     (TWICE, Seen.REACHES_BACK): N,  # every write since is in the list, and this one is not
     (TWICE, Seen.BEYOND): U,  # the proof may have been pushed out
-    (TWICE, Seen.OTHER_SHORT): N,
-    (TWICE, Seen.OTHER_FULL): U,
+    # The write may have landed on the planned chain, which went (with its proof)
+    # before the tag was created again: nothing in the new chain can tell.
+    (TWICE, Seen.OTHER): U,
 }
 
 #: The operations whose writes REPLY_STEP covers ("transact": a TransactWriteItems;
@@ -341,22 +344,31 @@ def reaches_back(before: Sequence[bytes], now: Sequence[bytes]) -> bool:
     return i >= 1 and list(now[: i + 1]) == list(before[-(i + 1) :])
 
 
-def seen_of(
-    before: ChainState | None, now: ChainState | None, proof: Sequence[bytes], window: int
-) -> Seen:
+def intact(before: Sequence[bytes], now: Sequence[bytes]) -> bool:
+    """Does the token list ``now`` still open with all of ``before`` (same chain)?
+
+    Writes append their tokens and drop the oldest, and tokens are unique, so
+    while the first token of the planned state is still first, no write since
+    dropped one: had the write landed, its tokens would follow ``before``.
+    Nothing here asks how long a list may grow: writers with another window cut
+    it elsewhere.
+    """
+    return len(before) >= 1 and list(now[: len(before)]) == list(before)
+
+
+def seen_of(before: ChainState | None, now: ChainState | None, proof: Sequence[bytes]) -> Seen:
     """Classify the item read back (``now``) against the planned state (``before``)."""
     if now is None:
         return Seen.ABSENT if before is None else Seen.GONE
     if all(token in now.tokens for token in proof):
         return Seen.PROOF
-    full = len(now.tokens) >= window
-    if before is not None and now.chain_id == before.chain_id:
-        if now.version == before.version:
-            return Seen.UNCHANGED
-        if not full:
-            return Seen.SHORT
-        return Seen.REACHES_BACK if reaches_back(before.tokens, now.tokens) else Seen.BEYOND
-    return Seen.OTHER_FULL if full else Seen.OTHER_SHORT
+    if before is None or now.chain_id != before.chain_id:
+        return Seen.OTHER
+    if now.version == before.version:
+        return Seen.UNCHANGED
+    if intact(before.tokens, now.tokens):
+        return Seen.INTACT
+    return Seen.REACHES_BACK if reaches_back(before.tokens, now.tokens) else Seen.BEYOND
 
 
 def status_of(state: ChainState | None, now: float | None = None) -> Status:

@@ -216,7 +216,7 @@ class Reads(Requests):
         True or False only when it is proven; raises AmbiguousWrite otherwise.
         """
         sent = D.Sent.MAYBE_TWICE if maybe_twice else D.Sent.ONCE
-        seen = D.seen_of(before, now, tokens, self.token_window)
+        seen = D.seen_of(before, now, tokens)
         verdict = D.WRITE_VERDICT[(sent, seen)]
         if verdict is not Verdict.UNKNOWN:
             return verdict is Verdict.LANDED
