@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
+from xor_ack_dynamodb import xor
 from xor_ack_dynamodb.chain import ChainState
 from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.dynamodb._core.deadlines import Listing
@@ -313,6 +314,27 @@ def test_an_overdue_chain_of_a_transaction_is_timed_out_the_others_stamped() -> 
     )
     assert isinstance(ran.result["a"], ChainTimedOut)
     assert not isinstance(ran.result["b"], Exception)
+
+
+def test_an_unreadable_item_met_by_a_transactions_timeout_write_is_that_chains_outcome() -> None:
+    core, _ = chains(1100.0)
+    found = {
+        "Responses": {
+            "tbl": [item(ROOT, tag="a", deadline=1000), item(ROOT, tag="b", deadline=2000)]
+        }
+    }
+    damaged = item(ROOT, tag="a", deadline=1000)
+    damaged["version"] = {"S": "oops"}
+    ran = drive(
+        core.piece(core.stamp_transact, {"a": Entry(A), "b": Entry(A)}),
+        [
+            ("batch_get_item", found),
+            ("update_item", condition_failed(damaged)),  # the timeout write's refusal
+            ("update_item", ok),  # b is still written: alone, a plain stamp write
+        ],
+    )
+    assert isinstance(ran.result["a"], CorruptItem)
+    assert ran.result["b"] == xor(ROOT, A)
 
 
 # -- touch -----------------------------------------------------------------------------

@@ -271,10 +271,12 @@ class Chains(SingleChain):
 
         A chain the timeout write found otherwise (failed by another writer, or not
         overdue after all: an old cached state) goes on alone as a stamp on that item.
+        An item the timeout write found that this client cannot read is this chain's
+        ``CorruptItem``, never the whole call's: the other chains are still written.
         """
         try:
             current = yield from self._refuse_late("stamp", tag, state)
-        except (ChainTimedOut, StaleLocalData, ClientError, BotoCoreError) as late:
+        except (ChainTimedOut, StaleLocalData, CorruptItem, ClientError, BotoCoreError) as late:
             return late
         status = D.status_of(current, self.clock())
         if status in D.CLOSED:  # failed by another writer, acked, gone: told, nothing sent
