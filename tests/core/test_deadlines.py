@@ -11,6 +11,7 @@ seen letting two concurrent conditional writes on one item both pass.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from xor_ack_dynamodb import ChainState, events, new_stamp, xor
 from xor_ack_dynamodb.dynamodb import item as I
-from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, XorAckError
+from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, InvalidListing, XorAckError
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -192,6 +193,15 @@ async def test_bad_listing_arguments_are_refused_before_anything_is_sent(ack: An
         await listed(ack, "done")
     with pytest.raises(XorAckError, match="page_size"):
         await listed(ack, "open", page_size=0)
+
+
+async def test_list_chains_refuses_bad_arguments_at_the_call_before_any_iteration(
+    ack: Any,
+) -> None:
+    with pytest.raises(InvalidListing):
+        listing = ack.list_chains("done")  # the async client: an async iterator, not iterated
+        if inspect.isawaitable(listing):  # the sync twin, called in its worker thread
+            await listing
 
 
 # -- races, on DynamoDB Local ---------------------------------------------------------------

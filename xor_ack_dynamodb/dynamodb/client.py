@@ -238,7 +238,7 @@ class XorAckDynamoDB(Sending):
         result: list[ChainState] = await self._run(self._core.sweep(page_size))
         return result
 
-    async def list_chains(
+    def list_chains(
         self,
         status: ListStatus = "open",
         *,
@@ -251,8 +251,12 @@ class XorAckDynamoDB(Sending):
         each shard is queried (keys only), then the items are read consistently and
         only those still in that status are yielded (at most ``limit``).  Order: by
         shard, then by deadline ("open", "overdue") or failure time ("failed").
+        The arguments are checked at the call, before anything is sent.
         """
         listing = Listing(self._core, check_listing(status, limit, page_size), limit, page_size)
+        return self._pages(listing)
+
+    async def _pages(self, listing: Listing) -> AsyncIterator[ChainState]:
         while (page := listing.next_page()) is not None:
             states: list[ChainState] = await self._run(page)
             for state in states:
