@@ -25,6 +25,7 @@ from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.dynamodb.item import decode
 from xor_ack_dynamodb.dynamodb.sync import SyncXorAckDynamoDB
 from xor_ack_dynamodb.errors import (
+    AmbiguousWrite,
     ChainTimedOut,
     CorruptItem,
     InvalidTimeout,
@@ -377,6 +378,24 @@ def test_touch_after_the_deadline_fails_the_chain() -> None:
                 ("update_item", {"Attributes": timed_out()}),
             ],
         )
+
+
+@pytest.mark.parametrize("lost", ["re-sent, condition failed", "connection lost"])
+def test_a_touch_that_cannot_be_proven_either_way_is_ambiguous_from_its_reply(lost: str) -> None:
+    core, _ = chains(900.0)
+    beyond = item(ROOT, version=9, deadline=2000, tokens=[bytes([n]) * 8 for n in range(20, 24)])
+    error = (
+        condition_failed(beyond, resent=True) if lost.startswith("re-sent") else lost_connection()
+    )
+    script: list[Any] = [
+        ("get_item", got(item(ROOT, deadline=950, idle_timeout=100, tokens=[b"\x01" * 8]))),
+        ("update_item", error),
+    ]
+    if lost == "connection lost":
+        script.append(("get_item", got(beyond)))  # the settling read
+    with pytest.raises(AmbiguousWrite) as caught:
+        drive(core.touch(TAG), script)
+    assert caught.value.__cause__ is error
 
 
 # -- sweep and the inventory ---------------------------------------------------------

@@ -22,7 +22,14 @@ from typing import Any, Literal, TypeAlias
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ...chain import WRITE_TOKEN_BYTES, ChainState
-from ...errors import InvalidListing, InvalidTimeout, StaleLocalData, SweepIncomplete, XorAckError
+from ...errors import (
+    AmbiguousWrite,
+    InvalidListing,
+    InvalidTimeout,
+    StaleLocalData,
+    SweepIncomplete,
+    XorAckError,
+)
 from .. import item as I
 from . import landing as D
 from . import told as T
@@ -182,7 +189,11 @@ class Deadlines(Reads):
                 else:
                     current = yield from self._read(tag)
                 remembered = False
-                if self._landed(state, current, [token], tag, sent is D.Sent.MAYBE_TWICE):
+                try:
+                    landed = self._landed(state, current, [token], tag, sent is D.Sent.MAYBE_TWICE)
+                except AmbiguousWrite as ambiguous:
+                    raise ambiguous from exc  # as stamp's: the reply that left it open
+                if landed:
                     self.stats.resent_writes_recognised += 1
                     assert current is not None
                     return current
