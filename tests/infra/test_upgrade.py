@@ -232,7 +232,7 @@ def test_upgrade_an_old_table_then_again(endpoint: str) -> None:
         item = client.get_item(TableName=spec.name, Key={"tagID": {"S": "before"}})["Item"]
         assert item["stamp"] == {"B": b"\x01"}
     finally:
-        delete_table(client, spec.name)
+        client.delete_table(TableName=spec.name)
 
 
 def test_upgrade_resumes_while_an_index_is_being_built(own_ddb_local: str) -> None:
@@ -254,7 +254,7 @@ def test_upgrade_resumes_while_an_index_is_being_built(own_ddb_local: str) -> No
         assert f"waiting for index {OPEN_INDEX} (CREATING) to be ACTIVE" in lines
         _up_to_date(client, spec)
     finally:
-        delete_table(client, spec.name)
+        client.delete_table(TableName=spec.name)
 
 
 def test_upgrade_gives_up_after_its_timeout(own_ddb_local: str) -> None:
@@ -272,7 +272,7 @@ def test_upgrade_gives_up_after_its_timeout(own_ddb_local: str) -> None:
             "index", FAILED_INDEX
         )  # resumes
     finally:
-        delete_table(client, spec.name)
+        client.delete_table(TableName=spec.name)
 
 
 def test_a_provisioned_table_gets_provisioned_indexes(moto_endpoint: str) -> None:
@@ -285,7 +285,7 @@ def test_a_provisioned_table_gets_provisioned_indexes(moto_endpoint: str) -> Non
             throughput = index["ProvisionedThroughput"]
             assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (3, 2)
     finally:
-        delete_table(client, spec.name)
+        client.delete_table(TableName=spec.name)
 
 
 # --- the CLI ---------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_cli_upgrade_describe_and_create(endpoint: str) -> None:
         assert f"indexes:             {FAILED_INDEX} (ACTIVE), {OPEN_INDEX} (ACTIVE)" in new.stdout
         assert run(*base, "table", "create").stderr == ""
     finally:
-        delete_table(client, spec.name)
+        client.delete_table(TableName=spec.name)
 
 
 def test_cli_refuses_a_stream_of_another_view_and_changes_nothing(
@@ -353,7 +353,7 @@ def test_cli_refuses_a_stream_of_another_view_and_changes_nothing(
         assert after["table"]["AttributeDefinitions"] == before["table"]["AttributeDefinitions"]
         assert after["table"]["StreamSpecification"] == before["table"]["StreamSpecification"]
     finally:
-        delete_table(client, spec.name)
+        client.delete_table(TableName=spec.name)
 
 
 def test_cli_new_table_reports_stream_and_indexes(moto_endpoint: str) -> None:

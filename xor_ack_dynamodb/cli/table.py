@@ -12,6 +12,7 @@ from ..dynamodb.table import (
     STREAM_VIEW,
     TTL_ATTRIBUTE,
     TableInfo,
+    check_deletable,
     create_table,
     delete_table,
 )
@@ -169,16 +170,21 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until it is gone.")
 @click.pass_context
 def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
-    """Delete the table and every chain in it.
+    """Delete the chains table and every chain in it.
+
+    Only a table with the key and the inventory indexes `table create` makes
+    is deleted; any other table is refused, with nothing deleted.
 
     \b
     Example:
       xor-ack table delete --table my-chains --yes
     """
     settings = _settings(ctx)
+    client = settings.client()
+    check_deletable(client.describe_table(TableName=settings.table)["Table"])  # before asking
     if not yes:
         click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
-    delete_table(settings.client(), settings.table, wait=wait)
+    delete_table(client, settings.table, wait=wait)
     click.echo(f"table {settings.table} deleted")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,9 +48,11 @@ __all__ = [
     "STREAM_VIEW",
     "TTL_ATTRIBUTE",
     "InvalidTableSpec",
+    "NotAChainsTable",
     "TableInfo",
     "TableMismatch",
     "TableSpec",
+    "check_deletable",
     "create_table",
     "delete_table",
     "describe_table",
@@ -88,6 +91,13 @@ class InvalidTableSpec(XorAckError):
 
 class TableMismatch(XorAckError):
     """An existing table has another key schema or TTL attribute than the clients expect."""
+
+
+class NotAChainsTable(XorAckError):
+    """An existing table does not show that the project's tooling made it: it is left as it is.
+
+    The tooling deletes or changes only tables it made; nothing was changed.
+    """
 
 
 @dataclass(frozen=True)
@@ -333,15 +343,70 @@ def enable_ttl(client: DynamoDBClient, table: str) -> None:
     )
 
 
+def _index_keys(index: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    keys = {k["KeyType"]: k["AttributeName"] for k in index.get("KeySchema", [])}
+    return keys.get("HASH"), keys.get("RANGE")
+
+
+def _own_key(table: Mapping[str, Any]) -> str | None:
+    """Why ``table``'s key is not one ``TableSpec`` makes (one HASH key of type S), or None."""
+    key = table.get("KeySchema", [])
+    types = {a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])}
+    hashes = [k["AttributeName"] for k in key if k["KeyType"] == "HASH"]
+    if len(key) != 1 or len(hashes) != 1 or hashes[0] in ITEM_ATTRIBUTES:
+        found = ", ".join(f"{k['AttributeName']} ({k['KeyType']})" for k in key) or "none"
+        return f"its key is {found}"
+    if types.get(hashes[0]) != KEY_TYPE:
+        return f"its key {hashes[0]} has type {types.get(hashes[0])}"
+    return None
+
+
+def inventory_indexes(table: Mapping[str, Any]) -> list[str]:
+    """The inventory indexes a ``DescribeTable`` result has as ``TableSpec`` makes them.
+
+    Same name, same keys, keys only: whatever their status.
+    """
+    return [
+        str(index["IndexName"])
+        for index in table.get("GlobalSecondaryIndexes") or []
+        if INDEXES.get(index.get("IndexName", "")) == _index_keys(index)
+        and (index.get("Projection") or {}).get("ProjectionType") == "KEYS_ONLY"
+    ]
+
+
+def check_deletable(table: Mapping[str, Any]) -> None:
+    """Raise ``NotAChainsTable`` unless a ``DescribeTable`` result is a chains table.
+
+    The proof is the shape ``create_table`` gives (and ``upgrade_table`` gives an older
+    chains table): one partition key of type S and both inventory indexes, on their keys.
+    DynamoDB Local does not support tags, so none is relied on.
+    """
+    name = str(table.get("TableName", "?"))
+    lacks = [index for index in INDEXES if index not in inventory_indexes(table)]
+    why = _own_key(table) or (f"it has no index {' and no index '.join(lacks)}" if lacks else None)
+    if why is None:
+        return
+    raise NotAChainsTable(
+        f"table {name} is not a chains table as `xor-ack table create` makes it ({why}); "
+        "nothing was deleted: the tooling deletes only tables it made. A chains table made "
+        f"by an earlier release: run `xor-ack --table {name} table upgrade` first. Any other "
+        f"table: delete it yourself if you mean to (aws dynamodb delete-table --table-name "
+        f"{name})"
+    )
+
+
 def delete_table(
     client: DynamoDBClient, name: str, *, wait: bool = True, timeout: float = 60.0
 ) -> None:
-    """Delete the table and, with ``wait``, poll until it is gone.
+    """Delete a chains table and, with ``wait``, poll until it is gone.
 
+    ``NotAChainsTable``, with nothing deleted, unless the table has the key and the
+    inventory indexes ``create_table`` makes (``check_deletable``);
     ``ResourceNotFoundException`` when it does not exist; a ``ValidationException``
     when deletion protection is on (turn it off first: it is on by default in
     ``infra/table.yaml``).
     """
+    check_deletable(client.describe_table(TableName=name)["Table"])
     client.delete_table(TableName=name)
     if not wait:
         return

@@ -1,0 +1,118 @@
+"""Tables the project did not make are left as they are: `xor-ack table ...` and the library's
+table functions delete or change only a table that shows it is a chains table."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+
+from xor_ack_dynamodb.table import NotAChainsTable, TableSpec, delete_table
+
+from .test_cli import assert_user_error, run
+
+
+@pytest.fixture(params=["moto", "ddblocal"])
+def endpoint(request: pytest.FixtureRequest) -> str:
+    name = "moto_endpoint" if request.param == "moto" else "ddb_local_endpoint"
+    value: str = request.getfixturevalue(name)
+    return value
+
+
+def _client(endpoint: str) -> Any:
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+
+
+def users_table(client: Any, **extra: Any) -> str:
+    """A user's table, key `id` (S), with one item: nothing the project made."""
+    name = f"users-{uuid.uuid4().hex[:10]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )
+    client.get_waiter("table_exists").wait(
+        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    client.put_item(TableName=name, Item={"id": {"S": "ada"}, "expires_at": {"N": "1"}})
+    return name
+
+
+def _still_there(client: Any, name: str) -> None:
+    assert client.describe_table(TableName=name)["Table"]["TableStatus"] == "ACTIVE"
+    assert client.get_item(TableName=name, Key={"id": {"S": "ada"}})["Item"]["expires_at"] == {
+        "N": "1"
+    }
+
+
+def test_table_delete_refuses_a_users_table_and_deletes_nothing(endpoint: str) -> None:
+    client = _client(endpoint)
+    name = users_table(client)
+    try:
+        refused = run("--endpoint-url", endpoint, "--table", name, "table", "delete", "--yes")
+        assert_user_error(
+            refused,
+            f"NotAChainsTable: table {name} is not a chains table as `xor-ack table create` "
+            "makes it (it has no index xor_ack_open and no index xor_ack_failed); nothing was "
+            "deleted",
+        )
+        assert f"aws dynamodb delete-table --table-name {name}" in refused.stderr
+        assert refused.stdout == ""
+        asked = run("--endpoint-url", endpoint, "--table", name, "table", "delete", input="y\n")
+        assert_user_error(asked, "NotAChainsTable")
+        assert "Delete table" not in asked.output  # refused before asking
+        with pytest.raises(NotAChainsTable, match="nothing was deleted"):
+            delete_table(client, name)
+        _still_there(client, name)
+    finally:
+        client.delete_table(TableName=name)
+
+
+def test_delete_table_refuses_a_table_keyed_otherwise_even_with_the_indexes(
+    moto_endpoint: str,
+) -> None:
+    """The inventory's index names on a table with a sort key: not a table the project made."""
+    client = _client(moto_endpoint)
+    spec = TableSpec(name=f"sorted-{uuid.uuid4().hex[:10]}")
+    request = spec.create_request()
+    request["AttributeDefinitions"].append({"AttributeName": "at", "AttributeType": "N"})
+    request["KeySchema"].append({"AttributeName": "at", "KeyType": "RANGE"})
+    client.create_table(**request)
+    try:
+        with pytest.raises(NotAChainsTable, match=r"its key is tagID \(HASH\), at \(RANGE\)"):
+            delete_table(client, spec.name)
+        assert client.describe_table(TableName=spec.name)["Table"]["TableName"] == spec.name
+    finally:
+        client.delete_table(TableName=spec.name)
+
+
+def test_a_chains_table_from_before_the_inventory_is_deleted_once_upgraded(
+    moto_endpoint: str,
+) -> None:
+    """On moto: DynamoDB Local's upgrades are test_upgrade's (on a server of its own)."""
+    endpoint = moto_endpoint
+    client = _client(endpoint)
+    spec = TableSpec(name=f"old-{uuid.uuid4().hex[:10]}")
+    client.create_table(  # as releases before the inventory made it
+        TableName=spec.name,
+        AttributeDefinitions=[{"AttributeName": spec.partition_key, "AttributeType": "S"}],
+        KeySchema=spec.key_schema(),
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.update_time_to_live(**spec.ttl_request())  # as those releases turned it on
+    base = ("--endpoint-url", endpoint, "--table", spec.name)
+    try:
+        refused = run(*base, "table", "delete", "--yes")
+        assert_user_error(refused, f"NotAChainsTable: table {spec.name} is not a chains table")
+        assert f"run `xor-ack --table {spec.name} table upgrade` first" in refused.stderr
+        assert run(*base, "table", "upgrade", "--timeout", "60").exit_code == 0
+        deleted = run(*base, "table", "delete", "--yes")
+        assert deleted.exit_code == 0, deleted.output
+        assert deleted.stdout == f"table {spec.name} deleted\n"
+    finally:
+        if spec.name in client.list_tables()["TableNames"]:
+            client.delete_table(TableName=spec.name)
