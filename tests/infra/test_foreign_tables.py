@@ -1,5 +1,6 @@
 """Tables the project did not make are left as they are: `xor-ack table ...` and the library's
-table functions delete or change only a table that shows it is a chains table."""
+table functions delete or change only a table that shows it is a chains table (create on an
+existing table changes nothing at all)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from xor_ack_dynamodb.table import NotAChainsTable, TableSpec, delete_table
+from xor_ack_dynamodb.dynamodb.upgrade import upgrade_table
+from xor_ack_dynamodb.table import NotAChainsTable, TableSpec, create_table, delete_table
 
 from .test_cli import assert_user_error, run
 
@@ -116,3 +118,75 @@ def test_a_chains_table_from_before_the_inventory_is_deleted_once_upgraded(
     finally:
         if spec.name in client.list_tables()["TableNames"]:
             client.delete_table(TableName=spec.name)
+
+
+def _unchanged(client: Any, name: str) -> None:
+    """The users table as users_table made it: no TTL, stream or index was added."""
+    table = client.describe_table(TableName=name)["Table"]
+    ttl = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] == "DISABLED"
+    assert not (table.get("StreamSpecification") or {}).get("StreamEnabled")
+    assert not table.get("GlobalSecondaryIndexes")
+    assert table["AttributeDefinitions"] == [{"AttributeName": "id", "AttributeType": "S"}]
+    _still_there(client, name)
+
+
+def test_table_create_on_a_users_table_changes_nothing(endpoint: str) -> None:
+    client = _client(endpoint)
+    name = users_table(client)
+    base = ("--endpoint-url", endpoint, "--table", name)
+    try:
+        hinted = run(*base, "table", "create")
+        assert_user_error(
+            hinted,
+            f"TableMismatch: table {name} has key id (HASH), expected tagID (HASH) only: name "
+            "the chains table (--table / table=...)",
+        )
+        refused = run(*base, "--partition-key", "id", "table", "create")
+        assert_user_error(
+            refused,
+            f"NotAChainsTable: table {name} does not look like a chains table (no inventory "
+            "index, and items that are not chains (no binary stamp and number version)); "
+            "nothing was changed",
+        )
+        assert refused.stdout == ""
+        with pytest.raises(NotAChainsTable, match="nothing was changed"):
+            create_table(client, TableSpec(name=name, partition_key="id"))
+        _unchanged(client, name)
+    finally:
+        client.delete_table(TableName=name)
+
+
+def test_table_upgrade_refuses_a_users_table_before_any_change(endpoint: str) -> None:
+    client = _client(endpoint)
+    name = users_table(client)
+    base = ("--endpoint-url", endpoint, "--table", name, "--partition-key", "id")
+    try:
+        refused = run(*base, "table", "upgrade", "--timeout", "60")
+        assert_user_error(
+            refused, f"NotAChainsTable: table {name} does not look like a chains table"
+        )
+        assert refused.stdout == ""
+        with pytest.raises(NotAChainsTable):
+            upgrade_table(client, TableSpec(name=name, partition_key="id"), timeout=60)
+        _unchanged(client, name)
+    finally:
+        client.delete_table(TableName=name)
+
+
+def test_an_empty_table_without_ttl_is_not_taken_for_a_chains_table(moto_endpoint: str) -> None:
+    client = _client(moto_endpoint)
+    name = users_table(client)
+    client.delete_item(TableName=name, Key={"id": {"S": "ada"}})
+    spec = TableSpec(name=name, partition_key="id")
+    try:
+        with pytest.raises(NotAChainsTable, match="no item and no TTL on expires_at") as raised:
+            upgrade_table(client, spec, timeout=60)
+        assert "aws dynamodb update-time-to-live" in str(raised.value)  # if it is one
+        table = client.describe_table(TableName=name)["Table"]
+        assert not table.get("GlobalSecondaryIndexes")
+        assert not (table.get("StreamSpecification") or {}).get("StreamEnabled")
+        ttl = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        assert ttl["TimeToLiveStatus"] == "DISABLED"
+    finally:
+        client.delete_table(TableName=name)

@@ -29,6 +29,8 @@ from xor_ack_dynamodb.table import (
 #: Seconds an upgrade here may wait for an index (DynamoDB Local builds one in about 1 s):
 #: a stuck index fails the test with UpgradeTimeout, well before pytest's own timeout.
 WAIT = 60.0
+#: A chain as every release wrote it: the tag, a binary stamp and a number version.
+OLD_CHAIN = {"tagID": {"S": "before"}, "stamp": {"B": b"\x01"}, "version": {"N": "1"}}
 OLD_PLAN = [
     Change("ttl", TTL_ATTRIBUTE),
     Change("stream", STREAM_VIEW),
@@ -66,7 +68,8 @@ def _client(endpoint: str) -> Any:
 
 
 def old_table(client: Any, *, provisioned: bool = False, **extra: Any) -> TableSpec:
-    """A table as the releases before the inventory made it: the key only (no TTL)."""
+    """A table as the releases before the inventory made it, the key only, holding a chain
+    (TTL off: turned off since, or never turned on by a create that was interrupted)."""
     spec = TableSpec(name=f"old-{uuid.uuid4().hex[:10]}")
     capacity: dict[str, Any] = {"BillingMode": "PAY_PER_REQUEST"}
     if provisioned:
@@ -84,6 +87,7 @@ def old_table(client: Any, *, provisioned: bool = False, **extra: Any) -> TableS
     client.get_waiter("table_exists").wait(
         TableName=spec.name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
     )
+    client.put_item(TableName=spec.name, Item=OLD_CHAIN)
     return spec
 
 
@@ -213,9 +217,6 @@ def test_upgrade_an_old_table_then_again(endpoint: str) -> None:
     client = _client(endpoint)
     spec = old_table(client)
     try:
-        client.put_item(  # a chain written before the upgrade survives it
-            TableName=spec.name, Item={"tagID": {"S": "before"}, "stamp": {"B": b"\x01"}}
-        )
         lines: list[str] = []
         assert upgrade_table(client, spec, progress=lines.append, timeout=WAIT) == OLD_PLAN
         assert [line for line in lines if not line.startswith("waiting")] == [
@@ -230,7 +231,7 @@ def test_upgrade_an_old_table_then_again(endpoint: str) -> None:
             == (before["table"]["GlobalSecondaryIndexes"])
         )
         item = client.get_item(TableName=spec.name, Key={"tagID": {"S": "before"}})["Item"]
-        assert item["stamp"] == {"B": b"\x01"}
+        assert item == OLD_CHAIN  # a chain written before the upgrade survives it
     finally:
         client.delete_table(TableName=spec.name)
 
@@ -309,13 +310,14 @@ def test_cli_upgrade_describe_and_create(endpoint: str) -> None:
         assert checked.stdout == f"table {spec.name} already exists, checked: key tagID (S)\n"
         assert checked.stderr.splitlines() == [
             f"warning: table {spec.name} needs: {c} (`xor-ack table upgrade` does it)"
-            for c in OLD_PLAN[1:]  # create turned TTL on
+            for c in OLD_PLAN  # create changed nothing, TTL included
         ]
+        assert _described(client, spec.name)["ttl"]["TimeToLiveStatus"] == "DISABLED"
         upgraded = run(*base, "table", "upgrade", "--timeout", str(WAIT))
         assert upgraded.exit_code == 0, upgraded.output
         assert upgraded.stdout.splitlines() == [
-            *(f"table {spec.name}: {c}: done" for c in OLD_PLAN[1:]),
-            f"table {spec.name} upgraded: 3 change(s)",
+            *(f"table {spec.name}: {c}: done" for c in OLD_PLAN),
+            f"table {spec.name} upgraded: 4 change(s)",
         ]
         again = run(*base, "table", "upgrade", "--timeout", str(WAIT))
         assert again.exit_code == 0, again.output

@@ -47,9 +47,10 @@ def table_create(
     """Create the table the clients expect (idempotent; TTL on expires_at).
 
     The table gets a stream (NEW_AND_OLD_IMAGES) and the two sparse inventory
-    indexes.  An existing table is checked: its key must be the partition key
-    (type S), and TTL is turned on if it is off; what it lacks (a table made by
-    an earlier release) is named, and `xor-ack table upgrade` adds it.  For
+    indexes.  An existing table is checked, never changed: its key must be the
+    partition key (type S), and it must look like a chains table; what it lacks
+    (a table made by an earlier release) is named, and `xor-ack table upgrade`
+    adds it.  For
     production, prefer the
     CloudFormation template infra/table.yaml (PITR, encryption, deletion
     protection, an IAM policy).
@@ -90,9 +91,10 @@ def table_upgrade(ctx: click.Context, timeout: float) -> None:
 
     One change at a time (DynamoDB builds one index at a time), waiting for each
     index to be ACTIVE.  Idempotent: an up-to-date table is left as it is, and an
-    interrupted upgrade resumes.  A table whose stream has another view type is
-    refused, with nothing changed.  Chains written before the upgrade are not in
-    the inventory (they carry no index keys); they expire by their TTL.
+    interrupted upgrade resumes.  A table whose stream has another view type, or
+    that does not look like a chains table, is refused, with nothing changed.
+    Chains written before the upgrade are not in the inventory (they carry no
+    index keys); they expire by their TTL.
 
     \b
     Example:

@@ -35,6 +35,8 @@ from .item import (
     INVENTORY_SHARDS,
     OPEN_INDEX,
     OPEN_SHARD,
+    STAMP,
+    VERSION,
 )
 
 # The inventory's index names and its number of shards are public here, for readers of
@@ -52,6 +54,7 @@ __all__ = [
     "TableInfo",
     "TableMismatch",
     "TableSpec",
+    "check_chains_table",
     "check_deletable",
     "create_table",
     "delete_table",
@@ -141,9 +144,9 @@ class TableSpec:
         return [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
 
     def attribute_definitions(self) -> list[dict[str, str]]:
-        index_keys = sorted({name for keys in INDEXES.values() for name in keys})
+        indexed = sorted({name for keys in INDEXES.values() for name in keys})
         return [{"AttributeName": self.partition_key, "AttributeType": KEY_TYPE}] + [
-            {"AttributeName": name, "AttributeType": "N"} for name in index_keys
+            {"AttributeName": name, "AttributeType": "N"} for name in indexed
         ]
 
     def index_request(self, name: str) -> dict[str, Any]:
@@ -203,8 +206,8 @@ class TableSpec:
             found = ", ".join(f"{k['AttributeName']} ({k['KeyType']})" for k in key) or "none"
             raise TableMismatch(
                 f"table {self.name} has key {found}, expected {self.partition_key} (HASH) only: "
-                "pass the table's partition key (--partition-key / partition_key=...) "
-                "or use another table"
+                "name the chains table (--table / table=...); only a chains table made with "
+                "another partition key is used with that key (--partition-key / partition_key=...)"
             )
         if types.get(self.partition_key) != KEY_TYPE:
             raise TableMismatch(
@@ -304,9 +307,10 @@ def create_table(
 ) -> bool:
     """Create the table (and enable TTL on ``expires_at``) with a boto3 client.
 
-    Idempotent: an existing table is checked against ``spec`` (``TableMismatch``
-    when its key differs) and gets TTL turned on if it lacks it.  Returns True
-    when the table was created, False when it already existed.
+    Idempotent: an existing table is checked, never changed: ``TableMismatch`` when
+    its key differs, ``NotAChainsTable`` when nothing shows it holds chains
+    (``check_chains_table``).  What an older chains table lacks is ``upgrade_table``'s
+    to add.  Returns True when the table was created, False when it already existed.
     """
     created = True
     try:
@@ -315,10 +319,14 @@ def create_table(
         if error_code(exc) != "ResourceInUseException":
             raise
         created = False
-        spec.check(client.describe_table(TableName=spec.name)["Table"])
+        table = client.describe_table(TableName=spec.name)["Table"]
+        spec.check(table)
+        ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
+        check_chains_table(client, table, ttl)
     if wait:
         wait_active(client, spec.name, timeout=timeout)
-    enable_ttl(client, spec.name)
+    if created:
+        enable_ttl(client, spec.name)
     return created
 
 
@@ -343,7 +351,8 @@ def enable_ttl(client: DynamoDBClient, table: str) -> None:
     )
 
 
-def _index_keys(index: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def index_keys(index: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """An index's (HASH, RANGE) attribute names, from a ``DescribeTable`` result."""
     keys = {k["KeyType"]: k["AttributeName"] for k in index.get("KeySchema", [])}
     return keys.get("HASH"), keys.get("RANGE")
 
@@ -369,7 +378,7 @@ def inventory_indexes(table: Mapping[str, Any]) -> list[str]:
     return [
         str(index["IndexName"])
         for index in table.get("GlobalSecondaryIndexes") or []
-        if INDEXES.get(index.get("IndexName", "")) == _index_keys(index)
+        if INDEXES.get(index.get("IndexName", "")) == index_keys(index)
         and (index.get("Projection") or {}).get("ProjectionType") == "KEYS_ONLY"
     ]
 
@@ -392,6 +401,50 @@ def check_deletable(table: Mapping[str, Any]) -> None:
         f"by an earlier release: run `xor-ack --table {name} table upgrade` first. Any other "
         f"table: delete it yourself if you mean to (aws dynamodb delete-table --table-name "
         f"{name})"
+    )
+
+
+#: How many items ``check_chains_table`` reads of a table without an inventory index.
+SAMPLE = 10
+
+
+def _is_chain(item: Mapping[str, Any]) -> bool:
+    """Whether a raw item has the two attributes every release's chain item has."""
+    return set(item.get(STAMP) or {}) == {"B"} and set(item.get(VERSION) or {}) == {"N"}
+
+
+def check_chains_table(client: Any, table: Mapping[str, Any], ttl: Mapping[str, Any]) -> None:
+    """Raise ``NotAChainsTable`` unless an existing table shows it holds chains.
+
+    ``table`` and ``ttl`` are ``DescribeTable`` and ``DescribeTimeToLive`` results.  Shown by
+    the key ``TableSpec`` makes and: an inventory index on its keys (a table made or
+    upgraded since the inventory); else up to ``SAMPLE`` items read (``dynamodb:Scan``)
+    that are all chains; else, with no item, TTL on ``expires_at``, which every release
+    turned on at creation.  Called before anything changes an existing table.
+    """
+    name = str(table.get("TableName", "?"))
+    why = _own_key(table)
+    if why is None and inventory_indexes(table):
+        return
+    if why is None:
+        items = client.scan(TableName=name, Limit=SAMPLE).get("Items", [])
+        strangers = [item for item in items if not _is_chain(item)]
+        ttl_on = ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
+        if (items and not strangers) or (
+            not items and ttl_on and ttl.get("AttributeName") == TTL_ATTRIBUTE
+        ):
+            return
+        why = "no inventory index, and " + (
+            f"items that are not chains (no binary {STAMP} and number {VERSION})"
+            if strangers
+            else f"no item and no TTL on {TTL_ATTRIBUTE}"
+        )
+    raise NotAChainsTable(
+        f"table {name} does not look like a chains table ({why}); nothing was changed: the "
+        "tooling changes only tables it made. Name the chains table (--table / table=...). A "
+        f"chains table an earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} "
+        f"(aws dynamodb update-time-to-live --table-name {name} --time-to-live-specification "
+        f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again"
     )
 
 

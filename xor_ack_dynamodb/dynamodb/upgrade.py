@@ -6,7 +6,8 @@ inventory index.  ``upgrade_table`` adds what is missing, one ``UpdateTable`` pe
 new index to be ACTIVE before the next.  What to change is decided by ``plan_upgrade`` from
 one ``DescribeTable`` and one ``DescribeTimeToLive``, before anything is changed: a table
 it cannot upgrade (another key, another TTL attribute, an index of that name on other keys,
-a stream of another view type) is refused with nothing changed.  Run twice, the second run
+a stream of another view type), or one that does not show it holds chains (a user's
+table: ``check_chains_table``), is refused with nothing changed.  Run twice, the second run
 changes nothing; an upgrade interrupted while an index was being built resumes where it
 stopped.
 
@@ -29,6 +30,8 @@ from .table import (
     BillingMode,
     TableMismatch,
     TableSpec,
+    check_chains_table,
+    index_keys,
 )
 
 ChangeKind = Literal["ttl", "stream", "index"]
@@ -52,11 +55,6 @@ class Change:
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TableDescriptionTypeDef
-
-
-def _index_keys(index: dict[str, Any]) -> tuple[str | None, str | None]:
-    keys = {k["KeyType"]: k["AttributeName"] for k in index.get("KeySchema", [])}
-    return keys.get("HASH"), keys.get("RANGE")
 
 
 def plan_upgrade(spec: TableSpec, table: Mapping[str, Any], ttl: Mapping[str, Any]) -> list[Change]:
@@ -103,9 +101,9 @@ def plan_upgrade(spec: TableSpec, table: Mapping[str, Any], ttl: Mapping[str, An
         found = existing.get(index)
         if found is None:
             changes.append(Change("index", index))
-        elif _index_keys(found) != keys:
+        elif index_keys(found) != keys:
             raise TableMismatch(
-                f"table {name} has an index {index} on {_index_keys(found)}, expected "
+                f"table {name} has an index {index} on {index_keys(found)}, expected "
                 f"{keys}: delete that index or use another table"
             )
     return changes
@@ -168,7 +166,9 @@ def upgrade_table(
     ``timeout`` seconds per index, for the table and each index to be ACTIVE before the
     next change (``UpgradeTimeout`` otherwise: run it again to resume).  ``progress`` is
     called with a line before each change and each wait.  Needs ``dynamodb:DescribeTable``,
-    ``DescribeTimeToLive``, ``UpdateTable`` and ``UpdateTimeToLive``.
+    ``DescribeTimeToLive``, ``UpdateTable`` and ``UpdateTimeToLive`` (and ``Scan`` on a
+    table without an inventory index).  A table that does not show it holds chains is
+    refused with nothing changed (``NotAChainsTable``: ``check_chains_table``).
     """
     say = progress or (lambda line: None)
     made: list[Change] = []
@@ -178,6 +178,8 @@ def upgrade_table(
         changes = plan_upgrade(spec, table, ttl)
         if not changes:
             return made
+        if not made:
+            check_chains_table(client, table, ttl)  # before the first change
         change = changes[0]
         say(f"{change}")
         _apply(client, spec, table, change)
