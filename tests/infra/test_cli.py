@@ -259,6 +259,33 @@ def test_local_start_status_stop(run_dir: Path) -> None:
     assert both.exit_code == 2 and "exclude each other" in both.output
 
 
+def test_local_start_whose_table_is_refused_leaves_no_server_running(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """A --data-dir keeps a table of key tagID; asked for key `other`, the start is refused
+    and the server it started is stopped: no export line, and nothing left to stop."""
+    data = str(tmp_path / "data")
+    table = _table()
+    start = ("--table", table, "local", "start", "--backend", "dynamodb-local", "--data-dir", data)
+    first = run(*start, "--create-table")
+    assert first.exit_code == 0, first.output
+    assert run("local", "stop").exit_code == 0
+    refused = run("--partition-key", "other", *start, "--create-table")
+    assert refused.exit_code == 1, refused.output
+    assert refused.stdout == ""
+    down = run("local", "status")
+    assert down.exit_code == NOT_RUNNING, down.output
+    assert refused.stderr.splitlines()[-2:] == [
+        "stopped the DynamoDB Local: the table step failed",
+        f"error: TableMismatch: table {table} has key tagID (HASH), expected other (HASH) only: "
+        "name the chains table (--table / table=...); only a chains table made with another "
+        "partition key is used with that key (--partition-key / partition_key=...)",
+    ]
+    again = run(*start, "--create-table")  # the data dir is free again, the table as it was
+    assert again.exit_code == 0, again.output
+    assert f"table {table} ready" in again.stderr
+
+
 def test_console_script_entry_point() -> None:
     out = subprocess.run(
         [sys.executable, "-c", "from xor_ack_dynamodb.cli import main; main()", "--version"],

@@ -55,7 +55,9 @@ def local_start(
     Stdout is one line, `export AWS_ENDPOINT_URL_DYNAMODB=...`, so that
     `eval "$(xor-ack local start)"` points this shell (and the clients,
     boto3 and the AWS CLI) at it.  The rest goes to stderr.  A --port that
-    is taken is refused (exit 1), and nothing is started.
+    is taken is refused (exit 1), and nothing is started.  A table that
+    --create-table cannot create (a --data-dir may keep one of another key)
+    is refused too (exit 1), and the server started for it is stopped again.
 
     \b
     Example:
@@ -63,6 +65,8 @@ def local_start(
     """
     if in_memory and data_dir is not None:
         raise click.UsageError("--in-memory and --data-dir exclude each other")
+    settings = _settings(ctx)
+    spec = settings.spec() if with_table else None  # a bad one: refused before starting
     state = start_detached(backend=backend, port=port, data_dir=data_dir, startup_timeout=timeout)
     where = f"data in {state.data_dir}" if state.data_dir else "in memory"
     click.echo(
@@ -70,11 +74,16 @@ def local_start(
         "stop it with `xor-ack local stop`",
         err=True,
     )
-    if with_table:
-        settings = _settings(ctx)
-        spec = settings.spec()
+    if spec is not None:
         at_local = Settings(state.endpoint_url, settings.region, spec.name, spec.partition_key)
-        create_table(at_local.client(), spec)
+        try:
+            create_table(at_local.client(), spec)
+        except BaseException:
+            # a refused table (kept in --data-dir) leaves no server running: the caller
+            # gets no export line to point a shell at it, nor a reason to stop it
+            stop_detached()
+            click.echo(f"stopped the {_kind_name(state)}: the table step failed", err=True)
+            raise
         click.echo(
             f"table {spec.name} ready (key {spec.partition_key}, TTL on {TTL_ATTRIBUTE})", err=True
         )
