@@ -106,7 +106,7 @@ def test_the_staged_hash_lanes_are_written_without_a_dictionary(
         keep_staging=True,
     )
     assert job.run().ok
-    files = sorted(Path(job.rows_root.removeprefix("file:")).glob("round=1/**/part-*.parquet"))
+    files = sorted(Path(job.rows_root.removeprefix("file:")).glob("_xa_round=1/**/part-*.parquet"))
     assert files
     for file in files:
         meta = pq.ParquetFile(file).metadata

@@ -45,6 +45,11 @@ class OutputNotOurs(Refused):
         self.extra = extra
 
 
+class ReservedColumn(Refused):
+    """A column of the schema is named as the library's own (``_xa_...``): the run is
+    refused before any chain is written; rename that column."""
+
+
 class RelativePath(Refused):
     """A relative path given over Spark Connect: the server would resolve it in its own
     working directory, not the client's; give an absolute path or a URI."""

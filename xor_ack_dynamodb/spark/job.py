@@ -6,7 +6,7 @@ Round ``k`` takes the inputs still pending, each under a new chain
 1. the driver creates every chain of the round (stamp ``F``);
 2. one Spark job: the user's function per input (``mapInArrow`` over each
    task's inputs, sorted by input; stamp ``F ^ D``), a shuffle into
-   ``partitions`` tasks, the rows written to ``STAGING/rows/round=k`` by
+   ``partitions`` tasks, the rows written to ``STAGING/rows/_xa_round=k`` by
    Spark's committer;
 3. the commit check over what was committed (``check``): per input, the sum of
    the hashes its rows carry (computed where each row was produced); the
@@ -48,7 +48,7 @@ from .isolation import Isolation, incurable, returned, task_of
 from .job_spec import JobSpec
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
-from .ledger import AckedLedger
+from .ledger import AckedLedger, refuse_reserved, rows_dir
 from .paging import Page, ahead, pages, sorted_keys
 from .plan import file_tag
 from .report import InputResult, TrackedReport
@@ -74,6 +74,7 @@ class TrackedJob:
         self.committed = False
         self.out_struct = spark.createDataFrame([], spec.schema).schema
         self.columns = tuple(f.name for f in self.out_struct.fields)
+        refuse_reserved(self.columns)
         self.keyed = Keyed(self.run_id)
         self.report = TrackedReport(
             self.run_id, spec.sink.target, spec.tracker is not None, report_path=spec.report_path
@@ -212,10 +213,10 @@ class TrackedJob:
             [(k, i, tag, created.get(tag)) for k, i, tag in zip(keys, pending, tags, strict=True)],
             KEYS_DDL,
         )
-        rows_dir = f"{self.rows_root}/round={round_}/page={page.number:06d}"
+        staged = rows_dir(self.rows_root, round_, page.number)
         t = time.monotonic()
         error = self.jobs.run(
-            lambda: self._produce(spec, keys_df).write.options(**STAGED_PARQUET).parquet(rows_dir),
+            lambda: self._produce(spec, keys_df).write.options(**STAGED_PARQUET).parquet(staged),
             deadline,
         )
         summary.add_seconds("produce", time.monotonic() - t)
@@ -227,7 +228,7 @@ class TrackedJob:
         if error is None:
             t = time.monotonic()
             sums: dict[int, int] = {}
-            error = self.jobs.run(lambda: sums.update(self._check(rows_dir)), deadline)
+            error = self.jobs.run(lambda: sums.update(self._check(staged)), deadline)
             if error is None:  # each C: one write on the chain as read after the job
                 by_tag = {tag: sums.get(i, 0) for i, tag in zip(pending, tags, strict=True)}
                 states = self.chains.commit(self.run_id, by_tag)

@@ -1,8 +1,11 @@
 """Which round acked each input, kept beside the staged rows instead of on the driver.
 
 After each page, its acked ``(round, input id)`` pairs are written as one small
-Parquet file under ``ROWS/_acked/page=N`` (the rows root is never read whole
-with it: names starting with ``_`` are not data to Spark's readers).  A local
+Parquet file under ``ROWS/_acked/_xa_page=N`` (the rows root is never read whole
+with it: names starting with ``_`` and holding no ``=`` are not data to Spark's
+readers).  A round's staged rows are in ``ROWS/_xa_round=K/_xa_page=P``: folder
+names Spark reads back as columns, so they are the library's own (``_xa_``), which
+no user column may take (:func:`refuse_reserved`).  A local
 rows root is written by the driver with pyarrow; a Hadoop URI, or any folder
 over Spark Connect (the client shares no disk with the server), by a Spark job.
 At the end, the output is the staged rows of those pairs only (a join), read
@@ -14,12 +17,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .errors import ReservedColumn
 from .paths import is_remote, local_path
 from .stages import ID, STAGED_DDL
 
 #: Where a run's acked pairs go, under its rows root.
 ACKED = "_acked"
-PAIRS_DDL = f"round int, {ID} int"
+#: The staged rows' folder names, read back by Spark as columns (partition discovery).
+ROUND = "_xa_round"
+PAGE = "_xa_page"
+PAIRS_DDL = f"{ROUND} int, {ID} int"
+#: What starts the name of every column the library adds to the user's rows.
+RESERVED = "_xa_"
+
+
+def rows_dir(rows_root: str, round_: int, page: int) -> str:
+    """Where round ``round_`` of page ``page`` stages its rows."""
+    return f"{rows_root}/{ROUND}={round_}/{PAGE}={page:06d}"
+
+
+def refuse_reserved(columns: Sequence[str]) -> None:
+    """Refuse an output column named as the library's own (``_xa_...``, any case)."""
+    taken = [name for name in columns if name.lower().startswith(RESERVED)]
+    if taken:
+        raise ReservedColumn(
+            f"the schema's column {taken[0]!r} starts with {RESERVED!r}, which the library "
+            "keeps for the columns it adds to the staged rows: rename it in the schema and in "
+            "the rows your function returns"
+        )
 
 
 class AckedLedger:
@@ -37,7 +62,7 @@ class AckedLedger:
         if not pairs:
             return
         self.pairs += len(pairs)
-        folder = f"{self.folder}/page={page:06d}"
+        folder = f"{self.folder}/{PAGE}={page:06d}"
         if self.by_spark or is_remote(folder):
             frame = self.spark.createDataFrame(list(pairs), PAIRS_DDL)
             frame.coalesce(1).write.mode("overwrite").parquet(folder)
@@ -48,7 +73,7 @@ class AckedLedger:
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
         rounds, ids = zip(*pairs, strict=True)
-        table = pa.table({"round": pa.array(rounds, pa.int32()), ID: pa.array(ids, pa.int32())})
+        table = pa.table({ROUND: pa.array(rounds, pa.int32()), ID: pa.array(ids, pa.int32())})
         path = local_path(folder)
         os.makedirs(path, exist_ok=True)
         pq.write_table(table, os.path.join(path, "part-0.parquet"))
@@ -57,8 +82,7 @@ class AckedLedger:
         """The staged rows of every input's acked round, as the output's ``columns``."""
         if not self.pairs:
             return self.spark.createDataFrame([], schema)
-        staged = self.spark.read.schema(f"{schema}, {STAGED_DDL}, round int").parquet(
-            self.rows_root
-        )
-        pairs = self.spark.read.schema(PAIRS_DDL).parquet(self.folder)
-        return staged.join(pairs, ["round", ID]).select(*columns)
+        staged_ddl = f"{schema}, {STAGED_DDL}, {ROUND} int, {PAGE} int"
+        staged = self.spark.read.schema(staged_ddl).parquet(self.rows_root)
+        pairs = self.spark.read.schema(f"{PAIRS_DDL}, {PAGE} int").parquet(self.folder)
+        return staged.join(pairs.select(ROUND, ID), [ROUND, ID]).select(*columns)
