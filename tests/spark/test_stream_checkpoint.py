@@ -8,6 +8,7 @@ run that stopped after its rename, or before it, is read right by the next one.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -72,6 +73,57 @@ def test_checkpoint_lost_between_batches_no_input_twice_none_skipped(
     for folder in sorted(out.glob("batch=*")):
         total.update(read_counts(folder))
     assert total == independent_count(inbox)  # every word once: no file twice, none skipped
+
+
+def test_a_batch_run_again_under_a_fixed_run_id_processes_what_it_never_committed(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql import functions as F
+
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    for age, (name, text) in enumerate([("a.txt", "one two\n"), ("b.txt", "three four\n")]):
+        (inbox / name).write_text(text)
+        os.utime(inbox / name, (1_000_000 + age, 1_000_000 + age))  # a's batch, then b's
+    commit = StreamMarks.before_commit
+    died: list[str] = []
+
+    def dies_once_before_b_is_renamed(self: StreamMarks, report: TrackedReport) -> None:
+        if not died and any(e.key.endswith("b.txt") for e in report.endings()):
+            died.append("b")
+            raise RuntimeError("the driver died before the rename")
+        commit(self, report)
+
+    monkeypatch.setattr(StreamMarks, "before_commit", dies_once_before_b_is_renamed)
+
+    def start() -> Any:
+        stream = (
+            local_spark.readStream.option("maxFilesPerTrigger", 1)
+            .text(str(inbox))
+            .select("value", F.col("_metadata.file_path").alias("file"))
+        )
+        return track_stream(
+            stream,
+            count_file,
+            SCHEMA,
+            Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+            key="file",
+            checkpoint=str(tmp_path / "checkpoint"),
+            available_now=True,
+            table=chains_env,
+            run_id="nightly",
+        )
+
+    with pytest.raises(Exception, match="the driver died before the rename"):
+        start().awaitTermination(240)
+    again = start()  # Spark runs b's batch again: the checkpoint has no commit log for it
+    again.awaitTermination(240)
+    assert died and again.exception() is None
+    total: Counter[str] = Counter()
+    for folder in sorted(out.glob("batch=*")):
+        total.update(read_counts(folder))
+    assert total == independent_count(inbox)  # b once, not skipped as committed
+    assert all("-nightly-" in folder.name for folder in out.glob("batch=*"))
 
 
 @pytest.fixture

@@ -36,6 +36,13 @@ def batch_path(output: str, batch_id: int) -> str:
     return f"{output.rstrip('/')}/batch={batch_id:06d}"
 
 
+def batch_run_id(given: str | None) -> str:
+    """A new id for each run of a micro-batch (``run_id=`` given: its prefix): a live mark
+    names its run, which committed only if a folder of that very run is in the output."""
+    fresh = uuid.uuid4().hex[:12]
+    return f"{given}-{fresh}" if given else fresh
+
+
 def track_stream(
     stream: Any,
     process: Process,
@@ -56,6 +63,7 @@ def track_stream(
     and stops (``query.awaitTermination()``).  ``name``: the stream's name in the
     chains' table (default: from the output's path, so the same after a restart);
     ``retention``: seconds it remembers an input it committed (default 30 days).
+    A ``run_id`` option is the prefix of each micro-batch run's id, new for every run.
     """
     from .tracking import tracked_job
 
@@ -72,7 +80,7 @@ def track_stream(
         spark = frame.sparkSession
         settings = dict(options)
         marks = None
-        run_id = settings.pop("run_id", None) or uuid.uuid4().hex[:12]
+        run_id = batch_run_id(settings.pop("run_id", None))
         if settings.get("tracking", True):
             tracker = settings.pop("tracker", None) or chains_config(
                 spark,
