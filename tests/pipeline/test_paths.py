@@ -170,6 +170,43 @@ def test_output_is_replaced_only_when_it_is_all_ours(tmp_path: Path) -> None:
         judge_output(str(other), local_listing(str(other)), True)
 
 
+def test_a_file_put_inside_a_folder_of_our_output_stops_overwrite(tmp_path: Path) -> None:
+    ours = tmp_path / "ours"
+    (ours / "j=1").mkdir(parents=True)
+    (ours / "j=1" / "part-0.csv").write_text("x")
+    (ours / "j=1" / ".part-0.csv.crc").write_text("x")
+    written = ["j=1/", "j=1/part-0.csv", "j=1/.part-0.csv.crc"]
+    (ours / MANIFEST).write_text(manifest_text("run", "", written))
+    listing = local_listing(str(ours), tree=True)
+    assert judge_output(str(ours), listing, True) is OutputAction.REPLACE_OURS
+    (ours / "j=1" / "notes.txt").write_text("the user's")
+    (ours / "j=1" / "mine").mkdir()
+    with pytest.raises(OutputNotOurs, match=r"j=1/mine/.*j=1/notes\.txt") as refused:
+        judge_output(str(ours), local_listing(str(ours), tree=True), True)
+    assert refused.value.extra == ("j=1/mine/", "j=1/notes.txt")
+
+
+def test_a_manifest_naming_top_level_entries_only_proves_a_folder_without_folders(
+    tmp_path: Path,
+) -> None:
+    def former(names: list[str]) -> str:  # an earlier version's manifest: format 2
+        return json.dumps({"package": "xor-ack-dynamodb", "format": 2, "files": names})
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "part-0.csv").write_text("x")
+    (flat / MANIFEST).write_text(former(["part-0.csv", MANIFEST]))
+    listing = local_listing(str(flat), tree=True)
+    assert judge_output(str(flat), listing, True) is OutputAction.REPLACE_OURS
+    nested = tmp_path / "nested"
+    (nested / "j=1").mkdir(parents=True)
+    (nested / "j=1" / "part-0.csv").write_text("x")
+    (nested / MANIFEST).write_text(former(["j=1", MANIFEST]))
+    with pytest.raises(OutputNotOurs, match="names only its top-level entries") as refused:
+        judge_output(str(nested), local_listing(str(nested), tree=True), True)
+    assert refused.value.extra == ("j=1/part-0.csv",)
+
+
 def test_the_report_is_replaced_only_when_it_is_ours(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     check_report(report, False)

@@ -23,7 +23,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark import cloudpickle
 
-from xor_ack_dynamodb.spark import Incurable, InputRejected, Sink, TrackerConfig, track
+from xor_ack_dynamodb.spark import (
+    Incurable,
+    InputRejected,
+    OutputNotOurs,
+    Sink,
+    TrackerConfig,
+    track,
+)
 
 from .jobs.broken_workers import KEYS
 from .servers import ROOT, server_env
@@ -105,6 +112,22 @@ def test_a_folder_is_replaced_only_by_a_complete_output_unless_partial_is_asked(
     assert keys_in(out) == [k for k in KEYS if k != "in-2"]
     assert not (out / "_SUCCESS").exists()
     assert manifest(out)["complete"] is False and manifest(out)["acked"] == 5
+
+
+def test_overwrite_keeps_an_output_with_a_file_put_inside_one_of_its_partition_folders(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run = {"keys": KEYS, "tracker": tracker}
+    first = track(local_spark, good, SCHEMA, Sink(str(out), partition_by=("j",)), **run)
+    assert first.ok
+    again = Sink(str(out), partition_by=("j",), overwrite=True)
+    assert track(local_spark, good, SCHEMA, again, **run).output_state == "complete"
+    (out / "j=1" / "my-notes.txt").write_text("the user's own file")
+    before = snapshot(out)
+    with pytest.raises(OutputNotOurs, match=r"j=1/my-notes\.txt"):
+        track(local_spark, good, SCHEMA, again, **run)
+    assert snapshot(out) == before
 
 
 def test_a_table_gets_each_input_once_and_only_from_a_complete_run_unless_partial(

@@ -257,6 +257,6 @@ def _check_before_spark(
     if report is not None:
         check_report(report, overwrite)
     if not is_remote(output):
-        judge_output(output, local_listing(output), overwrite)
+        judge_output(output, local_listing(output, tree=True), overwrite)
     if not is_remote(input_path):
         list_local(input_path)

@@ -90,11 +90,13 @@ class FolderTarget:
 
     def check(self) -> None:
         """Refuse before anything is read or written (``paths.judge_output``)."""
-        judge_output(self.path, self.files.listing(self.output), self.sink.overwrite)
+        judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
 
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
         """Write ``rows`` into the output as the rules allow (see the module docstring)."""
-        action = judge_output(self.path, self.files.listing(self.output), self.sink.overwrite)
+        action = judge_output(
+            self.path, self.files.listing(self.output, tree=True), self.sink.overwrite
+        )
         if not counts.complete and not self.sink.partial and action is OutputAction.REPLACE_OURS:
             return "kept"
         staged = f"{self.staging}/output"
@@ -102,8 +104,8 @@ class FolderTarget:
         if not counts.complete:  # Spark's marker says "a complete result": not this one
             for name in (SUCCESS, f".{SUCCESS}.crc"):
                 self.files.delete(f"{staged}/{name}")
-        listing = self.files.listing(staged)
-        names = listing.names if listing is not None else ()
+        listing = self.files.listing(staged, tree=True)
+        names = listing.tree if listing is not None else ()
         text = manifest_text(
             run_id,
             "",
@@ -121,7 +123,9 @@ class FolderTarget:
 
         Raises, with the output as it was, if the new one could not be put in place.
         """
-        action = judge_output(self.path, self.files.listing(self.output), self.sink.overwrite)
+        action = judge_output(
+            self.path, self.files.listing(self.output, tree=True), self.sink.overwrite
+        )
         if action is OutputAction.REPLACE_EMPTY:
             self.files.remove_empty_folder(self.output)
         elif action is OutputAction.REPLACE_OURS:

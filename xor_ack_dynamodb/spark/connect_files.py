@@ -78,20 +78,23 @@ class ServerFiles:
             ) from exc
         return str(row[0]["r"])
 
-    def listing(self, target: str) -> Listing | None:
-        answer = self._call("list", target, MANIFEST)
+    def listing(self, target: str, tree: bool = False) -> Listing | None:
+        answer = self._call("tree" if tree else "list", target, MANIFEST)
         if answer == "absent":
             return None
         if answer == "file":
             return Listing(is_dir=False)
         names: list[str] = []
+        entries: list[str] = []
         text: str | None = None
         for part in answer.split(SEP)[1:]:
             if part.startswith("n:"):
                 names.append(part[2:])
+            elif part.startswith("r:"):
+                entries.append(part[2:])
             elif part.startswith("t:"):
                 text = part[2:]
-        return Listing(is_dir=True, names=tuple(names), manifest=text)
+        return Listing(is_dir=True, names=tuple(names), manifest=text, tree=tuple(sorted(entries)))
 
     def write_text(self, target: str, text: str) -> None:
         self._call("write", target, text)

@@ -59,15 +59,16 @@ class Files:
             self._server = ServerFiles(self.spark)
         return self._server
 
-    def listing(self, target: str) -> Listing | None:
+    def listing(self, target: str, tree: bool = False) -> Listing | None:
+        """What is at ``target``; ``tree``: with every entry at any depth (``Listing.tree``)."""
         via = self._via(target)
         if via == "server":
-            found: Listing | None = self.server.listing(target)
+            found: Listing | None = self.server.listing(target, tree)
             return found
         if via == "jvm":
-            found = _hadoop().listing(self.spark, target)
+            found = _hadoop().listing(self.spark, target, tree)
             return found
-        return local_listing(target)
+        return local_listing(target, tree)
 
     def write_text(self, target: str, text: str) -> None:
         via = self._via(target)

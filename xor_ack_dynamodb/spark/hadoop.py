@@ -27,7 +27,7 @@ def delete_path(spark: SparkSession, target: str) -> None:
         fs.delete(path, True)
 
 
-def listing(spark: SparkSession, target: str) -> Listing | None:
+def listing(spark: SparkSession, target: str, tree: bool = False) -> Listing | None:
     """What is at ``target`` (:class:`.paths.Listing`), None if nothing."""
     fs, path = _fs(spark, target)
     if not fs.exists(path):
@@ -36,7 +36,21 @@ def listing(spark: SparkSession, target: str) -> Listing | None:
         return Listing(is_dir=False)
     names = tuple(sorted(status.getPath().getName() for status in fs.listStatus(path)))
     manifest = read_text(spark, f"{target.rstrip('/')}/{MANIFEST}") if MANIFEST in names else None
-    return Listing(is_dir=True, names=names, manifest=manifest)
+    found = tuple(sorted(_tree(fs, path, ""))) if tree else ()
+    return Listing(is_dir=True, names=names, manifest=manifest, tree=found)
+
+
+def _tree(fs: Any, path: Any, prefix: str) -> list[str]:
+    """Every entry under ``path``, relative, a folder's ending in ``/``."""
+    found: list[str] = []
+    for status in fs.listStatus(path):
+        name = prefix + status.getPath().getName()
+        if status.isDirectory():
+            found.append(name + "/")
+            found += _tree(fs, status.getPath(), name + "/")
+        else:
+            found.append(name)
+    return found
 
 
 def read_text(spark: SparkSession, target: str) -> str | None:

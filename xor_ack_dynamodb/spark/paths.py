@@ -7,7 +7,7 @@ Every decision about the user's folders is made here, once:
   local relative path;
 - an existing output is replaced only with ``Sink(overwrite=True)``, and only when
   it is a folder this library wrote: it holds our manifest and nothing the manifest
-  does not name (:func:`judge_output`);
+  does not name, at any depth (:func:`judge_output`);
 - the local listing of INPUT: hidden names skipped, folders recursed, symbolic
   links followed, what cannot be read reported (:func:`list_local`).
 """
@@ -108,15 +108,26 @@ class OutputAction(Enum):
 
 @dataclass(frozen=True)
 class Listing:
-    """What is at OUTPUT: a folder (its entry names, our manifest's text if any) or a file."""
+    """What is at OUTPUT: a folder (its entry names, our manifest's text if any) or a file.
+
+    ``tree`` (when asked for): every entry under the folder, at any depth, as a path
+    relative to it, a folder's ending in ``/`` (``j=1/``, ``j=1/part-0.parquet``).
+    """
 
     is_dir: bool
     names: tuple[str, ...] = ()
     manifest: str | None = None
+    tree: tuple[str, ...] = ()
 
 
-def _crc(name: str) -> str:
-    return f".{name}.crc"  # Hadoop's local file system writes a checksum file beside each
+#: The manifest's ``format`` from which ``files`` names every entry at any depth (a tree);
+#: before, only the top-level ones (a folder's contents cannot be told apart).
+TREE_FORMAT = 3
+
+
+def _crc(entry: str) -> str:
+    folder, _, name = entry.rpartition("/")  # Hadoop's local file system writes a checksum
+    return f"{folder}/.{name}.crc" if folder else f".{name}.crc"  # file beside each file
 
 
 def judge_output(output: str, listing: Listing | None, overwrite: bool) -> OutputAction:
@@ -146,7 +157,19 @@ def judge_output(output: str, listing: Listing | None, overwrite: bool) -> Outpu
         )
     allowed = {*files, MANIFEST}
     allowed |= {_crc(name) for name in list(allowed)}
-    extra = sorted(set(listing.names) - allowed)
+    if not is_tree(listing.manifest):  # names its top-level entries only
+        inside = [entry for entry in listing.tree if "/" in entry.rstrip("/")]
+        if inside:
+            raise OutputNotOurs(
+                f"output {output} was written by an earlier version of {PACKAGE}, whose "
+                f"{MANIFEST} names only its top-level entries, so it cannot tell whether "
+                f"the {len(inside)} entries inside its folders ({shown(inside)}) are its "
+                "own, and Sink(overwrite=True) does not replace it: check them and remove "
+                "the folder yourself, or choose another folder",
+                output,
+                tuple(inside),
+            )
+    extra = sorted(set(listing.tree or listing.names) - allowed)
     if extra:
         raise OutputNotOurs(
             f"output {output} holds {len(extra)} entries {PACKAGE} did not write "
@@ -175,6 +198,13 @@ def manifest_files(text: str | None) -> list[str] | None:
     return files
 
 
+def is_tree(text: str | None) -> bool:
+    """A manifest whose ``files`` name every entry at any depth (``TREE_FORMAT``)."""
+    data = manifest(text) or {}
+    version = data.get("format")
+    return isinstance(version, int) and version >= TREE_FORMAT
+
+
 def manifest(text: str | None) -> dict[str, Any] | None:
     """A manifest this library (or the word count before it) wrote, parsed; else None."""
     if text is None:
@@ -199,7 +229,8 @@ def manifest_text(
     inputs: int | None = None,
     acked: int | None = None,
 ) -> str:
-    """The manifest naming every entry the job wrote into OUTPUT (itself included).
+    """The manifest naming every entry the job wrote into OUTPUT (itself included):
+    ``names``, the output's :attr:`Listing.tree` (relative paths, folders ending in ``/``).
 
     ``complete``: every input acked (a partial output says ``false``, and has no
     ``_SUCCESS``); ``inputs``/``acked``: how many there were, and how many are in it.
@@ -208,7 +239,7 @@ def manifest_text(
     body: dict[str, Any] = {
         "package": PACKAGE,
         "version": package_version(),
-        "format": 2,
+        "format": TREE_FORMAT,
         "run_id": run_id,
         "complete": complete,
     }
@@ -222,8 +253,9 @@ def manifest_text(
     return json.dumps(body, indent=2, ensure_ascii=True) + "\n"
 
 
-def local_listing(output: str) -> Listing | None:
-    """:class:`Listing` of a local OUTPUT (None if nothing is there)."""
+def local_listing(output: str, tree: bool = False) -> Listing | None:
+    """:class:`Listing` of a local OUTPUT (None if nothing is there); ``tree``: with
+    every entry at any depth (symbolic links not followed)."""
     path = local_path(output)
     if not os.path.lexists(path):
         return None
@@ -234,7 +266,24 @@ def local_listing(output: str) -> Listing | None:
     if MANIFEST in names:
         with contextlib.suppress(OSError, UnicodeDecodeError):
             manifest = Path(path, MANIFEST).read_text(encoding="utf-8")
-    return Listing(is_dir=True, names=names, manifest=manifest)
+    return Listing(
+        is_dir=True, names=names, manifest=manifest, tree=_local_tree(path) if tree else ()
+    )
+
+
+def _local_tree(path: str) -> tuple[str, ...]:
+    found: list[str] = []
+
+    def refuse(error: OSError) -> None:
+        raise error  # a folder that cannot be listed is not proven ours
+
+    for root, folders, files in os.walk(path, onerror=refuse):
+        relative = os.path.relpath(root, path)
+        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
+        found += [f"{prefix}{name}/" for name in folders if not os.path.islink(f"{root}/{name}")]
+        found += [f"{prefix}{name}" for name in files]
+        found += [f"{prefix}{name}" for name in folders if os.path.islink(f"{root}/{name}")]
+    return tuple(sorted(found))
 
 
 def staging_path(output: str, run_id: str) -> str:

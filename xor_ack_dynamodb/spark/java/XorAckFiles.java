@@ -46,7 +46,9 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
         FileSystem fs = path.getFileSystem(conf());
         switch (op) {
             case "list":
-                return list(fs, path, arg);
+                return list(fs, path, arg, false);
+            case "tree":
+                return list(fs, path, arg, true);
             case "write":
                 return write(fs, path, arg);
             case "rename":
@@ -63,8 +65,12 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
         }
     }
 
-    /** "absent", "file", or "dir" then the entry names; with ``arg``: that entry's text too. */
-    private static String list(FileSystem fs, Path path, String wanted) throws Exception {
+    /**
+     * "absent", "file", or "dir" then the entry names; with ``wanted``: that entry's text too;
+     * with ``tree``: every entry at any depth too, relative, a folder's ending in "/".
+     */
+    private static String list(FileSystem fs, Path path, String wanted, boolean tree)
+            throws Exception {
         if (!fs.exists(path)) {
             return "absent";
         }
@@ -85,10 +91,27 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
                 text = read(fs, new Path(path, name));
             }
         }
+        if (tree) {
+            walk(fs, path, "", out);
+        }
         if (text != null) {
             out.append(SEP).append("t:").append(text);
         }
         return out.toString();
+    }
+
+    /** Every entry under ``path`` as an "r:" part, relative, a folder's ending in "/". */
+    private static void walk(FileSystem fs, Path path, String prefix, StringBuilder out)
+            throws Exception {
+        for (FileStatus entry : fs.listStatus(path)) {
+            String name = prefix + entry.getPath().getName();
+            if (entry.isDirectory()) {
+                out.append(SEP).append("r:").append(name).append('/');
+                walk(fs, entry.getPath(), name + "/", out);
+            } else {
+                out.append(SEP).append("r:").append(name);
+            }
+        }
     }
 
     private static String read(FileSystem fs, Path path) throws Exception {
