@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.spark import InputRejected, Sink, track
+from xor_ack_dynamodb.spark import InputRejected, OutputExists, Sink, track
 from xor_ack_dynamodb.spark.tracker import TrackerConfig, chains_for
 
 INPUTS = 240
@@ -69,6 +69,42 @@ def test_pages_of_keys_every_input_once_and_the_report_one_line_per_input(
     # 3 pages of 100, 100, 40: creates and commit stamps 25 per request (4 + 4 + 2 each),
     # reads 100 per request (1 each): 23 requests for 240 inputs
     assert driver.stats.total_requests - before == 23
+
+
+def one_row() -> Any:
+    def row(key: str, rows: Any) -> Any:
+        import pyarrow as pa
+
+        return pa.table({"v": [len(key)]})
+
+    return row
+
+
+def test_a_refused_run_or_one_that_raised_leaves_a_former_report_file_as_it_was(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    report_file, former = tmp_path / "run.jsonl", '{"summary": {"run_id": "former"}}\n'
+    report_file.write_text(former)
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "user.txt").write_text("mine")
+    run = {"keys": ["a", "b"], "tracker": tracker, "report": report_file}
+    with pytest.raises(OutputExists):
+        track(local_spark, one_row(), "v long", Sink(str(taken)), **run)
+    assert report_file.read_text() == former
+
+    def broken(rows: Any) -> Any:
+        raise RuntimeError("finish failed")
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="finish failed"):  # after every input ended
+        track(local_spark, one_row(), "v long", Sink(str(out), finish=broken), **run)
+    assert report_file.read_text() == former
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "taken"]  # no partial
+
+    assert track(local_spark, one_row(), "v long", Sink(str(out)), **run).ok
+    lines = [json.loads(line) for line in report_file.read_text().splitlines()]
+    assert sorted(line["key"] for line in lines[:-1]) == ["a", "b"] and lines[-1]["summary"]["ok"]
 
 
 @pytest.mark.parametrize(

@@ -122,6 +122,9 @@ class TrackedJob:
             if spec.marks is not None and self.committed:
                 spec.marks.after_commit(self.report)
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
+        except BaseException:
+            self.report.abandon()  # a report file of an earlier run stays as it was
+            raise
         finally:
             if not spec.keep_staging:
                 self.target.cleanup()

@@ -148,6 +148,10 @@ class TrackedReport:
         """The run is over: the summary is the report file's last line."""
         self._endings.close(self.summary())
 
+    def abandon(self) -> None:
+        """The run raised before it ended: the report file, if named, is left as it was."""
+        self._endings.abandon()
+
     # -- the counts -------------------------------------------------------------------
 
     @property

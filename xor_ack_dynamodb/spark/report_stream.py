@@ -7,7 +7,11 @@ line when it ends (acked, failed for good, counted, or rejected before any
 round); only counters stay.  The lines go to the file the caller names
 (``track(report=PATH)``), else to an anonymous temporary file (removed when the
 report is dropped).  The last line of a named file is the run's summary,
-``{"summary": {...}}`` (the report's counters, rounds, writes, seconds).
+``{"summary": {...}}`` (the report's counters, rounds, writes, seconds).  A named
+file is written as a hidden temporary file beside it (made at the first line, so a
+run refused before any input ended makes none), renamed onto ``PATH`` with the
+summary: a run that raises before then leaves a former ``PATH`` as it was, and its
+temporary file is removed when the report is dropped.
 
 Reading back (``TrackedReport.inputs``, ``.failed``, ``endings()``) streams the
 lines from the start, one at a time; ``.inputs`` builds the whole list, as the
@@ -21,6 +25,7 @@ import json
 import os
 import tempfile
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -32,21 +37,35 @@ SUMMARY = "summary"
 class Endings:
     """Each ending input as one JSON line in a file; its status counted.
 
-    ``path``: the file to write (created or truncated); None: a temporary file.
+    ``path``: the file to write (replaced by a rename when closed); None: a temporary file.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = None if path is None else os.fspath(path)
-        # Open as long as the report lives (closed when it is dropped): no ``with``.
-        self._file: IO[str] = (
-            tempfile.TemporaryFile("w+", encoding="utf-8", prefix="xor-ack-report-")  # noqa: SIM115
-            if self.path is None
-            else open(self.path, "w+", encoding="utf-8")  # noqa: SIM115
-        )
+        self._opened: IO[str] | None = None
+        #: The hidden file beside ``path`` the lines go to until :meth:`close` renames it.
+        self._partial: str | None = None
         self._lock = threading.Lock()
         self.statuses: Counter[str] = Counter()
         self.replayed = 0  # inputs that ended after more than one attempt
         self.closed = False
+
+    @property
+    def _file(self) -> IO[str]:
+        """The file of the lines, made on first use (nothing is made before an input ends)."""
+        if self._opened is None:
+            # Open as long as the report lives (closed when it is dropped): no ``with``.
+            if self.path is None:
+                self._opened = tempfile.TemporaryFile(  # noqa: SIM115
+                    "w+", encoding="utf-8", prefix="xor-ack-report-"
+                )
+            else:
+                folder, name = os.path.split(os.path.abspath(self.path))
+                partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.partial")
+                flags = os.O_RDWR | os.O_CREAT | os.O_EXCL  # the umask's mode, as open() gives
+                self._opened = os.fdopen(os.open(partial, flags, 0o666), "w+", encoding="utf-8")
+                self._partial = partial
+        return self._opened
 
     def add(self, entry: Any) -> None:
         """Write ``entry`` (an ``InputResult``, ended) as the next line, and count it."""
@@ -94,12 +113,26 @@ class Endings:
         with self._lock:
             if not self.closed and summary is not None and self.path is not None:
                 self._file.write(json.dumps({SUMMARY: summary}, ensure_ascii=True) + "\n")
-            self._file.flush()
+            if self._opened is not None or self.path is not None:
+                self._file.flush()
+            if self._partial is not None and self.path is not None:
+                os.replace(self._partial, self.path)  # the lines stay readable (same file)
+                self._partial = None
             self.closed = True
+
+    def abandon(self) -> None:
+        """The run did not end: its lines are dropped, a former ``path`` stays as it was."""
+        with self._lock:
+            if self._partial is not None:
+                partial, self._partial = self._partial, None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(partial)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown
-            self._file.close()
+            if self._opened is not None:
+                self._opened.close()
+            self.abandon()
 
 
 def read_report(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

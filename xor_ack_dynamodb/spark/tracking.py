@@ -75,7 +75,8 @@ def track(
     ``page_size``: inputs listed and tracked at a time (the driver holds one page);
     ``report``: a file where each input's ending is written as a JSON line as it
     ends, the run's summary last (the returned report reads its inputs back from
-    there, or from a temporary file).
+    there, or from a temporary file); written beside it, renamed onto it when the run
+    ends: a run refused or that raised leaves a former file as it was.
     """
     return tracked_job(
         spark,
