@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.spark import InputRejected, OutputExists, Sink, track
+from xor_ack_dynamodb.spark import Incurable, InputRejected, OutputExists, Sink, track
+from xor_ack_dynamodb.spark.chain_batches import RoundChains
+from xor_ack_dynamodb.spark.plan import file_tag
 from xor_ack_dynamodb.spark.tracker import TrackerConfig, chains_for
 
 INPUTS = 240
@@ -164,6 +166,39 @@ def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_
     for key in ("k08", "k09", "k10", "k11"):  # page 3: never run
         assert ended[key].attempts == 0 and ended[key].history[-1].startswith("stopped: ")
     assert report.output_state == "partial" and len(report.rounds) == 1
+    made_ahead = [file_tag(report.run_id, f"k{i:02d}", 1) for i in range(8, 12)]  # page 3's
+    assert all_failed(tracker, made_ahead, "not run: the run stopped: ")
+
+
+def all_failed(tracker: TrackerConfig, tags: list[str], reason: str) -> bool:
+    """Every chain of ``tags`` failed (none left live), each with a reason starting so."""
+    states = tracker.chains().get_many(tags)
+    return all(
+        s is not None and s.failed and (s.reason or "").startswith(reason) for s in states.values()
+    )
+
+
+def test_a_run_that_stops_leaves_no_chain_live_neither_its_rounds_nor_those_made_ahead(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = {"keys": ["a", "b", "c", "d"], "tracker": tracker, "page_size": 2}
+    with pytest.raises(Incurable) as stopped:  # page 1's round: page 2's chains made ahead
+        track(local_spark, none_after("a"), "v long", Sink(str(tmp_path / "o1")), **run)
+    run_id = stopped.value.report.run_id  # type: ignore[attr-defined]
+    assert all_failed(tracker, [file_tag(run_id, k, 1) for k in "ab"], "bad output: ")
+    assert all_failed(
+        tracker, [file_tag(run_id, k, 1) for k in "cd"], "not run: the run stopped: Incurable: "
+    )
+
+    def lost(*args: Any) -> Any:
+        raise ConnectionError("DynamoDB unreachable")
+
+    monkeypatch.setattr(RoundChains, "commit", lost)  # page 1's round raises before judging
+    with pytest.raises(ConnectionError):
+        track(local_spark, one_row(), "v long", Sink(str(tmp_path / "o2")), run_id="lost", **run)
+    stopped_so = "the run stopped: ConnectionError: DynamoDB unreachable"
+    assert all_failed(tracker, [file_tag("lost", k, 1) for k in "ab"], "its round did not end: ")
+    assert all_failed(tracker, [file_tag("lost", k, 1) for k in "cd"], f"not run: {stopped_so}")
 
 
 def test_input_tasks_is_how_many_tasks_run_the_function(

@@ -23,6 +23,7 @@ requests, whatever ``n`` is, and replaying ``k`` inputs costs the same for ``k``
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,21 +55,43 @@ class RoundChains:
         self.writes = 0
         #: The chains the last :meth:`judge` judged, as it found them.
         self.judged: dict[str, ChainState | None] = {}
-        self._ahead: tuple[Any, Future[dict[str, bytes | None]]] | None = None
+        self._ahead: tuple[Any, Sequence[str], Future[dict[str, bytes | None]]] | None = None
+        #: The chains of the round under way: created, not judged yet.
+        self._open: Sequence[str] = ()
 
     def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
         """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
         :meth:`created` with the same ``key`` takes them."""
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xor-ack-create-ahead")
-        self._ahead = (key, pool.submit(self.create, tags))
+        self._ahead = (key, tags, pool.submit(self.create, tags))
         pool.shutdown(wait=False)
 
     def created(self, key: Any, tags: Sequence[str]) -> dict[str, bytes | None]:
         """``tags`` created: by :meth:`create_ahead` under ``key``, or now."""
+        self._open = tags  # from here until judged: failed by :meth:`abandon` if need be
         if self._ahead is not None and self._ahead[0] == key:
-            (_, future), self._ahead = self._ahead, None
+            (_, _, future), self._ahead = self._ahead, None
             return future.result()
         return self.create(tags)
+
+    def abandon(self, why: str) -> None:
+        """The run stops: the chains no round will judge are failed, none left live.
+
+        Those of the round under way (``its round did not end: WHY``) and those created
+        ahead for a page that will not run (``not run: WHY``), once their creation ended.
+        """
+        open_, self._open = self._open, ()
+        ahead, self._ahead = self._ahead, None
+        closing = [(tag, f"its round did not end: {why}") for tag in open_]
+        if ahead is not None:
+            with contextlib.suppress(Exception):  # made or not: each tag is failed below
+                ahead[2].result()
+            closing += [(tag, f"not run: {why}") for tag in ahead[1]]
+        _each(lambda item: self._close(*item), closing, self.tracker.concurrency)
+
+    def _close(self, tag: str, reason: str) -> None:
+        with contextlib.suppress(ChainFailed, TagNotFound):  # already closed, or never made
+            self.chains.fail(tag, reason=reason)
 
     def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
         """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""
@@ -134,7 +157,9 @@ class RoundChains:
         """
         known = dict(states) if states is not None else self.chains.get_many(tags)
         self.judged = known
-        return [self._judge_one(tag, known.get(tag), job_error, tell) for tag in tags]
+        outcomes = [self._judge_one(tag, known.get(tag), job_error, tell) for tag in tags]
+        self._open = ()
+        return outcomes
 
     def _judge_one(
         self,

@@ -122,8 +122,10 @@ class TrackedJob:
             if spec.marks is not None and self.committed:
                 spec.marks.after_commit(self.report)
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
-        except BaseException:
+        except BaseException as exc:
             self.report.abandon()  # a report file of an earlier run stays as it was
+            said = (str(exc).strip().splitlines() or [""])[0][:300]
+            self._abandon(f"the run stopped: {type(exc).__name__}: {said}")
             raise
         finally:
             if not spec.keep_staging:
@@ -138,6 +140,7 @@ class TrackedJob:
         acked: list[tuple[int, int]] = []
         pending = list(page.ids)
         if self._stopped is not None:  # an earlier page found what no replay cures
+            self._abandon(f"the run stopped: {self._stopped}")  # this page's chains, if made
             pending = []
             Isolation.stop(list(entries.values()), self._stopped)
             for entry in entries.values():
@@ -158,6 +161,11 @@ class TrackedJob:
                 entries[i].status = "failed"
                 self.report.ended(entries[i])
         self.ledger.add(page.number, acked)
+
+    def _abandon(self, why: str) -> None:
+        """No chain made for a round that will not end is left live (``RoundChains.abandon``)."""
+        if self._chains is not None:
+            self._chains.abandon(why)
 
     @property
     def chains(self) -> RoundChains:
