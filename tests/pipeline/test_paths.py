@@ -21,8 +21,10 @@ from xor_ack_dynamodb.pipeline.errors import (
     OutputNotOurs,
     PathsOverlap,
     ReportExists,
+    in_command_terms,
 )
 from xor_ack_dynamodb.pipeline.paths import check_paths, check_report, write_atomically
+from xor_ack_dynamodb.spark.errors import OutputUnusable
 from xor_ack_dynamodb.spark.paths import (
     MANIFEST,
     InputFile,
@@ -205,6 +207,31 @@ def test_a_manifest_naming_top_level_entries_only_proves_a_folder_without_folder
     with pytest.raises(OutputNotOurs, match="names only its top-level entries") as refused:
         judge_output(str(nested), local_listing(str(nested), tree=True), True)
     assert refused.value.extra == ("j=1/part-0.csv",)
+
+
+def test_an_output_that_cannot_be_listed_or_is_a_symbolic_link_is_refused_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (tmp_path / "link").symlink_to(folder)  # to an empty folder: the commit's rename fails
+    with pytest.raises(OutputUnusable, match="is a symbolic link") as refused:
+        judge_output(str(tmp_path / "link"), local_listing(str(tmp_path / "link")), False)
+    assert in_command_terms(refused.value) is refused.value  # no option of either is named
+    (folder / "j=1").mkdir()
+    scandir = os.scandir
+
+    def denied(path: Any = ".") -> Any:
+        if str(path).endswith("j=1"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", denied)  # a folder inside it that cannot be listed
+    with pytest.raises(OutputUnusable, match=r"cannot read output .*\(Permission denied"):
+        local_listing(str(folder), tree=True)
+    monkeypatch.setattr(os, "listdir", denied)
+    with pytest.raises(OutputUnusable, match=r"cannot read output .*\(Permission denied"):
+        local_listing(str(folder / "j=1"))
 
 
 def test_the_report_is_replaced_only_when_it_is_ours(tmp_path: Path) -> None:

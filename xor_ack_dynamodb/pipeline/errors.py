@@ -12,6 +12,7 @@ from ..spark.errors import (
     InputMissing,
     OutputExists,
     OutputNotOurs,
+    OutputUnusable,
     Refused,
     SparkTrackingError,
 )
@@ -43,6 +44,8 @@ def in_command_terms(exc: Refused) -> Refused:
     The library speaks of ``Sink(overwrite=True)``; the command's user passes
     ``--output`` and ``--overwrite``.  Other refusals are returned as they are.
     """
+    if isinstance(exc, OutputUnusable):
+        return exc  # said in neither the library's words nor the command's
     if isinstance(exc, OutputExists):
         if exc.is_file:
             said = (

@@ -33,6 +33,12 @@ class OutputExists(Refused):
         self.is_file = is_file
 
 
+class OutputUnusable(OutputExists):
+    """The output is there but cannot be judged or replaced: a folder that cannot be listed
+    (at any depth), or a symbolic link (the commit's rename would replace the link, not the
+    folder it points to).  The message says which, and what to give instead."""
+
+
 class OutputNotOurs(Refused):
     """Overwrite was asked, but the output is not a folder this library wrote (or holds more).
 

@@ -25,7 +25,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .errors import InputEmpty, InputMissing, OutputExists, OutputNotOurs, RelativePath
+from .errors import (
+    InputEmpty,
+    InputMissing,
+    OutputExists,
+    OutputNotOurs,
+    OutputUnusable,
+    RelativePath,
+)
 
 #: The marker the job writes into OUTPUT, beside Spark's ``_SUCCESS``.
 MANIFEST = "_XOR_ACK_MANIFEST.json"
@@ -259,16 +266,30 @@ def local_listing(output: str, tree: bool = False) -> Listing | None:
     path = local_path(output)
     if not os.path.lexists(path):
         return None
+    if os.path.islink(path):
+        raise OutputUnusable(
+            f"output {output} is a symbolic link (to {os.path.realpath(path)}): the output "
+            "is put in place by a rename, which would replace the link, not the folder it "
+            "points to; give that folder's own path, or another folder",
+            output,
+        )
     if not os.path.isdir(path):
         return Listing(is_dir=False)
-    names = tuple(sorted(os.listdir(path)))
+    try:
+        names = tuple(sorted(os.listdir(path)))
+        entries = _local_tree(path) if tree else ()
+    except OSError as exc:
+        raise OutputUnusable(
+            f"cannot read output {output} ({exc.strerror}: {exc.filename}), so whether it "
+            "may be replaced cannot be told: give a folder this user can list, and every "
+            "folder in it",
+            output,
+        ) from exc
     manifest = None
     if MANIFEST in names:
         with contextlib.suppress(OSError, UnicodeDecodeError):
             manifest = Path(path, MANIFEST).read_text(encoding="utf-8")
-    return Listing(
-        is_dir=True, names=names, manifest=manifest, tree=_local_tree(path) if tree else ()
-    )
+    return Listing(is_dir=True, names=names, manifest=manifest, tree=entries)
 
 
 def _local_tree(path: str) -> tuple[str, ...]:
