@@ -14,6 +14,8 @@ from .columns import input_file
 from .conf import chains_config
 from .errors import (
     BatchFailed,
+    DatabaseMissing,
+    FinishFailed,
     Incurable,
     InputEmpty,
     InputMissing,
@@ -28,6 +30,7 @@ from .errors import (
     ReservedColumn,
     RoundTimedOut,
     SparkTrackingError,
+    TableColumnsDiffer,
     TrackingNotConfigured,
 )
 from .faults import FaultConfig
@@ -42,8 +45,10 @@ from .tracking import track
 
 __all__ = [
     "BatchFailed",
+    "DatabaseMissing",
     "EventSink",
     "FaultConfig",
+    "FinishFailed",
     "Incurable",
     "InputEmpty",
     "InputMissing",
@@ -64,6 +69,7 @@ __all__ = [
     "RoundTimedOut",
     "Sink",
     "SparkTrackingError",
+    "TableColumnsDiffer",
     "TrackedJob",
     "TrackedReport",
     "TrackerConfig",

@@ -60,7 +60,7 @@ class Target(Protocol):
     rows_root: str
     files: Files
 
-    def check(self) -> None: ...
+    def check(self, struct: Any) -> None: ...
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written: ...
     def cleanup(self) -> None: ...
 
@@ -88,9 +88,11 @@ class FolderTarget:
             f"{self.work_dir}/.xor-ack-{run_id}" if self.work_dir else f"{self.staging}/rows"
         )
 
-    def check(self) -> None:
-        """Refuse before anything is read or written (``paths.judge_output``)."""
+    def check(self, struct: Any) -> None:
+        """Refuse before anything is read or written (``paths.judge_output``), and what
+        the commit could not write (``struct``: the declared schema)."""
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
+        output.columns(self.files.spark, struct, self.sink)
 
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
         """Write ``rows`` into the output as the rules allow (see the module docstring)."""

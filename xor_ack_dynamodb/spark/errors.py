@@ -61,6 +61,20 @@ class RelativePath(Refused):
     working directory, not the client's; give an absolute path or a URI."""
 
 
+class FinishFailed(Refused):
+    """The sink's ``finish`` fails on rows of the declared schema (tried on no rows, before
+    the first chain): the commit would fail the same way after every input ran."""
+
+
+class DatabaseMissing(Refused):
+    """``Sink(table="db.name")`` names a database the session's catalog does not have."""
+
+
+class TableColumnsDiffer(Refused):
+    """``Sink(table=...)`` names an existing table whose columns are not the output's (the
+    declared schema's, through ``finish``): its rows could not be inserted."""
+
+
 class TrackingNotConfigured(SparkTrackingError):
     """No chains table was named (argument, session conf or environment)."""
 

@@ -97,7 +97,7 @@ class TrackedJob:
             from .connect_check import check_server
 
             check_server(self.spark)  # the server's Python can run the tasks at all
-        self.target.check()
+        self.target.check(self.out_struct)
         listing, known = sorted_keys(spec.source, spec.key, spec.keys)
         if spec.marks is not None:
             listing, known = spec.marks.unmarked(listing), None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import FinishFailed
 from .sink import Sink
 
 
@@ -16,6 +17,22 @@ def shaped(rows: Any, sink: Sink) -> Any:
     """``rows`` through the sink's ``finish`` and into its number of files."""
     out = sink.finish(rows) if sink.finish is not None else rows
     return out.repartition(sink.files) if sink.files else out
+
+
+def columns(spark: Any, struct: Any, sink: Sink) -> tuple[str, ...]:
+    """The output's columns: no rows of the declared ``struct``, shaped as the commit shapes
+    the acked rows (so the sink can be judged before the first chain)."""
+    empty = spark.createDataFrame([], struct)
+    if sink.finish is None:
+        return tuple(empty.columns)
+    try:
+        return tuple(shaped(empty, sink).columns)
+    except Exception as exc:  # the user's finish, or the frame it made that Spark refuses
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise FinishFailed(
+            f"Sink(finish=...) fails on rows of the declared schema ({struct.simpleString()}): "
+            f"{type(exc).__name__}: {said}; make finish take a DataFrame of those columns"
+        ) from exc
 
 
 def write(rows: Any, sink: Sink, staged: str) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from . import output
 from .commit import Counts, Written, resolver
+from .errors import DatabaseMissing, TableColumnsDiffer
 from .files import Files
 from .sink import Sink
 
@@ -50,8 +51,26 @@ class TableTarget:
             location = self.spark.conf.get("spark.sql.warehouse.dir")
         return str(location)
 
-    def check(self) -> None:
-        """Nothing to refuse: a table is appended to (or created)."""
+    def check(self, struct: Any) -> None:
+        """Refuse before the first chain what the commit could not write: a table in a
+        database the catalog lacks, an existing table whose columns are not the output's
+        (``struct``, the declared schema, through ``finish``)."""
+        columns = output.columns(self.spark, struct, self.sink)
+        if not self.exists():
+            database = ".".join(self.table.split(".")[:-1])
+            if database and not self.spark.catalog.databaseExists(database):
+                raise DatabaseMissing(
+                    f"Sink(table={self.table!r}): the catalog has no database {database!r}: "
+                    f"create it (CREATE DATABASE {database}) or name a table in one it has"
+                )
+            return
+        existing = self.spark.table(self.table).columns
+        if _folded(self.spark, existing) != _folded(self.spark, columns):
+            raise TableColumnsDiffer(
+                f"Sink(table={self.table!r}): the table has the columns {', '.join(existing)}, "
+                f"the output {', '.join(columns)}: declare the table's columns (through "
+                "Sink(finish=...) if need be), or name another table"
+            )
 
     def exists(self) -> bool:
         return bool(self.spark.catalog.tableExists(self.table))
@@ -72,3 +91,9 @@ class TableTarget:
 
     def cleanup(self) -> None:
         self.files.delete(self.staging)
+
+
+def _folded(spark: Any, names: list[str] | tuple[str, ...]) -> list[str]:
+    """Column names as Spark matches them (case apart, unless ``spark.sql.caseSensitive``)."""
+    sensitive = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+    return sorted(names if sensitive else (n.lower() for n in names))

@@ -1,0 +1,100 @@
+"""A refusal changes nothing: a sink, schema, key or option the run cannot use is a typed
+error (a ``Refused``, or an ``InvalidArgument``) before the first chain is written, never a
+raw Spark exception after every input ran (classic ``local[2]``)."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle
+
+from xor_ack_dynamodb.spark import (
+    DatabaseMissing,
+    FinishFailed,
+    Sink,
+    TableColumnsDiffer,
+    TrackerConfig,
+    track,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
+SCHEMA = "key string, j long"
+KEYS = ["a", "b", "c"]
+
+
+def good(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"key": [key], "j": [len(key)]})
+
+
+# The workers cannot import this test module (pytest names it from the tests folder):
+# its functions travel by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def chains(tracker: TrackerConfig) -> list[dict[str, Any]]:
+    """Every item of the run's chains table (a fresh table per test)."""
+    items: list[dict[str, Any]] = tracker.client().scan(TableName=tracker.table)["Items"]
+    return items
+
+
+def database(spark: Any, tmp_path: Path) -> str:
+    name = f"refused_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE DATABASE {name} LOCATION '{tmp_path / 'db'}'")
+    return name
+
+
+def test_a_table_in_a_database_the_catalog_lacks_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig
+) -> None:
+    sink = Sink(table="no_such_db_x.t")
+    with pytest.raises(DatabaseMissing, match=r"CREATE DATABASE no_such_db_x"):
+        track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker)
+    assert chains(tracker) == []
+
+
+def test_an_existing_table_with_other_columns_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    db = database(local_spark, tmp_path)
+    local_spark.sql(f"CREATE TABLE {db}.t (a int, b int) USING parquet")
+    with pytest.raises(TableColumnsDiffer, match=r"the columns a, b, the output key, j"):
+        track(local_spark, good, SCHEMA, Sink(table=f"{db}.t"), keys=KEYS, tracker=tracker)
+    assert chains(tracker) == []
+    assert local_spark.table(f"{db}.t").count() == 0
+
+
+def test_an_existing_table_takes_the_output_of_finish_in_its_own_column_order(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    db = database(local_spark, tmp_path)
+    local_spark.sql(f"CREATE TABLE {db}.t (N long, Word string) USING parquet")
+
+    def renamed(rows: Any) -> Any:
+        return rows.withColumnRenamed("key", "word").withColumnRenamed("j", "n")
+
+    sink = Sink(table=f"{db}.t", finish=renamed)
+    assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker).ok
+    assert sorted(tuple(r) for r in local_spark.table(f"{db}.t").collect()) == [
+        (1, "a"),
+        (1, "b"),
+        (1, "c"),
+    ]
+
+
+def test_a_finish_that_fails_on_the_declared_columns_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    def missing(rows: Any) -> Any:
+        return rows.select("word")
+
+    sink = Sink(str(tmp_path / "out"), finish=missing)
+    with pytest.raises(FinishFailed, match=r"AnalysisException: .*`word`") as refused:
+        track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker)
+    assert refused.value.__cause__ is not None
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
