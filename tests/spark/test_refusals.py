@@ -15,6 +15,8 @@ from pyspark import cloudpickle
 from xor_ack_dynamodb.spark import (
     DatabaseMissing,
     FinishFailed,
+    OutputUnwritable,
+    PartitionColumnMissing,
     Sink,
     TableColumnsDiffer,
     TrackerConfig,
@@ -98,3 +100,41 @@ def test_a_finish_that_fails_on_the_declared_columns_is_refused_before_the_first
         track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker)
     assert refused.value.__cause__ is not None
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("sink", "refusal", "said"),
+    [
+        ({"format": "parqet"}, OutputUnwritable, r"DATA_SOURCE_NOT_FOUND.*parqet"),
+        ({"format": "csv", "options": {"compression": "zzz"}}, OutputUnwritable, "zzz"),
+        ({"partition_by": ("nope",)}, PartitionColumnMissing, r"no column nope"),
+    ],
+    ids=["format", "options", "partition_by"],
+)
+def test_a_folder_sink_spark_cannot_write_is_refused_before_the_first_chain(
+    local_spark: Any,
+    tracker: TrackerConfig,
+    tmp_path: Path,
+    sink: dict[str, Any],
+    refusal: type[Exception],
+    said: str,
+) -> None:
+    with pytest.raises(refusal, match=said):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out"), **sink),
+            keys=KEYS,
+            tracker=tracker,
+        )
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_folder_sink_that_spark_can_write_leaves_nothing_beside_the_output(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    sink = Sink(str(tmp_path / "out"), format="csv", partition_by=("J",))
+    assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker).ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == ["J=1"]

@@ -66,6 +66,16 @@ class FinishFailed(Refused):
     the first chain): the commit would fail the same way after every input ran."""
 
 
+class PartitionColumnMissing(Refused):
+    """``Sink(partition_by=...)`` names a column the output (the declared schema, through
+    ``finish``) does not have."""
+
+
+class OutputUnwritable(Refused):
+    """Spark cannot write the output as the sink asks (its ``format``, ``options``, or a
+    column type the format lacks): found by writing no rows before the first chain."""
+
+
 class DatabaseMissing(Refused):
     """``Sink(table="db.name")`` names a database the session's catalog does not have."""
 

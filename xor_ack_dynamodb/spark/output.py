@@ -7,9 +7,11 @@ The rows are the acked rounds' (``ledger.AckedLedger.acked_rows``); the sink's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from .errors import FinishFailed
+from .errors import FinishFailed, OutputUnwritable, PartitionColumnMissing
+from .files import Files
 from .sink import Sink
 
 
@@ -28,11 +30,55 @@ def columns(spark: Any, struct: Any, sink: Sink) -> tuple[str, ...]:
     try:
         return tuple(shaped(empty, sink).columns)
     except Exception as exc:  # the user's finish, or the frame it made that Spark refuses
-        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise FinishFailed(
             f"Sink(finish=...) fails on rows of the declared schema ({struct.simpleString()}): "
-            f"{type(exc).__name__}: {said}; make finish take a DataFrame of those columns"
+            f"{said(exc)}; make finish take a DataFrame of those columns"
         ) from exc
+
+
+def folded(spark: Any, names: Iterable[str]) -> list[str]:
+    """Column names as Spark matches them (case apart, unless ``spark.sql.caseSensitive``)."""
+    sensitive = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+    return sorted(names if sensitive else (n.lower() for n in names))
+
+
+def check_partitions(spark: Any, columns: tuple[str, ...], sink: Sink) -> None:
+    """Refuse a ``partition_by`` column that the output (``columns``) does not have."""
+    have = set(folded(spark, columns))
+    missing = [c for c in sink.partition_by if folded(spark, [c])[0] not in have]
+    if missing:
+        raise PartitionColumnMissing(
+            f"Sink(partition_by={sink.partition_by!r}): the output has no column "
+            f"{', '.join(missing)} (its columns: {', '.join(columns)}): partition by "
+            "columns of the declared schema (or of what finish returns)"
+        )
+
+
+def probe(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> None:
+    """Refuse a sink Spark cannot write: ``write`` (the commit's own) of no rows of the
+    declared ``struct`` to ``scratch``, a folder of the run's that is removed after.
+
+    Only a write is honest: a format's reader is not its writer (``noop`` writes only,
+    ``hive`` takes tables only), and a writer checks its options and column types (CSV
+    takes no array) when it writes.  No rows: one small job, a few empty files at most.
+    """
+    try:
+        write(spark.createDataFrame([], struct), sink, scratch)
+    except Exception as exc:
+        raise OutputUnwritable(
+            f"Spark cannot write Sink(format={sink.format!r}, options={sink.options!r}) "
+            f"(tried with no rows before the first chain): {said(exc)}; fix the sink's "
+            "format or options, or declare columns the format can hold"
+        ) from exc
+    finally:
+        files.delete(scratch)
+
+
+def said(exc: BaseException) -> str:
+    """What a Spark error says, in one line (a Py4J error's Java exception, not its call)."""
+    lines = [line.strip(" :") for line in str(exc).splitlines() if line.strip(" :")]
+    lines = [line for line in lines if not line.startswith("An error occurred while calling")]
+    return f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
 
 
 def write(rows: Any, sink: Sink, staged: str) -> None:

@@ -54,7 +54,9 @@ class TableTarget:
     def check(self, struct: Any) -> None:
         """Refuse before the first chain what the commit could not write: a table in a
         database the catalog lacks, an existing table whose columns are not the output's
-        (``struct``, the declared schema, through ``finish``)."""
+        (``struct``, the declared schema, through ``finish``), a new one partitioned by a
+        column the output lacks.  (A new table's format is not tried: ``saveAsTable``
+        takes formats a folder does not, e.g. ``hive``.)"""
         columns = output.columns(self.spark, struct, self.sink)
         if not self.exists():
             database = ".".join(self.table.split(".")[:-1])
@@ -63,9 +65,10 @@ class TableTarget:
                     f"Sink(table={self.table!r}): the catalog has no database {database!r}: "
                     f"create it (CREATE DATABASE {database}) or name a table in one it has"
                 )
+            output.check_partitions(self.spark, columns, self.sink)  # saveAsTable's
             return
         existing = self.spark.table(self.table).columns
-        if _folded(self.spark, existing) != _folded(self.spark, columns):
+        if output.folded(self.spark, existing) != output.folded(self.spark, columns):
             raise TableColumnsDiffer(
                 f"Sink(table={self.table!r}): the table has the columns {', '.join(existing)}, "
                 f"the output {', '.join(columns)}: declare the table's columns (through "
@@ -91,9 +94,3 @@ class TableTarget:
 
     def cleanup(self) -> None:
         self.files.delete(self.staging)
-
-
-def _folded(spark: Any, names: list[str] | tuple[str, ...]) -> list[str]:
-    """Column names as Spark matches them (case apart, unless ``spark.sql.caseSensitive``)."""
-    sensitive = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
-    return sorted(names if sensitive else (n.lower() for n in names))
