@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from xor_ack_dynamodb.spark import RelativePath, Sink, TrackingNotConfigured, chains_config
+from xor_ack_dynamodb.errors import XorAckError
+from xor_ack_dynamodb.spark import (
+    FaultConfig,
+    InvalidArgument,
+    RelativePath,
+    Sink,
+    TrackerConfig,
+    TrackingNotConfigured,
+    chains_config,
+    track,
+    track_stream,
+)
 from xor_ack_dynamodb.spark import tracking as tracking_module
 from xor_ack_dynamodb.spark.digest import MOD, row_sum, rows_stamp
+from xor_ack_dynamodb.spark.isolation import Isolation
 from xor_ack_dynamodb.spark.keyed import Keyed
+from xor_ack_dynamodb.spark.paging import pages
 from xor_ack_dynamodb.spark.paths import server_path
 
 
@@ -86,6 +100,50 @@ def test_a_sink_is_a_folder_or_a_table() -> None:
     for wrong in ({}, {"path": "/o", "table": "db.t"}):
         with pytest.raises(ValueError, match="a folder"):
             Sink(**wrong)  # type: ignore[arg-type]
+
+
+NO_STREAM: Any = None  # each call is refused before it would touch a session or a stream
+
+
+REFUSED_ARGUMENTS: dict[str, tuple[Callable[[], object], str]] = {
+    "Sink()": (lambda: Sink(), "a folder"),
+    "Sink(path=' ')": (lambda: Sink(path=" "), "must not be empty"),
+    "max_attempts=0": (lambda: run(max_attempts=0), "max_attempts"),
+    "max_errors=0": (lambda: run(max_errors=0), "max_errors"),
+    "page_size=0": (lambda: run(page_size=0), "page_size"),
+    "input_tasks=0": (lambda: run(input_tasks=0), "input_tasks"),
+    "round_timeout=0": (lambda: run(round_timeout=0), "round_timeout"),
+    "no inputs": (lambda: run(keys=None), "give the inputs"),
+    "FaultConfig.rate(2)": (lambda: FaultConfig.rate(2.0), "crash_rate"),
+    "FaultConfig(drop_rate=-1)": (lambda: FaultConfig(drop_rate=-1), "drop_rate"),
+    "Isolation(0)": (lambda: Isolation(0), "max_errors"),
+    "Keyed('')": (lambda: Keyed(""), "run_id"),
+    "pages(size=0)": (lambda: list(pages(iter(["a"]), 0)), "page_size"),
+    "track_stream(table sink)": (
+        lambda: track_stream(
+            NO_STREAM, len, "k string", Sink(table="db.t"), key="k", checkpoint="/c"
+        ),
+        r"give Sink\(path=...\)",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("call", "said"), list(REFUSED_ARGUMENTS.values()), ids=list(REFUSED_ARGUMENTS)
+)
+def test_an_argument_the_call_cannot_take_is_the_packages_error_and_a_value_error(
+    call: Callable[[], object], said: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=said) as refused:
+        call()
+    assert isinstance(refused.value, XorAckError) and isinstance(refused.value, ValueError)
+    assert refused.value.code == "InvalidArgument"
+
+
+def run(**options: Any) -> object:
+    """``track`` with a tracker given: no session needed up to its spec's checks."""
+    given: dict[str, Any] = {"keys": ["a"], "tracker": TrackerConfig(table="t"), **options}
+    return track(NO_STREAM, len, "k string", Sink("/o"), **given)
 
 
 def test_row_sum_ignores_order_and_splits_but_counts_duplicates() -> None:

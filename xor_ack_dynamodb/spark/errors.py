@@ -11,6 +11,13 @@ class SparkTrackingError(XorAckError):
     """A tracked Spark job cannot go on as asked; the message says why and what to do."""
 
 
+class InvalidArgument(SparkTrackingError, ValueError):
+    """An argument the call cannot take (``Sink()`` with neither a folder nor a table,
+    ``page_size=0``, ``FaultConfig.rate(2)``, ...): the message names it.  Raised before
+    anything is read or written.  Also a ``ValueError``, which is what earlier versions
+    raised."""
+
+
 class Refused(SparkTrackingError):
     """The run was refused before anything was read or written."""
 

@@ -20,6 +20,8 @@ import random
 from dataclasses import dataclass
 from typing import TypeVar
 
+from .errors import InvalidArgument
+
 T = TypeVar("T")
 
 #: Most records a dropping attempt loses.
@@ -43,7 +45,7 @@ class FaultConfig:
         for name in ("crash_rate", "drop_rate"):
             rate = getattr(self, name)
             if not 0.0 <= rate <= 1.0:
-                raise ValueError(f"{name} must be between 0 and 1, got {rate!r}")
+                raise InvalidArgument(f"{name} must be between 0 and 1, got {rate!r}")
 
     @classmethod
     def rate(cls, rate: float, seed: int = 0) -> FaultConfig:

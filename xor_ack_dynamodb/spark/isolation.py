@@ -34,6 +34,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .errors import InvalidArgument
+
 #: The reasons a task gives a chain when the user's function failed for its input.
 RAISED = "raised: "
 CRASHED = "crashed: "
@@ -82,7 +84,7 @@ class Isolation:
 
     def __init__(self, max_errors: int) -> None:
         if max_errors < 1:
-            raise ValueError("max_errors must be >= 1")
+            raise InvalidArgument("max_errors must be >= 1")
         self.max_errors = max_errors
         self.errors: Counter[int] = Counter()
         self.isolated: set[int] = set()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..lifecycle import Acked, Failed
+from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
 from .report import InputResult, RoundObserver, TrackedReport
@@ -67,14 +68,18 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         if self.source is None and self.keys is None:
-            raise ValueError("give the inputs: a source DataFrame with key=..., or keys=[...]")
+            raise InvalidArgument("give the inputs: a source DataFrame with key=..., or keys=[...]")
         if self.source is not None and not self.key:
-            raise ValueError("a source DataFrame needs key=<the column naming each row's input>")
+            raise InvalidArgument(
+                "a source DataFrame needs key=<the column naming each row's input>"
+            )
         if min(self.max_attempts, self.max_errors) < 1:
-            raise ValueError("max_attempts and max_errors must be >= 1")
+            raise InvalidArgument("max_attempts and max_errors must be >= 1")
         if self.round_timeout is not None and self.round_timeout <= 0:
-            raise ValueError("round_timeout must be > 0 seconds")
+            raise InvalidArgument("round_timeout must be > 0 seconds")
         if self.page_size < 1:
-            raise ValueError("page_size must be >= 1")
+            raise InvalidArgument("page_size must be >= 1")
         if self.input_tasks is not None and self.input_tasks < 1:
-            raise ValueError("input_tasks must be >= 1 (or None: three per core of the session)")
+            raise InvalidArgument(
+                "input_tasks must be >= 1 (or None: three per core of the session)"
+            )

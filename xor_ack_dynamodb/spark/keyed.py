@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Iterable
 
 from ..stamps import DEFAULT_NBYTES
+from .errors import InvalidArgument
 
 Field = str | bytes | int
 
@@ -58,9 +59,9 @@ class Keyed:
 
     def __init__(self, run_id: str, nbytes: int = DEFAULT_NBYTES) -> None:
         if not run_id:
-            raise ValueError("run_id must be a non-empty string")
+            raise InvalidArgument("run_id must be a non-empty string")
         if not 8 <= nbytes <= 64:
-            raise ValueError("nbytes must be between 8 and 64")
+            raise InvalidArgument("nbytes must be between 8 and 64")
         self.run_id = run_id
         self.nbytes = nbytes
         self._key = hashlib.blake2b(

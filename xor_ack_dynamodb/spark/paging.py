@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InvalidArgument
+
 #: Inputs per page: their chains, entries and marker rows are what the driver holds.
 DEFAULT_PAGE_SIZE = 10_000
 
@@ -57,7 +59,7 @@ def sorted_keys(
 def pages(listing: Iterator[str], size: int = DEFAULT_PAGE_SIZE) -> Iterator[Page]:
     """``listing`` cut into pages of at most ``size`` keys, ids counted from 0."""
     if size < 1:
-        raise ValueError("page_size must be >= 1")
+        raise InvalidArgument("page_size must be >= 1")
     start = 0
     for number in itertools.count():
         chunk = tuple(itertools.islice(listing, size))

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import InvalidArgument
+
 
 @dataclass(frozen=True)
 class Sink:
@@ -41,9 +43,9 @@ class Sink:
 
     def __post_init__(self) -> None:
         if (self.path is None) == (self.table is None):
-            raise ValueError("a Sink needs a folder (path=...) or a catalog table (table=...)")
+            raise InvalidArgument("a Sink needs a folder (path=...) or a catalog table (table=...)")
         if self.path is not None and not self.path.strip():
-            raise ValueError("Sink(path=...) must not be empty")
+            raise InvalidArgument("Sink(path=...) must not be empty")
 
     @property
     def target(self) -> str:

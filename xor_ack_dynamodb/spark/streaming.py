@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from .conf import chains_config
-from .errors import BatchFailed
+from .errors import BatchFailed, InvalidArgument
 from .job_spec import EventSink
 from .paths import qualified
 from .sink import Sink
@@ -68,7 +68,7 @@ def track_stream(
     from .tracking import tracked_job
 
     if sink.path is None:
-        raise ValueError(
+        raise InvalidArgument(
             "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N): "
             "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
         )
