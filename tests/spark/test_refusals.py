@@ -15,8 +15,10 @@ from pyspark import cloudpickle
 from xor_ack_dynamodb.spark import (
     DatabaseMissing,
     FinishFailed,
+    KeyColumnMissing,
     OutputUnwritable,
     PartitionColumnMissing,
+    SchemaInvalid,
     Sink,
     TableColumnsDiffer,
     TrackerConfig,
@@ -138,3 +140,31 @@ def test_a_folder_sink_that_spark_can_write_leaves_nothing_beside_the_output(
     assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker).ok
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == ["J=1"]
+
+
+@pytest.mark.parametrize("schema", ["key strin, j long", "key string j long", ""])
+def test_a_schema_spark_does_not_read_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, schema: str
+) -> None:
+    with pytest.raises(SchemaInvalid, match="declare the columns") as refused:
+        track(local_spark, good, schema, Sink(str(tmp_path / "out")), keys=KEYS, tracker=tracker)
+    assert schema == "" or refused.value.__cause__ is not None
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", ["file", "NAME"])
+def test_a_key_the_source_lacks_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, key: str
+) -> None:
+    frame = local_spark.createDataFrame([("a", 1)], "name string, v int")
+    with pytest.raises(KeyColumnMissing, match=rf"key='{key}' .* \(its columns: name, v\)"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out")),
+            source=frame,
+            key=key,
+            tracker=tracker,
+        )
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []

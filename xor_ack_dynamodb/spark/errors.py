@@ -68,6 +68,15 @@ class RelativePath(Refused):
     working directory, not the client's; give an absolute path or a URI."""
 
 
+class SchemaInvalid(Refused):
+    """The schema given to ``track`` / ``track_stream`` is not a DDL string Spark reads (or
+    declares no column)."""
+
+
+class KeyColumnMissing(Refused):
+    """``key=`` names no column of the ``source`` DataFrame."""
+
+
 class FinishFailed(Refused):
     """The sink's ``finish`` fails on rows of the declared schema (tried on no rows, before
     the first chain): the commit would fail the same way after every input ran."""

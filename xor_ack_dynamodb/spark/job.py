@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..lifecycle import Acked, Failed
-from . import stages
+from . import declared, stages
 from .chain_batches import RoundChains
 from .check import committed_sums
 from .commit import Counts
@@ -72,7 +72,8 @@ class TrackedJob:
         self.isolation = Isolation(spec.max_errors)
         #: The output was put in place (what an interruption leaves behind).
         self.committed = False
-        self.out_struct = spark.createDataFrame([], spec.schema).schema
+        self.out_struct = declared.schema_struct(spark, spec.schema)
+        declared.check_key(spec.source, spec.key)
         self.columns = tuple(f.name for f in self.out_struct.fields)
         refuse_reserved(self.columns)
         self.keyed = Keyed(self.run_id)
