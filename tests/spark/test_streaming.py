@@ -6,8 +6,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xor_ack_dynamodb.events import Acked, Failed
-from xor_ack_dynamodb.spark import Sink, track_stream
+from xor_ack_dynamodb.spark import (
+    InvalidArgument,
+    KeyColumnMissing,
+    SchemaInvalid,
+    Sink,
+    TrackingNotConfigured,
+    track_stream,
+)
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
 from xor_ack_dynamodb.spark.faults import FaultConfig
 
@@ -55,3 +64,43 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
     for folder in folders:
         total.update(read_counts(folder))
     assert total == independent_count(inbox)
+
+
+@pytest.mark.parametrize(
+    ("given", "refusal"),
+    [
+        ({"max_attempts": 0}, InvalidArgument),
+        ({"page_size": 0}, InvalidArgument),
+        ({"schema": "word strin, n long"}, SchemaInvalid),
+        ({"key": "path"}, KeyColumnMissing),
+        ({"table": None}, TrackingNotConfigured),
+    ],
+    ids=["max_attempts", "page_size", "schema", "key", "no table"],
+)
+def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_written(
+    local_spark: Any,
+    tmp_path: Path,
+    chains_env: str,
+    monkeypatch: pytest.MonkeyPatch,
+    given: dict[str, Any],
+    refusal: type[Exception],
+) -> None:
+    from pyspark.sql import functions as F
+
+    monkeypatch.delenv("XOR_ACK_TABLE", raising=False)
+    inbox = make_corpus(tmp_path / "inbox", files=2, lines=2)
+    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    options: dict[str, Any] = {"schema": SCHEMA, "key": "file", "table": chains_env, **given}
+    checkpoint = tmp_path / "checkpoint"
+    with pytest.raises(refusal):
+        track_stream(
+            stream,
+            count_file,
+            sink=Sink(str(tmp_path / "counts")),
+            checkpoint=str(checkpoint),
+            available_now=True,
+            **options,
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]  # no checkpoint, no output

@@ -65,7 +65,8 @@ def track_stream(
     ``retention``: seconds it remembers an input it committed (default 30 days).
     A ``run_id`` option is the prefix of each micro-batch run's id, new for every run.
     """
-    from .tracking import tracked_job
+    from .declared import check_key, schema_struct
+    from .tracking import job_spec, tracked_job
 
     if sink.path is None:
         raise InvalidArgument(
@@ -75,6 +76,12 @@ def track_stream(
     folder = sink.path
     output = qualified(folder)
     stream_id = name or stream_name(output)
+    # Every check a batch's job makes, before Spark writes the checkpoint: a refusal there
+    # would stop the query with a StreamingQueryException and a checkpoint already begun.
+    spark = stream.sparkSession
+    schema_struct(spark, schema)
+    check_key(stream, key)
+    job_spec(spark, process, schema, sink, source=stream, key=key, **options)
 
     def batch(frame: Any, batch_id: int) -> None:
         spark = frame.sparkSession

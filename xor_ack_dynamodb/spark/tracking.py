@@ -123,6 +123,45 @@ def tracked_job(
     **options: Any,
 ) -> TrackedJob:
     """:func:`track`'s job, not run yet (``marks``: ``track_stream``'s commit marks)."""
+    return TrackedJob(
+        spark,
+        job_spec(
+            spark,
+            process,
+            schema,
+            sink,
+            table=table,
+            endpoint_url=endpoint_url,
+            region=region,
+            partition_key=partition_key,
+            tracker=tracker,
+            tracking=tracking,
+            faults=faults,
+            report=report,
+            marks=marks,
+            **options,
+        ),
+    )
+
+
+def job_spec(
+    spark: Any,
+    process: Process,
+    schema: str,
+    sink: Sink,
+    *,
+    table: str | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    partition_key: str | None = None,
+    tracker: TrackerConfig | None = None,
+    tracking: bool = True,
+    faults: FaultConfig | None = None,
+    report: str | os.PathLike[str] | None = None,
+    marks: CommitMarks | None = None,
+    **options: Any,
+) -> JobSpec:
+    """:func:`track`'s arguments as a checked :class:`JobSpec` (the chains' table resolved)."""
     if tracker is None and tracking:
         tracker = chains_config(
             spark,
@@ -131,7 +170,7 @@ def tracked_job(
             region=region,
             partition_key=partition_key,
         )
-    spec = JobSpec(
+    return JobSpec(
         process=process,
         schema=schema,
         sink=sink,
@@ -141,4 +180,3 @@ def tracked_job(
         marks=marks,
         **options,
     )
-    return TrackedJob(spark, spec)
