@@ -22,6 +22,7 @@ from xor_ack_dynamodb.spark import (
     Sink,
     TableColumnsDiffer,
     TrackerConfig,
+    output,
     track,
 )
 
@@ -131,6 +132,28 @@ def test_a_folder_sink_spark_cannot_write_is_refused_before_the_first_chain(
             tracker=tracker,
         )
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_parquet_sink_without_options_is_not_probed(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default sink pays no probe job: Spark writes Parquet for any declared column."""
+    written: list[str] = []
+    real = output.write
+
+    def counting(rows: Any, sink: Sink, staged: str) -> None:
+        written.append(staged)
+        real(rows, sink, staged)
+
+    monkeypatch.setattr(output, "write", counting)
+    sink = Sink(str(tmp_path / "out"))
+    assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker).ok
+    assert not any(staged.endswith("-check") for staged in written)
+    assert written  # the commit's own write went through it
+    written.clear()
+    sink = Sink(str(tmp_path / "csv"), format="csv")
+    assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker).ok
+    assert sum(staged.endswith("-check") for staged in written) == 1  # CSV is probed
 
 
 def test_a_folder_sink_that_spark_can_write_leaves_nothing_beside_the_output(
