@@ -163,6 +163,52 @@ def test_a_runtime_error_is_one_line_and_exit_1(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
 
+class JvmError(Exception):
+    """As PySpark's captured errors: the text is asked of the JVM, which must still run."""
+
+    jvm_running = True
+
+    def __str__(self) -> str:
+        assert JvmError.jvm_running, "SparkContext._jvm is None"
+        return "[PATH_NOT_FOUND] Path does not exist: hdfs://127.0.0.1:1/x.\n\tat java.lang"
+
+
+def test_a_spark_error_is_said_before_the_session_stops_not_called_a_bug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.cli import cli as root
+    from xor_ack_dynamodb.pipeline import job as job_module
+    from xor_ack_dynamodb.pipeline import spark as spark_module
+
+    def run(self: Any) -> Any:
+        raise JvmError()
+
+    def stop(spark: Any) -> None:
+        monkeypatch.setattr(JvmError, "jvm_running", False)
+
+    monkeypatch.setattr(spark_module, "start_session", lambda *a, **k: object())
+    monkeypatch.setattr(spark_module, "stop_session", stop)
+    monkeypatch.setattr(job_module.WordCount, "run", run)
+    args = ["wordcount", one_file(tmp_path), "-o", str(tmp_path / "o"), "--no-tracking"]
+    result = CliRunner().invoke(root, args)
+    assert result.exit_code == 1, result.output
+    assert not JvmError.jvm_running  # the session did stop
+    assert result.output.strip().splitlines()[-1] == (
+        "error: JvmError: [PATH_NOT_FOUND] Path does not exist: hdfs://127.0.0.1:1/x. "
+        "(run again with --verbose to see Spark's own output)"
+    )
+
+
+def test_an_error_that_cannot_say_its_text_is_named_by_its_type() -> None:
+    from xor_ack_dynamodb.pipeline.interruption import _first_line
+
+    class Mute(Exception):
+        def __str__(self) -> str:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    assert _first_line(Mute()) == "Mute"
+
+
 def test_the_closing_sentences_say_what_was_proved() -> None:
     from xor_ack_dynamodb.pipeline.progress import conclusion, plural
     from xor_ack_dynamodb.spark import InputResult, RoundSummary, TrackedReport

@@ -124,3 +124,24 @@ def test_watch_refuses_an_output_it_did_not_write(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "notes.txt").read_text(encoding="utf-8") == "the user's\n"
     usage = CliRunner().invoke(pipeline_cli.main, [*args[:4], "--available-now"])
     assert usage.exit_code == 2 and "--watch" in usage.output
+
+
+def test_watch_refuses_a_missing_input_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import spark as spark_module
+    from xor_ack_dynamodb.pipeline import watch as watch_module
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("started although INPUT is missing")
+
+    monkeypatch.setattr(spark_module, "start_session", never)
+    monkeypatch.setattr(watch_module, "_tracker", never)
+    args = ["wordcount", str(tmp_path / "nope"), "-o", str(tmp_path / "out"), "--watch"]
+    result = CliRunner().invoke(pipeline_cli.main, [*args, "--available-now"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"error: InputMissing: input {tmp_path / 'nope'} does not exist: create the folder "
+        "--watch watches, or give another INPUT"
+    )
+    assert list(tmp_path.iterdir()) == []

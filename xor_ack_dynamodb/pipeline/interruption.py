@@ -142,24 +142,46 @@ def ending(
     """
     with _signals_interrupt() as reinstall:
         try:
-            yield reinstall
+            with in_one_line(verbose):
+                yield reinstall
         except KeyboardInterrupt as exc:
             click.echo(interrupted(exc), err=True)
             exit_now(INTERRUPTED)
-        except Refused as exc:
-            said = in_command_terms(exc)
-            raise RefusedUsage(explain(said) or str(said)) from exc
-        except FileNotFoundError as exc:
-            raise UserError(str(exc)) from exc
-        except (XorAckError, ClientError, BotoCoreError) as exc:
-            raise UserError(explain(exc) or str(exc)) from exc
-        except click.ClickException:
-            raise
-        except Exception as exc:
-            hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
-            raise UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}") from exc
+
+
+@contextmanager
+def in_one_line(verbose: bool) -> Iterator[None]:
+    """Errors of the body become the one line the command ends with, here and now.
+
+    Wrap the part that runs while Spark is up in it: the text of Spark's exceptions
+    (py4j's, PySpark's captured ones) is asked of its JVM, gone once the session stops.
+    """
+    try:
+        yield
+    except click.ClickException:
+        raise
+    except Exception as exc:
+        raise _as_user_error(exc, verbose) from exc
+
+
+def _as_user_error(exc: Exception, verbose: bool) -> click.ClickException:
+    """The one line ``exc`` ends the command with: exit 2 for a refusal, 1 for the rest."""
+    if isinstance(exc, Refused):
+        said = in_command_terms(exc)
+        return RefusedUsage(explain(said) or str(said))
+    if isinstance(exc, FileNotFoundError):
+        return UserError(str(exc))
+    if isinstance(exc, (XorAckError, ClientError, BotoCoreError)):
+        return UserError(explain(exc) or str(exc))
+    hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
+    return UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}")
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    """The first line of ``exc``'s text; its type's name if it has none or cannot say it."""
+    try:
+        text = str(exc)
+    except Exception:  # a Spark exception whose JVM is gone
+        text = ""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0][:300] if lines else type(exc).__name__

@@ -26,8 +26,8 @@ from ..spark.examples.wordcount import WordCountOptions
 from ..spark.faults import FaultConfig
 from ..spark.paths import is_remote, local_path, qualified
 from .chains_table import _tracker
-from .errors import OutputNotOurs, Refused
-from .interruption import Interrupted, ending, session_name
+from .errors import InputMissing, OutputNotOurs, Refused
+from .interruption import Interrupted, ending, in_one_line, session_name
 from .paths import check_paths
 from .progress import RichProgress, plural
 
@@ -35,6 +35,20 @@ from .progress import RichProgress, plural
 CHECKPOINT = "_checkpoint"
 #: Seconds between two looks at the query (how soon Ctrl-C or its end is noticed).
 POLL = 0.5
+
+
+def check_watch_input(input_: str) -> None:
+    """A local INPUT exists (it may be empty: the files it watches for arrive later)."""
+    if is_remote(input_):
+        return
+    folder = local_path(input_)
+    if not os.path.lexists(folder):
+        raise InputMissing(
+            f"input {input_} does not exist: create the folder --watch watches, or give "
+            "another INPUT"
+        )
+    if not os.path.exists(folder):
+        raise InputMissing(f"input {input_} is a broken symbolic link: give a folder to watch")
 
 
 def check_watch_output(output: str) -> None:
@@ -144,6 +158,7 @@ def run_watch(
     """``xor-ack wordcount --watch``: the stream, its lines, its end (Ctrl-C: exit 130)."""
     try:
         check_paths(input_, output)
+        check_watch_input(input_)
         check_watch_output(output)
     except Refused as exc:
         raise RefusedUsage(explain(exc) or str(exc)) from exc
@@ -167,14 +182,15 @@ def run_watch(
         progress.step(f"starting Spark ({session_name(master, remote)})")
         spark = None
         try:
-            spark = start_session(master, remote, faults.enabled, verbose)
-            reinstall()
-            progress.step(f"watching {input_} (Ctrl-C stops)")
-            options = WordCountOptions(
-                input_, output, tracker=tracker, faults=faults, partitions=partitions,
-                max_attempts=max_attempts,
-            )  # fmt: skip
-            watch(spark, options, available_now=available_now, state=state, say=progress.step)
+            with in_one_line(verbose):  # said while the JVM that knows Spark's errors runs
+                spark = start_session(master, remote, faults.enabled, verbose)
+                reinstall()
+                progress.step(f"watching {input_} (Ctrl-C stops)")
+                options = WordCountOptions(
+                    input_, output, tracker=tracker, faults=faults, partitions=partitions,
+                    max_attempts=max_attempts,
+                )  # fmt: skip
+                watch(spark, options, available_now=available_now, state=state, say=progress.step)
         finally:
             stop_session(spark)
     progress.step(

@@ -16,7 +16,7 @@ from ..cli.options import check_endpoint, check_key, check_region, check_table
 from ..spark.paths import is_remote, judge_output, list_local, local_listing
 from .chains_table import _maybe_tracker
 from .errors import Refused, in_command_terms
-from .interruption import _interrupted, ending, session_name
+from .interruption import _interrupted, ending, in_one_line, session_name
 from .options import shown
 from .paths import check_paths, check_report, write_atomically
 
@@ -220,10 +220,11 @@ def wordcount(
         progress.step(f"starting Spark ({session_name(master, remote)})")
         spark = None
         try:
-            spark = start_session(master, remote, faults.enabled, verbose)
-            reinstall()  # SparkContext puts a SIGINT handler of its own in place
-            job = WordCount(spark, options, progress)
-            report = job.run()
+            with in_one_line(verbose):  # said while the JVM that knows Spark's errors runs
+                spark = start_session(master, remote, faults.enabled, verbose)
+                reinstall()  # SparkContext puts a SIGINT handler of its own in place
+                job = WordCount(spark, options, progress)
+                report = job.run()
         finally:
             progress.stop()
             stop_session(spark)
