@@ -209,6 +209,39 @@ def test_an_error_that_cannot_say_its_text_is_named_by_its_type() -> None:
     assert _first_line(Mute()) == "Mute"
 
 
+def test_the_module_entry_point_says_every_error_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m xor_ack_dynamodb.pipeline`` ends as ``xor-ack`` does: no usage block, no
+    traceback, a user's error as such."""
+    import subprocess
+    import sys
+
+    from botocore.exceptions import EndpointConnectionError
+
+    from xor_ack_dynamodb.pipeline import sample_command
+
+    usage = subprocess.run(
+        [sys.executable, "-m", "xor_ack_dynamodb.pipeline", "wordcount-sample"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert usage.returncode == 2, usage.stderr
+    assert usage.stderr.splitlines() == [
+        "error: Missing argument 'DIRECTORY'. (see 'xor-ack-pipeline wordcount-sample --help')"
+    ]
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    monkeypatch.setattr(sample_command, "generate", unreachable)
+    result = CliRunner().invoke(pipeline_cli.main, ["wordcount-sample", str(tmp_path / "c")])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("error: Could not connect to the endpoint URL")
+    assert "Traceback" not in result.output and len(result.output.splitlines()) == 1
+
+
 def test_the_closing_sentences_say_what_was_proved() -> None:
     from xor_ack_dynamodb.pipeline.progress import conclusion, plural
     from xor_ack_dynamodb.spark import InputResult, RoundSummary, TrackedReport

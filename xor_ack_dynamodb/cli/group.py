@@ -43,38 +43,8 @@ _LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class XorAckGroup(click.Group):
-    """The root group: lazy commands, and user errors as one line."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        lazy = [name for name, (module, _, _) in _LAZY_COMMANDS.items() if _module_exists(module)]
-        return sorted([*super().list_commands(ctx), *lazy])
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = super().get_command(ctx, cmd_name)
-        if command is not None or cmd_name not in _LAZY_COMMANDS:
-            return command
-        module_name, attribute, _ = _LAZY_COMMANDS[cmd_name]
-        if not _module_exists(module_name):
-            return None
-        loaded = getattr(importlib.import_module(module_name), attribute)
-        if not isinstance(loaded, click.Command):
-            raise TypeError(f"{module_name}.{attribute} is not a click command")
-        return loaded
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows: list[tuple[str, str]] = []
-        limit = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
-        for name in self.list_commands(ctx):
-            if name in _LAZY_COMMANDS and name not in self.commands:
-                rows.append((name, _LAZY_COMMANDS[name][2]))
-                continue
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+class OneLineGroup(click.Group):
+    """A group whose every error is one ``error: ...`` line: ``xor-ack``'s, the pipeline's."""
 
     def main(
         self,
@@ -118,6 +88,40 @@ class XorAckGroup(click.Group):
             if message is None:  # pragma: no cover - every branch of explain returns
                 raise
             raise UserError(message) from exc
+
+
+class XorAckGroup(OneLineGroup):
+    """The root group: lazy commands, and user errors as one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [name for name, (module, _, _) in _LAZY_COMMANDS.items() if _module_exists(module)]
+        return sorted([*super().list_commands(ctx), *lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in _LAZY_COMMANDS:
+            return command
+        module_name, attribute, _ = _LAZY_COMMANDS[cmd_name]
+        if not _module_exists(module_name):
+            return None
+        loaded = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(loaded, click.Command):
+            raise TypeError(f"{module_name}.{attribute} is not a click command")
+        return loaded
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows: list[tuple[str, str]] = []
+        limit = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
+        for name in self.list_commands(ctx):
+            if name in _LAZY_COMMANDS and name not in self.commands:
+                rows.append((name, _LAZY_COMMANDS[name][2]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def _module_exists(name: str) -> bool:

@@ -11,15 +11,19 @@ import sys
 
 import click
 
+from ..cli.group import OneLineGroup
 from .sample_command import wordcount_sample
 from .wordcount_command import wordcount
 
 __all__ = ["main", "wordcount", "wordcount_sample"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
-    """The tracked word count on PySpark (``python -m xor_ack_dynamodb.pipeline``)."""
+    """The tracked word count on PySpark (``python -m xor_ack_dynamodb.pipeline``).
+
+    Its errors are one ``error: ...`` line, as ``xor-ack``'s (the same group class).
+    """
 
 
 main.add_command(wordcount)
