@@ -21,6 +21,7 @@ from xor_ack_dynamodb.pipeline.errors import (
     OutputNotOurs,
     PathsOverlap,
     ReportExists,
+    ReportUnwritable,
     in_command_terms,
 )
 from xor_ack_dynamodb.pipeline.paths import check_paths, check_report, write_atomically
@@ -64,6 +65,7 @@ def tree(tmp_path: Path) -> Path:
     (tmp_path / "counts").mkdir()
     (tmp_path / "counts" / "mine.csv").write_text("not the tool's\n")
     (tmp_path / "link-to-in").symlink_to(tmp_path / "in")
+    (tmp_path / "in-file").write_text("a file where --report wants a folder\n")
     return tmp_path
 
 
@@ -96,6 +98,8 @@ def _refusals(t: Path) -> list[tuple[list[str], str]]:
         ([i, "-o", str(t / "o"), "--report", str(t / "in" / "r.json")], "in the input"),
         ([i, "-o", str(t / "o"), "--report", str(t / "o" / "r.json")], "in the output"),
         ([i, "-o", str(t / "o"), "--report", str(t / "counts" / "mine.csv")], "exists"),
+        ([i, "-o", str(t / "o"), "--report", str(t / "in-file" / "r.json")], "not a folder"),
+        ([i, "-o", str(t / "o"), "--report", str(t / "in-file" / "a" / "r.json")], "not a folder"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "in")], "--work-dir"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "o" / "rows")], "--work-dir"),
         ([str(t / "counts" / "empty"), "-o", str(t / "o")], "InputMissing"),
@@ -249,6 +253,22 @@ def test_the_report_is_replaced_only_when_it_is_ours(tmp_path: Path) -> None:
     write_atomically(tmp_path / "new" / "r.json", "{}\n")
     assert (tmp_path / "new" / "r.json").read_text() == "{}\n"
     assert os.listdir(tmp_path / "new") == ["r.json"]
+
+
+def test_a_report_under_a_folder_that_cannot_be_written_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import paths
+
+    check_report(tmp_path / "new" / "deeper" / "r.json", False)  # folders to be made: fine
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ReportUnwritable, match="is not a folder"):
+        check_report(tmp_path / "gone" / "r.json", False)
+    writable = {str(tmp_path): False}
+    monkeypatch.setattr(paths.os, "access", lambda p, mode: writable.get(str(p), True))
+    with pytest.raises(ReportUnwritable, match=f"the folder {tmp_path} is not writable"):
+        check_report(tmp_path / "new" / "r.json", False)
+    assert os.listdir(tmp_path) == ["gone"]
 
 
 def test_staging_is_a_hidden_sibling_of_output(tmp_path: Path) -> None:

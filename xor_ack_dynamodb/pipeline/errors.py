@@ -30,6 +30,7 @@ __all__ = [
     "PipelineError",
     "Refused",
     "ReportExists",
+    "ReportUnwritable",
     "SampleExists",
     "TableMissing",
     "in_command_terms",
@@ -92,6 +93,10 @@ class PathsOverlap(Refused):
 
 class ReportExists(Refused):
     """--report names an existing file and --overwrite was not given, or it is no report."""
+
+
+class ReportUnwritable(Refused):
+    """--report lies under a file, or under a folder this process may not write to."""
 
 
 class SampleExists(Refused):

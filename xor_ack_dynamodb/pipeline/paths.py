@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spark.paths import is_remote, local_path
-from .errors import PathsOverlap, ReportExists
+from .errors import PathsOverlap, ReportExists, ReportUnwritable
 
 
 def _real(path: str) -> str:
@@ -65,6 +65,7 @@ def check_report(report: Path, overwrite: bool) -> None:
     """An existing report is replaced only with ``--overwrite`` and only if it is ours."""
     if report.is_dir():
         raise ReportExists(f"report {report} is a folder: name a file for --report")
+    _check_report_folder(report)
     if not os.path.lexists(report):
         return
     if not overwrite:
@@ -83,6 +84,24 @@ def check_report(report: Path, overwrite: bool) -> None:
         raise ReportExists(
             f"report {report} is not a report of xor-ack wordcount, so --overwrite does "
             "not replace it: choose another --report"
+        )
+
+
+def _check_report_folder(report: Path) -> None:
+    """The report's folder is one, or can be made: its nearest existing ancestor is a folder
+    this process may write to (checked before the run, not found after it)."""
+    ancestor = report.absolute().parent
+    while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():  # a file, or a broken symbolic link
+        raise ReportUnwritable(
+            f"report {report} cannot be written: {ancestor} is not a folder; choose another "
+            "--report"
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ReportUnwritable(
+            f"report {report} cannot be written: the folder {ancestor} is not writable; "
+            "choose another --report"
         )
 
 
