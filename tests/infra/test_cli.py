@@ -15,6 +15,7 @@ import click
 import pytest
 from botocore.exceptions import NoRegionError
 from click.testing import CliRunner, Result
+from click.types import FloatParamType
 
 from xor_ack_dynamodb import cli as cli_module
 from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
@@ -395,6 +396,53 @@ def _leaves() -> list[tuple[str, ...]]:
         if not isinstance(command, click.Group):
             leaves.append(path)
     return leaves
+
+
+def _float_options() -> list[tuple[tuple[str, ...], str]]:
+    """Every (verb, option) of a float type, the lazily loaded verbs included."""
+    ctx = click.Context(cli)
+    found = []
+    for path in _leaves():
+        command: click.Command | None = cli
+        for name in path:
+            assert isinstance(command, click.Group)
+            command = command.get_command(ctx, name)
+        assert command is not None
+        found += [
+            (path, param.opts[0])
+            for param in command.params
+            if isinstance(param, click.Option) and isinstance(param.type, FloatParamType)
+        ]
+    # `local start --timeout` is `cli/local.py`'s, changed in a branch of its own.
+    return [(path, opt) for path, opt in found if path != ("local", "start")]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_no_number_option_takes_nan_or_an_infinity(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wait of nan seconds does not wait (a busy loop against DynamoDB), one of inf
+    overflows: refused as any bad value, before anything is sent."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
+    expected = {
+        ("sweep", "--watch"),
+        ("events", "follow", "--interval"),
+        ("wordcount", "--fail-rate"),
+        ("wordcount", "--timeout"),
+        ("dashboard", "--count-every"),
+        ("worker", "--shutdown-grace"),
+        ("chain", "create", "--timeout"),
+    }
+    options = _float_options()
+    assert expected <= {(*path, opt) for path, opt in options}
+    for path, opt in options:
+        result = run(*path, f"{opt}={value}")
+        assert_usage_error(result, f"Invalid value for '{opt}'")
+        assert "finite" in result.stderr or "range" in result.stderr, result.stderr
+
+
+def test_a_wait_is_at_most_a_day() -> None:
+    assert_usage_error(run("sweep", "--watch", "86401"), "Invalid value for '--watch'")
 
 
 def test_no_command_prints_a_traceback_on_bad_input(

@@ -11,7 +11,7 @@ import click
 from ..events.follow import follow as follow_stream
 from ..events.follow import stream_arn, streams_client
 from ..lifecycle import ChainEvent
-from .options import Settings, Verbs, _settings, json_option, typed_option
+from .options import Finite, Settings, Verbs, _settings, json_option, typed_option
 from .signals import stop_on_signals
 
 
@@ -49,7 +49,7 @@ def events() -> None:
 @json_option("Print one JSON object per line.")
 @typed_option(
     "--interval",
-    click.FloatRange(min=0.05, max=60),
+    Finite(min=0.05, max=60),
     "Seconds between polls when the stream is idle.",
     1.0,
 )

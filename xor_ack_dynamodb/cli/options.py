@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -67,8 +68,30 @@ def choice_option(
     return typed_option(name, click.Choice(choices), help, default)
 
 
-#: A number of seconds above 0 (``--timeout``, ``--ttl``, ``--watch``, ...).
-SECONDS = click.FloatRange(min=0, min_open=True)
+class Finite(click.FloatRange):
+    """A number in a range, never NaN nor an infinity: every float option of the commands.
+
+    ``click.FloatRange`` lets ``nan`` through (each comparison with it is false) and ``inf``
+    through a range without a maximum: a loop that waits ``nan`` seconds does not wait,
+    one that waits ``inf`` overflows.  Refused here as any other bad value: exit 2.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+#: The longest duration an option takes: a chain's ``--ttl`` (the library's limit too).
+MAX_SECONDS = 100 * 365 * 86_400.0
+#: The longest wait between two rounds of a loop (``sweep --watch``, ...): a day.
+MAX_WAIT = 86_400.0
+
+#: A number of seconds above 0 (``--timeout``, ``--ttl``, ...).
+SECONDS = Finite(min=0, min_open=True, max=MAX_SECONDS)
+#: Seconds between two rounds of a loop, above 0 and at most a day (``sweep --watch``, ...).
+WAIT = Finite(min=0, min_open=True, max=MAX_WAIT)
 
 
 def json_option(help: str = "Print JSON.") -> Callable[[F], F]:

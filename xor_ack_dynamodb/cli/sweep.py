@@ -11,7 +11,7 @@ from ..chain import ChainState
 from ..dynamodb.loops import item_failed
 from ..sweeper import SweepSummary, sweep_once
 from .errors import UserError, explain
-from .options import SECONDS, Verb, _settings, json_option
+from .options import WAIT, Verb, _settings, json_option
 from .show import _when
 from .signals import stop_on_signals as _stop_on_signals
 
@@ -34,7 +34,7 @@ def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> N
 @click.command("sweep", cls=Verb)
 @click.option(
     "--watch",
-    type=SECONDS,
+    type=WAIT,
     metavar="SECONDS",
     help="Sweep again every SECONDS until Ctrl-C or SIGTERM.",
 )

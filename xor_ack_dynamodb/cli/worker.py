@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .errors import RefusedUsage
-from .options import F, Verb, _settings, typed_option, url_option
+from .options import F, Finite, Verb, _settings, typed_option, url_option
 
 
 def _callable(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -67,7 +67,7 @@ def function_option(name: str, help: str, *, required: bool = False) -> Callable
 )
 @typed_option(
     "--shutdown-grace",
-    click.FloatRange(0, 3600),
+    Finite(0, 3600),
     "On SIGTERM, seconds the messages in hand may take before they are released.",
     30.0,
 )

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import click
 
+from xor_ack_dynamodb.cli.options import WAIT
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
 #: The environment variable of --token.
@@ -72,7 +73,7 @@ def _root(ctx: click.Context, name: str, given: Any, default: Any) -> Any:
 @click.option("--open", "open_browser", is_flag=True, help="Open the link in a web browser.")
 @click.option(
     "--count-every",
-    type=click.FloatRange(min=0, min_open=True),
+    type=WAIT,
     default=5.0,
     show_default=True,
     help="Least seconds between two counts of the indexes.",

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ..cli.errors import RefusedUsage, UserError, explain
-from ..cli.options import check_endpoint, check_key, check_region, check_table
+from ..cli.options import SECONDS, Finite, check_endpoint, check_key, check_region, check_table
 from ..spark.paths import is_remote, judge_output, list_local, local_listing
 from .chains_table import _maybe_tracker
 from .errors import Refused, in_command_terms
@@ -55,7 +55,7 @@ from .paths import check_paths, check_report, write_atomically
 @click.option("--partition-key", default="tagID", show_default=True, callback=check_key)
 @shown(
     "--timeout",
-    click.FloatRange(min=0, min_open=True),
+    SECONDS,
     300.0,
     "Seconds a round may take; its unfinished files are replayed.",
 )
@@ -69,7 +69,7 @@ from .paths import check_paths, check_report, write_atomically
 )
 @shown(
     "--fail-rate",
-    click.FloatRange(0, 1),
+    Finite(0, 1),
     0.0,
     "Inject faults: this share of task attempts crash, and this share lose records.",
 )
