@@ -27,6 +27,50 @@ def test_sample_writes_a_corpus(tmp_path: Path) -> None:
     assert len(list((tmp_path / "c").rglob("*.txt"))) == 3
 
 
+def test_an_empty_sample_is_written_with_its_marker(tmp_path: Path) -> None:
+    from xor_ack_dynamodb.pipeline.corpus import SAMPLE_MARKER
+
+    args = ["wordcount-sample", str(tmp_path / "c0"), "--files", "0"]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in (tmp_path / "c0").iterdir()] == [SAMPLE_MARKER]
+    again = CliRunner().invoke(pipeline_cli.main, args)
+    assert again.exit_code == 0, again.output  # the same sample: used as it is
+
+
+def test_a_sample_folder_that_cannot_be_created_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("the user's\n")
+    target = tmp_path / "a-file" / "c"
+    result = CliRunner().invoke(pipeline_cli.main, ["wordcount-sample", str(target)])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [
+        f"error: SampleUnwritable: {target} cannot be created (Not a directory): choose "
+        "another DIRECTORY (nothing was written)"
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
+    assert (tmp_path / "a-file").read_text() == "the user's\n"
+
+
+def test_a_sample_cut_short_by_the_disk_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    from xor_ack_dynamodb.pipeline import sample_command
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sample_command, "generate", full)
+    result = CliRunner().invoke(pipeline_cli.main, ["wordcount-sample", str(tmp_path / "c")])
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines() == [
+        f"error: writing the sample under {tmp_path / 'c'} failed (No space left on device): "
+        "make room, or choose another DIRECTORY"
+    ]
+
+
 def one_file(tmp_path: Path) -> str:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.txt").write_text("a b\n")

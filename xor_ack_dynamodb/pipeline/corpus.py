@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SampleExists
+from .errors import SampleExists, SampleUnwritable
 
 _ONSETS = [
     "",
@@ -127,6 +127,13 @@ def generate(
     known = _existing_sample(base, params)
     if known is not None:
         return known
+    try:
+        base.mkdir(parents=True, exist_ok=True)  # the marker goes here, files or none
+    except OSError as exc:
+        raise SampleUnwritable(
+            f"{base} cannot be created ({exc.strerror or exc}): choose another DIRECTORY "
+            "(nothing was written)"
+        ) from exc
     rng = random.Random(seed)
     vocab = vocabulary(vocabulary_size, rng)
     cumulative = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(vocab))))

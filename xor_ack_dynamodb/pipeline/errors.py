@@ -32,6 +32,7 @@ __all__ = [
     "ReportExists",
     "ReportUnwritable",
     "SampleExists",
+    "SampleUnwritable",
     "TableMissing",
     "in_command_terms",
 ]
@@ -101,3 +102,7 @@ class ReportUnwritable(Refused):
 
 class SampleExists(Refused):
     """DIRECTORY of ``wordcount-sample`` holds files that are not this very sample."""
+
+
+class SampleUnwritable(Refused):
+    """DIRECTORY of ``wordcount-sample`` cannot be created (under a file, no permission)."""

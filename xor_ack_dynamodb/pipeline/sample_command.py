@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli.errors import RefusedUsage, explain
+from ..cli.errors import RefusedUsage, UserError, explain
 from .corpus import generate
 from .errors import Refused
 from .options import shown
@@ -31,7 +31,7 @@ def wordcount_sample(
 
     DIRECTORY must be new or empty; if it holds the very sample these options make
     (written before), it is used as it is.  Anything else is refused (exit 2) and
-    nothing is written.
+    nothing is written, as for a DIRECTORY that cannot be created.
     """
     try:
         info = generate(
@@ -44,6 +44,11 @@ def wordcount_sample(
         )
     except Refused as exc:
         raise RefusedUsage(explain(exc) or str(exc)) from exc
+    except OSError as exc:  # while writing (a full disk, ...): the folder holds a part
+        raise UserError(
+            f"writing the sample under {directory} failed ({exc.strerror or exc}): make room, "
+            "or choose another DIRECTORY"
+        ) from exc
     click.echo(
         f"{info.files} files ({info.words:,} words) under {info.root}"
         + (f", plus {info.invalid} non-UTF-8 files" if info.invalid else "")
