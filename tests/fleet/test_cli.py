@@ -68,3 +68,26 @@ def test_submit_creates_the_chain_and_sends_its_root(
     ).get("cli-job")
     assert chain is not None and chain.live and chain.deadline is not None
     assert chain.chain_id == root.chain_id and chain.stamp == root.stamp
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("where", ["no queue", "no SQS"])
+def test_submit_to_a_queue_it_cannot_use_creates_no_chain(
+    where: str, moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    if where == "no queue":
+        queue, endpoint, says = f"{moto_endpoint}/123456789012/absent", moto_endpoint, "exist"
+    else:
+        queue, endpoint, says = QUEUE, "http://127.0.0.1:9", "cannot be reached"
+    args = ["--endpoint-url", ddb_local_endpoint, "--region", "us-east-1"]
+    args += ["--table", ddb_table.name, "submit", f"job-{where[3:]}", "--queue-url", queue]
+    result = CliRunner().invoke(cli, [*args, "--sqs-endpoint-url", endpoint])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.splitlines()
+    assert line.startswith("error: QueueUnavailable: ") and says in line, line
+    assert "xor-ack local start" not in line  # a hint for DynamoDB, not SQS
+    chains = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+    )
+    assert chains.get(f"job-{where[3:]}") is None  # refused: nothing was created

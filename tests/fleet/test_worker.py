@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.fleet import Completed, Fleet, Message, SqsSender
+from xor_ack_dynamodb.fleet import Completed, Fleet, Message, QueueUnavailable, SqsSender
 from xor_ack_dynamodb.fleet.sqs import sqs_client
 from xor_ack_dynamodb.fleet.worker import Worker
 from xor_ack_dynamodb.table import TableSpec
@@ -76,6 +76,19 @@ async def test_jobs_fan_out_through_sqs_and_continue_once(
         stats = await running
     assert sorted(done) == ["w-job-0", "w-job-1", "w-job-2"]
     assert stats["applied"] == 21 and stats["failed"] == 0
+
+
+async def test_a_job_for_a_queue_that_does_not_exist_creates_no_chain(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    absent = f"{moto_endpoint}/123456789012/no-such-queue"
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, absent, lambda m: [], []
+    ) as (fleet, _):
+        with pytest.raises(QueueUnavailable, match="does not exist"):
+            await fleet.submit("job-without-queue", {"n": 1})
+        assert await fleet.ack.get("job-without-queue") is None  # refused: nothing written
+        assert fleet.write_requests == 0
 
 
 async def test_visibility_is_extended_while_a_handler_works(

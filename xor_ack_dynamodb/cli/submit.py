@@ -58,7 +58,9 @@ def submit(
     """Start job TAG: create its chain, then send its root message (PAYLOAD, JSON).
 
     What `Fleet.submit` does, from a shell: run it again for a job whose root has
-    not run yet and the root is sent again (a duplicate, applied once).
+    not run yet and the root is sent again (a duplicate, applied once).  The queue
+    is checked first: a queue that does not exist, or an SQS that cannot be reached,
+    is one error line and no chain is created.
 
     \b
     Example:
@@ -90,9 +92,15 @@ async def _submit(
     token_window: int,
     lifetime: dict[str, Any],
 ) -> Any:
+    from ..dynamodb.aws import fail_fast_config
     from .queue_fleet import queue_fleet
 
     async with queue_fleet(
-        settings, queue_url, sqs_endpoint_url, handler=_handles_nothing, token_window=token_window
+        settings,
+        queue_url,
+        sqs_endpoint_url,
+        fail_fast_config(),  # a person waits: an SQS that is down is said in seconds
+        handler=_handles_nothing,
+        token_window=token_window,
     ) as (_, fleet):
         return await fleet.submit(tag, payload, **lifetime)

@@ -17,7 +17,7 @@ from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .once import Verdict
-from .sqs import SqsSender, sqs_client
+from .sqs import QueueUnavailable, SqsSender, sqs_client
 from .worker import Worker, install_signal_handlers
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Handled",
     "Message",
     "QueueContinuation",
+    "QueueUnavailable",
     "SqsBatchHandler",
     "SqsSender",
     "StreamCompletionHandler",

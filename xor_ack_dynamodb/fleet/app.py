@@ -56,6 +56,13 @@ def _given(value: float | None, default: float | None) -> float | None:
     return default if value is None else value
 
 
+async def _ready(send: Send) -> None:
+    """Ask a sender with a ``check()`` (``SqsSender``) whether it can send; others can."""
+    check = getattr(send, "check", None)
+    if check is not None:
+        await check()
+
+
 @dataclass(frozen=True)
 class Message:
     """What a handler receives: the payload, and what the message is.
@@ -173,8 +180,11 @@ class Fleet:
         (a duplicate, applied once): a submitter that died after the create is safe.
         ``TagExists`` if the chain has moved on since (use ``replay`` for a failed one).
         ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
-        (default: the fleet's); ``ttl`` must then be longer.
+        (default: the fleet's); ``ttl`` must then be longer.  A sender that can say
+        whether it can send (``SqsSender``: its queue exists) is asked first: a job
+        refused for its queue (``QueueUnavailable``) creates no chain.
         """
+        await _ready(self.send)
         root_stamp = stamp_of(root_id(tag))
         try:
             await self.ack.create(

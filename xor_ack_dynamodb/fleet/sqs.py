@@ -5,12 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..dynamodb.aws import error_code, error_message
 from ..errors import XorAckError
 from .envelope import Envelope
+
+#: The codes SQS answers a queue URL that names no queue with (JSON and query protocols).
+_NO_QUEUE = ("QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue")
 
 
 class SendFailed(XorAckError):
     """SQS refused some messages of a batch; the handler fails and its message comes back."""
+
+
+class QueueUnavailable(XorAckError):
+    """The sender's queue does not exist, or SQS cannot be reached: found before a job's
+    chain is created (``Fleet.submit``), so nothing was written."""
 
 
 class SqsSender:
@@ -20,6 +31,34 @@ class SqsSender:
         self.sqs = sqs
         self.queue_url = queue_url
         self.sent = 0
+        self._checked = False
+
+    async def check(self) -> None:
+        """The queue exists and answers (one ``GetQueueAttributes``, once per sender).
+
+        ``Fleet.submit`` asks before it creates a job's chain: a queue URL that names no
+        queue, or an SQS that cannot be reached, raises :class:`QueueUnavailable` and
+        leaves no chain waiting for a root that was never sent.
+        """
+        if self._checked:
+            return
+        try:
+            await self.sqs.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["QueueArn"]
+            )
+        except ClientError as exc:
+            if error_code(exc) not in _NO_QUEUE:
+                raise
+            raise QueueUnavailable(
+                f"queue {self.queue_url} does not exist ({error_message(exc) or error_code(exc)})"
+                ": check the queue URL and the SQS endpoint; nothing was written"
+            ) from exc
+        except BotoCoreError as exc:
+            raise QueueUnavailable(
+                f"SQS cannot be reached for queue {self.queue_url} ({exc}): check the SQS "
+                "endpoint; nothing was written"
+            ) from exc
+        self._checked = True
 
     async def __call__(self, envelopes: Sequence[Envelope]) -> None:
         for start in range(0, len(envelopes), 10):
@@ -36,13 +75,18 @@ class SqsSender:
             self.sent += len(chunk)
 
 
-def sqs_client(*, endpoint: str | None = None, region_name: str | None = None) -> Any:
+def sqs_client(
+    *, endpoint: str | None = None, region_name: str | None = None, config: Any = None
+) -> Any:
     """An aiobotocore SQS client (an async context manager), region and credentials as for
-    DynamoDB (``xor_ack_dynamodb.dynamodb.aws``); ``endpoint``: e.g. a local SQS on 127.0.0.1."""
+    DynamoDB (``xor_ack_dynamodb.dynamodb.aws``); ``endpoint``: e.g. a local SQS on 127.0.0.1;
+    ``config``: a ``botocore.config.Config`` (default: the DynamoDB clients' retries)."""
     import aioboto3
 
     from ..dynamodb.aws import client_options
 
     session = aioboto3.Session()
-    options = client_options(endpoint=endpoint, region_name=region_name, session=session)
+    options = client_options(
+        endpoint=endpoint, region_name=region_name, session=session, config=config
+    )
     return session.client("sqs", **options)
