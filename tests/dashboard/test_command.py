@@ -43,6 +43,11 @@ def test_help_names_the_options_without_importing_the_web_server() -> None:
         (["--host", "192.0.2.1", "--token", "short"], "at least 16 characters"),
         (["--port", "70000"], "70000"),
         (["--count-every", "0"], "count-every"),
+        (["--endpoint-url", "foo", "--table", "t", "--port", "0"], "'--endpoint-url': 'foo'"),
+        (["--sqs-endpoint-url", "foo", "--replay-queue-url", "notaurl"], "--sqs-endpoint-url"),
+        (["--replay-queue-url", "notaurl"], "'--replay-queue-url': 'notaurl' is not"),
+        (["--region", "us east"], "--region"),
+        (["--table", ""], "--table"),
     ],
 )
 def test_usage_errors_exit_2_before_anything_starts(args: list[str], message: str) -> None:
@@ -83,3 +88,26 @@ def test_a_port_in_use_is_one_error_line(ddb_local_endpoint: str, table_spec: Ta
         )  # fmt: skip
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith(f"error: cannot serve on 127.0.0.1:{port}")
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("where", ["no queue", "no SQS"])
+def test_a_replay_queue_it_cannot_use_is_one_line_before_the_link(
+    where: str, ddb_local_endpoint: str, table_spec: TableSpec, moto_endpoint: str
+) -> None:
+    if where == "no queue":
+        sqs, says = moto_endpoint, "does not exist"
+    else:
+        sqs, says = "http://127.0.0.1:9", "cannot be reached"
+    result = run(
+        "--endpoint-url", ddb_local_endpoint, "--table", table_spec.name, "dashboard",
+        "--port", "0", "--sqs-endpoint-url", sqs,
+        "--replay-queue-url", f"{sqs}/123456789012/absent",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""  # no link: the dashboard did not start
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: --replay-queue-url: queue ") or line.startswith(
+        "error: --replay-queue-url: SQS "
+    ), line
+    assert says in line, line

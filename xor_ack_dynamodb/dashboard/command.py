@@ -23,7 +23,13 @@ from typing import IO, Any
 
 import click
 
-from xor_ack_dynamodb.cli.options import WAIT
+from xor_ack_dynamodb.cli.options import (
+    WAIT,
+    check_endpoint,
+    check_key,
+    check_region,
+    check_table,
+)
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
 #: The environment variable of --token.
@@ -81,13 +87,36 @@ def _root(ctx: click.Context, name: str, given: Any, default: Any) -> Any:
 @click.option(
     "--replay-queue-url",
     metavar="URL",
+    callback=check_endpoint,
     help="The SQS queue of a fleet's messages: offers a failed fleet job's replay.",
 )
-@click.option("--sqs-endpoint-url", metavar="URL", help="SQS endpoint for --replay-queue-url.")
-@click.option("--endpoint-url", metavar="URL", help="DynamoDB endpoint [default: xor-ack's].")
-@click.option("--region", metavar="REGION", help="AWS region [default: xor-ack's].")
-@click.option("--table", metavar="NAME", help=f"Table of the chains [default: {DEFAULT_TABLE}].")
-@click.option("--partition-key", metavar="NAME", help="Partition key attribute (holds the tag).")
+@click.option(
+    "--sqs-endpoint-url",
+    metavar="URL",
+    callback=check_endpoint,
+    help="SQS endpoint for --replay-queue-url.",
+)
+@click.option(
+    "--endpoint-url",
+    metavar="URL",
+    callback=check_endpoint,
+    help="DynamoDB endpoint [default: xor-ack's].",
+)
+@click.option(
+    "--region", metavar="REGION", callback=check_region, help="AWS region [default: xor-ack's]."
+)
+@click.option(
+    "--table",
+    metavar="NAME",
+    callback=check_table,
+    help=f"Table of the chains [default: {DEFAULT_TABLE}].",
+)
+@click.option(
+    "--partition-key",
+    metavar="NAME",
+    callback=check_key,
+    help="Partition key attribute (holds the tag).",
+)
 @click.pass_context
 def dashboard(
     ctx: click.Context,
@@ -147,6 +176,8 @@ def dashboard(
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     asyncio.run(_check_table(config))
+    if config.replays and config.replay_queue_url:
+        asyncio.run(_check_replay_queue(config))
     sock = _bind(host, port)
     _serve(config, sock, open_browser)
 
@@ -175,6 +206,27 @@ async def _check_table(config: Any) -> None:
             raise Refused(f"DynamoDB at {where} refused: {exc}") from exc
         except BotoCoreError as exc:
             raise Refused(f"DynamoDB at {where} is unreachable: {exc}") from exc
+
+
+async def _check_replay_queue(config: Any) -> None:
+    """Build the replays' SQS client and ask for its queue before the link is printed: a
+    queue that is not there, or an SQS that is down, is one line (not a server's traceback)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
+    from xor_ack_dynamodb.fleet import QueueUnavailable, SqsSender, sqs_client
+
+    try:
+        async with sqs_client(
+            endpoint=config.sqs_endpoint_url,
+            region_name=config.region_name,
+            config=fail_fast_config(),
+        ) as sqs:
+            await SqsSender(sqs, config.replay_queue_url).check()
+    except QueueUnavailable as exc:
+        raise Refused(f"--replay-queue-url: {exc}") from exc
+    except (ClientError, BotoCoreError, ValueError) as exc:
+        raise Refused(f"--replay-queue-url {config.replay_queue_url}: SQS refused: {exc}") from exc
 
 
 def _bind(host: str, port: int) -> socket.socket:
