@@ -111,6 +111,32 @@ async def test_a_foreign_host_is_refused(dashboard: Dashboard) -> None:
     assert answer.status == 400 and "Unexpected Host" in answer.text
 
 
+async def test_a_dashboard_on_another_loopback_address_answers_to_it(
+    ddb_local_endpoint: str, populated: TableSpec
+) -> None:
+    """Served on 127.0.0.2 (or [::1] spelt long), its own link's Host is accepted."""
+    from xor_ack_dynamodb.dashboard.config import bind_check
+
+    assert bind_check("0:0:0:0:0:0:0:1", False) == ("127.0.0.1", "localhost", "::1")
+    board = Dashboard(
+        table=populated.name,
+        endpoint_url=ddb_local_endpoint,
+        token=TOKEN,
+        allowed_hosts=bind_check("127.0.0.2", False),
+    )
+    try:
+        client = Client(board.app)
+        client.host = "127.0.0.2:8321"
+        answer = await client.get(f"/?token={TOKEN}")
+        assert answer.status == 303, answer.text
+        assert answer.headers["location"] == "http://127.0.0.2:8321/"
+        assert (await client.get("/")).status == 200
+        client.host = "evil.example:8321"  # a name that resolves to 127.0.0.2: still refused
+        assert (await client.get("/")).status == 400
+    finally:
+        await board.close()
+
+
 async def test_refused_actions_change_nothing(
     dashboard: Dashboard, ddb_local_endpoint: str, populated: TableSpec
 ) -> None:

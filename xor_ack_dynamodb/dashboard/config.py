@@ -39,6 +39,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _host_name(host: str) -> str:
+    """``host`` as a ``Host`` header names it: an address in its canonical form."""
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return host.lower()
+
+
 def new_token() -> str:
     """A random access token (32 URL-safe characters, 192 bits)."""
     return secrets.token_urlsafe(24)
@@ -112,12 +120,13 @@ class DashboardConfig:
 def bind_check(host: str, token_given: bool) -> tuple[str, ...] | None:
     """The Host names to accept when serving on ``host``; ``ConfigError`` if it needs a token.
 
-    Loopback: only the loopback names (a page of another site that resolves its own name
-    to 127.0.0.1 is refused).  Any other address: reachable from elsewhere, so only with a
-    token the operator chose and can hand on (``--token`` or its environment variable).
+    Loopback: only the loopback names and ``host`` itself (``127.0.0.2``: the link names
+    it); a page of another site that resolves its own name to a loopback address is
+    refused.  Any other address: reachable from elsewhere, so only with a token the
+    operator chose and can hand on (``--token`` or its environment variable).
     """
     if is_loopback(host):
-        return LOOPBACK_HOSTS
+        return tuple(dict.fromkeys((*LOOPBACK_HOSTS, _host_name(host))))
     if not token_given:
         raise ConfigError(
             f"serving on {host} makes the dashboard reachable from other machines: give it "
