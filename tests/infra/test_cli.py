@@ -413,8 +413,7 @@ def _float_options() -> list[tuple[tuple[str, ...], str]]:
             for param in command.params
             if isinstance(param, click.Option) and isinstance(param.type, FloatParamType)
         ]
-    # `local start --timeout` is `cli/local.py`'s, changed in a branch of its own.
-    return [(path, opt) for path, opt in found if path != ("local", "start")]
+    return found
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])

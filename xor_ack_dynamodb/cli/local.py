@@ -10,7 +10,7 @@ import click
 from ..dynamodb.local import Backend, ServerState, server_status, start_detached, stop_detached
 from ..dynamodb.local.server import _answers
 from ..dynamodb.table import TTL_ATTRIBUTE, create_table
-from .options import Settings, Verbs, _settings, backend_option
+from .options import WAIT, Settings, Verbs, _settings, backend_option
 from .show import _echo_pairs, _when
 
 #: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
@@ -39,7 +39,7 @@ def local() -> None:
 @click.option(
     "--create-table", "with_table", is_flag=True, help="Also create the table (see --table)."
 )
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="Startup timeout (s).")
+@click.option("--timeout", type=WAIT, default=60.0, show_default=True, help="Startup timeout (s).")
 @click.pass_context
 def local_start(
     ctx: click.Context,
