@@ -6,6 +6,7 @@ spec that cannot run is refused here, before anything is read or written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,6 +19,10 @@ from .report import InputResult, RoundObserver, TrackedReport
 from .sink import Sink
 from .stages import Process
 from .tracker import TrackerConfig
+
+#: A ``run_id`` the caller gives: it names folders beside the output (the staging folder,
+#: a stream's batch folder) which a run removes, so it must stay one plain name.
+RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]
@@ -79,6 +84,12 @@ class JobSpec:
             raise InvalidArgument("round_timeout must be > 0 seconds")
         if self.page_size < 1:
             raise InvalidArgument("page_size must be >= 1")
+        if self.run_id is not None and not RUN_ID.fullmatch(self.run_id):
+            raise InvalidArgument(
+                f"run_id={self.run_id!r}: it names the run's folders beside the output, so "
+                "use letters, digits, '_', '-' and '.' only (at most 64, not starting with "
+                "'.'), or leave it out for a new one"
+            )
         if self.input_tasks is not None and self.input_tasks < 1:
             raise InvalidArgument(
                 "input_tasks must be >= 1 (or None: three per core of the session)"
