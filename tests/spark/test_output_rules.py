@@ -26,11 +26,14 @@ from pyspark import cloudpickle
 from xor_ack_dynamodb.spark import (
     Incurable,
     InputRejected,
+    OutputDisplaced,
     OutputNotOurs,
     Sink,
     TrackerConfig,
     track,
 )
+from xor_ack_dynamodb.spark.files import Files
+from xor_ack_dynamodb.spark.paths import local_path
 
 from .jobs.broken_workers import KEYS
 from .servers import ROOT, server_env
@@ -128,6 +131,35 @@ def test_overwrite_keeps_an_output_with_a_file_put_inside_one_of_its_partition_f
     with pytest.raises(OutputNotOurs, match=r"j=1/my-notes\.txt"):
         track(local_spark, good, SCHEMA, again, **run)
     assert snapshot(out) == before
+
+
+def test_an_output_path_taken_during_the_rename_keeps_the_former_output_where_it_says(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something puts a folder at the output's path between the two renames: neither the
+    new output nor the former one can go there, and the former one, kept in the staging
+    folder, is not removed with it (``OutputDisplaced`` says where it is)."""
+    out = tmp_path / "out"
+    run = {"keys": KEYS, "tracker": tracker}
+    assert track(local_spark, good, SCHEMA, Sink(str(out)), **run).ok
+    before = snapshot(out)
+    real = Files.rename
+
+    def racing(self: Files, source: str, target: str) -> None:
+        if source.endswith("/output"):  # the new output's rename: someone is first
+            out.mkdir()
+            (out / "theirs.txt").write_text("another writer's")
+        real(self, source, target)
+
+    monkeypatch.setattr(Files, "rename", racing)
+    with pytest.raises(OutputDisplaced, match="move it back") as displaced:
+        track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), **run)
+    previous = Path(local_path(displaced.value.previous))
+    assert previous.is_dir() and snapshot(previous) == {
+        **before,
+        "<beside>": snapshot(previous)["<beside>"],
+    }
+    assert (out / "theirs.txt").read_text() == "another writer's"
 
 
 def test_a_table_gets_each_input_once_and_only_from_a_complete_run_unless_partial(

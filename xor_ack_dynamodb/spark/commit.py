@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from . import output
+from .errors import OutputDisplaced
 from .files import Files, is_connect
 from .paths import (
     MANIFEST,
@@ -87,6 +88,8 @@ class FolderTarget:
         self.rows_root = (
             f"{self.work_dir}/.xor-ack-{run_id}" if self.work_dir else f"{self.staging}/rows"
         )
+        #: Set when the staging folder holds the former output: ``cleanup`` leaves it.
+        self.keep_staging = False
 
     def check(self, struct: Any) -> None:
         """Refuse before anything is read or written (``paths.judge_output``), and what
@@ -137,13 +140,24 @@ class FolderTarget:
             self.files.rename(self.output, previous)
             try:
                 self.files.rename(staged, self.output)
-            except BaseException:
-                self.files.rename(previous, self.output)
+            except BaseException as failed:
+                try:
+                    self.files.rename(previous, self.output)
+                except BaseException as stuck:  # the path was taken: keep the former output
+                    self.keep_staging = True
+                    raise OutputDisplaced(
+                        f"the new output could not be put at {self.path} ({failed}), nor the "
+                        f"former one back ({stuck}): the former output is kept, untouched, "
+                        f"in {previous}; move it back to {self.path} by hand",
+                        previous,
+                    ) from stuck
                 raise
             return
         self.files.rename(staged, self.output)
 
     def cleanup(self) -> None:
+        if self.keep_staging:  # it holds the former output (OutputDisplaced)
+            return
         self.files.delete(self.staging)
         if self.work_dir:
             self.files.delete(self.rows_root)

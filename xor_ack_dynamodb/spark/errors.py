@@ -142,6 +142,16 @@ class InputsInterleaved(SparkTrackingError):
     run the user's function twice over parts of one input."""
 
 
+class OutputDisplaced(SparkTrackingError):
+    """The new output could not be renamed into place, nor the former one back (the
+    output's path was taken meanwhile): the former output is kept where the message
+    says, untouched; move it back by hand.  ``.previous``: that folder."""
+
+    def __init__(self, message: str, previous: str) -> None:
+        super().__init__(message)
+        self.previous = previous
+
+
 class RoundTimedOut(SparkTrackingError):
     """A round's Spark jobs ran past the per-round timeout and were cancelled."""
 
