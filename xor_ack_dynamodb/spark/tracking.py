@@ -106,42 +106,11 @@ def track(
 
 
 def tracked_job(
-    spark: Any,
-    process: Process,
-    schema: str,
-    sink: Sink,
-    *,
-    table: str | None = None,
-    endpoint_url: str | None = None,
-    region: str | None = None,
-    partition_key: str | None = None,
-    tracker: TrackerConfig | None = None,
-    tracking: bool = True,
-    faults: FaultConfig | None = None,
-    report: str | os.PathLike[str] | None = None,
-    marks: CommitMarks | None = None,
-    **options: Any,
+    spark: Any, process: Process, schema: str, sink: Sink, **options: Any
 ) -> TrackedJob:
-    """:func:`track`'s job, not run yet (``marks``: ``track_stream``'s commit marks)."""
-    return TrackedJob(
-        spark,
-        job_spec(
-            spark,
-            process,
-            schema,
-            sink,
-            table=table,
-            endpoint_url=endpoint_url,
-            region=region,
-            partition_key=partition_key,
-            tracker=tracker,
-            tracking=tracking,
-            faults=faults,
-            report=report,
-            marks=marks,
-            **options,
-        ),
-    )
+    """:func:`track`'s job, not run yet: ``options`` as :func:`job_spec` takes them
+    (``marks``: ``track_stream``'s commit marks)."""
+    return TrackedJob(spark, job_spec(spark, process, schema, sink, **options))
 
 
 def job_spec(
