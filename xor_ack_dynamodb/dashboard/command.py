@@ -25,10 +25,10 @@ import click
 
 from xor_ack_dynamodb.cli.options import (
     WAIT,
-    check_endpoint,
     check_key,
     check_region,
     check_table,
+    url_option,
 )
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
@@ -84,24 +84,12 @@ def _root(ctx: click.Context, name: str, given: Any, default: Any) -> Any:
     show_default=True,
     help="Least seconds between two counts of the indexes.",
 )
-@click.option(
+@url_option(
     "--replay-queue-url",
-    metavar="URL",
-    callback=check_endpoint,
-    help="The SQS queue of a fleet's messages: offers a failed fleet job's replay.",
+    "The SQS queue of a fleet's messages: offers a failed fleet job's replay.",
 )
-@click.option(
-    "--sqs-endpoint-url",
-    metavar="URL",
-    callback=check_endpoint,
-    help="SQS endpoint for --replay-queue-url.",
-)
-@click.option(
-    "--endpoint-url",
-    metavar="URL",
-    callback=check_endpoint,
-    help="DynamoDB endpoint [default: xor-ack's].",
-)
+@url_option("--sqs-endpoint-url", "SQS endpoint for --replay-queue-url.")
+@url_option("--endpoint-url", "DynamoDB endpoint [default: xor-ack's].")
 @click.option(
     "--region", metavar="REGION", callback=check_region, help="AWS region [default: xor-ack's]."
 )

@@ -12,7 +12,14 @@ from pathlib import Path
 import click
 
 from ..cli.errors import RefusedUsage, UserError, explain
-from ..cli.options import SECONDS, Finite, check_endpoint, check_key, check_region, check_table
+from ..cli.options import (
+    SECONDS,
+    Finite,
+    check_key,
+    check_region,
+    check_table,
+    url_option,
+)
 from ..spark.paths import is_remote, judge_output, list_local, local_listing
 from .chains_table import _maybe_tracker
 from .errors import Refused, in_command_terms
@@ -39,12 +46,7 @@ from .paths import check_paths, check_report, write_atomically
     help="Spark Connect server (sc://HOST:PORT) [default: $SPARK_REMOTE]: the same word "
     "count, run there (the server must see INPUT and OUTPUT).",
 )
-@click.option(
-    "--endpoint-url",
-    metavar="URL",
-    callback=check_endpoint,
-    help="DynamoDB endpoint (the table must exist).",
-)
+@url_option("--endpoint-url", "DynamoDB endpoint (the table must exist).")
 @click.option(
     "--table",
     callback=check_table,
