@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..lifecycle import Acked, Failed
-from . import declared, stages
+from . import declared, output, stages
 from .chain_batches import RoundChains
 from .check import committed_sums
 from .commit import Counts
@@ -125,8 +125,7 @@ class TrackedJob:
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
         except BaseException as exc:
             self.report.abandon()  # a report file of an earlier run stays as it was
-            said = (str(exc).strip().splitlines() or [""])[0][:300]
-            self._abandon(f"the run stopped: {type(exc).__name__}: {said}")
+            self._abandon(f"the run stopped: {output.said(exc)}")
             raise
         finally:
             if not spec.keep_staging:
