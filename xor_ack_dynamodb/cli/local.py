@@ -9,7 +9,8 @@ import click
 
 from ..dynamodb.local import Backend, ServerState, server_status, start_detached, stop_detached
 from ..dynamodb.local.server import _answers
-from ..dynamodb.table import TTL_ATTRIBUTE, create_table
+from ..dynamodb.ownership import create_table
+from ..dynamodb.table import TTL_ATTRIBUTE
 from .options import WAIT, Settings, Verbs, _settings, backend_option
 from .show import _echo_pairs, _when
 

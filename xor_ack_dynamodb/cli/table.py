@@ -7,15 +7,8 @@ from typing import Any
 
 import click
 
-from ..dynamodb.table import (
-    INDEXES,
-    STREAM_VIEW,
-    TTL_ATTRIBUTE,
-    TableInfo,
-    check_deletable,
-    create_table,
-    delete_table,
-)
+from ..dynamodb.ownership import check_deletable, create_table, delete_table
+from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo
 from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
 from .options import Verbs, _settings, json_option, seconds_option

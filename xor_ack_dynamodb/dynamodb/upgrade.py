@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import StreamViewConflict, UpgradeTimeout
+from .ownership import check_chains_table
 from .table import (
     INDEXES,
     STREAM_VIEW,
@@ -30,7 +31,6 @@ from .table import (
     BillingMode,
     TableMismatch,
     TableSpec,
-    check_chains_table,
     index_keys,
 )
 

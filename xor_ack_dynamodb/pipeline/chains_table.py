@@ -10,7 +10,8 @@ import click
 from botocore.exceptions import ClientError
 
 from ..cli.errors import UserError
-from ..dynamodb.table import DEFAULT_TABLE, TableSpec, create_table
+from ..dynamodb.ownership import create_table
+from ..dynamodb.table import DEFAULT_TABLE, TableSpec
 
 #: The table the command creates in the DynamoDB Local it starts itself.
 LOCAL_TABLE = "xor-ack-wordcount"
