@@ -289,8 +289,8 @@ def list_files(spark: Any, root: Path, files: int) -> dict[str, Any]:
     sorted and brought back a partition at a time, as ``track`` pages them)."""
     from pyspark.sql import functions as F
 
+    from xor_ack_dynamodb.spark.input_listing import list_local
     from xor_ack_dynamodb.spark.paging import sorted_keys
-    from xor_ack_dynamodb.spark.paths import list_local
 
     for i in range(files):
         folder = root / f"d{i // 1000:03d}"

@@ -26,16 +26,14 @@ from xor_ack_dynamodb.pipeline.errors import (
 )
 from xor_ack_dynamodb.pipeline.paths import check_paths, check_report, write_atomically
 from xor_ack_dynamodb.spark.errors import OutputUnusable
+from xor_ack_dynamodb.spark.input_listing import InputFile, list_local, read_local
 from xor_ack_dynamodb.spark.paths import (
     MANIFEST,
-    InputFile,
     OutputAction,
     is_remote,
     judge_output,
-    list_local,
     local_listing,
     manifest_text,
-    read_local,
     staging_path,
 )
 from xor_ack_dynamodb.spark.plan import file_tag

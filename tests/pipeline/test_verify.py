@@ -7,7 +7,8 @@ from pathlib import Path
 from xor_ack_dynamodb.pipeline.progress import conclusion
 from xor_ack_dynamodb.pipeline.verify import verify
 from xor_ack_dynamodb.spark import InputResult, TrackedReport
-from xor_ack_dynamodb.spark.paths import list_local, printable
+from xor_ack_dynamodb.spark.input_listing import list_local
+from xor_ack_dynamodb.spark.paths import printable
 
 
 def _run(tmp_path: Path, statuses: dict[str, str]) -> tuple[TrackedReport, Path]:

@@ -16,7 +16,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..spark.examples.words import count_lines
-from ..spark.paths import is_remote, list_local, local_path, printable, read_local
+from ..spark.input_listing import list_local, read_local
+from ..spark.paths import is_remote, local_path, printable
 from ..spark.report import TrackedReport
 from .errors import Refused
 

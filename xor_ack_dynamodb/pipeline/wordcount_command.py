@@ -20,7 +20,8 @@ from ..cli.options import (
     check_table,
     url_option,
 )
-from ..spark.paths import is_remote, judge_output, list_local, local_listing
+from ..spark.input_listing import list_local
+from ..spark.paths import is_remote, judge_output, local_listing
 from .chains_table import _maybe_tracker
 from .errors import Refused, in_command_terms
 from .interruption import _interrupted, ending, in_one_line, session_name

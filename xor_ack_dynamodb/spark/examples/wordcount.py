@@ -30,9 +30,10 @@ from .. import Sink, TrackedReport
 from ..errors import InputRejected
 from ..faults import FaultConfig
 from ..files import is_connect
+from ..input_listing import Unreadable, list_local, read_local
 from ..job import TrackedJob
 from ..job_spec import EventSink, JobSpec
-from ..paths import Unreadable, is_remote, list_local, local_path, printable, read_local
+from ..paths import is_remote, local_path, printable
 from ..report import InputResult, RoundObserver
 from ..tracker import TrackerConfig
 from .words import count_lines, count_words
