@@ -11,7 +11,8 @@ nothing else of the package; never the in-memory tracker beside it.
   ``aws.py`` (boto clients made, AWS errors read, in one place)
 - ``item.py``: the item's attributes and decoding into a ``ChainState``
 - ``retry.py``: ``RetryPolicy`` for lost races, ``botocore_config``
-- ``table.py``: ``TableSpec``, the one table layout; ``upgrade.py`` brings an older table to it
+- ``table.py``: ``TableSpec``, the one table layout; ``ownership.py`` creates and deletes a
+  chains table, refusing one it did not make; ``upgrade.py`` brings an older table to it
 - ``sweeper.py``: a scheduled Lambda sweep; ``local/``: DynamoDB Local on loopback
 """
 
