@@ -5,7 +5,8 @@ serialise errors (Lambda handlers, Spark task results) keep the condition.
 Messages follow the seed ``xor-ack-dynamodb``.  Errors raised by DynamoDB that
 are not one of these conditions (throttling after botocore's own retries,
 validation errors, access denied, ...) are not wrapped: they reach the caller as
-the botocore ``ClientError``.
+the botocore ``ClientError`` (a tracked Spark run's driver says them as
+``spark.errors.DynamoDBFailed``, the botocore error its cause).
 
 The errors of the feature packages live beside them, all subclasses of
 :class:`XorAckError`: ``fleet.errors``, ``spark.errors``, ``pipeline.errors``.

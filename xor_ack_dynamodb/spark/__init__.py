@@ -15,6 +15,7 @@ from .conf import chains_config
 from .errors import (
     BatchFailed,
     DatabaseMissing,
+    DynamoDBFailed,
     FinishFailed,
     Incurable,
     InputEmpty,
@@ -52,6 +53,7 @@ from .tracking import track
 __all__ = [
     "BatchFailed",
     "DatabaseMissing",
+    "DynamoDBFailed",
     "EventSink",
     "FaultConfig",
     "FinishFailed",

@@ -19,19 +19,33 @@ check's stamp ``C``) and reads once (the chain after the tasks' produce stamps):
 
 So a round of ``n`` inputs that all ack costs about ``3 n / 25 + n / 100``
 requests, whatever ``n`` is, and replaying ``k`` inputs costs the same for ``k``.
+
+DynamoDB's own errors (botocore's: unreachable, throttled past its retries, access
+denied; also as the per-chain errors of a ``*_many`` call) in any of them raise
+:class:`Unanswered`, naming the phase: the run stops with ``errors.DynamoDBFailed``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import pickle
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from ..chain import ChainState
 from ..dynamodb.sync import SyncXorAckDynamoDB
-from ..errors import ChainFailed, ChainMoved, TagNotFound, XorAckError
+from ..errors import (
+    ChainFailed,
+    ChainMoved,
+    CreateManyFailed,
+    GetManyFailed,
+    StampManyFailed,
+    TagNotFound,
+    XorAckError,
+)
 from ..lifecycle import Acked, Failed, failure
 from .digest import rows_stamp, stage_token
 from .isolation import retryable
@@ -42,6 +56,37 @@ from .tracker import TrackerConfig, stamp_once
 DRIVER_CONCURRENCY = 4
 #: How an input's chain ended its round: ("acked" or why not, whether that is final).
 Outcome = tuple[str, bool]
+#: What DynamoDB, or the way to it, raises: not a chain's condition (an ``XorAckError``).
+DYNAMODB_ERRORS = (BotoCoreError, ClientError)
+
+
+class Unanswered(Exception):
+    """DynamoDB refused or did not answer a request of the driver during ``phase``."""
+
+    def __init__(self, phase: str, cause: BaseException) -> None:
+        super().__init__(f"{phase}: {cause}")
+        self.phase = phase
+        self.cause = cause
+
+
+def dynamodb_error(exc: BaseException) -> BaseException | None:
+    """DynamoDB's own error in ``exc``: itself, or the first of a ``*_many`` call's chains."""
+    errors: list[BaseException] = [exc]
+    if isinstance(exc, (CreateManyFailed, GetManyFailed, StampManyFailed)):
+        errors = list(exc.errors.values())
+    return next((e for e in errors if isinstance(e, DYNAMODB_ERRORS)), None)
+
+
+@contextlib.contextmanager
+def asking(phase: str) -> Iterator[None]:
+    """DynamoDB's own errors within raised as :class:`Unanswered` (``phase``); others unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        cause = dynamodb_error(exc)
+        if cause is None:
+            raise
+        raise Unanswered(phase, cause) from cause
 
 
 class RoundChains:
@@ -58,6 +103,8 @@ class RoundChains:
         self._ahead: tuple[Any, Sequence[str], Future[dict[str, bytes | None]]] | None = None
         #: The chains of the round under way: created, not judged yet.
         self._open: Sequence[str] = ()
+        #: The chains :meth:`abandon` could not fail (DynamoDB refused or did not answer).
+        self.left_open: list[str] = []
 
     def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
         """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
@@ -69,16 +116,19 @@ class RoundChains:
     def created(self, key: Any, tags: Sequence[str]) -> dict[str, bytes | None]:
         """``tags`` created: by :meth:`create_ahead` under ``key``, or now."""
         self._open = tags  # from here until judged: failed by :meth:`abandon` if need be
-        if self._ahead is not None and self._ahead[0] == key:
-            (_, _, future), self._ahead = self._ahead, None
-            return future.result()
-        return self.create(tags)
+        with asking("create"):
+            if self._ahead is not None and self._ahead[0] == key:
+                (_, _, future), self._ahead = self._ahead, None
+                return future.result()
+            return self.create(tags)
 
-    def abandon(self, why: str) -> None:
+    def abandon(self, why: str) -> BaseException | None:
         """The run stops: the chains no round will judge are failed, none left live.
 
         Those of the round under way (``its round did not end: WHY``) and those created
         ahead for a page that will not run (``not run: WHY``), once their creation ended.
+        Those DynamoDB does not let it fail go to :attr:`left_open`; the first such error
+        is returned.
         """
         open_, self._open = self._open, ()
         ahead, self._ahead = self._ahead, None
@@ -87,11 +137,18 @@ class RoundChains:
             with contextlib.suppress(Exception):  # made or not: each tag is failed below
                 ahead[2].result()
             closing += [(tag, f"not run: {why}") for tag in ahead[1]]
-        _each(lambda item: self._close(*item), closing, self.tracker.concurrency)
+        errors: list[BaseException] = []
+        _each(lambda item: self._close(item[0], item[1], errors), closing, self.tracker.concurrency)
+        return errors[0] if errors else None
 
-    def _close(self, tag: str, reason: str) -> None:
-        with contextlib.suppress(ChainFailed, TagNotFound):  # already closed, or never made
+    def _close(self, tag: str, reason: str, errors: list[BaseException]) -> None:
+        try:
             self.chains.fail(tag, reason=reason)
+        except (ChainFailed, TagNotFound):  # already closed, or never made
+            pass
+        except DYNAMODB_ERRORS as exc:  # it may stay open: said by the run's error
+            self.left_open.append(tag)
+            errors.append(exc)
 
     def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
         """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""
@@ -108,6 +165,10 @@ class RoundChains:
     def commit(self, run_id: str, sums: Mapping[str, int]) -> dict[str, ChainState | None]:
         """Each chain's commit stamp ``C`` (``sums``: tag -> its committed rows' sum);
         per tag, the chain as it is after it (None: no chain)."""
+        with asking("commit check"):
+            return self._commit(run_id, sums)
+
+    def _commit(self, run_id: str, sums: Mapping[str, int]) -> dict[str, ChainState | None]:
         states = self.chains.get_many(list(sums))
         writes: list[tuple[ChainState, bytes, bytes]] = []
         for tag, total in sums.items():
@@ -155,7 +216,8 @@ class RoundChains:
         (``isolation.retryable``) fails this attempt only.  Any other is closed with
         ``fail`` (late stamps are refused) and its input replayed.
         """
-        known = dict(states) if states is not None else self.chains.get_many(tags)
+        with asking("judge"):
+            known = dict(states) if states is not None else self.chains.get_many(tags)
         self.judged = known
         outcomes = [self._judge_one(tag, known.get(tag), job_error, tell) for tag in tags]
         self._open = ()
@@ -179,7 +241,8 @@ class RoundChains:
             return "acked", False
         reason = job or "incomplete: not zero when its round ended"
         try:
-            closed = self.chains.fail(tag, reason=reason)
+            with asking("judge"):
+                closed = self.chains.fail(tag, reason=reason)
         except TagNotFound:
             return "chain missing", False
         except ChainFailed as already:  # failed since the read (its stage, a sweep, a deadline)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import ClassVar
 
 from ..errors import XorAckError
 
@@ -122,6 +123,56 @@ class Incurable(SparkTrackingError):
     def __init__(self, message: str, report: object | None = None) -> None:
         super().__init__(message)
         self.report = report
+
+
+class DynamoDBFailed(SparkTrackingError):
+    """DynamoDB refused or did not answer a request of the run's driver (unreachable,
+    throttled past botocore's retries, access denied, ...): the run stopped there.
+
+    None of the run's inputs counts as done: the output was not touched (it is written once,
+    after the last round) and no report file was written.  The run's open chains were failed
+    (``its round did not end: ...``), except ``.left_open``: those DynamoDB did not let it fail
+    (nothing stamps them any more).  Run the job again once DynamoDB answers: every input is
+    replayed under new chains.  ``.phase``: ``"create"``, ``"commit check"``, ``"judge"`` or
+    ``"abandon"`` (failing a stopped run's chains); ``__cause__``: botocore's error."""
+
+    #: Where the driver was, in the message's words.
+    PHASES: ClassVar[dict[str, str]] = {
+        "create": "the creation of round {round}'s chains",
+        "commit check": "the commit check of round {round}, reading its chains or writing "
+        "their commit stamps",
+        "judge": "the judging of round {round}'s chains",
+        "abandon": "the failing of a stopped run's chains",
+    }
+
+    def __init__(
+        self,
+        phase: str,
+        cause: str,
+        *,
+        run_id: str,
+        round_: int | None = None,
+        left_open: tuple[str, ...] = (),
+        acked: int = 0,
+    ) -> None:
+        where = self.PHASES[phase].format(round=round_)
+        chains = (
+            f"{len(left_open)} of its chains could not be failed and may stay open, never stamped "
+            "again (.left_open; fail them with `xor-ack chain fail TAG` once DynamoDB answers)"
+            if left_open
+            else "its open chains were failed"
+        )
+        earlier = f"; the {acked} inputs acked before are not in the output either" if acked else ""
+        super().__init__(
+            f'DynamoDB failed the driver during {where}: {cause}. Run "{run_id}" stopped and '
+            f"none of its inputs counts as done: the output was not touched, no report file was "
+            f"written, {chains}{earlier}. Run the job again once DynamoDB answers: every input "
+            "is replayed under new chains"
+        )
+        self.phase = phase
+        self.run_id = run_id
+        self.round = round_
+        self.left_open = left_open
 
 
 class BatchFailed(SparkTrackingError):

@@ -38,10 +38,10 @@ from typing import Any
 
 from ..lifecycle import Acked, Failed
 from . import declared, output, stages
-from .chain_batches import RoundChains
+from .chain_batches import RoundChains, Unanswered
 from .check import committed_sums
 from .commit import Counts
-from .errors import Incurable, RoundTimedOut
+from .errors import DynamoDBFailed, Incurable, RoundTimedOut
 from .files import is_connect
 from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, returned, task_of
@@ -86,6 +86,7 @@ class TrackedJob:
         #: Why the run stopped early (an error no replay cures), once it did.
         self._stopped: str | None = None
         self._round_inputs = 0
+        self._round_no: int | None = None  # the round under way, for an error's message
         self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
         self.input_tasks = spec.input_tasks or default_input_tasks(spark)
 
@@ -125,7 +126,10 @@ class TrackedJob:
             self.report.seconds["output"] = round(time.monotonic() - t, 3)
         except BaseException as exc:
             self.report.abandon()  # a report file of an earlier run stays as it was
-            self._abandon(f"the run stopped: {output.said(exc)}")
+            lost = exc if isinstance(exc, Unanswered) else None
+            self._abandon(f"the run stopped: {output.said(exc if lost is None else lost.cause)}")
+            if lost is not None:
+                raise self._dynamodb_failed(lost) from lost.cause
             raise
         finally:
             if not spec.keep_staging:
@@ -140,7 +144,9 @@ class TrackedJob:
         acked: list[tuple[int, int]] = []
         pending = list(page.ids)
         if self._stopped is not None:  # an earlier page found what no replay cures
-            self._abandon(f"the run stopped: {self._stopped}")  # this page's chains, if made
+            unanswered = self._abandon(f"the run stopped: {self._stopped}")  # its chains, if made
+            if unanswered is not None:
+                raise Unanswered("abandon", unanswered)
             pending = []
             Isolation.stop(list(entries.values()), self._stopped)
             for entry in entries.values():
@@ -162,10 +168,21 @@ class TrackedJob:
                 self.report.ended(entries[i])
         self.ledger.add(page.number, acked)
 
-    def _abandon(self, why: str) -> None:
-        """No chain made for a round that will not end is left live (``RoundChains.abandon``)."""
-        if self._chains is not None:
-            self._chains.abandon(why)
+    def _abandon(self, why: str) -> BaseException | None:
+        """No chain made for a round that will not end is left live (``RoundChains.abandon``):
+        DynamoDB's error if it let some not be failed."""
+        return None if self._chains is None else self._chains.abandon(why)
+
+    def _dynamodb_failed(self, lost: Unanswered) -> DynamoDBFailed:
+        """The run's error when DynamoDB failed the driver: where, and what it left."""
+        return DynamoDBFailed(
+            lost.phase,
+            output.said(lost.cause),
+            run_id=self.run_id,
+            round_=None if lost.phase == "abandon" else self._round_no,
+            left_open=tuple(self._chains.left_open if self._chains is not None else ()),
+            acked=self.report.acked,
+        )
 
     @property
     def chains(self) -> RoundChains:
@@ -189,6 +206,7 @@ class TrackedJob:
         entries: dict[int, InputResult],
         acked: list[tuple[int, int]],
     ) -> list[int]:
+        self._round_no = round_
         summary = self.report.round_summary(round_, len(pending))
         if self.spec.observer is not None:
             self.spec.observer.round_started(round_, len(pending))

@@ -1,0 +1,175 @@
+"""DynamoDB that stops answering the driver mid-run: one typed error, nothing claimed done.
+
+The chains go through a loopback proxy (``tests/core/lossy_proxy.py``) that, once a test
+flips it, refuses every request with DynamoDB's throttling error; the driver's client
+makes one attempt per request (``AWS_MAX_ATTEMPTS=1``), so it gives up at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+from core.lossy_proxy import THROTTLE_CODES, LossyProxy
+
+from xor_ack_dynamodb.spark import DynamoDBFailed, Sink, SparkTrackingError, track
+from xor_ack_dynamodb.spark.chain_batches import RoundChains
+from xor_ack_dynamodb.spark.job import TrackedJob
+from xor_ack_dynamodb.spark.plan import file_tag
+from xor_ack_dynamodb.spark.tracker import TrackerConfig
+
+from .servers import free_port
+
+KEYS = ["a", "b", "c"]
+
+
+def one_row() -> Any:
+    def row(key: str, rows: Any) -> Any:
+        import pyarrow as pa
+
+        return pa.table({"v": [len(key)]})
+
+    return row
+
+
+def b_fails_once(marker: str) -> Any:
+    """One row per input; input ``b`` raises the first time (``marker``: it did)."""
+
+    def row(key: str, rows: Any) -> Any:
+        import os
+
+        import pyarrow as pa
+
+        if key == "b" and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("b fails its first attempt")
+        return pa.table({"v": [len(key)]})
+
+    return row
+
+
+class Switch:
+    """The proxy's rule: refuse every request once ``down`` is set."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def __call__(self, target: str, body: bytes) -> bool:
+        return self.down
+
+
+@pytest.fixture
+def flaky(
+    tracker: TrackerConfig, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[TrackerConfig, Switch]]:
+    """The tracker through the proxy, and the switch that makes DynamoDB stop answering."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # the driver's client gives up at once
+    switch = Switch()
+    assert tracker.endpoint_url is not None
+    with LossyProxy(tracker.endpoint_url, throttle=switch) as proxy:
+        yield replace(tracker, endpoint_url=proxy.endpoint_url), switch
+
+
+def throttled(exc: BaseException | None) -> bool:
+    return isinstance(exc, ClientError) and exc.response["Error"]["Code"] in THROTTLE_CODES
+
+
+def test_dynamodb_that_stops_answering_at_the_commit_check_stops_the_run_with_one_typed_error(
+    local_spark: Any,
+    tmp_path: Path,
+    tracker: TrackerConfig,
+    flaky: tuple[TrackerConfig, Switch],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    via, switch = flaky
+    check = TrackedJob._check
+
+    def stops_answering(job: TrackedJob, rows_dir: str) -> dict[int, int]:
+        switch.down = True  # the function ran and its rows are staged; DynamoDB goes quiet
+        return check(job, rows_dir)
+
+    monkeypatch.setattr(TrackedJob, "_check", stops_answering)
+    out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
+    run = {"keys": KEYS, "tracker": via, "report": report_file}
+    with pytest.raises(SparkTrackingError) as stopped:
+        track(local_spark, one_row(), "v long", Sink(str(out)), run_id="quiet", **run)
+    error = stopped.value
+    assert isinstance(error, DynamoDBFailed)
+    assert error.phase == "commit check" and error.round == 1 and error.run_id == "quiet"
+    assert throttled(error.__cause__)
+    said = str(error)
+    assert "during the commit check of round 1" in said
+    assert "none of its inputs counts as done: the output was not touched" in said
+    assert "3 of its chains could not be failed and may stay open" in said
+    assert "Run the job again once DynamoDB answers" in said
+    tags = [file_tag("quiet", key, 1) for key in KEYS]
+    assert sorted(error.left_open) == sorted(tags)
+    # No lie about completion: no output, no report, and no chain acked.
+    assert not out.exists() and not report_file.exists()
+    states = tracker.chains().get_many(tags)
+    assert all(s is not None and s.live and not s.acked for s in states.values())
+    # Once DynamoDB answers, running the job again replays every input.
+    switch.down = False
+    monkeypatch.setattr(TrackedJob, "_check", check)
+    report = track(local_spark, one_row(), "v long", Sink(str(out)), run_id="again", **run)
+    assert report.ok and report.acked == len(KEYS) and report_file.exists()
+
+
+def test_dynamodb_that_stops_answering_when_a_round_creates_its_chains_claims_no_input_done(
+    local_spark: Any,
+    tmp_path: Path,
+    tracker: TrackerConfig,
+    flaky: tuple[TrackerConfig, Switch],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    via, switch = flaky
+    created = RoundChains.created
+
+    def stops_answering_in_round_2(chains: RoundChains, key: Any, tags: Any) -> Any:
+        switch.down = key[1] == 2  # key: (page, round)
+        return created(chains, key, tags)
+
+    monkeypatch.setattr(RoundChains, "created", stops_answering_in_round_2)
+    out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
+    with pytest.raises(DynamoDBFailed) as stopped:
+        track(
+            local_spark,
+            b_fails_once(str(tmp_path / "b-failed")),
+            "v long",
+            Sink(str(out)),
+            keys=KEYS,
+            tracker=via,
+            report=report_file,
+            run_id="replay",
+        )
+    error = stopped.value
+    assert error.phase == "create" and error.round == 2 and throttled(error.__cause__)
+    assert "during the creation of round 2's chains" in str(error)
+    assert "the 2 inputs acked before are not in the output either" in str(error)
+    assert error.left_open == (file_tag("replay", "b", 2),)
+    assert not out.exists() and not report_file.exists()
+    states = tracker.chains().get_many(
+        [file_tag("replay", "a", 1), file_tag("replay", "b", 1), file_tag("replay", "b", 2)]
+    )
+    a1, b1, b2 = states.values()
+    assert a1 is not None and a1.acked  # its rows were staged and checked, not committed
+    assert b1 is not None and b1.failed and b2 is None  # the replay's chain never made
+
+
+def test_an_unreachable_dynamodb_stops_the_run_at_its_first_chains_with_one_typed_error(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    nowhere = replace(tracker, endpoint_url=f"http://127.0.0.1:{free_port()}")
+    out = tmp_path / "out"
+    with pytest.raises(DynamoDBFailed) as stopped:
+        track(local_spark, one_row(), "v long", Sink(str(out)), keys=KEYS, tracker=nowhere)
+    error = stopped.value
+    assert error.phase == "create" and error.round == 1
+    assert isinstance(error.__cause__, EndpointConnectionError)
+    assert "EndpointConnectionError: Could not connect" in str(error)
+    assert not out.exists()
