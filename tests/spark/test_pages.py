@@ -73,6 +73,31 @@ def test_pages_of_keys_every_input_once_and_the_report_one_line_per_input(
     assert driver.stats.total_requests - before == 23
 
 
+def test_rows_whose_key_is_null_are_in_no_input_and_counted_in_the_report(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """Two inputs of two rows each, and three rows without a key: left out, and said so."""
+    rows = [("a", 1), ("a", 2), (None, 3), ("b", 4), (None, 5), ("b", 6), (None, 7)]
+    source = local_spark.createDataFrame(rows, "key string, v long").repartition(3)
+    out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
+    report = track(
+        local_spark,
+        pass_through(),
+        "v long",
+        Sink(str(out), format="parquet"),
+        source=source,
+        key="key",
+        tracker=tracker,
+        page_size=1,
+        report=report_file,
+    )
+    assert report.listed == 2 and report.ok  # the inputs are the keys: no null among them
+    assert report.null_key_rows == 3
+    summary = json.loads(report_file.read_text().splitlines()[-1])["summary"]
+    assert summary["null_key_rows"] == 3 and summary["listed"] == 2
+    assert sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect()) == [1, 2, 4, 6]
+
+
 def one_row() -> Any:
     def row(key: str, rows: Any) -> Any:
         import pyarrow as pa

@@ -100,7 +100,7 @@ class TrackedJob:
 
             check_server(self.spark)  # the server's Python can run the tasks at all
         self.target.check(self.out_struct)
-        listing, known = sorted_keys(spec.source, spec.key, spec.keys)
+        listing, known = sorted_keys(spec.source, spec.key, spec.keys, self._keyless)
         if spec.marks is not None:
             listing, known = spec.marks.unmarked(listing), None
         self.report.ended_before(spec.failed_before, known)
@@ -167,6 +167,10 @@ class TrackedJob:
                 entries[i].status = "failed"
                 self.report.ended(entries[i])
         self.ledger.add(page.number, acked)
+
+    def _keyless(self, rows: int) -> None:
+        """The source's rows whose key is null (in no input): said by the report."""
+        self.report.null_key_rows = rows
 
     def _abandon(self, why: str) -> BaseException | None:
         """No chain made for a round that will not end is left live (``RoundChains.abandon``):

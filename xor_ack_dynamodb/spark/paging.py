@@ -2,7 +2,8 @@
 
 Inputs come from ``keys=`` (the caller's sequence: deduplicated and sorted once,
 then cut) or from the distinct keys of a source DataFrame, sorted by Spark and
-brought to the driver a partition at a time (``toLocalIterator``).  Each page of
+brought to the driver a partition at a time (``toLocalIterator``); a source's rows
+whose key is null are in no input, and counted.  Each page of
 at most ``page_size`` inputs goes through its rounds (create, produce, check,
 judge, replay) before the next page is listed further; each input gets a global
 id (its position in the sorted listing), which its staged rows carry.
@@ -14,7 +15,7 @@ page's keys): cache it, or raise ``page_size``, when reading it is costly.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +42,17 @@ class Page:
 
 
 def sorted_keys(
-    source: Any, key: str | None, keys: Sequence[str] | None
+    source: Any,
+    key: str | None,
+    keys: Sequence[str] | None,
+    keyless: Callable[[int], None] = lambda rows: None,
 ) -> tuple[Iterator[str], int | None]:
     """The run's input keys in order, each once, as an iterator that lists as it goes,
-    and how many there are when that is known before listing (``keys``)."""
+    and how many there are when that is known before listing (``keys``).
+
+    A source's rows whose key is null belong to no input: ``keyless`` is told how many
+    there are (if any) as the listing starts, from the same Spark job (the keys are
+    grouped and counted, the null group first)."""
     if keys is not None:
         given = sorted(dict.fromkeys(str(k) for k in keys))
         return iter(given), len(given)
@@ -52,8 +60,16 @@ def sorted_keys(
 
     assert key is not None
     column = F.col(key).cast("string").alias(key)
-    listed = source.select(column).where(F.col(key).isNotNull()).distinct().orderBy(key)
-    return (str(row[0]) for row in listed.toLocalIterator()), None
+    listed = source.groupBy(column).count().orderBy(F.col(key).asc_nulls_first())
+    return _listed(listed.toLocalIterator(), keyless), None
+
+
+def _listed(rows: Iterator[Any], keyless: Callable[[int], None]) -> Iterator[str]:
+    for value, count in rows:
+        if value is None:  # the first row, if any: the rows of no input
+            keyless(int(count))
+        else:
+            yield str(value)
 
 
 def pages(listing: Iterator[str], size: int = DEFAULT_PAGE_SIZE) -> Iterator[Page]:

@@ -74,6 +74,8 @@ class TrackedReport:
     expected: int | None = None
     #: Inputs left out because an earlier run committed them (``track_stream``).
     skipped: int = 0
+    #: Rows of the source whose key column is null: in no input, so never processed.
+    null_key_rows: int = 0
     #: Where the endings are written as JSON Lines (None: a temporary file).
     report_path: str | None = None
 
@@ -97,7 +99,7 @@ class TrackedReport:
         self.seconds = {} if seconds is None else seconds
         self.settings = {} if settings is None else settings
         self.totals = {} if totals is None else totals
-        self.listed, self.expected, self.skipped = 0, None, 0
+        self.listed, self.expected, self.skipped, self.null_key_rows = 0, None, 0, 0
         self.output_state = ""
         self.report_path = report_path
         self._endings = Endings(report_path)
