@@ -98,6 +98,19 @@ def test_rows_whose_key_is_null_are_in_no_input_and_counted_in_the_report(
     assert sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect()) == [1, 2, 4, 6]
 
 
+def test_a_key_column_may_have_the_name_of_the_listings_own_columns(local_spark: Any) -> None:
+    """The keys are grouped and counted: a key column named ``count`` lists as any other."""
+    from xor_ack_dynamodb.spark.paging import sorted_keys
+
+    told: list[int] = []
+    for name in ("count", "_xa_key", "_xa_rows"):
+        rows = [("b", 1), (None, 2), ("a", 3), ("b", 4)]
+        source = local_spark.createDataFrame(rows, f"{name} string, v long")
+        listing, known = sorted_keys(source, name, None, told.append)
+        assert (list(listing), known) == (["a", "b"], None)
+    assert told == [1, 1, 1]
+
+
 def one_row() -> Any:
     def row(key: str, rows: Any) -> Any:
         import pyarrow as pa

@@ -59,8 +59,13 @@ def sorted_keys(
     from pyspark.sql import functions as F
 
     assert key is not None
-    column = F.col(key).cast("string").alias(key)
-    listed = source.groupBy(column).count().orderBy(F.col(key).asc_nulls_first())
+    # Named apart from any source column: a key column called ``count`` stays unambiguous.
+    column = F.col(key).cast("string").alias("_xa_key")
+    listed = (
+        source.groupBy(column)
+        .agg(F.count(F.lit(1)).alias("_xa_rows"))
+        .orderBy(F.col("_xa_key").asc_nulls_first())
+    )
     return _listed(listed.toLocalIterator(), keyless), None
 
 
