@@ -169,8 +169,26 @@ def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
     allowed = set(statement["Action"])
     assert used <= allowed, f"the client sends {used - allowed}, which the policy does not allow"
     # and the policy allows nothing else than that plus DescribeTable (for `table describe`)
+    # and DescribeTimeToLive (for the word count's check of its --table: the test below)
     assert allowed == POLICY_ACTIONS
-    assert allowed - used == {"dynamodb:DescribeTable"}
+    assert allowed - used == {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"}
+
+
+def test_the_word_counts_check_of_its_table_needs_no_more_than_the_policy(stack: Stack) -> None:
+    """Before its first write the word count proves --table holds chains; on the stack's table
+    (inventory indexes) that is two reads of its description, no Scan."""
+    from xor_ack_dynamodb.pipeline.chains_table import check_holds_chains
+
+    ddb = _client("dynamodb", stack.endpoint)
+    sent: list[str] = []
+    ddb.meta.events.register(
+        "before-parameter-build.dynamodb", lambda model, **_: sent.append(model.name)
+    )
+    check_holds_chains(ddb, ddb.describe_table(TableName=stack.table)["Table"])
+    (statement,) = stack.policy()["Statement"]
+    assert statement["Resource"] == stack.outputs["TableArn"]
+    assert sent == ["DescribeTable", "DescribeTimeToLive"]
+    assert {f"dynamodb:{op}" for op in sent} <= set(statement["Action"])
 
 
 def batch_stamps(ddb: Any, table: str, partition_key: str) -> bool:

@@ -16,7 +16,8 @@ from xor_ack_dynamodb.table import DEFAULT_TABLE, INDEXES, TTL_ATTRIBUTE, TableS
 
 from .cfn import TEMPLATE, Resolver, load_template
 
-#: What the clients send (see test_stack for the recorded proof) plus DescribeTable.
+#: What the clients send (see test_stack for the recorded proof) plus DescribeTable, and
+#: DescribeTimeToLive for the word count's check of its --table.
 POLICY_ACTIONS = {
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
@@ -24,6 +25,7 @@ POLICY_ACTIONS = {
     "dynamodb:PartiQLUpdate",
     "dynamodb:DeleteItem",
     "dynamodb:DescribeTable",
+    "dynamodb:DescribeTimeToLive",
 }
 #: What a sweeper sends: Query on the indexes, the reads and the failing write on the table.
 SWEEPER_TABLE_ACTIONS = {"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}

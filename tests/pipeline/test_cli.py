@@ -98,6 +98,72 @@ def test_missing_table_is_one_line_and_exit_1(ddb_local_endpoint: str, tmp_path:
     assert "no-such-table" in lines[0] and "table create" in lines[0]
 
 
+def _full_scan(client: Any, table: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = client.scan(**request)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return sorted(items, key=repr)
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("mode", [[], ["--watch", "--available-now"]], ids=["run", "watch"])
+def test_a_users_table_keyed_like_chains_is_refused_with_nothing_written_to_it(
+    ddb_local_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    """Its key is the chains' (tagID, a string), its items are not chains: not a chains table."""
+    import uuid
+
+    import boto3
+
+    from xor_ack_dynamodb.pipeline import spark as spark_module
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("Spark must not start for a refused table")
+
+    monkeypatch.setattr(spark_module, "start_session", refuse)
+    client = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    name = f"users-{uuid.uuid4().hex[:10]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    try:
+        client.put_item(TableName=name, Item={"tagID": {"S": "ada"}, "email": {"S": "a@b.c"}})
+        before = _full_scan(client, name)
+        result = CliRunner().invoke(
+            pipeline_cli.main,
+            [
+                "wordcount",
+                one_file(tmp_path),
+                "--output",
+                str(tmp_path / "o"),
+                *mode,
+                "--endpoint-url",
+                ddb_local_endpoint,
+                "--table",
+                name,
+            ],
+        )
+        assert result.exit_code == 1, result.output
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert lines[-1].startswith(
+            f"error: NotAChainsTable: table {name} does not look like a chains table (no "
+            "inventory index, and items that are not chains (no binary stamp and number "
+            "version)); nothing was written to it: give --table"
+        ), lines
+        assert "Spark" not in result.output and "Traceback" not in result.output
+        assert _full_scan(client, name) == before
+        assert not (tmp_path / "o").exists()
+    finally:
+        client.delete_table(TableName=name)
+
+
 def test_a_dynamodb_not_running_is_one_line_within_seconds(tmp_path: Path) -> None:
     endpoint = "http://127.0.0.1:9"  # nothing listens: refused at once
     args = ["wordcount", one_file(tmp_path), "--output", str(tmp_path / "o")]

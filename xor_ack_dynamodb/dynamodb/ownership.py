@@ -48,8 +48,13 @@ if TYPE_CHECKING:
 class NotAChainsTable(XorAckError):
     """An existing table does not show that the project's tooling made it: it is left as it is.
 
-    The tooling deletes or changes only tables it made; nothing was changed.
+    The tooling deletes or changes only tables it made; nothing was changed.  ``why`` is
+    what the table lacks (for a caller that says the refusal in its own words).
     """
+
+    def __init__(self, message: str, why: str = "") -> None:
+        super().__init__(message)
+        self.why = why
 
 
 def create_table(
@@ -144,7 +149,8 @@ def check_deletable(table: Mapping[str, Any]) -> None:
         "nothing was deleted: the tooling deletes only tables it made. A chains table made "
         f"by an earlier release: run `xor-ack --table {name} table upgrade` first. Any other "
         f"table: delete it yourself if you mean to (aws dynamodb delete-table --table-name "
-        f"{name})"
+        f"{name})",
+        why,
     )
 
 
@@ -188,7 +194,8 @@ def check_chains_table(client: Any, table: Mapping[str, Any], ttl: Mapping[str, 
         "tooling changes only tables it made. Name the chains table (--table / table=...). A "
         f"chains table an earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} "
         f"(aws dynamodb update-time-to-live --table-name {name} --time-to-live-specification "
-        f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again"
+        f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again",
+        why,
     )
 
 

@@ -247,7 +247,7 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
         ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
         ttl_status = str(ttl.get("TimeToLiveStatus", "DISABLED"))
     except ClientError as exc:
-        # The clients' IAM policy (infra/table.yaml) grants DescribeTable, not DescribeTimeToLive.
+        # A policy other than infra/table.yaml's may grant DescribeTable, not DescribeTimeToLive.
         if error_code(exc) != "AccessDeniedException":
             raise
         ttl, ttl_status = {}, "UNKNOWN (no dynamodb:DescribeTimeToLive permission)"

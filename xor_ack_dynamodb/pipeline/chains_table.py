@@ -10,8 +10,8 @@ import click
 from botocore.exceptions import ClientError
 
 from ..cli.errors import UserError
-from ..dynamodb.ownership import create_table
-from ..dynamodb.table import DEFAULT_TABLE, TableSpec
+from ..dynamodb.ownership import NotAChainsTable, check_chains_table, create_table
+from ..dynamodb.table import DEFAULT_TABLE, TTL_ATTRIBUTE, TableSpec
 
 #: The table the command creates in the DynamoDB Local it starts itself.
 LOCAL_TABLE = "xor-ack-wordcount"
@@ -88,7 +88,29 @@ def _tracker(
             f"table {config.table!r} has partition key {keys[0] if keys else '?'!r}, "
             f"not {partition_key!r}: pass --partition-key"
         )
+    check_holds_chains(client, description)
     yield config
+
+
+def check_holds_chains(client: Any, description: Any) -> None:
+    """Refuse, before the run's first write, a table that does not show it holds chains.
+
+    The proof is the tooling's own (``check_chains_table``: DescribeTimeToLive, and a
+    Scan of up to 10 items when the table has no inventory index); said with --table.
+    """
+    name = description["TableName"]
+    ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+    try:
+        check_chains_table(client, description, ttl)
+    except NotAChainsTable as exc:
+        raise NotAChainsTable(
+            f"table {name} does not look like a chains table ({exc.why}); nothing was written "
+            "to it: give --table a table `xor-ack --table NAME table create` made (a chains "
+            f"table an earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} "
+            "first), or leave out --endpoint-url and --table to count against a local "
+            "DynamoDB the command starts",
+            exc.why,
+        ) from exc
 
 
 @contextmanager
