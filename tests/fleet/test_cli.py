@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import boto3
 import pytest
 from click.testing import CliRunner
@@ -91,3 +94,47 @@ def test_submit_to_a_queue_it_cannot_use_creates_no_chain(
         table=ddb_table.name,
     )
     assert chains.get(f"job-{where[3:]}") is None  # refused: nothing was created
+
+
+def _worker(*args: str) -> subprocess.CompletedProcess[str]:
+    """``xor-ack worker`` in a process of its own, as a user starts it (60 s at most)."""
+    command = [sys.executable, "-c", "from xor_ack_dynamodb.cli import main; main()"]
+    command += ["--region", "us-east-1", *args, "--handler", HANDLER, "--wait-time", "0"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.ddblocal
+def test_a_worker_whose_sqs_cannot_be_reached_says_which_queue_not_to_start_dynamodb(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    from xor_ack_dynamodb.local import free_port
+
+    sqs_endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    queue = f"{sqs_endpoint}/123456789012/work"
+    args = ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name, "worker"]
+    ended = _worker(*args, "--queue-url", queue, "--sqs-endpoint-url", sqs_endpoint)
+    assert ended.returncode == 1, ended.stderr
+    (line,) = ended.stderr.splitlines()
+    assert line == (
+        f"error: QueueUnavailable: SQS cannot be reached for queue {queue} (Could not connect to "
+        f'the endpoint URL: "{sqs_endpoint}/"): check the SQS endpoint; nothing was written (the '
+        f"queue of --queue-url, through --sqs-endpoint-url {sqs_endpoint})"
+    ), line
+    assert "xor-ack local start" not in line  # a hint for DynamoDB, not SQS
+    assert ended.stdout == ""
+
+
+def test_a_worker_whose_dynamodb_cannot_be_reached_says_start_one(moto_endpoint: str) -> None:
+    from xor_ack_dynamodb.local import free_port
+
+    work, _ = make_queues(moto_endpoint)
+    dynamodb = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    args = ["--endpoint-url", dynamodb, "--table", "chains", "worker", "--queue-url", work]
+    ended = _worker(*args, "--sqs-endpoint-url", moto_endpoint)
+    assert ended.returncode == 1, ended.stderr
+    (line,) = ended.stderr.splitlines()
+    assert line == (
+        f'error: Could not connect to the endpoint URL: "{dynamodb}/" (is it running? '
+        "`xor-ack local start` starts one)"
+    ), line
+    assert ended.stdout == ""

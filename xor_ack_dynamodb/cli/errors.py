@@ -40,6 +40,8 @@ def explain(exc: BaseException) -> str | None:
     if isinstance(exc, BotoCoreError):
         text = _one_line(str(exc))
         if "Could not connect to the endpoint URL" in text:
+            # DynamoDB's: the verbs that use SQS ask it first (``SqsSender.check``), and its
+            # ``QueueUnavailable`` names the queue and the SQS endpoint instead.
             return f"{text} (is it running? `xor-ack local start` starts one)"
         if type(exc).__name__ == "NoRegionError":
             return "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .errors import RefusedUsage
-from .options import F, Finite, Verb, _settings, typed_option, url_option
+from .options import F, Finite, Settings, Verb, _settings, typed_option, url_option
 
 
 def _callable(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -96,7 +96,8 @@ def worker(
     """Run a fleet worker: handle messages of an SQS queue until SIGTERM or SIGINT.
 
     Each message's payload goes to the handler; the children it returns are sent
-    to the same queue, and the message's stamp lands once (docs/fleet.md).
+    to the same queue, and the message's stamp lands once (docs/fleet.md).  A queue or
+    a chains table it cannot reach at start is one error line, exit 1.
 
     \b
     Example:
@@ -105,8 +106,10 @@ def worker(
     """
     if dead_letter_queue_url == queue_url:
         raise RefusedUsage("--dead-letter-queue-url must differ from --queue-url")
-    logging.basicConfig(level=log_level.upper(), format="%(message)s")
     settings = _settings(ctx)
+    queues = {"--queue-url": queue_url, "--dead-letter-queue-url": dead_letter_queue_url}
+    asyncio.run(_check_reachable(settings, sqs_endpoint_url, queues))
+    logging.basicConfig(level=log_level.upper(), format="%(message)s")
     stats = asyncio.run(
         _run(
             settings,
@@ -123,6 +126,44 @@ def worker(
         )
     )
     click.echo(json.dumps({"event": "stopped", **stats}, sort_keys=True))
+
+
+#: The key the start-up check reads (one GetItem; whether a chain has it does not matter).
+PROBE_TAG = "xor-ack-worker-start"
+
+
+async def _check_reachable(
+    settings: Settings, sqs_endpoint_url: str | None, queues: dict[str, str | None]
+) -> None:
+    """Before the first poll, each service the worker needs answers, or is said to be down.
+
+    The worker's loops report and retry every error, so a queue or a table out of reach
+    would otherwise be a warning a minute, forever.  Each queue: ``SqsSender.check``
+    (GetQueueAttributes), its ``QueueUnavailable`` said with the option that named it;
+    then the chains table: one GetItem, whose error ``explain`` says (DynamoDB's hints).
+    A person waits: three attempts each, not the clients' eleven.
+    """
+    from ..dynamodb.aws import fail_fast_config
+    from ..fleet import QueueUnavailable, SqsSender
+    from ..fleet.sqs import sqs_client
+
+    where = (
+        f"--sqs-endpoint-url {sqs_endpoint_url}"
+        if sqs_endpoint_url
+        else ("AWS_ENDPOINT_URL_SQS, else AWS (--sqs-endpoint-url names another)")
+    )
+    config = fail_fast_config()
+    async with sqs_client(
+        endpoint=sqs_endpoint_url, region_name=settings.region, config=config
+    ) as sqs:
+        for option, url in queues.items():
+            if url is None:
+                continue
+            try:
+                await SqsSender(sqs, url).check()
+            except QueueUnavailable as exc:
+                raise QueueUnavailable(f"{exc} (the queue of {option}, through {where})") from exc
+    settings.chains().get(PROBE_TAG)
 
 
 async def _run(
