@@ -267,8 +267,8 @@ def test_a_runtime_error_is_one_line_and_exit_1(
     assert "Traceback" not in result.output
     last = result.output.strip().splitlines()[-1]
     assert last == (
-        "error: RuntimeError: An error occurred while calling o42.csv. "
-        "(run again with --verbose to see Spark's own output)"
+        "error: RuntimeError: java.io.IOException (run again with --verbose to see Spark's own "
+        "output)"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
@@ -310,13 +310,13 @@ def test_a_spark_error_is_said_before_the_session_stops_not_called_a_bug(
 
 
 def test_an_error_that_cannot_say_its_text_is_named_by_its_type() -> None:
-    from xor_ack_dynamodb.pipeline.interruption import _first_line
+    from xor_ack_dynamodb.spark.output import said
 
     class Mute(Exception):
         def __str__(self) -> str:
             raise ConnectionRefusedError(111, "Connection refused")
 
-    assert _first_line(Mute()) == "Mute"
+    assert said(Mute()) == "Mute"
 
 
 def test_the_module_entry_point_says_every_error_in_one_line(

@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..cli.errors import RefusedUsage, UserError, explain
 from ..errors import XorAckError
+from ..spark.output import said
 from .errors import Refused, in_command_terms
 
 #: Exit status of an interrupted run (128 + SIGINT, as shells report it).
@@ -167,21 +168,11 @@ def in_one_line(verbose: bool) -> Iterator[None]:
 def _as_user_error(exc: Exception, verbose: bool) -> click.ClickException:
     """The one line ``exc`` ends the command with: exit 2 for a refusal, 1 for the rest."""
     if isinstance(exc, Refused):
-        said = in_command_terms(exc)
-        return RefusedUsage(explain(said) or str(said))
+        refusal = in_command_terms(exc)
+        return RefusedUsage(explain(refusal) or str(refusal))
     if isinstance(exc, FileNotFoundError):
         return UserError(str(exc))
     if isinstance(exc, (XorAckError, ClientError, BotoCoreError)):
         return UserError(explain(exc) or str(exc))
     hint = "" if verbose else " (run again with --verbose to see Spark's own output)"
-    return UserError(f"{type(exc).__name__}: {_first_line(exc)}{hint}")
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s text; its type's name if it has none or cannot say it."""
-    try:
-        text = str(exc)
-    except Exception:  # a Spark exception whose JVM is gone
-        text = ""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(exc).__name__
+    return UserError(f"{said(exc)}{hint}")

@@ -7,6 +7,7 @@ The rows are the acked rounds' (``ledger.AckedLedger.acked_rows``); the sink's
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,10 +85,21 @@ def probe(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> No
 
 
 def said(exc: BaseException) -> str:
-    """What a Spark error says, in one line (a Py4J error's Java exception, not its call)."""
-    lines = [line.strip(" :") for line in str(exc).splitlines() if line.strip(" :")]
+    """What an error says, in one line: its type and its first line (of a Py4J error, its Java
+    exception, not its call); its type alone when it has no text or cannot say it (a Spark
+    error's text is asked of its JVM, which may be gone)."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:
+        return name
+    lines = [line.strip(_BLANK) for line in text.splitlines() if line.strip(_BLANK)]
     lines = [line for line in lines if not line.startswith("An error occurred while calling")]
-    return f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
+    return f"{name}: {lines[0][:300]}" if lines else name
+
+
+#: What ``said`` trims from each line's ends (py4j puts ": " before the Java exception).
+_BLANK = string.whitespace + ":"
 
 
 def write(rows: Any, sink: Sink, staged: str) -> None:
