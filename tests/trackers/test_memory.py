@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -650,6 +651,24 @@ async def test_ticking_expires_chains_in_time(Ack: type[PyAck]) -> None:
     assert not ticker.running
     assert (tag, reason) == ("t", "timeout")
     assert at - start >= 0.2 - 0.05  # never before the timeout (timer slack aside)
+
+
+async def test_a_late_tick_never_expires_a_chain_before_its_timeout(Ack: type[PyAck]) -> None:
+    # A busy loop runs the first tick late, but before the second one is due; a chain
+    # added just before that late tick must still get its whole timeout.
+    ack = Ack(timeout=0.4, buckets=2)  # a tick every 0.4 s
+    loop = asyncio.get_running_loop()
+    failed: asyncio.Future[float] = loop.create_future()
+    ack.on("failed", lambda tag, reason: failed.set_result(loop.time()))
+    begin = loop.time()
+    async with ack.ticking():
+        await asyncio.sleep(0)  # the ticker is waiting for its first tick, due at begin + 0.4
+        while loop.time() < begin + 0.6:  # the loop is blocked past it
+            time.sleep(0.005)
+        ack.add("t", b"\x01")  # the first tick runs right after this: late
+        added = loop.time()
+        failed_at = await asyncio.wait_for(failed, 10)
+    assert failed_at - added >= 0.4 - 0.01  # not at begin + 0.8, 0.2 s after the add
 
 
 async def test_ticker_survives_a_raising_listener(Ack: type[PyAck]) -> None:

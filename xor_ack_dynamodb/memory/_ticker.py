@@ -16,10 +16,13 @@ __all__ = ["Ticker"]
 class Ticker:
     """Calls ``tick()`` every ``interval`` seconds from an asyncio task.
 
-    Missed ticks (a blocked event loop) are skipped, not caught up in a burst:
-    chains whose completions were stuck behind the same blockage get their
-    time.  An exception from a listener during a tick goes to the loop's
-    exception handler and ticking goes on.
+    Each tick comes a whole ``interval`` after the previous one ended, however
+    late that one ran (a blocked event loop): missed ticks are skipped, not
+    caught up in a burst, so chains whose completions were stuck behind the
+    same blockage get their time, and a late tick never brings the next one
+    closer, which would expire a chain added just before it early.  An
+    exception from a listener during a tick goes to the loop's exception
+    handler and ticking goes on.
     """
 
     def __init__(self, tick: Callable[[], object], interval: float) -> None:
@@ -64,16 +67,13 @@ class Ticker:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        due = loop.time() + self.interval
         while True:
-            await asyncio.sleep(max(0.0, due - loop.time()))
+            # A whole interval from the end of the last tick, however late that one ran:
+            # a chain added just before a late tick must not expire one interval early.
+            await asyncio.sleep(self.interval)
             try:
                 self._tick()
             except Exception as exc:
                 loop.call_exception_handler(
                     {"message": "an Ack listener raised during tick()", "exception": exc}
                 )
-            due += self.interval
-            now = loop.time()
-            if due <= now:  # fell behind: skip the missed ticks
-                due = now + self.interval
