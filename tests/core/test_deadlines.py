@@ -21,7 +21,14 @@ import pytest
 
 from xor_ack_dynamodb import ChainState, events, new_stamp, xor
 from xor_ack_dynamodb.dynamodb import item as I
-from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, InvalidListing, XorAckError
+from xor_ack_dynamodb.errors import (
+    ChainFailed,
+    ChainTimedOut,
+    CorruptItem,
+    InvalidListing,
+    SweepIncomplete,
+    XorAckError,
+)
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -185,6 +192,33 @@ async def test_the_index_lists_exactly_the_open_overdue_and_failed_chains(
     assert {s.tag for s in await listed(ack, "failed")} == {"failed", "soon-1", "soon-2"}
     assert index_tags(raw, table, I.OPEN_INDEX, I.OPEN_SHARD) == {"no-deadline", "later"}
     assert len(await listed(ack, "open", limit=1, page_size=1)) == 1
+    assert await ack.sweep() == []
+
+
+async def test_a_sweep_names_a_damaged_overdue_chain_and_fails_the_others(
+    ack: Any, clock: Clock, raw: Any, backend: tuple[str, TableSpec]
+) -> None:
+    table = backend[1].name
+    await ack.create("fine", new_stamp(), timeout=10)
+    await ack.create("damaged", new_stamp(), timeout=10)
+    raw.update_item(  # another program writes a string where the stamp's bytes belong
+        TableName=table,
+        Key={"tagID": {"S": "damaged"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": I.STAMP},
+        ExpressionAttributeValues={":s": {"S": "abc"}},
+    )
+    clock.now += 11
+    for swept in (["fine"], []):  # every sweep names it, until it is repaired or deleted
+        with pytest.raises(SweepIncomplete) as caught:
+            await ack.sweep(page_size=1)
+        assert [state.tag for state in caught.value.failed] == swept
+        error = caught.value.errors["damaged"]
+        assert isinstance(error, CorruptItem) and error.attribute == I.STAMP
+        assert set(caught.value.errors) == {"damaged"}
+    assert (await ack.get("fine")).reason == "timeout"
+    assert get_raw(raw, table, "damaged")[I.STAMP] == {"S": "abc"}  # left as it was
+    await ack.delete("damaged")
     assert await ack.sweep() == []
 
 

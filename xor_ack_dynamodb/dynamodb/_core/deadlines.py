@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ...chain import WRITE_TOKEN_BYTES, ChainState
 from ...errors import (
     AmbiguousWrite,
+    CorruptItem,
     InvalidListing,
     InvalidTimeout,
     StaleLocalData,
@@ -232,11 +233,20 @@ class Deadlines(Reads):
         The index is eventually consistent: a chain closed or deleted since it was
         indexed is left out; an item this client cannot read is left out too.
         """
+        found, _, after = yield from self._checked_page(status, shard, start, page_size)
+        return found, after
+
+    def _checked_page(
+        self, status: ListStatus, shard: int, start: dict[str, Any] | None, page_size: int
+    ) -> Generator[
+        Effect, Any, tuple[list[ChainState], dict[str, CorruptItem], dict[str, Any] | None]
+    ]:
+        """:meth:`list_page`, and the items of the page this client cannot read."""
         tags, after = yield from self._index_page(status, shard, start, page_size)
-        states, _ = yield from self._read_many(tags)
+        states, corrupt = yield from self._read_many(tags)
         now = self.clock()
         found = [s for tag in tags if (s := states.get(tag)) is not None and _is(status, s, now)]
-        return found, after
+        return found, corrupt, after
 
     def sweep(self, page_size: int = DEFAULT_PAGE_SIZE) -> Generator[Effect, Any, list[ChainState]]:
         """Fail every chain overdue by this client's clock with reason "timeout".
@@ -249,7 +259,9 @@ class Deadlines(Reads):
         Each chain on its own: one whose write fails (refused for another reason than
         a race, a damaged item, a chain that keeps moving) is left for the next sweep
         and the sweep goes on; at the end, ``SweepIncomplete`` names them (with the
-        tombstones made).  A page that cannot be listed or read raises at once.
+        tombstones made), and so every item of the overdue index this client cannot
+        read (``CorruptItem``; left as it is).  A page that cannot be listed or read
+        raises at once.
         """
         check_listing("overdue", None, page_size)
         failed: dict[str, ChainState] = {}
@@ -257,7 +269,10 @@ class Deadlines(Reads):
         for shard in range(I.INVENTORY_SHARDS):
             start: dict[str, Any] | None = None
             while True:
-                overdue, start = yield from self.list_page("overdue", shard, start, page_size)
+                overdue, corrupt, start = yield from self._checked_page(
+                    "overdue", shard, start, page_size
+                )
+                errors.update(corrupt)
                 for state in overdue:
                     try:
                         tombstone = yield from self._time_out(state.tag, state)
