@@ -60,6 +60,24 @@ def test_ack_off_event_removes_both_adapters(Ack: type[PyAck]) -> None:
     assert seen == []
 
 
+def test_ack_off_removes_only_the_registration_of_the_event_it_names(Ack: type[PyAck]) -> None:
+    ack = Ack()
+    seen: list[object] = []
+    ack.on("event", seen.append)  # fn(event)
+    assert ack.off("acked", seen.append) is False  # never an "acked" listener: nothing changes
+    ack.add("a", b"\x01" * 8)
+    ack.stamp("a", b"\x01" * 8)
+    assert [type(e) for e in seen] == [events.Acked]
+    seen.clear()
+    ack.on("acked", seen.append)  # the same callable as fn(tag) too
+    assert ack.off("event", seen.append) is True  # the event adapters go, fn(tag) stays
+    ack.add("b", b"\x01" * 8)
+    ack.stamp("b", b"\x01" * 8)
+    ack.add("c", b"\x01" * 8)
+    ack.fail("c")
+    assert seen == ["b"]
+
+
 def test_ack_refuses_a_listener_that_is_not_callable(Ack: type[PyAck]) -> None:
     with pytest.raises(TypeError):
         Ack().on("event", "print")  # type: ignore[call-overload]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from ..errors import BufferLengthsUnequal, InvalidTag, TagExists
 from ..stamps import Stamp, as_stamp
 from ._ack_report import AckedListener, AckStats, FailedListener, FailReason, counters_of
+from ._events import adapts
 from ._generations import Generations, GenerationsConfig, check_buckets
 from ._listeners import Listeners, call_all, raise_errors
 from ._ticker import Ticker
@@ -178,19 +179,22 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
     ) -> bool:
         """Remove one registration of ``listener``; False if it was not registered."""
         if event == "event":
-            acked = self._off("acked", listener)
-            return self._off("failed", listener) and acked
+            acked = self._off("acked", listener, adapted=True)
+            return self._off("failed", listener, adapted=True) and acked
         if event not in ("acked", "failed"):
             raise ValueError(f'event must be "acked", "failed" or "event", not {event!r}')
-        return self._off(event, listener)
+        return self._off(event, listener, adapted=False)
 
-    def _off(self, event: Literal["acked", "failed"], listener: Callable[..., object]) -> bool:
+    def _off(
+        self, event: Literal["acked", "failed"], listener: Callable[..., object], adapted: bool
+    ) -> bool:
+        """Remove the first ``event`` listener that is ``listener`` (``adapted``: its adapter)."""
         if event == "acked":
             listeners: tuple[Callable[..., object], ...] = self._acked_listeners
         else:
             listeners = self._failed_listeners
         for i, registered in enumerate(listeners):
-            if registered == listener:
+            if adapts(registered, listener) if adapted else registered == listener:
                 remaining = listeners[:i] + listeners[i + 1 :]
                 if event == "acked":
                     self._acked_listeners = remaining

@@ -26,20 +26,22 @@ EventListener = Callable[[ChainEvent], object]
 
 
 class _Adapter:
-    """A tracker listener that makes an event and calls ``fn``; equal to ``fn`` for ``off``."""
+    """A tracker listener that makes an event and calls ``fn`` (see :func:`adapts`)."""
 
     __slots__ = ("fn",)
 
     def __init__(self, fn: EventListener) -> None:
         self.fn = fn
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _Adapter):
-            return self.fn == other.fn
-        return bool(self.fn == other)
 
-    def __hash__(self) -> int:
-        return hash(self.fn)
+def adapts(registered: object, fn: object) -> bool:
+    """Is ``registered`` (an ``acked`` / ``failed`` listener) ``on("event", fn)``'s adapter?
+
+    Only ``off("event", fn)`` asks: an adapter is never equal to ``fn`` itself, so that
+    ``off("acked", fn)`` leaves ``fn``'s event registration alone, and ``off("event", fn)``
+    a plain ``on("acked", fn)`` of the same callable.
+    """
+    return isinstance(registered, _Adapter) and bool(registered.fn == fn)
 
 
 class AckAcked(_Adapter):
