@@ -19,6 +19,15 @@ MAX_TOKEN_BYTES = 16
 WRITE_TOKEN_BYTES = 8
 
 
+def write_moment(now: float) -> float:
+    """The moment a write at clock time ``now`` is made at: to the millisecond.
+
+    Every write's ``:now`` (its conditions, the times it stores) is this, so a chain is
+    overdue or expired for a reader exactly when it is for a write made at the same time.
+    """
+    return round(now, 3)
+
+
 def check_token(token: object) -> bytes | None:
     """Validate an idempotency token and return its 8-byte digest, as the item keeps it.
 
@@ -79,7 +88,7 @@ class ChainState:
 
     def overdue(self, now: float | None = None) -> bool:
         """Live past its deadline: no write lands on it any more, a sweep fails it ("timeout")."""
-        moment = time.time() if now is None else now
+        moment = write_moment(time.time() if now is None else now)
         return self.live and self.deadline is not None and self.deadline <= moment
 
     def holds(self, token: bytes | str) -> bool:
@@ -92,9 +101,9 @@ class ChainState:
         return token_digest(token) in self.tokens
 
     def expired(self, now: float | None = None) -> bool:
-        return self.expires_at is not None and self.expires_at <= (
-            time.time() if now is None else now
-        )
+        """Past its TTL (``expires_at``): as good as deleted, whatever TTL has done yet."""
+        moment = write_moment(time.time() if now is None else now)
+        return self.expires_at is not None and self.expires_at <= moment
 
 
 def token_digest(token: bytes | str) -> bytes:

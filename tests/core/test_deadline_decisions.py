@@ -423,7 +423,7 @@ def test_sweep_reads_every_shard_page_by_page_and_fails_each_overdue_chain() -> 
     assert [s.tag for s in ran.result] == ["a"]
     first, second = ran.calls[0].params, ran.calls[3].params
     assert first["IndexName"] == I.OPEN_INDEX and first["Limit"] == 2
-    assert first["KeyConditionExpression"] == "#os = :shard AND #due < :now"
+    assert first["KeyConditionExpression"] == "#os = :shard AND #due <= :now"
     assert second["ExclusiveStartKey"] == page
     shards = [c.params["ExpressionAttributeValues"][":shard"] for c in ran.calls if c.op == "query"]
     assert shards[2:] == [{"N": str(n)} for n in range(1, I.INVENTORY_SHARDS)]

@@ -121,6 +121,27 @@ async def test_a_late_stamp_is_refused_and_the_chain_failed_once(
     assert (await ack.get("late")).version == 3
 
 
+@pytest.mark.parametrize(
+    "offset", [-0.0003, 0.0, 0.0004], ids=["0.3ms-before", "at", "0.4ms-after"]
+)
+async def test_in_its_deadline_millisecond_a_chain_is_late_to_stamps_sweeps_and_readers_alike(
+    ack: Any, clock: Clock, offset: float
+) -> None:
+    # Writes are timed to the millisecond (every :now), so the deadline's millisecond is late
+    # for a write: then it is late for a reader and a sweep too, and a stamp is not retried.
+    root = new_stamp()
+    await ack.create("edge-stamp", root, timeout=10)
+    await ack.create("edge-sweep", root, timeout=10)
+    clock.now = T0 + 10 + offset
+    assert (await ack.get("edge-stamp")).overdue(clock.now)
+    with pytest.raises(ChainTimedOut) as caught:
+        await ack.stamp("edge-stamp", root)
+    assert caught.value.failed_by_this_call
+    assert [state.tag for state in await listed(ack, "overdue")] == ["edge-sweep"]
+    assert [state.tag for state in await ack.sweep()] == ["edge-sweep"]
+    assert (await ack.get("edge-sweep")).reason == "timeout"
+
+
 async def test_idle_timeout_under_steady_progress_never_fires(ack: Any, clock: Clock) -> None:
     root = new_stamp()
     await ack.create("busy", root, idle_timeout=10, ttl=30)

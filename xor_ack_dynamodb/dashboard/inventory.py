@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from xor_ack_dynamodb.chain import write_moment
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
 
 Status: TypeAlias = Literal["open", "overdue", "failed"]
@@ -155,8 +156,8 @@ class Inventory:
         condition = "#s = :s"
         if status == "overdue":
             names["#d"] = sort_key
-            values[":now"] = {"N": repr(round(now, 3))}
-            condition += " AND #d < :now"
+            values[":now"] = {"N": repr(write_moment(now))}
+            condition += " AND #d <= :now"
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": index,

@@ -25,7 +25,7 @@ One item per tag::
     open_shard       N     live chains only: key of the sparse index OPEN_INDEX,
                            shard_of(tag), so that no index partition runs hot
     due_at           N     live chains only: sort key of OPEN_INDEX, the deadline, or
-                           NEVER_DUE for a chain without one ("overdue" is due_at < now)
+                           NEVER_DUE for a chain without one ("overdue" is due_at <= now)
     failed_shard     N     failed tombstones only: key of the sparse index FAILED_INDEX
                            (sort key failed_at)
 

@@ -218,7 +218,7 @@ class Deadlines(Reads):
         else:
             index, key = I.OPEN_INDEX, [Compare(I.OPEN_SHARD, "=", Value(":shard", _n(shard)))]
             if status == "overdue":
-                key.append(Compare(I.DUE_AT, "<", Value(":now", _n(self._now()))))
+                key.append(Compare(I.DUE_AT, "<=", Value(":now", _n(self._now()))))
         query = Query(self.table, index, tuple(key), page_size, start)
         self.stats.requests["Query"] += 1
         response = yield Call("query", query.request(self.partition_key))
@@ -251,7 +251,7 @@ class Deadlines(Reads):
     def sweep(self, page_size: int = DEFAULT_PAGE_SIZE) -> Generator[Effect, Any, list[ChainState]]:
         """Fail every chain overdue by this client's clock with reason "timeout".
 
-        Every shard of the open index, ``due_at < now``, a page at a time: each chain
+        Every shard of the open index, ``due_at <= now``, a page at a time: each chain
         read (consistently) and failed by :meth:`_time_out`'s conditional write, so
         any number of sweepers (and late callers) fail each chain once, with no
         leader.  Returns the tombstones this sweep's own writes made.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ...chain import ChainState
+from ...chain import ChainState, write_moment
 from ...stamps import Stamp
 from .. import item as I
 from ..retry import DEFAULT_RETRY, RetryPolicy
@@ -94,7 +94,7 @@ class Requests:
         return {self.partition_key: {"S": tag}}
 
     def _now(self) -> float:
-        return round(self.clock(), 3)
+        return write_moment(self.clock())
 
     def _expiry(self, now: float, ttl: float) -> dict[str, str]:
         return {"N": str(math.ceil(now + ttl))}
