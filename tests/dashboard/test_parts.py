@@ -14,7 +14,7 @@ from xor_ack_dynamodb import events
 from xor_ack_dynamodb.dashboard import ConfigError
 from xor_ack_dynamodb.dashboard.charts import per_minute
 from xor_ack_dynamodb.dashboard.config import LOOPBACK_HOSTS, bind_check, is_loopback
-from xor_ack_dynamodb.dashboard.counts import moves_of
+from xor_ack_dynamodb.dashboard.counts import Counts, moves_of
 from xor_ack_dynamodb.dashboard.history import History, entries_of
 from xor_ack_dynamodb.dashboard.inventory import (
     BadCursor,
@@ -300,3 +300,31 @@ async def test_a_prefix_page_queries_a_shard_again_only_when_it_must() -> None:
     page = await Inventory(index, "t", "tagID").page("open", size=50, prefix="hit/")
     assert [entry.tag for entry in page.entries] == [f"hit/{i}" for i in range(50)]
     assert page.queries == index.queries == INVENTORY_SHARDS
+
+
+class CountsAtOnce:
+    """An inventory whose counts answer at once (Counts.run only awaits them)."""
+
+    async def count(self, status: str) -> int:
+        return 0
+
+
+async def test_counting_stops_when_cancelled_just_as_a_recount_was_asked_for() -> None:
+    """An action asks for a recount, then the dashboard closes: the counting task ends.
+
+    Whatever the loop's turns between the two, the cancel must not be lost (it was with
+    ``asyncio.wait_for`` on Python 3.11, and ``Dashboard.close`` waited for a task that
+    went on counting)."""
+    for turns in range(4):
+        counts = Counts(CountsAtOnce(), every=60.0)  # type: ignore[arg-type]
+        task = asyncio.create_task(counts.run())
+        while counts.refreshes == 0:
+            await asyncio.sleep(0)
+        for _ in range(2):  # into the wait for the next recount
+            await asyncio.sleep(0)
+        counts.request()
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=2.0)
+        assert task in done and task.cancelled(), f"still counting after {turns} turns"

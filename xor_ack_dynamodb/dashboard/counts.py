@@ -112,8 +112,11 @@ class Counts:
                 log.warning("counting the indexes failed: %s", self.error)
                 self.on_change()
                 pause = max(self.every, 10.0)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for loses a cancel that
+            # comes as the wake-up does (an action's recount, then close()), and run() went on
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), pause)
+                async with asyncio.timeout(pause):
+                    await self._wake.wait()
 
     def now(self) -> list[Count]:
         out = []
