@@ -24,7 +24,7 @@ from xor_ack_dynamodb.fleet import Envelope, root_id, stamp_of
 from xor_ack_dynamodb.table import TableSpec
 
 from .asgi import Client
-from .conftest import changed, fresh_table, snapshot
+from .conftest import changed, dynamodb, fresh_table, snapshot
 
 pytestmark = pytest.mark.ddblocal
 TOKEN = "t0ken-for-the-app-tests"
@@ -161,6 +161,39 @@ async def test_refused_actions_change_nothing(
     )
     assert elsewhere.status == 403 and "Cross-site" in elsewhere.text
     assert changed(before, snapshot(ddb_local_endpoint, populated.name)) == set()
+
+
+async def test_sweep_now_shows_the_chains_it_failed_and_those_it_could_not(
+    ddb_local_endpoint: str,
+) -> None:
+    """A damaged item in the overdue index: the sweep fails the rest and the page says both."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    for tag in ("late", "damaged"):
+        writer.create(tag, new_stamp(), timeout=0.2)
+    raw = dynamodb(ddb_local_endpoint)
+    raw.update_item(  # another program writes a string where the stamp's bytes belong
+        TableName=spec.name,
+        Key={"tagID": {"S": "damaged"}},
+        UpdateExpression="SET stamp = :s",
+        ExpressionAttributeValues={":s": {"S": "abc"}},
+    )
+    time.sleep(0.4)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
+        answer = await client.post("/actions/sweep", form=form)
+        assert answer.status == 200, answer.text
+        assert re.search(r'id="swept-count">1<', answer.text), answer.text
+        assert "late" in answer.text and "Traceback" not in answer.text
+        left = re.search(r'<ul class="unswept">(.*?)</ul>', answer.text, re.S)
+        assert left is not None and "damaged" in left.group(1) and "stamp" in left.group(1)
+        state = writer.get("late")
+        assert state is not None and state.reason == "timeout"
+        assert snapshot(ddb_local_endpoint, spec.name)["damaged"]["stamp"] == {"S": "abc"}
+    finally:
+        await board.close()
 
 
 async def test_read_only_offers_and_takes_no_action(

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from xor_ack_dynamodb.errors import SweepIncomplete
 from xor_ack_dynamodb.fleet import Fleet, Message
 
 from .pages import context, dashboard_of, status_word, tag_param
@@ -127,9 +128,14 @@ async def touch(request: Request) -> Response:
 async def sweep(request: Request) -> Response:
     await checked_form(request)
     dashboard = dashboard_of(request)
-    failed = await dashboard.ack.sweep()
+    unswept: dict[str, str] = {}
+    try:
+        failed = await dashboard.ack.sweep()
+    except SweepIncomplete as partial:  # the rest were failed: the page says both
+        failed = partial.failed
+        unswept = {tag: f"{type(exc).__name__}: {exc}" for tag, exc in partial.errors.items()}
     dashboard.request_count()
-    values = context(request, "swept", failed=failed)
+    values = context(request, "swept", failed=failed, unswept=unswept)
     return dashboard.renderer.render(request, "swept.html", values)
 
 
