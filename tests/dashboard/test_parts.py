@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from typing import Any
 
 import pytest
 from starlette.requests import Request
@@ -195,6 +196,29 @@ async def test_live_notices_are_coalesced_and_end_on_close() -> None:
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(ending, 2)
     assert live.subscribers == 0
+
+
+async def test_a_live_stream_ends_when_cancelled_just_as_a_notice_arrives() -> None:
+    """A browser leaves as a notice comes in: its stream's task ends, it is unsubscribed."""
+    for turns in range(6):
+        live = Broadcaster(overview_every=0.0, tags_every=0.0)
+
+        async def read(stream: Any) -> None:
+            async for _ in stream:
+                pass
+
+        task = asyncio.create_task(read(live.stream()))
+        while live.subscribers == 0:
+            await asyncio.sleep(0)
+        for _ in range(3):  # into the wait for the next notice
+            await asyncio.sleep(0)
+        live.changed({"a"})  # sent on the loop's next turn
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=2.0)
+        assert task in done and task.cancelled(), f"still streaming after {turns} turns"
+        assert live.subscribers == 0
 
 
 def test_what_the_pages_print() -> None:

@@ -105,8 +105,9 @@ class Broadcaster:
         try:
             yield "retry: 2000\n\n"
             while not self._closed.is_set():
-                try:
-                    message = await asyncio.wait_for(queue.get(), HEARTBEAT)
+                try:  # asyncio.timeout: wait_for (3.11) could lose the browser's leaving
+                    async with asyncio.timeout(HEARTBEAT):
+                        message = await queue.get()
                 except TimeoutError:
                     yield ": keep-alive\n\n"
                     continue
