@@ -157,6 +157,34 @@ def test_a_stale_or_broken_state_file_means_not_running(run_dir: Path) -> None:
     assert stop_detached() is None
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_stop_leaves_alone_a_later_server_that_reuses_a_stale_pid(run_dir: Path) -> None:
+    # another DynamoDB Local (a test's, the demo's) now has the pid the state file recorded:
+    # its command line is the launcher's, but it is not the process that file was written for
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "LoopbackDynamoDBLocal"]
+    )
+    try:
+        run_dir.mkdir(parents=True)
+        ticks = int(Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        recorded = {
+            "pid": other.pid,
+            "endpoint_url": "http://127.0.0.1:9",
+            "kind": "dynamodb-local",
+            "data_dir": None,
+            "log_file": str(run_dir / "log"),
+            "started_at": 0.0,
+            "process_start": ticks - 1,  # the recorded server started just before this one
+        }
+        state_file().write_text(json.dumps(recorded))
+        assert server_status() is None
+        assert stop_detached() is None
+        assert other.poll() is None  # still running
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_detached_dynamodb_local_keeps_a_data_dir(run_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     state = start_detached(backend="dynamodb-local", data_dir=data)

@@ -42,6 +42,8 @@ class ServerState:
     data_dir: str | None
     log_file: str
     started_at: float
+    #: when the process started, in clock ticks since boot (Linux); None: not known
+    process_start: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -56,6 +58,7 @@ class ServerState:
             data_dir=None if data.get("data_dir") is None else str(data["data_dir"]),
             log_file=str(data["log_file"]),
             started_at=float(data["started_at"]),
+            process_start=None if data.get("process_start") is None else int(data["process_start"]),
         )
 
 
@@ -103,9 +106,23 @@ def _running(pid: int) -> bool:
     return False
 
 
-def _is_our_server(pid: int) -> bool:
-    """True while ``pid`` runs and is a server this module started."""
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot; None without /proc or process."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _is_our_server(state: ServerState) -> bool:
+    """True while the server ``state`` records runs: its pid, started then, with our command.
+
+    A pid reused by a later process, even another server of this package, is not it.
+    """
+    pid = state.pid
     if not _running(pid):
+        return False
+    if state.process_start is not None and _process_start(pid) != state.process_start:
         return False
     if not Path("/proc/self/cmdline").exists():
         return True  # no /proc (macOS): trust the pid
@@ -126,7 +143,7 @@ def server_status(directory: Path | None = None) -> ServerState | None:
     except (ValueError, KeyError, TypeError):
         path.unlink(missing_ok=True)
         return None
-    if not _is_our_server(state.pid):
+    if not _is_our_server(state):
         path.unlink(missing_ok=True)
         return None
     return state
@@ -200,6 +217,7 @@ def start_detached(
         data_dir=None if data is None else str(data),
         log_file=str(log_path),
         started_at=time.time(),
+        process_start=_process_start(proc.pid),
     )
     tmp = state_file(directory).with_suffix(".tmp")
     tmp.write_text(state.to_json())
