@@ -3,9 +3,11 @@ the detached server of `xor-ack local start|status|stop`."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -183,6 +185,33 @@ def test_stop_leaves_alone_a_later_server_that_reuses_a_stale_pid(run_dir: Path)
     finally:
         other.kill()
         other.wait()
+
+
+def test_two_starts_at_once_leave_one_server_which_stop_stops(run_dir: Path) -> None:
+    barrier = threading.Barrier(2)
+    started: list[ServerState] = []
+    refused: list[LocalDynamoDBError] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            started.append(start_detached(backend="moto"))
+        except LocalDynamoDBError as exc:
+            refused.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(started) == 1, started  # the other would run on, recorded by no state file
+        assert len(refused) == 1 and "already running" in str(refused[0])
+        assert stop_detached() == started[0]
+    finally:
+        for state in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(state.pid, signal.SIGKILL)
 
 
 def test_detached_dynamodb_local_keeps_a_data_dir(run_dir: Path, tmp_path: Path) -> None:

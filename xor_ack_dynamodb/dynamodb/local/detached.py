@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -161,8 +163,32 @@ def start_detached(
     """Start a local DynamoDB that outlives this process and record it in the state file.
 
     Raises ``LocalDynamoDBError`` if one is already running (there is one per
-    state directory) or it does not come up.
+    state directory) or it does not come up.  Starts at once wait for each other, so
+    the later one sees the first running.
     """
+    folder = directory or run_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with _one_start_at_a_time(folder):
+        return _start(backend, port, data_dir, host, startup_timeout, directory, folder)
+
+
+@contextlib.contextmanager
+def _one_start_at_a_time(folder: Path) -> Iterator[None]:
+    """Hold the state directory's start lock (the lock file's, released when it is closed)."""
+    with (folder / "local-dynamodb.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _start(
+    backend: Backend,
+    port: int,
+    data_dir: Path | None,
+    host: str,
+    startup_timeout: float,
+    directory: Path | None,
+    folder: Path,
+) -> ServerState:
     running = server_status(directory)
     if running is not None:
         raise LocalDynamoDBError(
@@ -171,8 +197,6 @@ def start_detached(
         )
     port = _port_for(host, port)
     kind, jar, problem = _resolve(backend)
-    folder = directory or run_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     data = data_dir.resolve() if data_dir is not None else None
     if kind == "dynamodb-local" and jar is not None:
         if data is not None:
