@@ -64,15 +64,22 @@ dynamodb-local: $(RUNTIME)
 
 # The demo's chains are kept in a DynamoDB Local data directory, $(OUT)/dynamodb, so that
 # `make dashboard` shows them after the run; its server is the demo's own (its state in
-# $(OUT)/run, not the user's `xor-ack local`), stopped when the run ends.
+# $(OUT)/run, not the user's `xor-ack local`), stopped when the run ends.  Each run starts
+# that directory afresh, and marks it as its own: one without the mark is someone else's
+# data, and the demo refuses it before writing anything.
 DEMO_DB    := $(OUT)/dynamodb
+DEMO_MARK  := $(DEMO_DB)/.made-by-make-demo
 DEMO_TABLE := xor-ack-wordcount
 DEMO_LOCAL := XOR_ACK_RUN_DIR=$(OUT)/run $(VENV)/bin/xor-ack
 
 demo: doctor $(RUNTIME) dynamodb-local
+	@if [ -e $(DEMO_DB) ] && [ ! -e $(DEMO_MARK) ]; then \
+		echo "make demo: $(DEMO_DB) was not made by make demo (it has no $(notdir $(DEMO_MARK))): move it away (delete it if an earlier make demo made it), or run make demo OUT=another-folder" >&2; \
+		exit 1; \
+	fi
 	$(VENV)/bin/xor-ack wordcount-sample $(OUT)/corpus --files 60 --seed 7
 	@$(DEMO_LOCAL) local stop >/dev/null
-	rm -rf $(DEMO_DB)
+	rm -rf $(DEMO_DB) && mkdir -p $(DEMO_DB) && touch $(DEMO_MARK)
 	eval "$$($(DEMO_LOCAL) --table $(DEMO_TABLE) local start --data-dir $(DEMO_DB) --create-table)" \
 		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
 		&& $(VENV)/bin/xor-ack wordcount $(OUT)/corpus --endpoint-url "$$AWS_ENDPOINT_URL_DYNAMODB" --table $(DEMO_TABLE) --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify
