@@ -385,6 +385,25 @@ def test_local_start_on_a_taken_port_fails_naming_it(run_dir: Path) -> None:
     assert run("local", "status").exit_code == NOT_RUNNING  # nothing left running
 
 
+def test_local_start_where_a_folder_cannot_be_made_fails_saying_which(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    data = afile / "data"
+    result = run("local", "start", "--backend", "dynamodb-local", "--data-dir", str(data))
+    assert_user_error(
+        result, f"LocalDynamoDBError: the data directory {data} cannot be created (Not a direc"
+    )
+    assert run("local", "status").exit_code == NOT_RUNNING  # nothing left running
+    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(afile / "run"))
+    result = run("local", "start", "--backend", "moto")
+    assert_user_error(
+        result, f"LocalDynamoDBError: the run directory {afile / 'run'} cannot be created (Not a"
+    )
+    assert afile.read_text() == ""
+
+
 def _leaves() -> list[tuple[str, ...]]:
     ctx = click.Context(cli)
     leaves = []

@@ -109,6 +109,14 @@ def test_reference_backend_refuses_to_fall_back(monkeypatch: pytest.MonkeyPatch)
         LocalDynamoDB(backend="dynamodb-local").start()
 
 
+def test_a_data_dir_that_cannot_be_made_is_refused_saying_so(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(LocalDynamoDBError, match=r"the data directory .* cannot be created"):
+        LocalDynamoDB(backend="auto", data_dir=afile / "data").start()  # not moto instead
+    assert afile.read_text() == ""
+
+
 @pytest.fixture
 def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = tmp_path / "run"

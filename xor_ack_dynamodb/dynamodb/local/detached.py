@@ -17,6 +17,8 @@ from pathlib import Path
 from .install import LocalDynamoDBError, cache_dir
 from .server import (
     Backend,
+    _make_data_dir,
+    _make_dir,
     _port_for,
     _resolve,
     _say_fallback,
@@ -167,7 +169,9 @@ def start_detached(
     the later one sees the first running.
     """
     folder = directory or run_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_dir(
+        folder, "run directory", "set XOR_ACK_RUN_DIR (directory=...) to a folder you can write"
+    )
     with _one_start_at_a_time(folder):
         return _start(backend, port, data_dir, host, startup_timeout, directory, folder)
 
@@ -200,7 +204,7 @@ def _start(
     data = data_dir.resolve() if data_dir is not None else None
     if kind == "dynamodb-local" and jar is not None:
         if data is not None:
-            data.mkdir(parents=True, exist_ok=True)
+            _make_data_dir(data)
         cmd = dynamodb_local_command(jar, port=port, host=host, data_dir=data)
         what = "DynamoDB Local"
     else:

@@ -48,6 +48,21 @@ def _port_for(host: str, port: int) -> int:
     return port
 
 
+def _make_dir(path: Path, what: str, instead: str) -> None:
+    """Create folder ``path`` if missing; ``LocalDynamoDBError`` naming ``what`` if it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LocalDynamoDBError(
+            f"the {what} {path} cannot be created ({exc.strerror or exc}): {instead}"
+        ) from exc
+
+
+def _make_data_dir(path: Path) -> None:
+    """Create the data directory DynamoDB Local keeps its tables in, if missing."""
+    _make_dir(path, "data directory", "choose another --data-dir (data_dir=...)")
+
+
 def _answers(endpoint_url: str) -> bool:
     """True once the server answers HTTP at all (DynamoDB Local says 400 to a bare GET)."""
     try:
@@ -187,6 +202,8 @@ class LocalDynamoDB:
             return self
         kind, jar, problem = _resolve(self.backend)
         if kind == "dynamodb-local" and jar is not None:
+            if self.data_dir is not None:  # the caller's to fix, not a reason to fall back
+                _make_data_dir(self.data_dir)
             try:
                 return self._start_dynamodb_local(jar)
             except LocalDynamoDBError as exc:
@@ -199,8 +216,6 @@ class LocalDynamoDB:
 
     def _start_dynamodb_local(self, jar: Path) -> LocalDynamoDB:
         port = _port_for(self.host, self.port)
-        if self.data_dir is not None:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = dynamodb_local_command(jar, port=port, host=self.host, data_dir=self.data_dir)
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._proc = subprocess.Popen(
