@@ -318,9 +318,11 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         return False
 
     def reset_timeout(self, tag: str) -> bool:
-        """Restart the timeout of ``tag`` (Storm's ``resetTimeout``); False if unknown.
+        """Restart the timeout of ``tag`` (Storm's ``resetTimeout``); False if nothing is held.
 
-        For a chain that is slow but alive: it gets a whole timeout again from now.
+        For a chain that is slow but alive: it gets a whole timeout again from now.  Stamps
+        held for a tag not added yet are renewed too, as the acker renews a tree it holds
+        before its Track (``tests/trackers/test_trackers_agree.py``).
         """
         return self._generations.renew(check_tag(tag))
 
