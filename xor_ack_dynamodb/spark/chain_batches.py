@@ -36,6 +36,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..chain import ChainState
+from ..dynamodb import Lifetime
 from ..dynamodb.sync import SyncXorAckDynamoDB
 from ..errors import (
     ChainFailed,
@@ -92,8 +93,16 @@ def asking(phase: str) -> Iterator[None]:
 class RoundChains:
     """The driver's chains client for a run, and what it does with a round's chains."""
 
-    def __init__(self, tracker: TrackerConfig, chains: SyncXorAckDynamoDB, keyed: Keyed) -> None:
+    def __init__(
+        self,
+        tracker: TrackerConfig,
+        chains: SyncXorAckDynamoDB,
+        keyed: Keyed,
+        timeout: float | None = None,
+    ) -> None:
         self.tracker = tracker
+        #: Each chain's deadline, seconds from its creation (None: none).
+        self.timeout = timeout
         self.chains = chains
         self.keyed = keyed
         #: Writes that landed on the judged chains (each chain's version).
@@ -153,12 +162,14 @@ class RoundChains:
     def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
         """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""
         stamps = {tag: self.keyed.file_stamp(tag) for tag in tags}
+        life: Lifetime = {} if self.timeout is None else {"timeout": self.timeout}
         if self.tracker.partiql:
-            self.chains.create_many(stamps, via="partiql", concurrency=DRIVER_CONCURRENCY)
+            self.chains.create_many(stamps, via="partiql", concurrency=DRIVER_CONCURRENCY, **life)
         elif self.tracker.transactions:
-            self.chains.create_many(stamps)
+            self.chains.create_many(stamps, **life)
         else:
-            _each(lambda tag: self.chains.create(tag, stamps[tag]), tags, self.tracker.concurrency)
+            create = self.chains.create
+            _each(lambda tag: create(tag, stamps[tag], **life), tags, self.tracker.concurrency)
         states = self.chains.known_many(tags)
         return {tag: None if s is None else pickle.dumps(s) for tag, s in states.items()}
 

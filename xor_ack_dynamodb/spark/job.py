@@ -197,7 +197,8 @@ class TrackedJob:
             # this process's client for that config: the next job in this driver reuses it.
             page = self.spec.page_size  # this page's chains and the next page's
             driver = replace(tracker, cache_size=max(tracker.cache_size, 2 * page))
-            self._chains = RoundChains(tracker, chains_for(driver), self.keyed)
+            timeout = self.spec.chain_timeout
+            self._chains = RoundChains(tracker, chains_for(driver), self.keyed, timeout)
         return self._chains
 
     # -- one round ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ spec that cannot run is refused here, before anything is read or written.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ class JobSpec:
     work_dir: str | None = None
     #: Seconds a round's Spark jobs may take; its unfinished inputs are replayed.  None: no limit.
     round_timeout: float | None = None
+    #: Seconds from its creation to each chain's deadline (a sweep fails it "timeout" after
+    #: it, should the driver die before judging it).  None: chains without a deadline.
+    chain_timeout: float | None = None
     on_event: EventSink | None = None
     observer: RoundObserver | None = None
     #: Inputs that failed before any round (``InputResult`` with status ``failed``).
@@ -80,8 +84,12 @@ class JobSpec:
             )
         if min(self.max_attempts, self.max_errors) < 1:
             raise InvalidArgument("max_attempts and max_errors must be >= 1")
-        if self.round_timeout is not None and self.round_timeout <= 0:
-            raise InvalidArgument("round_timeout must be > 0 seconds")
+        for name in ("round_timeout", "chain_timeout"):
+            seconds = getattr(self, name)
+            if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+                raise InvalidArgument(
+                    f"{name}={seconds!r}: give a number of seconds > 0, or None for no limit"
+                )
         if self.page_size < 1:
             raise InvalidArgument("page_size must be >= 1")
         if self.run_id is not None and not RUN_ID.fullmatch(self.run_id):

@@ -39,6 +39,7 @@ def track(
     faults: FaultConfig | None = None,
     run_id: str | None = None,
     round_timeout: float | None = None,
+    chain_timeout: float | None = None,
     on_event: EventSink | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     report: str | os.PathLike[str] | None = None,
@@ -65,7 +66,10 @@ def track(
     table appended to) only when every input acked, unless ``Sink(partial=True)``.
 
     ``round_timeout``: seconds a round's Spark jobs may take before they are
-    cancelled and the round's unfinished inputs replayed.  ``on_event`` gets each
+    cancelled and the round's unfinished inputs replayed.  ``chain_timeout``: seconds from
+    its creation to each chain's deadline, so that a sweep fails ("timeout") the chains of
+    a driver that died before judging them (default: no deadline); give more than a page's
+    rounds take, or late chains fail and their inputs are replayed.  ``on_event`` gets each
     input's end as the library's typed events (``events.Acked`` / ``events.Failed``,
     ``tag`` = the input's chain).  A ``KeyboardInterrupt`` cancels the running jobs,
     removes the staging folder and leaves the output as it was, then propagates.
@@ -100,6 +104,7 @@ def track(
         faults=faults,
         run_id=run_id,
         round_timeout=round_timeout,
+        chain_timeout=chain_timeout,
         on_event=on_event,
         page_size=page_size,
         report=report,
