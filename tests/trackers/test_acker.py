@@ -24,7 +24,7 @@ from xor_ack_dynamodb.acker import (
     acker_for,
     acker_index,
 )
-from xor_ack_dynamodb.errors import TagExists, ZeroBufferNoOp
+from xor_ack_dynamodb.errors import InvalidArgument, TagExists, ZeroBufferNoOp
 from xor_ack_dynamodb.memory import FailReason
 
 AID = 0x5EED_0000_0000_0001
@@ -255,7 +255,7 @@ def test_ids_must_be_int64(bad: object) -> None:
         lambda: acker.fail(bad),  # type: ignore[arg-type]
         lambda: acker.reset_timeout(bad),  # type: ignore[arg-type]
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             call()
     assert len(acker) == 0
 
@@ -275,14 +275,14 @@ def test_handle_refuses_other_objects() -> None:
 
 def test_acker_configuration_is_validated() -> None:
     for bad in (1, 0, True, 2.5):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             Acker(buckets=bad)  # type: ignore[arg-type]
     for bad_hw in (0, -3, True, 1.5):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             Acker(high_water=bad_hw)  # type: ignore[arg-type]
     acker = Acker(buckets=5, high_water=9)
     assert (acker.buckets, acker.high_water) == (5, 9)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument):
         acker.on("done", print)  # type: ignore[call-overload]
 
 
@@ -358,9 +358,9 @@ def test_acker_index_spreads_random_anchors() -> None:
 
 
 def test_acker_index_validation() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument):
         acker_index(5, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument):
         acker_index(2**64, 3)
 
 

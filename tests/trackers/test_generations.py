@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.memory._generations import Generations
 
 
@@ -165,11 +166,11 @@ def test_insert_sets_the_generation() -> None:
 
 @pytest.mark.parametrize("buckets", [1, 0, -2, True, 2.5, "3", None])
 def test_buckets_must_be_an_int_of_at_least_two(buckets: object) -> None:
-    with pytest.raises(ValueError, match="buckets must be an int >= 2"):
+    with pytest.raises(InvalidArgument, match="buckets must be an int >= 2"):
         Generations(buckets)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("high_water", [0, -1, True, 1.5, "3"])
 def test_high_water_must_be_a_positive_int_or_none(high_water: object) -> None:
-    with pytest.raises(ValueError, match="high_water must be an int >= 1 or None"):
+    with pytest.raises(InvalidArgument, match="high_water must be an int >= 1 or None"):
         Generations(2, high_water)  # type: ignore[arg-type]

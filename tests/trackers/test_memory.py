@@ -15,8 +15,10 @@ import pytest
 import xor_ack_dynamodb
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
+    InvalidArgument,
     InvalidStamp,
     InvalidTag,
+    InvalidTimeout,
     TagExists,
     ZeroBufferNoOp,
 )
@@ -449,13 +451,13 @@ def test_early_stamps_count_against_high_water_and_are_dropped_when_full(
 
 def test_high_water_validation(Ack: type[PyAck]) -> None:
     for bad in (0, -1, 1.5, True, "3"):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             Ack(high_water=bad)  # type: ignore[arg-type]
     for bad_buckets in (1, 0, 2.0, None):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             Ack(buckets=bad_buckets)  # type: ignore[arg-type]
     for bad_timeout in (0, -1, float("inf"), float("nan"), "1", True):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidTimeout):
             Ack(timeout=bad_timeout)  # type: ignore[arg-type]
     assert Ack(high_water=5).high_water == 5 and Ack().high_water is None
     assert Ack(buckets=4).buckets == 4
@@ -548,11 +550,11 @@ def test_listeners_run_in_order_and_can_be_removed(Ack: type[PyAck]) -> None:
 
 def test_listener_registration_errors(Ack: type[PyAck]) -> None:
     ack = Ack()
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument):
         ack.on("done", print)  # type: ignore[call-overload]
     with pytest.raises(TypeError):
         ack.on("acked", "not callable")  # type: ignore[call-overload]
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument):
         ack.off("done", print)  # type: ignore[arg-type]
 
 
@@ -709,9 +711,9 @@ async def test_ticker_survives_a_raising_listener(Ack: type[PyAck]) -> None:
 
 
 def test_ticking_needs_an_interval(Ack: type[PyAck]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidTimeout):
         Ack().ticking()
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidTimeout):
         Ack().ticking(0)
     assert Ack(timeout=4).ticking().interval == 2.0
 

@@ -209,6 +209,15 @@ class InvalidReason(XorAckError, ValueError):
     """
 
 
+class InvalidArgument(XorAckError, ValueError):
+    """An argument the call cannot take that no narrower error names (an acker's id that is
+    not an int64, ``ackers=0``, an event name ``Ack.on`` does not know, a tuple-tree id
+    stamp of another length; ``spark.InvalidArgument`` is one too): the message names it.
+    Raised before anything changes.  Also a ``ValueError``, which is what earlier versions
+    raised.
+    """
+
+
 class InvalidToken(XorAckError):
     """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
 
@@ -331,6 +340,7 @@ __all__ = [
     "CorruptRecord",
     "CreateManyFailed",
     "GetManyFailed",
+    "InvalidArgument",
     "InvalidListing",
     "InvalidReason",
     "InvalidStamp",

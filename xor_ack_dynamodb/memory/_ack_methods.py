@@ -16,7 +16,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from ..errors import BufferLengthsUnequal, InvalidTag, TagExists
+from ..errors import (
+    BufferLengthsUnequal,
+    InvalidArgument,
+    InvalidTag,
+    InvalidTimeout,
+    TagExists,
+)
 from ..stamps import Stamp, as_stamp
 from ._ack_report import AckedListener, AckStats, FailedListener, FailReason, counters_of
 from ._events import adapts
@@ -59,7 +65,7 @@ def _positive_seconds(name: str, value: object) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{name} must be a finite number of seconds > 0, not {value!r}")
+        raise InvalidTimeout(f"{name} must be a finite number of seconds > 0, not {value!r}")
     return float(value)
 
 
@@ -182,7 +188,7 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
             acked = self._off("acked", listener, adapted=True)
             return self._off("failed", listener, adapted=True) and acked
         if event not in ("acked", "failed"):
-            raise ValueError(f'event must be "acked", "failed" or "event", not {event!r}')
+            raise InvalidArgument(f'event must be "acked", "failed" or "event", not {event!r}')
         return self._off(event, listener, adapted=False)
 
     def _off(
@@ -352,6 +358,6 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         """
         if interval is None:
             if self._tick_interval is None:
-                raise ValueError("give ticking() an interval, or the Ack a timeout")
+                raise InvalidTimeout("give ticking() an interval, or the Ack a timeout")
             interval = self._tick_interval
         return Ticker(self.tick, _positive_seconds("interval", interval))

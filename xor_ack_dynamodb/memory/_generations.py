@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..errors import InvalidArgument
+
 __all__ = ["Entry", "Generations", "GenerationsConfig", "check_buckets", "check_high_water"]
 
 
@@ -46,18 +48,18 @@ E = TypeVar("E", bound=Entry)
 
 
 def check_buckets(value: object) -> int:
-    """``value`` as a number of generations (an int >= 2); ``ValueError`` otherwise."""
+    """``value`` as a number of generations (an int >= 2); else ``InvalidArgument``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ValueError(f"buckets must be an int >= 2, not {value!r}")
+        raise InvalidArgument(f"buckets must be an int >= 2, not {value!r}")
     return value
 
 
 def check_high_water(value: object) -> int | None:
-    """``value`` as a high-water mark (an int >= 1, or None: no limit); ``ValueError`` otherwise."""
+    """``value`` as a high-water mark (an int >= 1, or None: no limit); else ``InvalidArgument``."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"high_water must be an int >= 1 or None, not {value!r}")
+        raise InvalidArgument(f"high_water must be an int >= 1 or None, not {value!r}")
     return value
 
 

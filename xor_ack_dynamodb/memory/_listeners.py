@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar, cast, overload
 
+from ..errors import InvalidArgument
+
 if TYPE_CHECKING:
     from ._events import EventListener
 
@@ -52,7 +54,7 @@ def registers_acked(event: object, listener: object) -> bool:
     if not callable(listener):
         raise TypeError(f"listener must be callable, not {listener!r}")
     if event not in ("acked", "failed"):
-        raise ValueError(f'event must be "acked", "failed" or "event", not {event!r}')
+        raise InvalidArgument(f'event must be "acked", "failed" or "event", not {event!r}')
     return event == "acked"
 
 

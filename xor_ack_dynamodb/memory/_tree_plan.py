@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
+from ..errors import InvalidArgument
 from .acker import IdGenerator, check_id
 
 __all__ = ["Emitted", "FailTree", "Init", "Started", "Step", "TreePlan", "TupleRef", "Xor"]
@@ -40,11 +41,13 @@ class TupleRef:
         """Read ``"anchor_id:tuple_id"``; ``ValueError`` for anything else."""
         parts = text.split(":") if isinstance(text, str) else []
         if len(parts) != 2:
-            raise ValueError(f'a tuple reference is "anchor_id:tuple_id", not {text!r}')
+            raise InvalidArgument(f'a tuple reference is "anchor_id:tuple_id", not {text!r}')
         try:
             anchor_id, tuple_id = int(parts[0]), int(parts[1])
         except ValueError as exc:
-            raise ValueError(f'a tuple reference is "anchor_id:tuple_id", not {text!r}') from exc
+            raise InvalidArgument(
+                f'a tuple reference is "anchor_id:tuple_id", not {text!r}'
+            ) from exc
         return cls(check_id(anchor_id, "anchor_id"), check_id(tuple_id, "tuple_id"))
 
 
@@ -126,7 +129,7 @@ def _derived_id(parent: TupleRef, call: bytes, index: int, salt: int) -> int:
 
 def _count(value: int, what: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{what} must be an int >= {minimum}, not {value!r}")
+        raise InvalidArgument(f"{what} must be an int >= {minimum}, not {value!r}")
     return value
 
 
@@ -136,7 +139,7 @@ _MAX_OFFSET = 2**32 - 1
 
 def _emit_call(offset: int) -> bytes:
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= _MAX_OFFSET:
-        raise ValueError(f"offset must be an int in [0, {_MAX_OFFSET}], not {offset!r}")
+        raise InvalidArgument(f"offset must be an int in [0, {_MAX_OFFSET}], not {offset!r}")
     return b"e" + offset.to_bytes(4, "big")
 
 
@@ -150,7 +153,7 @@ class TreePlan:
     def _fresh(self) -> int:
         value = check_id(self.next_id(), "generated id")
         if value == 0:
-            raise ValueError("the id generator returned 0: ids must never be 0")
+            raise InvalidArgument("the id generator returned 0: ids must never be 0")
         return value
 
     def roots(self, roots: int) -> tuple[int, tuple[TupleRef, ...], int]:

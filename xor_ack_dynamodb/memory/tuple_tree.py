@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from ..errors import InvalidArgument
 from ..stamps import Stamp
 from ._tree_plan import (
     ID_BYTES,
@@ -82,7 +83,7 @@ def id_stamp(value: int) -> Stamp:
 def id_from_stamp(stamp: bytes) -> int:
     """The inverse of :func:`id_stamp`."""
     if len(stamp) != ID_BYTES:
-        raise ValueError(f"an id stamp is {ID_BYTES} bytes, not {len(stamp)}")
+        raise InvalidArgument(f"an id stamp is {ID_BYTES} bytes, not {len(stamp)}")
     return int.from_bytes(stamp, "big", signed=True)
 
 
@@ -122,7 +123,7 @@ class AckerSink:
 
     def __init__(self, ackers: Sequence[Acker]) -> None:
         if not ackers:
-            raise ValueError("at least one acker is needed")
+            raise InvalidArgument("at least one acker is needed")
         self.ackers = tuple(ackers)
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import ClassVar
 
+from .. import errors
 from ..errors import XorAckError
 
 
@@ -12,11 +13,11 @@ class SparkTrackingError(XorAckError):
     """A tracked Spark job cannot go on as asked; the message says why and what to do."""
 
 
-class InvalidArgument(SparkTrackingError, ValueError):
+class InvalidArgument(SparkTrackingError, errors.InvalidArgument):
     """An argument the call cannot take (``Sink()`` with neither a folder nor a table,
     ``page_size=0``, ``FaultConfig.rate(2)``, ...): the message names it.  Raised before
-    anything is read or written.  Also a ``ValueError``, which is what earlier versions
-    raised."""
+    anything is read or written.  Also the package's ``errors.InvalidArgument`` and a
+    ``ValueError``, which is what earlier versions raised."""
 
 
 class Refused(SparkTrackingError):
