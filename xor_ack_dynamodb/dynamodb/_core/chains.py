@@ -27,6 +27,7 @@ from ...errors import (
 )
 from ...stamps import Stamp, as_stamp
 from . import landing as D
+from . import told as T
 from .effects import Call, Effect, Entry, Outcome
 from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
@@ -203,7 +204,7 @@ class SingleChain(Endings):
             if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
                 _, kind = D.NOT_LANDED_STEP[("stamp", status)]
                 for i in pending:
-                    outcomes[i] = D.refusal(kind, tag, state, "stamp_on" if exact else "stamp")
+                    outcomes[i] = T.refusal(kind, tag, state, "stamp_on" if exact else "stamp")
                 break
             assert state is not None
             batch: list[int] = []
@@ -344,7 +345,7 @@ class SingleChain(Endings):
             return True
         if step is Step.REFUSE:  # a failed chain, whichever state the caller gave
             for i in pending:
-                outcomes[i] = D.refusal(kind, tag, current, "stamp_on")
+                outcomes[i] = T.refusal(kind, tag, current, "stamp_on")
             return False
         self.stats.conflicts += 1  # a lost race (or a closed chain), not retried
         for i in pending:

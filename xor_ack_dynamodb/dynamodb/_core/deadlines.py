@@ -156,7 +156,7 @@ class Deadlines(Reads):
                 state = yield from self._refuse_late("touch", tag, state)
                 continue
             if status is not Status.LIVE:
-                raise D.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state, "touch")
+                raise T.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state, "touch")
             assert state is not None
             span = extension if extension is not None else state.idle_timeout
             if span is None:

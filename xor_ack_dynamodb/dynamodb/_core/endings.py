@@ -63,7 +63,7 @@ class Endings(Deadlines):
                 state = yield from self._refuse_late("fail", tag, state, reason)
                 continue
             if step is Step.REFUSE:  # gone, or already failed: told so
-                raise D.refusal(kind, tag, state, "fail", reason)
+                raise T.refusal(kind, tag, state, "fail", reason)
             if step is Step.DONE:  # already acked: acked stays acked
                 assert state is not None
                 self.forget(tag)
@@ -118,7 +118,7 @@ class Endings(Deadlines):
                 return  # a re-send found it gone: the first send most likely removed it
             if kind == D.REPLY_ERROR:
                 raise
-            raise D.refusal(kind, tag, None) from exc
+            raise T.refusal(kind, tag, None) from exc
 
     def wait(
         self, tag: str, timeout: float, poll_interval: float = 0.2

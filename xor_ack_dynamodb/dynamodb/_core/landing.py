@@ -39,7 +39,6 @@ from ...errors import (
 )
 from .._attempts import earlier_send_may_have_landed, may_have_landed
 from ..aws import error_code
-from . import told as T
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED = "TransactionCanceledException"
@@ -380,25 +379,3 @@ def status_of(state: ChainState | None, now: float | None = None) -> Status:
     if state.failed:
         return Status.FAILED
     return Status.OVERDUE if now is not None and state.overdue(now) else Status.LIVE
-
-
-def refusal(
-    kind: Refusal,
-    tag: str,
-    state: ChainState | None,
-    op: str = "stamp",
-    requested_reason: str | None = None,
-) -> Exception:
-    """The error a row refuses with (not ``REPLY_ERROR``: the caller raises its own).
-
-    ``TELL``: ``told``'s, for ``op`` and ``state`` (the chain as found).
-    """
-    if kind == TELL:
-        error = T.tell(op, tag, state, requested_reason=requested_reason)
-        assert error is not None, f"{op} is told to return on {state!r}, not to refuse"
-        return error
-    if kind is TagExists:
-        return TagExists(tag)
-    if kind is TagNotFound:
-        return TagNotFound(tag)
-    raise ValueError(f"no error of kind {kind!r} is built from a state")

@@ -28,6 +28,7 @@ from ...stamps import Stamp
 from ..aws import cancellation_code, error_code
 from . import cancellation as C
 from . import landing as D
+from . import told as T
 from .cancellation import Source
 from .chains import SingleChain, plan_batch
 from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
@@ -178,7 +179,7 @@ class Chains(SingleChain):
                 elif state is not None and status is Status.OVERDUE:
                     outcomes[tag] = yield from self._late(tag, entry, state)
                 elif state is None or status is not Status.LIVE:
-                    outcomes[tag] = D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
+                    outcomes[tag] = T.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
                 elif len(entry.stamp) != len(state.stamp):
                     outcomes[tag] = BufferLengthsUnequal()
                 else:
@@ -237,7 +238,7 @@ class Chains(SingleChain):
                     outcomes[tag] = state.stamp  # landed before (another writer's copy)
                 else:
                     kind = D.NOT_LANDED_STEP[("stamp", status)][1]
-                    outcomes[tag] = D.refusal(kind, tag, state)
+                    outcomes[tag] = T.refusal(kind, tag, state)
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
@@ -280,7 +281,7 @@ class Chains(SingleChain):
             return late
         status = D.status_of(current, self.clock())
         if status in D.CLOSED:  # failed by another writer, acked, gone: told, nothing sent
-            return D.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, current)
+            return T.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, current)
         try:
             (outcome,) = yield from self.stamp_batch(tag, [entry], current)
         except CorruptItem as damaged:

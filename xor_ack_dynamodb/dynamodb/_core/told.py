@@ -24,7 +24,8 @@ from enum import Enum
 from typing import Literal, TypeAlias
 
 from ...chain import ChainState
-from ...errors import ChainFailed, ChainTimedOut, TagNotFound, WaitTimeout
+from ...errors import ChainFailed, ChainTimedOut, TagExists, TagNotFound, WaitTimeout
+from .landing import TELL, Refusal
 
 
 class Found(Enum):
@@ -137,3 +138,23 @@ def tell(
         state=state,
         requested_reason=requested_reason,
     )
+
+
+def refusal(
+    kind: Refusal,
+    tag: str,
+    state: ChainState | None,
+    op: str = "stamp",
+    requested_reason: str | None = None,
+) -> Exception:
+    """The error a ``landing`` row refuses with (not ``REPLY_ERROR``: the caller raises its
+    own): ``TELL``'s is this table's, for ``op`` and ``state`` (the chain as found)."""
+    if kind == TELL:
+        error = tell(op, tag, state, requested_reason=requested_reason)
+        assert error is not None, f"{op} is told to return on {state!r}, not to refuse"
+        return error
+    if kind is TagExists:
+        return TagExists(tag)
+    if kind is TagNotFound:
+        return TagNotFound(tag)
+    raise ValueError(f"no error of kind {kind!r} is built from a state")
