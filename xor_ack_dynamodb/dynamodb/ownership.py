@@ -76,8 +76,7 @@ def create_table(
         created = False
         table = client.describe_table(TableName=spec.name)["Table"]
         spec.check(table)
-        ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
-        check_chains_table(client, table, ttl)
+        check_chains_table(client, table)
     if wait:
         wait_active(client, spec.name, timeout=timeout)
     if created:
@@ -163,16 +162,21 @@ def _is_chain(item: Mapping[str, Any]) -> bool:
     return set(item.get(STAMP) or {}) == {"B"} and set(item.get(VERSION) or {}) == {"N"}
 
 
-def check_chains_table(client: Any, table: Mapping[str, Any], ttl: Mapping[str, Any]) -> None:
+def check_chains_table(
+    client: Any, table: Mapping[str, Any], ttl: Mapping[str, Any] | None = None
+) -> None:
     """Raise ``NotAChainsTable`` unless an existing table shows it holds chains.
 
-    ``table`` and ``ttl`` are ``DescribeTable`` and ``DescribeTimeToLive`` results.  Shown by
+    ``table`` and ``ttl`` are ``DescribeTable`` and ``DescribeTimeToLive`` results (``ttl``
+    None: read here, ``dynamodb:DescribeTimeToLive``).  Shown by
     the key ``TableSpec`` makes and: an inventory index on its keys (a table made or
     upgraded since the inventory); else up to ``SAMPLE`` items read (``dynamodb:Scan``)
     that are all chains; else, with no item, TTL on ``expires_at``, which every release
     turned on at creation.  Called before anything changes an existing table.
     """
     name = str(table.get("TableName", "?"))
+    if ttl is None:
+        ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
     why = _own_key(table)
     if why is None and inventory_indexes(table):
         return

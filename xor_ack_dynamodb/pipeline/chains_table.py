@@ -99,9 +99,8 @@ def check_holds_chains(client: Any, description: Any) -> None:
     Scan of up to 10 items when the table has no inventory index); said with --table.
     """
     name = description["TableName"]
-    ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
     try:
-        check_chains_table(client, description, ttl)
+        check_chains_table(client, description)
     except NotAChainsTable as exc:
         raise NotAChainsTable(
             f"table {name} does not look like a chains table ({exc.why}); nothing was written "
