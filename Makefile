@@ -10,6 +10,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check
 OUT    ?= out
+# This Makefile's folder (the repository), wherever make runs from
+HERE   := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
 # pytest workers: most tests wait on DynamoDB Local, moto or Spark rather than compute, so two
 # overlap well even on a 2-core machine
 TEST_WORKERS ?= 2
@@ -153,6 +155,11 @@ bench-dashboard: $(BENCH) dynamodb-local
 
 bench: doctor bench-memory bench-client bench-pipeline bench-inventory bench-dashboard
 
+# Removes the virtual environments and the tools' caches, and from $(OUT) only what make demo
+# made there (scripts/clean_demo.py tells, by the marks the commands leave): anything else in it
+# stays, named.
 clean:
 	@if [ -x $(VENV)/bin/xor-ack ]; then $(DEMO_LOCAL) local stop >/dev/null; fi
-	rm -rf $(VENV) .venv-connect $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+	@if [ -x $(PY) ]; then $(PY) $(HERE)scripts/clean_demo.py $(OUT); \
+	elif [ -e $(OUT) ]; then echo "make clean: kept $(OUT): without $(VENV) it cannot tell what make demo made there"; fi
+	rm -rf $(VENV) .venv-connect .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

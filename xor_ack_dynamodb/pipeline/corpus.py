@@ -178,6 +178,20 @@ def _listed(base: Path) -> set[str]:
     return {p.relative_to(base).as_posix() for p in base.rglob("*")} - {SAMPLE_MARKER}
 
 
+def is_sample(base: Path) -> bool:
+    """Does folder ``base`` hold a sample this tool wrote and nothing else (``make clean``)?"""
+    try:
+        written = json.loads((base / SAMPLE_MARKER).read_text(encoding="utf-8"))["files_written"]
+        return _only(base, set(written))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def _only(base: Path, written: set[str]) -> bool:
+    """``base`` holds the files ``written`` (and their folders), nothing else but the marker."""
+    return _listed(base) == written | {name.rsplit("/", 1)[0] for name in written}
+
+
 def _existing_sample(base: Path, params: dict[str, int]) -> CorpusInfo | None:
     """The sample already in ``base`` if it is exactly this one; None if ``base`` is free.
 
@@ -194,14 +208,13 @@ def _existing_sample(base: Path, params: dict[str, int]) -> CorpusInfo | None:
     try:
         marker = json.loads(marker_path.read_text(encoding="utf-8"))
         written = set(marker["files_written"])
-        folders = {name.rsplit("/", 1)[0] for name in written}
         same = all(marker.get(key) == value for key, value in params.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise SampleExists(
             f"{base} is not empty and is no sample of this tool: choose an empty or new "
             "DIRECTORY (nothing was written)"
         ) from None
-    if not same or found != written | folders:
+    if not same or not _only(base, written):
         raise SampleExists(
             f"{base} holds another sample or files of its own: choose an empty or new "
             "DIRECTORY, or the same options as before (nothing was written)"

@@ -73,18 +73,20 @@ def check_report(report: Path, overwrite: bool) -> None:
             f"report {report} exists: choose another --report, or pass --overwrite to "
             "replace a report that xor-ack wordcount wrote before"
         )
-    try:
-        data: Any = json.loads(report.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportExists(
-            f"report {report} is not a report of xor-ack wordcount, so --overwrite does "
-            "not replace it: choose another --report"
-        ) from exc
-    if not isinstance(data, dict) or not {"run_id", "inputs", "totals"} <= set(data):
+    if not is_report(report):
         raise ReportExists(
             f"report {report} is not a report of xor-ack wordcount, so --overwrite does "
             "not replace it: choose another --report"
         )
+
+
+def is_report(path: Path) -> bool:
+    """Is the file at ``path`` a report of xor-ack wordcount (JSON with its fields)?"""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and set(data) >= {"run_id", "inputs", "totals"}
 
 
 def _check_report_folder(report: Path) -> None:
