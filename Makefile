@@ -32,6 +32,7 @@ help:
 	@echo "make test    - lint, type-check, and run every test (moto, DynamoDB Local, Spark, infra)"
 	@echo "make bench   - run the benchmarks (see benchmarks/)"
 	@echo "make doctor  - check the machine has what the above need (installs nothing)"
+	@echo "make clean   - remove .venv, the caches, and what make demo made in out/ (nothing else)"
 
 doctor:
 	@PYTHON=$(PYTHON) .ci/doctor
