@@ -12,10 +12,11 @@ import pytest
 from starlette.requests import Request
 
 from xor_ack_dynamodb import events
-from xor_ack_dynamodb.dashboard import ConfigError
+from xor_ack_dynamodb.dashboard import ConfigError, follower
 from xor_ack_dynamodb.dashboard.charts import per_minute
 from xor_ack_dynamodb.dashboard.config import LOOPBACK_HOSTS, bind_check, is_loopback
 from xor_ack_dynamodb.dashboard.counts import Counts, moves_of
+from xor_ack_dynamodb.dashboard.follower import Follower
 from xor_ack_dynamodb.dashboard.history import History, entries_of
 from xor_ack_dynamodb.dashboard.inventory import (
     BadCursor,
@@ -352,3 +353,67 @@ async def test_counting_stops_when_cancelled_just_as_a_recount_was_asked_for() -
         task.cancel()
         done, _ = await asyncio.wait({task}, timeout=2.0)
         assert task in done and task.cancelled(), f"still counting after {turns} turns"
+
+
+class FlakyStream:
+    """A stream of one shard holding ``records``, whose second DescribeStream fails: as a
+    network blip or a throttle does to a dashboard that follows a stream for hours."""
+
+    class exceptions:
+        class ExpiredIteratorException(Exception):
+            pass
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+        self.describes = 0
+
+    def describe_stream(self, **kwargs: Any) -> dict[str, Any]:
+        self.describes += 1
+        if self.describes == 2:
+            raise ConnectionError("the network dropped for a moment")
+        shard = {"ShardId": "shard-1", "SequenceNumberRange": {"StartingSequenceNumber": "1"}}
+        return {"StreamDescription": {"Shards": [shard]}}
+
+    def get_shard_iterator(self, **kwargs: Any) -> dict[str, Any]:
+        return {"ShardIterator": kwargs["ShardIteratorType"]}
+
+    def get_records(self, ShardIterator: str) -> dict[str, Any]:
+        batch = self.records if ShardIterator == "TRIM_HORIZON" else []
+        return {"Records": batch, "NextShardIterator": "AFTER"}
+
+
+async def test_a_stream_error_does_not_read_the_stream_again_from_its_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed DescribeStream is retried where the reader was: read again from the oldest
+    record, every chain's history showed each entry twice and the counts moved twice."""
+    monkeypatch.setattr(follower, "REFRESH_SHARDS", 0.0)
+    monkeypatch.setattr(follower, "RETRY", 0.01)
+    body = {"Keys": {"tagID": {"S": "file-7"}}, "SequenceNumber": "1", "StreamViewType": "x"}
+    created = {**body, "NewImage": _image(1, b"\x01" * 8)}
+    record = {"eventID": "1", "eventName": "INSERT", "dynamodb": created}
+    streams = FlakyStream([record])
+    heard: list[events.ChainEvent] = []
+    history = History()
+    reader = Follower(
+        streams,
+        "tagID",
+        Windows(),
+        history,
+        lambda found, tags, live: heard.extend(found),
+        asyncio.get_running_loop(),
+        interval=0.01,
+    )
+    reader.start("arn:stream")
+    try:
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if streams.describes >= 4:
+                break
+    finally:
+        await asyncio.to_thread(reader.stop)
+    assert streams.describes >= 4, "the reader did not go on after the error"
+    story = history.of("file-7")
+    assert story is not None
+    assert [entry.what for entry in story.entries] == ["created"]
+    assert [event.kind for event in heard] == ["created"]

@@ -8,7 +8,8 @@ adds them to the windows and the counts, adds the record to its tag's history, a
 the event loop which tags changed (the open pages refresh the chains they show).
 
 A stream that cannot be read (none on the table, an error) is shown on the overview and
-tried again; the dashboard works without it, with no windows and no histories.
+tried again, from where each shard was; the dashboard works without it, with no windows
+and no histories.
 """
 
 from __future__ import annotations
@@ -84,16 +85,18 @@ class Follower:
             return self.history.of(tag)
 
     def _run(self, arn: str) -> None:
+        # one reader for the whole run: after an error it goes on from where each shard
+        # was, not from the oldest record (every history and count would take it twice)
+        reader = events.StreamReader(self.streams, arn, from_start=True)
         while not self._stop.is_set():
             try:
-                self._follow(arn)
+                self._follow(reader)
             except Exception as exc:  # a network error, a stream gone: shown, tried again
                 self.status.error = f"{type(exc).__name__}: {exc}"
                 log.warning("reading the stream failed (again in %.0f s): %s", RETRY, exc)
                 self._stop.wait(RETRY)
 
-    def _follow(self, arn: str) -> None:
-        reader = events.StreamReader(self.streams, arn, from_start=True)
+    def _follow(self, reader: events.StreamReader) -> None:
         reader.refresh()
         last_refresh = time.monotonic()
         while not self._stop.is_set():
