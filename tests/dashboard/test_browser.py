@@ -5,7 +5,8 @@ its own, as a user runs it) and one browser for the whole module; the tests run 
 order on one population of chains.  What the issue asks, each a test:
 
 - the overview's counts equal the table's after a scripted population;
-- a stamp made by another process shows on the open page within 2 s;
+- a stamp made by another process shows on the open page within 2 s, and one made while
+  the page's stream was cut shows when it reconnects;
 - fail / touch / sweep from the page change the table and nothing else;
 - a hostile tag renders as text; a request without the token is refused;
 - screenshots of the overview and a chain's page (into docs/images with
@@ -14,6 +15,7 @@ order on one population of chains.  What the issue asks, each a test:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import selectors
@@ -293,6 +295,40 @@ async def test_a_stamp_from_another_process_shows_within_two_seconds(
     shown_after = time.time() - stamped
     print(f"the stamp showed on the open page {shown_after:.2f} s after it landed")
     assert shown_after < 2.0
+    await page.close()
+
+
+async def test_a_page_that_lost_its_live_stream_catches_up_when_it_reconnects(
+    session: Any, server: Server
+) -> None:
+    """A stamp made while the page's stream was cut (a server restart, a laptop asleep)
+    shows once it reconnects: the events sent meanwhile are lost, so the page fetches its
+    part again; it showed the chain as it was, under a "live" mark, until the next change."""
+    tag = "corpus/file-011.txt"
+    page = await session.new_page()
+    cut, back = asyncio.Event(), asyncio.Event()
+
+    async def live(route: Any) -> None:
+        if not cut.is_set():  # the first connection fails, as a cut one does
+            cut.set()
+            await route.abort()
+            return
+        await back.wait()  # the next waits until the stamp has come and gone
+        await route.continue_()
+
+    await page.route(server.base + "live", live)
+    await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+    assert await _text(page, "#fact-version") == "1"
+    await asyncio.wait_for(cut.wait(), 10)
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        ack.stamp(tag, new_stamp())
+    await asyncio.sleep(2.0)  # the server has read it from the stream and told no one
+    back.set()
+    await page.wait_for_selector("#live-state.on", timeout=15_000)
+    await page.wait_for_function(
+        "() => document.querySelector('#fact-version')?.textContent.trim() === '2'",
+        timeout=5_000,
+    )
     await page.close()
 
 

@@ -98,8 +98,17 @@
 
   if (window.EventSource && live) {
     var source = new EventSource(base + "live");
-    source.onopen = function () { if (dot) { dot.className = "live-state on"; } };
-    source.onerror = function () { if (dot) { dot.className = "live-state off"; } };
+    // What the server said while the stream was cut (a restart, a laptop asleep) is lost:
+    // a page that reconnects fetches its part again.
+    var cut = false;
+    source.onopen = function () {
+      if (dot) { dot.className = "live-state on"; }
+      if (cut) { cut = false; soon(100); }
+    };
+    source.onerror = function () {
+      if (dot) { dot.className = "live-state off"; }
+      cut = true;
+    };
     source.addEventListener("overview", function () {
       if (live.getAttribute("data-refresh") === "overview") { soon(50); }
     });
