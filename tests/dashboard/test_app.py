@@ -217,6 +217,34 @@ async def test_read_only_offers_and_takes_no_action(
         await board.close()
 
 
+async def test_touch_is_not_offered_past_the_deadline_and_fails_nothing(
+    ddb_local_endpoint: str,
+) -> None:
+    """A touch past the deadline cannot move it: the library fails the chain ("timeout")
+    instead. The page offered "Move the deadline" for an overdue chain, and its POST
+    failed the chain the operator meant to give more time."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("late", new_stamp(), timeout=0.2)
+    time.sleep(0.4)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        page = await client.get("/chain?tag=late")
+        assert page.status == 200 and "overdue" in page.text
+        assert 'id="action-touch"' not in page.text and 'id="action-fail"' in page.text
+        confirm = await client.get("/actions/touch?tag=late")
+        assert confirm.status == 200 and "past its deadline" in confirm.text
+        assert 'name="timeout"' not in confirm.text
+        before = snapshot(ddb_local_endpoint, spec.name)
+        form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
+        answer = await client.post("/actions/touch", form={**form, "tag": "late", "timeout": "60"})
+        assert answer.status == 409 and "Past its deadline" in answer.text, answer.text
+        assert changed(before, snapshot(ddb_local_endpoint, spec.name)) == set()
+    finally:
+        await board.close()
+
+
 @pytest.mark.parametrize(
     ("method", "target", "status"),
     [

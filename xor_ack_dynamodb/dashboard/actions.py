@@ -5,7 +5,8 @@ the POST of that form, checked before anything is read or written: a session ope
 with the token, the session's CSRF token, the same origin, not ``--read-only``, a form
 of at most 64 KiB, every field valid.  A refused POST changes nothing.  Each action is
 one call of the public client, so its guarantees are the library's: ``fail`` fails only
-the generation the page showed (``chain_id``), ``touch`` only extends a deadline, a
+the generation the page showed (``chain_id``), ``touch`` only extends a deadline (and
+is refused past it, where the library's would fail the chain), a
 sweep fails each overdue chain once, a replay refuses a live or acked chain.
 """
 
@@ -120,6 +121,14 @@ async def touch(request: Request) -> Response:
     tag = tag_param(request, form)
     text = form.get("timeout", "").strip()
     timeout = _seconds(text, "timeout") if text else None
+    state = await dashboard.ack.get(tag)
+    if state is not None and state.overdue(dashboard.clock()):  # touch() would fail it
+        raise Refused(
+            409,
+            "Past its deadline",
+            "a chain past its deadline cannot be touched: no stamp lands on it any more "
+            "(Fail or Sweep now fail it, reason timeout); nothing was written",
+        )
     await dashboard.ack.touch(tag, timeout=timeout)
     dashboard.request_count()
     return _back_to_chain(request, tag, "touched")
