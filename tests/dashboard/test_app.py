@@ -111,6 +111,16 @@ async def test_a_foreign_host_is_refused(dashboard: Dashboard) -> None:
     assert answer.status == 400 and "Unexpected Host" in answer.text
 
 
+async def test_a_malformed_host_is_a_400_not_a_server_error(dashboard: Dashboard) -> None:
+    """A Host that is no host name at all (an unclosed IPv6 bracket) is refused as any
+    foreign Host is; it was a 500 and a traceback in the server's log."""
+    client = await logged_in(dashboard)
+    for host in ("[::1", "[not-an-address]:8321"):
+        client.host = host
+        answer = await client.get("/")
+        assert answer.status == 400 and "Unexpected Host" in answer.text, host
+
+
 async def test_a_dashboard_on_another_loopback_address_answers_to_it(
     ddb_local_endpoint: str, populated: TableSpec
 ) -> None:

@@ -91,7 +91,10 @@ class Guard:
         if self.allowed_hosts is None:
             return
         host = request.headers.get("host", "")
-        name = urlsplit(f"//{host}").hostname or ""
+        try:
+            name = urlsplit(f"//{host}").hostname or ""
+        except ValueError:  # no host name at all: "[::1", "[not-an-address]"
+            name = ""
         if name not in self.allowed_hosts:
             raise Refused(
                 400,
