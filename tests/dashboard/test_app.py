@@ -360,8 +360,35 @@ async def test_rows_by_tag_are_what_a_list_swaps_in(dashboard: Dashboard) -> Non
     asked = "/rows?status=open&tag=job/03&tag=never-created&tag=" + quote(HOSTILE)
     answer = await client.get(asked)
     assert answer.status == 200
-    assert _tags(answer.text) == ["job/03", HOSTILE.replace("<", "&lt;").replace(">", "&gt;")]
+    hostile = HOSTILE.replace("<", "&lt;").replace(">", "&gt;")
+    assert _tags(answer.text) == ["job/03", hostile, "never-created"]  # no chain: absent
+    assert answer.text.count('class="badge absent"') == 1
     assert "<img" not in answer.text
+
+
+async def test_a_row_whose_chain_is_gone_is_swapped_for_one_that_says_so(
+    ddb_local_endpoint: str,
+) -> None:
+    """A list swaps in the rows of the tags the stream wrote: a chain deleted (or expired)
+    since the list showed it comes back as absent, not left out (its row stayed "open",
+    its deadline counting down, until a reload)."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("kept", new_stamp(), timeout=600)
+    writer.create("dropped", new_stamp(), timeout=600)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        assert _tags((await client.get("/chains?status=open")).text) == ["kept", "dropped"]
+        writer.delete("dropped")
+        answer = await client.get("/rows?status=open&tag=kept&tag=dropped")
+        assert answer.status == 200
+        rows = dict(re.findall(r'<tr data-tag="([^"]*)"[^>]*>(.*?)</tr>', answer.text, re.S))
+        assert rows.keys() == {"kept", "dropped"}
+        assert 'class="badge open"' in rows["kept"]
+        assert 'class="badge absent"' in rows["dropped"] and "open" not in rows["dropped"]
+    finally:
+        await board.close()
 
 
 async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> None:

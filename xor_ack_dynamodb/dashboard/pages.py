@@ -191,7 +191,8 @@ MAX_ROWS = 100
 
 async def rows(request: Request) -> Response:
     """Some rows of a list, by tag, as they are now: what a list page swaps in when the
-    stream wrote one of the chains it shows (no index query: one BatchGetItem)."""
+    stream wrote one of the chains it shows (no index query: one BatchGetItem).  A tag
+    without a chain now (deleted, expired) gets a row that says so; a damaged item none."""
     dashboard = dashboard_of(request)
     status = request.query_params.get("status", "open")
     if status not in STATUSES:
@@ -204,7 +205,8 @@ async def rows(request: Request) -> Response:
     states = await read_states(dashboard, tags)
     now = dashboard.clock()
     found = [Row(state, status_word(state, now)) for tag in tags if (state := states.get(tag))]
-    values = context(request, "chains", status=status, rows=found)
+    gone = [tag for tag in tags if tag in states and states[tag] is None]
+    values = context(request, "chains", status=status, rows=found, gone=gone)
     return dashboard.renderer.render(request, "_rows.html", values)
 
 

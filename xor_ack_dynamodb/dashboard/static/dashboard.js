@@ -36,7 +36,8 @@
   }
 
   // A list swaps in the rows of the chains the stream wrote, rendered by the server
-  // (one read by tag, no index query); a row whose tag it does not find stays as it is.
+  // (one read by tag, no index query): a chain gone since comes back as an "absent" row;
+  // a row whose tag it does not find (a damaged item) stays as it is.
   function refreshRows(tags) {
     var url = new URL(base + "rows", window.location.href);
     url.searchParams.set("status", live.getAttribute("data-rows"));
