@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 from starlette.applications import Starlette
@@ -81,6 +81,25 @@ async def test_the_token_opens_a_session_and_leaves_the_url(dashboard: Dashboard
     cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     assert (await client.get("/chains?status=failed")).status == 200
+
+
+async def test_the_printed_link_opens_the_dashboard_whatever_the_tokens_characters(
+    ddb_local_endpoint: str, populated: TableSpec
+) -> None:
+    """A token from a password generator (``#``, ``&``, ``+``, ``%``): the link carried it
+    raw, so a browser cut it at ``#`` (a fragment), ``&`` or read ``+`` as a space, and
+    the link printed to open the dashboard answered "Wrong token"."""
+    token = "pass#word&with+odd%2Fchars"
+    board = Dashboard(table=populated.name, endpoint_url=ddb_local_endpoint, token=token)
+    try:
+        link = urlsplit(board.login_url("http://127.0.0.1:8321"))
+        assert link.fragment == ""
+        client = Client(board.app)
+        answer = await client.get(f"{link.path}?{link.query}")
+        assert answer.status == 303, answer.text
+        assert (await client.get("/")).status == 200
+    finally:
+        await board.close()
 
 
 async def test_without_the_token_pages_are_refused_but_not_the_assets(dashboard: Dashboard) -> None:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 from xor_ack_dynamodb import XorAckDynamoDB, events
 from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
@@ -28,7 +29,7 @@ from .history import History, Story
 from .inventory import Inventory
 from .live import Broadcaster
 from .render import Renderer
-from .security import Guard
+from .security import TOKEN_PARAM, Guard
 from .windows import Windows, WindowsView
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
@@ -69,8 +70,10 @@ class Dashboard:
         return self.config.token
 
     def login_url(self, base_url: str) -> str:
-        """``base_url`` (where the dashboard is served) with the token: opens a session."""
-        return f"{base_url.rstrip('/')}/?token={self.config.token}"
+        """``base_url`` (where the dashboard is served) with the token: opens a session.
+
+        The token is URL-encoded: ``#``, ``&``, ``+`` or ``%`` in it would cut or change it."""
+        return f"{base_url.rstrip('/')}/?{urlencode({TOKEN_PARAM: self.config.token})}"
 
     # -- the parts the pages use ----------------------------------------------------------
 
