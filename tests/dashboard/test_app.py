@@ -274,6 +274,32 @@ async def test_touch_is_not_offered_past_the_deadline_and_fails_nothing(
         await board.close()
 
 
+async def test_a_fail_that_finds_the_chain_acked_does_not_say_it_failed_it(
+    ddb_local_endpoint: str,
+) -> None:
+    """The chain acks between the confirmation and the POST: ``fail`` leaves it acked
+    (zero wins), and the page said "The chain was failed." above an acked chain."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    first = new_stamp()
+    writer.create("job", first, timeout=600)
+    state = writer.get("job")
+    assert state is not None
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        csrf = (await client.get("/actions/fail?tag=job")).csrf()
+        assert writer.stamp("job", first).acked  # the last stamp lands meanwhile
+        form = {"csrf": csrf, "tag": "job", "chain_id": state.chain_id.hex(), "reason": "x"}
+        answer = await client.post("/actions/fail", form=form)
+        assert answer.status == 303
+        page = await client.get(answer.headers["location"])
+        assert 'id="chain-state">acked<' in page.text
+        assert "The chain was failed." not in page.text and "nothing was failed" in page.text
+    finally:
+        await board.close()
+
+
 @pytest.mark.parametrize(
     ("method", "target", "status"),
     [

@@ -110,9 +110,10 @@ async def fail(request: Request) -> Response:
         raise Refused(400, "Bad chain id", "chain_id is the hex id the page showed") from None
     if not chain_id:
         raise Refused(400, "No chain id", "fail a chain from its page (it names the chain)")
-    await dashboard.ack.fail(tag, reason, chain_id=chain_id)
+    state = await dashboard.ack.fail(tag, reason, chain_id=chain_id)
     dashboard.request_count()
-    return _back_to_chain(request, tag, "failed")
+    # an acked chain stays acked (zero wins): fail() returns it, and failed nothing
+    return _back_to_chain(request, tag, "failed" if state.failed else "acked")
 
 
 async def touch(request: Request) -> Response:
