@@ -300,6 +300,33 @@ async def test_a_fail_that_finds_the_chain_acked_does_not_say_it_failed_it(
         await board.close()
 
 
+async def test_a_touch_that_moves_nothing_does_not_say_it_moved_the_deadline(
+    ddb_local_endpoint: str,
+) -> None:
+    """``touch`` only extends: a deadline already later (or none) stays as it is, and the
+    page said "The deadline was moved." all the same."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("hour", new_stamp(), timeout=3600)
+    writer.create("later", new_stamp(), timeout=3600)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        csrf = (await client.get("/actions/touch?tag=hour")).csrf()
+        for tag, seconds, said in (
+            ("hour", "60", "The deadline stays"),
+            ("later", "7200", "The deadline was moved."),
+        ):
+            form = {"csrf": csrf, "tag": tag, "timeout": seconds}
+            answer = await client.post("/actions/touch", form=form)
+            assert answer.status == 303, answer.text
+            page = await client.get(answer.headers["location"])
+            done = re.search(r'id="done">([^<]*)<', page.text)
+            assert done is not None and done.group(1).startswith(said), (tag, done)
+    finally:
+        await board.close()
+
+
 @pytest.mark.parametrize(
     ("method", "target", "status"),
     [

@@ -130,9 +130,11 @@ async def touch(request: Request) -> Response:
             "a chain past its deadline cannot be touched: no stamp lands on it any more "
             "(Fail or Sweep now fail it, reason timeout); nothing was written",
         )
-    await dashboard.ack.touch(tag, timeout=timeout)
+    touched = await dashboard.ack.touch(tag, timeout=timeout)
     dashboard.request_count()
-    return _back_to_chain(request, tag, "touched")
+    # touch() only extends: a deadline already later, or none, is left as it was
+    moved = state is None or touched.deadline != state.deadline
+    return _back_to_chain(request, tag, "touched" if moved else "kept")
 
 
 async def sweep(request: Request) -> Response:
