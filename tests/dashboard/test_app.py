@@ -427,6 +427,25 @@ async def test_lists_page_through_the_index_in_one_order(dashboard: Dashboard) -
     assert _tags((await client.get("/chains?status=overdue")).text) == []
 
 
+@pytest.mark.parametrize("stem", ["文" * 100, "corpus/" + "x" * 500])
+async def test_lists_of_long_tags_page_to_their_end(ddb_local_endpoint: str, stem: str) -> None:
+    """A cursor holds a tag per shard: 100 CJK characters each (300 bytes, written as
+    \\u escapes) made one of 13,000 characters, 500 ASCII ones 11,000, over its 8,192
+    limit, so the "Next page" link was a 400 page."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    made = [f"{stem}-{i:03d}" for i in range(96)]
+    for i, tag in enumerate(made):
+        writer.create(tag, new_stamp(), timeout=600 + i)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        tags, pages = await _walk(client, "/chains?status=open&size=40")
+        assert tags == made and pages == 3
+    finally:
+        await board.close()
+
+
 async def test_rows_by_tag_are_what_a_list_swaps_in(dashboard: Dashboard) -> None:
     client = await logged_in(dashboard)
     asked = "/rows?status=open&tag=job/03&tag=never-created&tag=" + quote(HOSTILE)

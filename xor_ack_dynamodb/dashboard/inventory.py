@@ -54,7 +54,8 @@ def index_of(status: Status) -> tuple[str, str, str]:
 
 
 def encode_cursor(status: Status, positions: list[Position]) -> str:
-    raw = json.dumps([status, positions], separators=(",", ":")).encode()
+    # UTF-8, not \u escapes: a CJK character is 3 bytes, not 6 (a cursor holds 16 tags)
+    raw = json.dumps([status, positions], separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

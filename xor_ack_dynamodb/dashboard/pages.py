@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 #: DynamoDB's limit on a partition key value (bytes of UTF-8).
 MAX_TAG_BYTES = 2048
 MAX_FILTER = 1024
+#: A list's cursor (a tag per shard), at most: uvicorn's h11 reads a request's head (its
+#: URL and headers) up to 16 KiB.
+MAX_CURSOR = 12_000
 
 
 def dashboard_of(request: Request) -> Dashboard:
@@ -126,7 +129,7 @@ async def chains(request: Request) -> Response:
         raise Refused(400, "Unknown list", f"status is one of {', '.join(STATUSES)}")
     prefix = text_param(request, "prefix", most=MAX_FILTER)
     reason = text_param(request, "reason", most=MAX_FILTER) if status == "failed" else ""
-    cursor = text_param(request, "cursor", most=8192)
+    cursor = text_param(request, "cursor", most=MAX_CURSOR)
     size_text = request.query_params.get("size", str(dashboard.config.page_size))
     if not size_text.isdigit() or not 1 <= int(size_text) <= 500:
         raise Refused(400, "Bad page size", "size is a whole number from 1 to 500")
