@@ -517,6 +517,38 @@ async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> N
         await board.close()
 
 
+async def test_a_replay_whose_root_message_is_not_sent_says_so(ddb_local_endpoint: str) -> None:
+    """The chain is created again, then SQS refuses the root message: the page said
+    "DynamoDB refused", as if nothing had been written, while the job's chain was live
+    again with no message to run it."""
+    from botocore.exceptions import ClientError
+
+    table_spec = fresh_table(ddb_local_endpoint)
+
+    async def send(envelopes: Sequence[Envelope]) -> None:
+        error = {"Error": {"Code": "AccessDenied", "Message": "not allowed to send"}}
+        raise ClientError(error, "SendMessageBatch")
+
+    ack = chains(ddb_local_endpoint, table_spec)
+    ack.create("fleet/job-4", stamp_of(root_id("fleet/job-4")))
+    ack.fail("fleet/job-4", "dead-letter")
+    board = Dashboard(
+        table=table_spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN, replay_send=send
+    )
+    try:
+        client = await logged_in(board)
+        confirm = await client.get("/actions/replay?tag=fleet/job-4")
+        form = {"csrf": confirm.csrf(), "tag": "fleet/job-4", "payload": "null"}
+        answer = await client.post("/actions/replay", form=form)
+        assert answer.status == 502, answer.text
+        assert "root message was not sent" in answer.text and "not allowed to send" in answer.text
+        assert "DynamoDB" not in answer.text
+        state = ack.get("fleet/job-4")
+        assert state is not None and state.live  # as the page says
+    finally:
+        await board.close()
+
+
 async def test_mounted_under_a_prefix(ddb_local_endpoint: str, populated: TableSpec) -> None:
     board = Dashboard(table=populated.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
     host = Starlette(routes=[Mount("/ops/chains", app=board.app)])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -21,8 +22,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from xor_ack_dynamodb.errors import SweepIncomplete
-from xor_ack_dynamodb.fleet import Fleet, Message
+from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
+from .config import Send
 from .pages import context, dashboard_of, status_word, tag_param
 from .render import base_of, url
 from .security import Refused
@@ -168,10 +170,35 @@ async def replay(request: Request) -> Response:
             payload = json.loads(text)
         except ValueError as exc:
             raise Refused(400, "Payload is not JSON", f"the root payload: {exc}") from None
-    fleet = Fleet(dashboard.ack, handler=_never_handles, send=send)
+    fleet = Fleet(dashboard.ack, handler=_never_handles, send=_RootSender(send))
     await fleet.replay(tag, payload)
     dashboard.request_count()
     return _back_to_chain(request, tag, "replayed")
+
+
+class _RootSender:
+    """A replay's sender: a root message it cannot send is said as such. The job's chain
+    is created again by then (live, no message to run it), which an error page of
+    DynamoDB's or of bad input would hide."""
+
+    check: Callable[[], Awaitable[None]]  #: the sender's, if it has one: Fleet asks it first
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        check = getattr(send, "check", None)
+        if check is not None:
+            self.check = check
+
+    async def __call__(self, envelopes: Sequence[Envelope]) -> None:
+        try:
+            await self.send(envelopes)
+        except Exception as exc:
+            raise Refused(
+                502,
+                "Root message not sent",
+                f"the job's chain was created again, but its root message was not sent "
+                f"({type(exc).__name__}: {exc}): fail the chain, then replay it again",
+            ) from exc
 
 
 def _never_handles(message: Message) -> None:  # pragma: no cover - a replay only submits
