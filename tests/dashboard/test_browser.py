@@ -453,3 +453,24 @@ async def test_screenshots_of_the_overview_and_a_chain(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(png)
         (tmp_path / name).write_bytes(png)
+
+
+async def test_an_action_on_a_tag_with_a_line_break_acts_on_that_chain(
+    session: Any, server: Server
+) -> None:
+    """A browser sends a form field's line breaks as CR LF: the tag goes in the action's
+    URL, so touching or failing ``line\\nbreak`` never reaches ``line\\r\\nbreak``."""
+    tag, other = "line\nbreak", "line\r\nbreak"
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        ack.create(tag, new_stamp(), timeout=3600)
+        ack.create(other, new_stamp(), timeout=3600)
+    before = snapshot(server.endpoint, server.table)
+    page = await session.new_page()
+    await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+    await _act(page, "#action-touch", timeout="7200")
+    touched = snapshot(server.endpoint, server.table)
+    assert changed(before, touched) == {tag}
+    await _act(page, "#action-fail", reason="operator")
+    assert await _text(page, "#chain-state") == "failed"
+    assert changed(touched, snapshot(server.endpoint, server.table)) == {tag}
+    await page.close()

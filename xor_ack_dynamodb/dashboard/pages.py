@@ -67,8 +67,16 @@ def text_param(request: Request, name: str, *, required: bool = False, most: int
     return value
 
 
-def tag_param(request: Request, source: dict[str, str] | None = None) -> str:
-    tag = (source or request.query_params).get("tag", "")
+def tag_param(request: Request, form: dict[str, str] | None = None) -> str:
+    """The chain's tag: from the URL, else from the ``form`` posted.
+
+    The action forms put it in their URL: a browser sends a form field's line breaks as
+    CR LF, so a tag holding a lone line feed would name another chain."""
+    return checked_tag(request.query_params.get("tag") or (form or {}).get("tag", ""))
+
+
+def checked_tag(tag: str) -> str:
+    """``tag`` if it can name a chain; else the 400 that says why."""
     if not tag:
         raise Refused(400, "No tag", "say which chain: ?tag=...")
     if len(tag.encode("utf-8", "surrogatepass")) > MAX_TAG_BYTES:
@@ -204,7 +212,7 @@ async def rows(request: Request) -> Response:
     if not tags or len(tags) > MAX_ROWS:
         raise Refused(400, "Which rows?", f"ask for 1 to {MAX_ROWS} rows: ?tag=...&tag=...")
     for tag in tags:
-        tag_param(request, {"tag": tag})
+        checked_tag(tag)
     states = await read_states(dashboard, tags)
     now = dashboard.clock()
     found = [Row(state, status_word(state, now)) for tag in tags if (state := states.get(tag))]
