@@ -22,7 +22,7 @@ from xor_ack_dynamodb.cli import Settings, cli
 from xor_ack_dynamodb.cli import sweep as sweep_verb
 from xor_ack_dynamodb.dynamodb import loops as _loops
 from xor_ack_dynamodb.errors import SweepIncomplete
-from xor_ack_dynamodb.table import TableSpec
+from xor_ack_dynamodb.table import TableMismatch, TableSpec
 
 from .test_cli import assert_usage_error, assert_user_error
 
@@ -192,6 +192,25 @@ def test_user_mistakes_are_one_line(moto_endpoint: str, moto_table: TableSpec) -
     missing = ("--endpoint-url", moto_endpoint, "--table", "no-such-table")
     assert_user_error(run(*missing, "sweep"), "ResourceNotFoundException")
     assert_user_error(run(*missing, "chain", "list"), "ResourceNotFoundException")
+
+
+def test_a_sweep_or_list_under_another_partition_key_names_the_tables_key(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """A sweeper configured with the wrong key (``--partition-key``, XOR_ACK_PARTITION_KEY)
+    is told the table's key in one line, not a KeyError; nothing is written."""
+    chains = _client(ddb_local_endpoint, ddb_table)
+    chains.create("late", new_stamp(), timeout=SHORT)
+    time.sleep(OVERDUE_AFTER)
+    wrong = _client(ddb_local_endpoint, TableSpec(ddb_table.name, partition_key="jobID"))
+    with pytest.raises(TableMismatch, match="partition key is tagID"):
+        wrong.sweep()
+    base = ("--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name)
+    says = f"TableMismatch: table {ddb_table.name}'s partition key is tagID, not jobID"
+    assert_user_error(run(*base, "--partition-key", "jobID", "sweep"), says)
+    assert_user_error(run(*base, "--partition-key", "jobID", "chain", "list"), says)
+    state = chains.get("late")
+    assert state is not None and state.live  # left for a sweep under the right key
 
 
 class _Stopping:

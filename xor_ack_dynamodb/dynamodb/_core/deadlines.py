@@ -32,6 +32,7 @@ from ...errors import (
     XorAckError,
 )
 from .. import item as I
+from ..table import INDEXES, TableMismatch
 from . import landing as D
 from . import told as T
 from .effects import Call, Effect, Op
@@ -222,8 +223,19 @@ class Deadlines(Reads):
         query = Query(self.table, index, tuple(key), page_size, start)
         self.stats.requests["Query"] += 1
         response = yield Call("query", query.request(self.partition_key))
-        tags = [raw[self.partition_key]["S"] for raw in response.get("Items", [])]
+        tags = [self._tag_of(raw, index) for raw in response.get("Items", [])]
         return tags, response.get("LastEvaluatedKey")
+
+    def _tag_of(self, raw: dict[str, Any], index: str) -> str:
+        """The tag of one index entry; ``TableMismatch`` if the table has another key."""
+        if self.partition_key in raw:
+            return str(raw[self.partition_key]["S"])
+        keys = ", ".join(sorted(set(raw) - set(INDEXES[index]))) or "?"
+        raise TableMismatch(
+            f"table {self.table}'s partition key is {keys}, not {self.partition_key}: pass "
+            f"partition_key={keys!r} (--partition-key {keys}, XOR_ACK_PARTITION_KEY={keys}); "
+            "nothing was written"
+        )
 
     def list_page(
         self, status: ListStatus, shard: int, start: dict[str, Any] | None, page_size: int
