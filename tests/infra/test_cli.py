@@ -20,6 +20,8 @@ from click.types import FloatParamType
 from xor_ack_dynamodb import cli as cli_module
 from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
 from xor_ack_dynamodb.cli import local as local_verbs
+from xor_ack_dynamodb.dynamodb import ownership as ownership_module
+from xor_ack_dynamodb.dynamodb import table as table_module
 from xor_ack_dynamodb.local import stop_detached
 from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, describe_table
 
@@ -495,6 +497,72 @@ def test_no_command_prints_a_traceback_on_bad_input(
             if result.exit_code not in (0, NOT_RUNNING):
                 assert result.stderr.startswith(("error: ", "Aborted!")), (args, result.stderr)
                 assert len(result.stderr.splitlines()) == 1, (args, result.stderr)
+
+
+class _SlowTables:
+    """Stands in for a DynamoDB client (no server) whose tables never settle: CreateTable
+    and DeleteTable are taken, and the table stays CREATING, or DELETING, for good."""
+
+    def __init__(self, name: str, status: str) -> None:
+        self.status = status
+        self.table = {**TableSpec(name).create_request(), "TableStatus": status}
+        self.calls: list[str] = []
+
+    def create_table(self, **request: object) -> None:
+        self.calls.append("CreateTable")
+
+    def delete_table(self, **request: object) -> None:
+        self.calls.append("DeleteTable")
+
+    def describe_table(self, **request: object) -> dict[str, object]:
+        return {"Table": self.table}
+
+    def update_time_to_live(self, **request: object) -> None:
+        self.calls.append("UpdateTimeToLive")
+
+
+class _Clock:
+    """``time`` for a module that waits: each reading a minute later, no real sleep."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 60.0
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("verb", "status", "says"),
+    [
+        (
+            ("table", "create"),
+            "CREATING",
+            "TableWaitTimeout: table slow-table is still CREATING after 60 s; TTL is not on yet:"
+            " once it is ACTIVE, run `xor-ack --table slow-table table upgrade`",
+        ),
+        (
+            ("table", "delete", "--yes"),
+            "DELETING",
+            "TableWaitTimeout: table slow-table is still DELETING after 60 s; DynamoDB goes on"
+            " deleting it",
+        ),
+    ],
+)
+def test_a_table_slow_to_settle_is_one_typed_line_that_says_what_is_left(
+    monkeypatch: pytest.MonkeyPatch, verb: tuple[str, ...], status: str, says: str
+) -> None:
+    """AWS may take longer than the 60 s the commands wait: that is no bug of theirs."""
+    slow = _SlowTables("slow-table", status)
+    monkeypatch.setattr(cli_module.Settings, "client", lambda self: slow)
+    monkeypatch.setattr(table_module, "time", _Clock())
+    monkeypatch.setattr(ownership_module, "time", _Clock())
+    result = run("--table", "slow-table", *verb)
+    assert_user_error(result, says)
+    assert "UpdateTimeToLive" not in slow.calls  # never sent to a table that is not ACTIVE
 
 
 def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ from .table import (
     TTL_ATTRIBUTE,
     TableMismatch,
     TableSpec,
+    TableWaitTimeout,
     index_keys,
     wait_active,
 )
@@ -66,6 +67,8 @@ def create_table(
     its key differs, ``NotAChainsTable`` when nothing shows it holds chains
     (``check_chains_table``).  What an older chains table lacks is ``upgrade_table``'s
     to add.  Returns True when the table was created, False when it already existed.
+    ``TableWaitTimeout`` when ``wait`` runs out before the table is ACTIVE (a new table then
+    has no TTL yet: ``upgrade_table`` turns it on).
     """
     created = True
     try:
@@ -78,7 +81,18 @@ def create_table(
         spec.check(table)
         check_chains_table(client, table)
     if wait:
-        wait_active(client, spec.name, timeout=timeout)
+        try:
+            wait_active(client, spec.name, timeout=timeout)
+        except TableWaitTimeout as slow:
+            if not created:
+                raise
+            raise TableWaitTimeout(
+                spec.name,
+                slow.status,
+                slow.seconds,
+                f"TTL is not on yet: once it is ACTIVE, run `xor-ack --table {spec.name} table "
+                "upgrade` (upgrade_table) to turn it on",
+            ) from slow
     if created:
         enable_ttl(client, spec.name)
     return created
@@ -210,7 +224,8 @@ def delete_table(
 
     ``NotAChainsTable``, with nothing deleted, unless the table has the key and the
     inventory indexes ``create_table`` makes (``check_deletable``);
-    ``ResourceNotFoundException`` when it does not exist; a ``ValidationException``
+    ``ResourceNotFoundException`` when it does not exist; ``TableWaitTimeout`` when it still
+    exists after ``timeout`` seconds; a ``ValidationException``
     when deletion protection is on (turn it off first: it is on by default in
     ``infra/table.yaml``).
     """
@@ -221,11 +236,11 @@ def delete_table(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            client.describe_table(TableName=name)
+            status = client.describe_table(TableName=name)["Table"]["TableStatus"]
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 return
             raise
         if time.monotonic() > deadline:
-            raise TimeoutError(f"table {name} still exists {timeout:g} s after DeleteTable")
+            raise TableWaitTimeout(name, status, timeout, "DynamoDB goes on deleting it")
         time.sleep(0.2)

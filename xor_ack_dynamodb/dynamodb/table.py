@@ -52,6 +52,7 @@ __all__ = [
     "TableInfo",
     "TableMismatch",
     "TableSpec",
+    "TableWaitTimeout",
     "describe_table",
     "index_keys",
     "wait_active",
@@ -88,6 +89,23 @@ class InvalidTableSpec(XorAckError):
 
 class TableMismatch(XorAckError):
     """An existing table has another key schema or TTL attribute than the clients expect."""
+
+
+class TableWaitTimeout(XorAckError, TimeoutError):
+    """A table was not ACTIVE (or gone, after DeleteTable) within the time waited.
+
+    Nothing is undone: DynamoDB goes on creating, updating or deleting it.  ``left`` says
+    what the interrupted call did not get to do.
+    """
+
+    def __init__(self, table: str, status: str, seconds: float, left: str = "") -> None:
+        super().__init__(
+            f"table {table} is still {status} after {seconds:g} s; "
+            + (left or "DynamoDB goes on with it")
+        )
+        self.table = table
+        self.status = status
+        self.seconds = seconds
 
 
 @dataclass(frozen=True)
@@ -281,11 +299,11 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
 
 
 def wait_active(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> None:
-    """Poll until the table is ACTIVE."""
+    """Poll until the table is ACTIVE (``TableWaitTimeout`` after ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
-    while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
+    while (status := client.describe_table(TableName=name)["Table"]["TableStatus"]) != "ACTIVE":
         if time.monotonic() > deadline:
-            raise TimeoutError(f"table {name} not ACTIVE after {timeout:g} s")
+            raise TableWaitTimeout(name, status, timeout)
         time.sleep(0.2)
 
 
