@@ -302,8 +302,8 @@ def test_cli_upgrade_describe_and_create(endpoint: str) -> None:
         assert "stream:              off" in old.stdout
         assert "indexes:             none" in old.stdout
         assert old.stderr == (
-            f"warning: the table has no a stream and no index {OPEN_INDEX} and no index "
-            f"{FAILED_INDEX}: run `xor-ack table upgrade` to add it\n"
+            f"warning: the table has no TTL on {TTL_ATTRIBUTE} and no stream and no index "
+            f"{OPEN_INDEX} and no index {FAILED_INDEX}: run `xor-ack table upgrade` to add it\n"
         )
         checked = run(*base, "table", "create")
         assert checked.exit_code == 0, checked.output
@@ -328,6 +328,31 @@ def test_cli_upgrade_describe_and_create(endpoint: str) -> None:
         assert f"stream:              {STREAM_VIEW} (arn:aws:dynamodb:" in new.stdout
         assert f"indexes:             {FAILED_INDEX} (ACTIVE), {OPEN_INDEX} (ACTIVE)" in new.stdout
         assert run(*base, "table", "create").stderr == ""
+    finally:
+        client.delete_table(TableName=spec.name)
+
+
+def test_describe_warns_of_a_chains_table_without_ttl(endpoint: str) -> None:
+    """A table left without TTL (a create interrupted before it, TTL turned off since)
+    keeps every tombstone for good: describe says so, as table create does."""
+    client = _client(endpoint)
+    spec = TableSpec(name=f"nottl-{uuid.uuid4().hex[:10]}")
+    client.create_table(**spec.create_request())  # everything but TTL
+    client.get_waiter("table_exists").wait(
+        TableName=spec.name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    base = ("--endpoint-url", endpoint, "--table", spec.name)
+    try:
+        described = run(*base, "table", "describe")
+        assert described.exit_code == 0, described.output
+        assert described.stderr == (
+            f"warning: the table has no TTL on {TTL_ATTRIBUTE}: run `xor-ack table upgrade` "
+            "to add it\n"
+        )
+        assert run(*base, "table", "create").stderr == (
+            f"warning: table {spec.name} needs: turn TTL on for {TTL_ATTRIBUTE} "
+            "(`xor-ack table upgrade` does it)\n"
+        )
     finally:
         client.delete_table(TableName=spec.name)
 

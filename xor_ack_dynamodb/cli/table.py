@@ -148,9 +148,11 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             f"pass --partition-key {info.partition_key}",
             err=True,
         )
-    missing = [name for name in INDEXES if name not in info.indexes]
-    if info.stream_view is None or missing:
-        lacks = ([] if info.stream_view else ["a stream"]) + [f"index {n}" for n in missing]
+    # what `table upgrade` adds, in its order (an UNKNOWN TTL status is no sign either way)
+    lacks = [f"TTL on {TTL_ATTRIBUTE}"] if info.ttl_status in ("DISABLED", "DISABLING") else []
+    lacks += [] if info.stream_view else ["stream"]
+    lacks += [f"index {name}" for name in INDEXES if name not in info.indexes]
+    if lacks:
         click.echo(f"warning: the table has no {' and no '.join(lacks)}: {_UPGRADE_HINT}", err=True)
     if info.ttl_attribute not in (None, TTL_ATTRIBUTE):
         click.echo(
