@@ -82,6 +82,20 @@ def test_handler_fails_the_overdue_chains_once(
     assert (again["failed"], again["tags"]) == (0, [])
 
 
+def test_the_line_docs_inventory_shows_has_the_keys_the_handler_logs(
+    lambda_env: tuple[str, TableSpec], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator writes CloudWatch Logs queries from the documented line: it must not
+    leave out a key (``errors``: the chains a sweep could not fail) nor add one."""
+    docs = Path(__file__).parents[2] / "docs" / "inventory.md"
+    (shown,) = [
+        line for line in docs.read_text().splitlines() if line.startswith('{"message":"xor-ack')
+    ]
+    sweeper.handler(EVENT, SimpleNamespace(aws_request_id="req-1"))
+    logged = json.loads(capsys.readouterr().out)
+    assert list(json.loads(shown)) == list(logged)
+
+
 def test_handler_takes_any_event_and_no_context(lambda_env: tuple[str, TableSpec]) -> None:
     """EventBridge Scheduler passes what the schedule says (often ``{}``)."""
     _, spec = lambda_env
