@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,7 +22,7 @@ from xor_ack_dynamodb import ChainState, Stamp, SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.cli import Settings, cli
 from xor_ack_dynamodb.cli import sweep as sweep_verb
 from xor_ack_dynamodb.dynamodb import loops as _loops
-from xor_ack_dynamodb.errors import SweepIncomplete
+from xor_ack_dynamodb.errors import InventoryMissing, SweepIncomplete
 from xor_ack_dynamodb.table import TableMismatch, TableSpec
 
 from .test_cli import assert_usage_error, assert_user_error
@@ -211,6 +212,33 @@ def test_a_sweep_or_list_under_another_partition_key_names_the_tables_key(
     assert_user_error(run(*base, "--partition-key", "jobID", "chain", "list"), says)
     state = chains.get("late")
     assert state is not None and state.live  # left for a sweep under the right key
+
+
+def test_a_sweep_or_list_of_a_table_from_before_the_inventory_says_to_upgrade_it(
+    ddb_local_endpoint: str,
+) -> None:
+    """A table an earlier release made has no inventory index: the sweeper is told to run
+    `table upgrade`, not DynamoDB's ValidationException."""
+    ddb = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    old = TableSpec(name=f"old-{uuid.uuid4().hex[:10]}")
+    ddb.create_table(
+        TableName=old.name,
+        AttributeDefinitions=[{"AttributeName": old.partition_key, "AttributeType": "S"}],
+        KeySchema=old.key_schema(),
+        BillingMode="PAY_PER_REQUEST",
+    )
+    try:
+        with pytest.raises(InventoryMissing, match="table upgrade"):
+            _client(ddb_local_endpoint, old).sweep()
+        base = ("--endpoint-url", ddb_local_endpoint, "--table", old.name)
+        says = f"InventoryMissing: table {old.name} has no index xor_ack_open"
+        assert_user_error(run(*base, "sweep"), says)
+        assert_user_error(run(*base, "sweep", "--watch", "60"), says)
+        assert_user_error(run(*base, "chain", "list", "--status", "overdue"), says)
+        failed = f"InventoryMissing: table {old.name} has no index xor_ack_failed"
+        assert_user_error(run(*base, "chain", "list", "--status", "failed"), failed)
+    finally:
+        ddb.delete_table(TableName=old.name)
 
 
 class _Stopping:

@@ -298,6 +298,19 @@ class StreamNotEnabled(XorAckError):
         self.table = table
 
 
+class InventoryMissing(XorAckError):
+    """The table has no inventory index to sweep or list: an earlier release made it."""
+
+    def __init__(self, table: str, index: str) -> None:
+        super().__init__(
+            f"table {table} has no index {index}: an earlier release made it, before the "
+            "inventory that sweeps and lists read; nothing was written. Add the indexes with "
+            f"`xor-ack --table {table} table upgrade` (upgrade_table)"
+        )
+        self.table = table
+        self.index = index
+
+
 class StreamViewConflict(XorAckError):
     """The table already has a stream of another view type than the events need.
 
@@ -350,6 +363,7 @@ __all__ = [
     "InvalidTimeout",
     "InvalidToken",
     "InvalidWait",
+    "InventoryMissing",
     "LessThanTwoBuffers",
     "RegionMissing",
     "StaleLocalData",

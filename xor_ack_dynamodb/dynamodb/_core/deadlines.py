@@ -27,11 +27,13 @@ from ...errors import (
     CorruptItem,
     InvalidListing,
     InvalidTimeout,
+    InventoryMissing,
     StaleLocalData,
     SweepIncomplete,
     XorAckError,
 )
 from .. import item as I
+from ..aws import error_code, error_message
 from ..table import INDEXES, TableMismatch
 from . import landing as D
 from . import told as T
@@ -222,7 +224,14 @@ class Deadlines(Reads):
                 key.append(Compare(I.DUE_AT, "<=", Value(":now", _n(self._now()))))
         query = Query(self.table, index, tuple(key), page_size, start)
         self.stats.requests["Query"] += 1
-        response = yield Call("query", query.request(self.partition_key))
+        try:
+            response = yield Call("query", query.request(self.partition_key))
+        except ClientError as exc:  # AWS, DynamoDB Local and moto all say it so
+            if error_code(exc) == "ValidationException" and error_message(exc).startswith(
+                "The table does not have the specified index"
+            ):
+                raise InventoryMissing(self.table, index) from exc
+            raise
         tags = [self._tag_of(raw, index) for raw in response.get("Items", [])]
         return tags, response.get("LastEvaluatedKey")
 
