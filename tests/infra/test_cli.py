@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import click
 import pytest
-from botocore.exceptions import NoRegionError
+from botocore.exceptions import ClientError, NoRegionError
 from click.testing import CliRunner, Result
 from click.types import FloatParamType
 
@@ -519,6 +519,12 @@ class _SlowTables:
 
     def update_time_to_live(self, **request: object) -> None:
         self.calls.append("UpdateTimeToLive")
+        if self.status == "CREATING":  # as AWS answers it
+            error = {"Code": "ResourceInUseException", "Message": "Table is being created"}
+            raise ClientError({"Error": error}, "UpdateTimeToLive")  # type: ignore[arg-type]
+
+    def describe_time_to_live(self, **request: object) -> dict[str, object]:
+        return {"TimeToLiveDescription": {"TimeToLiveStatus": "DISABLED"}}
 
 
 class _Clock:
@@ -563,6 +569,37 @@ def test_a_table_slow_to_settle_is_one_typed_line_that_says_what_is_left(
     result = run("--table", "slow-table", *verb)
     assert_user_error(result, says)
     assert "UpdateTimeToLive" not in slow.calls  # never sent to a table that is not ACTIVE
+
+
+def test_table_create_no_wait_says_ttl_is_left_for_later_instead_of_failing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AWS refuses UpdateTimeToLive while a table is CREATING: `table create --no-wait`
+    made the table, then failed on TTL; it now says what is left to do, and exits 0."""
+    slow = _SlowTables("new-table", "CREATING")
+    monkeypatch.setattr(cli_module.Settings, "client", lambda self: slow)
+    result = run("--table", "new-table", "table", "create", "--no-wait")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "table new-table created: key tagID (S), PAY_PER_REQUEST, stream NEW_AND_OLD_IMAGES, "
+        "indexes xor_ack_open, xor_ack_failed\n"
+    )
+    assert result.stderr == (
+        f"warning: table new-table is not ACTIVE yet, so TTL on {TTL_ATTRIBUTE} is not on: "
+        "once it is, run `xor-ack --table new-table table upgrade`\n"
+    )
+    assert slow.calls == ["CreateTable"]  # no UpdateTimeToLive for AWS to refuse
+
+
+def test_table_create_no_wait_turns_ttl_on_a_table_active_at_once(endpoint: str) -> None:
+    name = _table()
+    base = ("--endpoint-url", endpoint, "--table", name)
+    created = run(*base, "table", "create", "--no-wait")
+    assert created.exit_code == 0, created.output
+    assert f"TTL on {TTL_ATTRIBUTE}, " in created.stdout and created.stderr == ""
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    assert describe_table(client, name).ttl_status in ("ENABLED", "ENABLING")
+    assert run(*base, "table", "delete", "--yes").exit_code == 0
 
 
 def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,13 @@ def table() -> None:
 )
 @click.option("--read-capacity", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--write-capacity", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until ACTIVE.")
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="Wait until ACTIVE, then turn TTL on (--no-wait: TTL only if ACTIVE at once; "
+    "else `table upgrade` turns it on later).",
+)
 @click.pass_context
 def table_create(
     ctx: click.Context, billing_mode: Any, read_capacity: int, write_capacity: int, wait: bool
@@ -59,10 +65,18 @@ def table_create(
     client = settings.client()
     created = create_table(client, spec, wait=wait)
     if created:
+        ttl_on = wait or _ttl_on(client, spec.name)  # --no-wait: TTL only if ACTIVE at once
         click.echo(
-            f"table {spec.name} created: key {spec.partition_key} (S), TTL on {TTL_ATTRIBUTE}, "
-            f"{spec.billing_mode}, stream {STREAM_VIEW}, indexes {', '.join(INDEXES)}"
+            f"table {spec.name} created: key {spec.partition_key} (S), "
+            + (f"TTL on {TTL_ATTRIBUTE}, " if ttl_on else "")
+            + f"{spec.billing_mode}, stream {STREAM_VIEW}, indexes {', '.join(INDEXES)}"
         )
+        if not ttl_on:
+            click.echo(
+                f"warning: table {spec.name} is not ACTIVE yet, so TTL on {TTL_ATTRIBUTE} is not "
+                f"on: once it is, run `xor-ack --table {spec.name} table upgrade`",
+                err=True,
+            )
         return
     click.echo(f"table {spec.name} already exists, checked: key {spec.partition_key} (S)")
     table = client.describe_table(TableName=spec.name)["Table"]
@@ -183,6 +197,11 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
         click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
     delete_table(client, settings.table, wait=wait)
     click.echo(f"table {settings.table} deleted")
+
+
+def _ttl_on(client: Any, name: str) -> bool:
+    ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
+    return ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
 
 
 def _stream_line(info: TableInfo) -> str:

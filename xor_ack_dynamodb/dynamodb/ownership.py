@@ -68,7 +68,9 @@ def create_table(
     (``check_chains_table``).  What an older chains table lacks is ``upgrade_table``'s
     to add.  Returns True when the table was created, False when it already existed.
     ``TableWaitTimeout`` when ``wait`` runs out before the table is ACTIVE (a new table then
-    has no TTL yet: ``upgrade_table`` turns it on).
+    has no TTL yet: ``upgrade_table`` turns it on).  Without ``wait``, TTL is turned on only
+    if the new table is ACTIVE already (DynamoDB refuses it on a table being created); else
+    ``upgrade_table`` turns it on once it is.
     """
     created = True
     try:
@@ -93,9 +95,15 @@ def create_table(
                 f"TTL is not on yet: once it is ACTIVE, run `xor-ack --table {spec.name} table "
                 "upgrade` (upgrade_table) to turn it on",
             ) from slow
-    if created:
+    # DynamoDB refuses UpdateTimeToLive while a table is CREATING: without the wait, TTL is
+    # turned on only if the new table is ACTIVE already (DynamoDB Local's are at once)
+    if created and (wait or _status(client, spec.name) == "ACTIVE"):
         enable_ttl(client, spec.name)
     return created
+
+
+def _status(client: DynamoDBClient, name: str) -> str:
+    return str(client.describe_table(TableName=name)["Table"]["TableStatus"])
 
 
 def enable_ttl(client: DynamoDBClient, table: str) -> None:
