@@ -357,6 +357,28 @@ def test_describe_warns_of_a_chains_table_without_ttl(endpoint: str) -> None:
         client.delete_table(TableName=spec.name)
 
 
+def test_create_on_a_chains_table_with_ttl_on_another_attribute_is_refused_not_checked(
+    endpoint: str,
+) -> None:
+    """The refusal is the whole answer: no "checked" line on stdout before it, exit 1."""
+    client = _client(endpoint)
+    spec = TableSpec(name=f"otherttl-{uuid.uuid4().hex[:10]}")
+    client.create_table(**spec.create_request())
+    client.get_waiter("table_exists").wait(
+        TableName=spec.name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    client.update_time_to_live(
+        TableName=spec.name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
+    )
+    try:
+        refused = run("--endpoint-url", endpoint, "--table", spec.name, "table", "create")
+        assert refused.exit_code == 1, refused.output
+        assert refused.stdout == ""
+        assert refused.stderr.startswith(f"error: TableMismatch: table {spec.name} has TTL on")
+    finally:
+        client.delete_table(TableName=spec.name)
+
+
 def test_cli_refuses_a_stream_of_another_view_and_changes_nothing(
     endpoint: str,
 ) -> None:

@@ -78,10 +78,11 @@ def table_create(
                 err=True,
             )
         return
-    click.echo(f"table {spec.name} already exists, checked: key {spec.partition_key} (S)")
     table = client.describe_table(TableName=spec.name)["Table"]
     ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
-    for change in plan_upgrade(spec, table, ttl):
+    changes = plan_upgrade(spec, table, ttl)  # refuses a TTL or stream it cannot use
+    click.echo(f"table {spec.name} already exists, checked: key {spec.partition_key} (S)")
+    for change in changes:
         click.echo(
             f"warning: table {spec.name} needs: {change} (`xor-ack table upgrade` does it)",
             err=True,
