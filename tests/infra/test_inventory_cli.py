@@ -241,6 +241,26 @@ def test_a_sweep_or_list_of_a_table_from_before_the_inventory_says_to_upgrade_it
         ddb.delete_table(TableName=old.name)
 
 
+def test_a_chain_listed_overdue_is_shown_overdue_however_long_the_listing_took(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No server: the listing reads its pages as it goes (16 shards, and more pages); a chain
+    whose deadline passed while earlier pages were read is listed as overdue, and says so."""
+
+    class Chains:
+        def list_chains(self, status: str, limit: int | None) -> Any:
+            time.sleep(0.3)  # the pages before this chain's
+            yield ChainState(
+                "late", Stamp(b"\x01" * 8), b"c", 1, (), 1.0, 1.0, deadline=time.time() - 0.1
+            )
+
+    monkeypatch.setattr(Settings, "chains", lambda self: Chains())
+    (shown,) = _json_lines(run("--table", "jobs", "chain", "list", "--status", "overdue", "--json"))
+    assert (shown["state"], shown["overdue"]) == ("overdue", True)
+    text = run("--table", "jobs", "chain", "list", "--status", "overdue")
+    assert text.stdout.split("\t")[:2] == ["late", "overdue"]
+
+
 class _Stopping:
     """Stands in for the signal-set event: the watch loop ends after ``waits`` intervals."""
 

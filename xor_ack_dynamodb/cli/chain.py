@@ -234,9 +234,9 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
     Example:
       xor-ack chain list --status overdue --limit 50 --json
     """
-    now = time.time()
     count = 0
     for state in _settings(ctx).chains().list_chains(status=status, limit=limit):
+        now = time.time()  # after its page was read: as the listing judged it, or later
         count += 1
         if as_json:
             click.echo(json.dumps(_state_dict(state, now), separators=(",", ":")))
