@@ -10,8 +10,12 @@ import pytest
 
 from xor_ack_dynamodb.events import Acked, Failed
 from xor_ack_dynamodb.spark import (
+    FinishFailed,
     InvalidArgument,
     KeyColumnMissing,
+    OutputUnwritable,
+    PartitionColumnMissing,
+    ReservedColumn,
     SchemaInvalid,
     Sink,
     TrackingNotConfigured,
@@ -74,8 +78,22 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         ({"schema": "word strin, n long"}, SchemaInvalid),
         ({"key": "path"}, KeyColumnMissing),
         ({"table": None}, TrackingNotConfigured),
+        ({"schema": "word string, _xa_n long"}, ReservedColumn),
+        ({"sink": {"partition_by": ("nope",)}}, PartitionColumnMissing),
+        ({"sink": {"finish": lambda rows: rows.select("nope")}}, FinishFailed),
+        ({"schema": "word string, n array<long>", "sink": {"format": "csv"}}, OutputUnwritable),
     ],
-    ids=["max_attempts", "page_size", "schema", "key", "no table"],
+    ids=[
+        "max_attempts",
+        "page_size",
+        "schema",
+        "key",
+        "no table",
+        "reserved column",
+        "partition_by",
+        "finish",
+        "format",
+    ],
 )
 def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_written(
     local_spark: Any,
@@ -93,12 +111,13 @@ def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_
         "value", F.col("_metadata.file_path").alias("file")
     )
     options: dict[str, Any] = {"schema": SCHEMA, "key": "file", "table": chains_env, **given}
+    sink = Sink(str(tmp_path / "counts"), **options.pop("sink", {}))
     checkpoint = tmp_path / "checkpoint"
     with pytest.raises(refusal):
         track_stream(
             stream,
             count_file,
-            sink=Sink(str(tmp_path / "counts")),
+            sink=sink,
             checkpoint=str(checkpoint),
             available_now=True,
             **options,

@@ -95,9 +95,7 @@ class FolderTarget:
         """Refuse before anything is read or written (``paths.judge_output``), and what
         the commit could not write (``struct``: the declared schema)."""
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
-        spark = self.files.spark
-        output.check_partitions(spark, output.columns(spark, struct, self.sink), self.sink)
-        output.probe(spark, struct, self.sink, f"{self.staging}-check", self.files)
+        output.check(self.files.spark, struct, self.sink, f"{self.staging}-check", self.files)
 
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
         """Write ``rows`` into the output as the rules allow (see the module docstring)."""

@@ -55,6 +55,13 @@ def check_partitions(spark: Any, columns: tuple[str, ...], sink: Sink) -> None:
         )
 
 
+def check(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> None:
+    """Refuse what the commit could not write: ``partition_by`` columns the output lacks, a
+    ``finish`` that fails, a format Spark cannot write (``probe``, in ``scratch``)."""
+    check_partitions(spark, columns(spark, struct, sink), sink)
+    probe(spark, struct, sink, scratch, files)
+
+
 #: Spark's own file formats that write columns of every type a declared schema can
 #: hold: with no options, a sink of one of them is not probed (the probe is a Spark
 #: job, about 0.2 s, which a run of small inputs would pay in full on every run).

@@ -21,10 +21,14 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+from .commit import resolver
 from .conf import chains_config
 from .errors import BatchFailed, InvalidArgument
+from .files import Files
 from .job_spec import EventSink
-from .paths import qualified
+from .ledger import refuse_reserved
+from .output import check as output_check
+from .paths import qualified, staging_path
 from .sink import Sink
 from .stages import Process
 from .stream_marks import DEFAULT_RETENTION, StreamMarks, stream_name
@@ -79,9 +83,14 @@ def track_stream(
     # Every check a batch's job makes, before Spark writes the checkpoint: a refusal there
     # would stop the query with a StreamingQueryException and a checkpoint already begun.
     spark = stream.sparkSession
-    schema_struct(spark, schema)
+    struct = schema_struct(spark, schema)
     check_key(stream, key)
+    refuse_reserved(struct.fieldNames())
     job_spec(spark, process, schema, sink, source=stream, key=key, **options)
+    # The sink as each batch's commit writes it, tried beside the output (then removed).
+    resolved = resolver(spark)(folder, "the sink's folder")
+    scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
+    output_check(spark, struct, sink, scratch, Files(spark))
 
     def batch(frame: Any, batch_id: int) -> None:
         spark = frame.sparkSession
