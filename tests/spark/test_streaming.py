@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from xor_ack_dynamodb.spark import (
 )
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
 from xor_ack_dynamodb.spark.faults import FaultConfig
+from xor_ack_dynamodb.spark.report_stream import read_report
 
 from .conftest import independent_count, make_corpus, read_counts
 
@@ -123,3 +125,43 @@ def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_
             **options,
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]  # no checkpoint, no output
+
+
+def test_a_stream_s_report_keeps_every_batch_s_endings(
+    local_spark: Any, tmp_path: Path, chains_env: str
+) -> None:
+    from pyspark.sql import functions as F
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for age, name in enumerate(["a.txt", "b.txt"]):
+        (inbox / name).write_text(f"{name} words\n")
+        os.utime(inbox / name, (1_000_000 + age, 1_000_000 + age))  # a's batch, then b's
+    stream = (
+        local_spark.readStream.option("maxFilesPerTrigger", 1)
+        .text(str(inbox))
+        .select("value", F.col("_metadata.file_path").alias("file"))
+    )
+    out = tmp_path / "counts"
+    query = track_stream(
+        stream,
+        count_file,
+        SCHEMA,
+        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=chains_env,
+        report=tmp_path / "stream.jsonl",
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+    folders = sorted(out.glob("batch=*"))
+    assert len(folders) == 2
+    keys = []
+    for folder in folders:  # one report per batch run, named after its folder
+        endings, summary = read_report(tmp_path / f"stream.{folder.name}.jsonl")
+        assert summary["ok"] and summary["acked"] == len(endings) == 1
+        keys += [Path(ending["key"]).name for ending in endings]
+    assert keys == ["a.txt", "b.txt"]
+    assert not (tmp_path / "stream.jsonl").exists()

@@ -17,6 +17,7 @@ Untracked (``tracking=False``) there are no marks: each batch goes to
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -38,6 +39,13 @@ from .stream_marks import batch_path as run_batch_path
 def batch_path(output: str, batch_id: int) -> str:
     """Where micro-batch ``batch_id`` of an untracked stream into ``output`` is committed."""
     return f"{output.rstrip('/')}/batch={batch_id:06d}"
+
+
+def batch_report(report: str | os.PathLike[str], batch_folder: str) -> str:
+    """Where the report of the batch run committed to ``batch_folder`` goes: ``report`` with
+    the folder's name before its suffix (``run.jsonl``: ``run.batch=000003-RUN.jsonl``)."""
+    stem, suffix = os.path.splitext(os.fspath(report))
+    return f"{stem}.{batch_folder.rstrip('/').rsplit('/', 1)[-1]}{suffix}"
 
 
 def batch_run_id(given: str | None) -> str:
@@ -68,6 +76,8 @@ def track_stream(
     chains' table (default: from the output's path, so the same after a restart);
     ``retention``: seconds it remembers an input it committed (default 30 days).
     A ``run_id`` option is the prefix of each micro-batch run's id, new for every run.
+    A ``report`` option (``run.jsonl``) is each batch run's own file, named after its
+    folder (``run.batch=000003-RUN.jsonl``).
     """
     from .declared import check_key, schema_struct
     from .tracking import job_spec, tracked_job
@@ -106,10 +116,14 @@ def track_stream(
                 partition_key=settings.pop("partition_key", None),
             )
             marks = StreamMarks(spark, tracker, stream_id, output, run_id, retention)
-            target = replace(sink, path=run_batch_path(folder, batch_id, run_id))
+            path = run_batch_path(folder, batch_id, run_id)
+            target = replace(sink, path=path)
             settings["tracker"] = tracker
         else:
-            target = replace(sink, path=batch_path(folder, batch_id), overwrite=True)
+            path = batch_path(folder, batch_id)
+            target = replace(sink, path=path, overwrite=True)
+        if settings.get("report") is not None:  # one file per batch run, none replaced
+            settings["report"] = batch_report(settings["report"], path)
         job = tracked_job(
             spark,
             process,
