@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.spark import Incurable, InputRejected, OutputExists, Sink, track
+from xor_ack_dynamodb.spark import (
+    Incurable,
+    InputRejected,
+    InvalidArgument,
+    OutputExists,
+    Sink,
+    track,
+)
 from xor_ack_dynamodb.spark.chain_batches import RoundChains
 from xor_ack_dynamodb.spark.plan import file_tag
 from xor_ack_dynamodb.spark.tracker import TrackerConfig, chains_for
@@ -147,6 +154,28 @@ def test_a_refused_run_or_one_that_raised_leaves_a_former_report_file_as_it_was(
     assert track(local_spark, one_row(), "v long", Sink(str(out)), **run).ok
     lines = [json.loads(line) for line in report_file.read_text().splitlines()]
     assert sorted(line["key"] for line in lines[:-1]) == ["a", "b"] and lines[-1]["summary"]["ok"]
+
+
+@pytest.mark.parametrize("where", ["missing/run.jsonl", "."], ids=["no folder", "a folder"])
+def test_a_report_file_that_cannot_be_written_is_refused_before_any_chain(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, where: str
+) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(InvalidArgument, match="report="):
+        track(
+            local_spark,
+            one_row(),
+            "v long",
+            Sink(str(out)),
+            keys=["a", "b"],
+            tracker=tracker,
+            run_id="unwritable",
+            report=tmp_path / where,
+        )
+    assert chains_for(tracker).get_many([file_tag("unwritable", "a", 1)]) == {
+        file_tag("unwritable", "a", 1): None
+    }
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

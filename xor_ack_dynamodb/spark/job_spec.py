@@ -7,6 +7,7 @@ spec that cannot run is refused here, before anything is read or written.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -102,3 +103,20 @@ class JobSpec:
             raise InvalidArgument(
                 "input_tasks must be >= 1 (or None: three per core of the session)"
             )
+        if self.report_path is not None:
+            refuse_report(self.report_path)
+
+
+def refuse_report(path: str) -> None:
+    """Refuse a report file that could not be written when the run ends (a run's lines go
+    to a hidden file beside it, renamed onto it): before the first chain, not after."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        why = "is a folder: give the path of a file in it"
+    elif not os.path.isdir(folder):
+        why = f"is in no folder ({folder} does not exist): create it, or give another path"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = f"cannot be written ({folder} is not writable): give another path"
+    else:
+        return
+    raise InvalidArgument(f"report={path!r} {why}")
