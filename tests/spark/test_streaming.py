@@ -84,6 +84,8 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         ({"sink": {"partition_by": ("nope",)}}, PartitionColumnMissing),
         ({"sink": {"finish": lambda rows: rows.select("nope")}}, FinishFailed),
         ({"schema": "word string, n array<long>", "sink": {"format": "csv"}}, OutputUnwritable),
+        ({"retention": 0}, InvalidArgument),
+        ({"retention": float("nan")}, InvalidArgument),
     ],
     ids=[
         "max_attempts",
@@ -95,6 +97,8 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         "partition_by",
         "finish",
         "format",
+        "retention 0",
+        "retention nan",
     ],
 )
 def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_written(

@@ -17,6 +17,7 @@ Untracked (``tracking=False``) there are no marks: each batch goes to
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from dataclasses import replace
@@ -86,6 +87,11 @@ def track_stream(
         raise InvalidArgument(
             "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N): "
             "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
+        )
+    if not (isinstance(retention, int | float) and math.isfinite(retention) and retention > 0):
+        raise InvalidArgument(
+            f"retention={retention!r}: give the seconds a stream remembers an input it "
+            f"committed, a number > 0 (default {DEFAULT_RETENTION:g}: 30 days)"
         )
     folder = sink.path
     output = qualified(folder)
