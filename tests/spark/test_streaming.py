@@ -86,6 +86,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         ({"schema": "word string, n array<long>", "sink": {"format": "csv"}}, OutputUnwritable),
         ({"retention": 0}, InvalidArgument),
         ({"retention": float("nan")}, InvalidArgument),
+        ({"run_id": "r" * 60}, InvalidArgument),
     ],
     ids=[
         "max_attempts",
@@ -99,6 +100,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         "format",
         "retention 0",
         "retention nan",
+        "run_id too long for a batch run",
     ],
 )
 def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_written(

@@ -24,7 +24,8 @@ from .tracker import TrackerConfig
 
 #: A ``run_id`` the caller gives: it names folders beside the output (the staging folder,
 #: a stream's batch folder) which a run removes, so it must stay one plain name.
-RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+RUN_ID_MAX = 64
+RUN_ID = re.compile(rf"[A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{RUN_ID_MAX - 1}}}")
 
 #: What the driver tells about each input's end (``track(on_event=...)``).
 EventSink = Callable[[Acked | Failed], None]

@@ -27,7 +27,7 @@ from .commit import resolver
 from .conf import chains_config
 from .errors import BatchFailed, InvalidArgument
 from .files import Files
-from .job_spec import EventSink
+from .job_spec import RUN_ID_MAX, EventSink
 from .ledger import refuse_reserved
 from .output import check as output_check
 from .paths import qualified, staging_path
@@ -49,10 +49,14 @@ def batch_report(report: str | os.PathLike[str], batch_folder: str) -> str:
     return f"{stem}.{batch_folder.rstrip('/').rsplit('/', 1)[-1]}{suffix}"
 
 
+#: What each run of a micro-batch adds to a ``run_id`` given: ``-`` and 12 hex digits.
+FRESH = 12
+
+
 def batch_run_id(given: str | None) -> str:
     """A new id for each run of a micro-batch (``run_id=`` given: its prefix): a live mark
     names its run, which committed only if a folder of that very run is in the output."""
-    fresh = uuid.uuid4().hex[:12]
+    fresh = uuid.uuid4().hex[:FRESH]
     return f"{given}-{fresh}" if given else fresh
 
 
@@ -92,6 +96,13 @@ def track_stream(
         raise InvalidArgument(
             f"retention={retention!r}: give the seconds a stream remembers an input it "
             f"committed, a number > 0 (default {DEFAULT_RETENTION:g}: 30 days)"
+        )
+    given = options.get("run_id")
+    if isinstance(given, str) and len(given) > RUN_ID_MAX - 1 - FRESH:
+        raise InvalidArgument(
+            f"run_id={given!r}: track_stream adds '-' and {FRESH} characters to it for each "
+            f"run of a micro-batch, and a run's id has at most {RUN_ID_MAX}: give at most "
+            f"{RUN_ID_MAX - 1 - FRESH} characters"
         )
     folder = sink.path
     output = qualified(folder)
