@@ -171,3 +171,37 @@ def test_a_stream_s_report_keeps_every_batch_s_endings(
         keys += [Path(ending["key"]).name for ending in endings]
     assert keys == ["a.txt", "b.txt"]
     assert not (tmp_path / "stream.jsonl").exists()
+
+
+def test_the_chains_table_is_resolved_when_the_stream_starts_not_in_each_batch(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over Spark Connect a batch runs in the server's Python, which does not see the
+    caller's environment: the table, endpoint and region named there when track_stream
+    was called are the ones each batch uses (here: gone from the environment since)."""
+    from pyspark.sql import functions as F
+
+    inbox, out = tmp_path / "inbox", tmp_path / "counts"
+    inbox.mkdir()
+    monkeypatch.setenv("XOR_ACK_TABLE", chains_env)
+    stream = local_spark.readStream.text(str(inbox)).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    query = track_stream(
+        stream,
+        count_file,
+        SCHEMA,
+        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+    )
+    try:
+        for name in ("XOR_ACK_TABLE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION"):
+            monkeypatch.delenv(name)  # what a Spark Connect server's Python does not have
+        (inbox / "a.txt").write_text("one two two\n")
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    (folder,) = out.glob("batch=*")
+    assert read_counts(folder) == {"one": 1, "two": 2}

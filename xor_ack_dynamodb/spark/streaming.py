@@ -24,7 +24,6 @@ from dataclasses import replace
 from typing import Any
 
 from .commit import resolver
-from .conf import chains_config
 from .errors import BatchFailed, InvalidArgument
 from .files import Files
 from .job_spec import RUN_ID_MAX, EventSink
@@ -49,6 +48,8 @@ def batch_report(report: str | os.PathLike[str], batch_folder: str) -> str:
     return f"{stem}.{batch_folder.rstrip('/').rsplit('/', 1)[-1]}{suffix}"
 
 
+#: ``track_stream``'s options that name the chains' table (resolved once, when it is called).
+CHAINS_OPTIONS = ("table", "endpoint_url", "region", "partition_key", "tracker")
 #: What each run of a micro-batch adds to a ``run_id`` given: ``-`` and 12 hex digits.
 FRESH = 12
 
@@ -113,7 +114,10 @@ def track_stream(
     struct = schema_struct(spark, schema)
     check_key(stream, key)
     refuse_reserved(struct.fieldNames())
-    job_spec(spark, process, schema, sink, source=stream, key=key, **options)
+    tracker = job_spec(spark, process, schema, sink, source=stream, key=key, **options).tracker
+    # The chains' table resolved here, once: a batch may run where the caller's environment
+    # is not (over Spark Connect, in the server's Python), so it is given the resolved one.
+    given_options = {k: v for k, v in options.items() if k not in CHAINS_OPTIONS}
     # The sink as each batch's commit writes it, tried beside the output (then removed).
     resolved = resolver(spark)(folder, "the sink's folder")
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
@@ -121,17 +125,10 @@ def track_stream(
 
     def batch(frame: Any, batch_id: int) -> None:
         spark = frame.sparkSession
-        settings = dict(options)
+        settings = dict(given_options)
         marks = None
         run_id = batch_run_id(settings.pop("run_id", None))
-        if settings.get("tracking", True):
-            tracker = settings.pop("tracker", None) or chains_config(
-                spark,
-                table=settings.pop("table", None),
-                endpoint_url=settings.pop("endpoint_url", None),
-                region=settings.pop("region", None),
-                partition_key=settings.pop("partition_key", None),
-            )
+        if tracker is not None:
             marks = StreamMarks(spark, tracker, stream_id, output, run_id, retention)
             path = run_batch_path(folder, batch_id, run_id)
             target = replace(sink, path=path)
