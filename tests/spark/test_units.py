@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ import pytest
 from xor_ack_dynamodb.errors import XorAckError
 from xor_ack_dynamodb.spark import (
     FaultConfig,
+    InputResult,
     InvalidArgument,
     RelativePath,
     Sink,
@@ -212,3 +214,27 @@ def test_the_function_runs_in_three_tasks_per_core_and_at_least_16(
     from xor_ack_dynamodb.spark.input_tasks import default_input_tasks
 
     assert default_input_tasks(session) == tasks
+
+
+def test_a_report_file_is_on_disk_whole_before_it_is_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renamed before its lines reach the disk, a machine lost just after would leave an
+    empty or torn report where the former one was."""
+    import os
+
+    from xor_ack_dynamodb.spark.report_stream import Endings, read_report
+
+    synced: list[int] = []  # the size of each file synced, in order
+    renamed: list[list[int]] = []  # what was synced when each rename happened
+    fsync, rename = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_size), fsync(fd)))
+    monkeypatch.setattr(os, "replace", lambda a, b: (renamed.append(list(synced)), rename(a, b)))
+    endings = Endings(tmp_path / "run.jsonl")
+    endings.add(InputResult("a", "acked", 1, ["acked"]))
+    endings.close({"ok": True})
+    assert renamed == [[(tmp_path / "run.jsonl").stat().st_size]]  # the summary included
+    assert read_report(tmp_path / "run.jsonl") == (
+        [{"key": "a", "status": "acked", "attempts": 1, "history": ["acked"]}],
+        {"ok": True},
+    )

@@ -10,8 +10,9 @@ report is dropped).  The last line of a named file is the run's summary,
 ``{"summary": {...}}`` (the report's counters, rounds, writes, seconds).  A named
 file is written as a hidden temporary file beside it (made at the first line, so a
 run refused before any input ended makes none), renamed onto ``PATH`` with the
-summary: a run that raises before then leaves a former ``PATH`` as it was, and its
-temporary file is removed when the report is dropped.
+summary (written to disk first, so that a machine lost just after leaves the whole
+file, not an empty one): a run that raises before then leaves a former ``PATH`` as it
+was, and its temporary file is removed when the report is dropped.
 
 Reading back (``TrackedReport.inputs``, ``.failed``, ``endings()``) streams the
 lines from the start, one at a time; ``.inputs`` builds the whole list, as the
@@ -116,6 +117,7 @@ class Endings:
             if self._opened is not None or self.path is not None:
                 self._file.flush()
             if self._partial is not None and self.path is not None:
+                os.fsync(self._file.fileno())  # on disk whole before it takes the name
                 os.replace(self._partial, self.path)  # the lines stay readable (same file)
                 self._partial = None
             self.closed = True
