@@ -65,6 +65,22 @@ def test_a_missing_table_is_one_error_line(ddb_local_endpoint: str) -> None:
     )
 
 
+@pytest.mark.ddblocal
+def test_a_table_with_another_partition_key_is_one_error_line(
+    ddb_local_endpoint: str, table_spec: TableSpec
+) -> None:
+    command = [
+        sys.executable, "-c", "from xor_ack_dynamodb.cli import main; main()",
+        "--endpoint-url", ddb_local_endpoint, "--table", table_spec.name,
+        "--partition-key", "job_id", "dashboard", "--port", "0",
+    ]  # fmt: skip
+    # in a process of its own: a dashboard that does not refuse serves until stopped
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.startswith(f"error: table {table_spec.name} has key "), result.stderr
+    assert "expected job_id (HASH)" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
 def test_dynamodb_not_running_is_one_error_line_within_seconds() -> None:
     endpoint = "http://127.0.0.1:9"  # nothing listens: refused at once
     started = time.monotonic()

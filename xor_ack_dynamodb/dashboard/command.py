@@ -171,11 +171,13 @@ def dashboard(
 
 
 async def _check_table(config: Any) -> None:
-    """Refuse to serve a table that is not there (one line, before anything listens)."""
+    """Refuse to serve a table that is not there, or whose key is not the partition key
+    given (one line, before anything listens)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from xor_ack_dynamodb import XorAckDynamoDB
     from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
+    from xor_ack_dynamodb.table import TableMismatch, TableSpec
 
     where = config.endpoint_url or "AWS"
     async with XorAckDynamoDB.connect(
@@ -186,7 +188,7 @@ async def _check_table(config: Any) -> None:
         config=fail_fast_config(),  # a server that is down: said in seconds, not a minute
     ) as ack:
         try:
-            await ack.client.describe_table(TableName=config.table)
+            described = await ack.client.describe_table(TableName=config.table)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "ResourceNotFoundException":
@@ -194,6 +196,10 @@ async def _check_table(config: Any) -> None:
             raise Refused(f"DynamoDB at {where} refused: {exc}") from exc
         except BotoCoreError as exc:
             raise Refused(f"DynamoDB at {where} is unreachable: {exc}") from exc
+    try:  # another key: every list and count would fail on the index entries it reads
+        TableSpec(name=config.table, partition_key=config.partition_key).check(described["Table"])
+    except TableMismatch as exc:
+        raise Refused(str(exc)) from exc
 
 
 async def _check_replay_queue(config: Any) -> None:
