@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from xor_ack_dynamodb.events import Acked, Failed
 from xor_ack_dynamodb.spark import (
     FinishFailed,
+    InputRejected,
     InvalidArgument,
     KeyColumnMissing,
     OutputUnwritable,
@@ -205,3 +207,80 @@ def test_the_chains_table_is_resolved_when_the_stream_starts_not_in_each_batch(
     assert query.exception() is None
     (folder,) = out.glob("batch=*")
     assert read_counts(folder) == {"one": 1, "two": 2}
+
+
+def rejecting(bad: str) -> Any:
+    """The word count's function, which rejects the file named ``bad`` (a closure: pickled
+    by value)."""
+
+    def count(key: str, rows: Any) -> Any:
+        if key.endswith(bad):
+            raise InputRejected(f"not this one: {bad}")
+        return count_file(key, rows)
+
+    return count
+
+
+@pytest.mark.parametrize("stop", [True, False], ids=["stops", "goes on"])
+def test_a_stream_with_an_input_that_fails_for_good_stops_or_goes_on_as_asked(
+    local_spark: Any, tmp_path: Path, chains_env: str, stop: bool
+) -> None:
+    from pyspark.sql import functions as F
+
+    inbox = make_corpus(tmp_path / "inbox", files=4, lines=10, seed=3)
+    files = sorted(p for p in inbox.rglob("*") if p.is_file())
+    bad = files[0].name
+    stream = (
+        local_spark.readStream.option("recursiveFileLookup", "true")
+        .option("maxFilesPerTrigger", 2)
+        .text(str(inbox))
+        .select("value", F.col("_metadata.file_path").alias("file"))
+    )
+    events: list[Acked | Failed] = []
+    out = tmp_path / "counts"
+    query = track_stream(
+        stream,
+        rejecting(bad),
+        SCHEMA,
+        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        on_event=events.append,
+        table=chains_env,
+        stop_on_failure=stop,
+    )
+    if stop:
+        with pytest.raises(Exception, match="BatchFailed"):
+            query.awaitTermination(240)
+    else:
+        query.awaitTermination(240)
+        assert query.exception() is None
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert [e.reason for e in failed] == [f"not this one: {bad}"]
+    if stop:
+        return
+    acked = {e.tag.rsplit("#", 1)[0].rsplit("/", 1)[1] for e in events if isinstance(e, Acked)}
+    assert acked == {f.name for f in files[1:] if f.stat().st_size}  # every other file
+    total: Counter[str] = Counter()
+    for folder in sorted(out.glob("batch=*")):
+        total.update(read_counts(folder))
+    rejected = Counter(re.findall(r"\w+", files[0].read_text(encoding="utf-8").lower()))
+    assert total == independent_count(inbox) - rejected  # every word but the rejected file's
+
+
+def test_stop_on_failure_is_true_or_false(
+    local_spark: Any, tmp_path: Path, chains_env: str
+) -> None:
+    stream = local_spark.readStream.text(str(tmp_path)).withColumnRenamed("value", "file")
+    with pytest.raises(InvalidArgument, match="stop_on_failure='no'"):
+        track_stream(
+            stream,
+            count_file,
+            SCHEMA,
+            Sink(str(tmp_path / "counts")),
+            key="file",
+            checkpoint=str(tmp_path / "checkpoint"),
+            table=chains_env,
+            stop_on_failure="no",  # type: ignore[arg-type]
+        )

@@ -9,7 +9,7 @@ a batch Spark runs again after a restart, or every file read again after the
 checkpoint was lost, commits each input once.  ``on_event`` gets each input's
 end as the library's typed events (``events.Acked`` / ``events.Failed``, as
 :func:`track` tells them); a batch with a failed input raises
-(:class:`BatchFailed`), which stops the query.
+(:class:`BatchFailed`), which stops the query, unless ``stop_on_failure=False``.
 
 Untracked (``tracking=False``) there are no marks: each batch goes to
 ``OUTPUT/batch=N``, which a batch run again replaces.
@@ -17,6 +17,7 @@ Untracked (``tracking=False``) there are no marks: each batch goes to
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import uuid
@@ -34,6 +35,8 @@ from .sink import Sink
 from .stages import Process
 from .stream_marks import DEFAULT_RETENTION, StreamMarks, stream_name
 from .stream_marks import batch_path as run_batch_path
+
+log = logging.getLogger("xor_ack_dynamodb.spark")
 
 
 def batch_path(output: str, batch_id: int) -> str:
@@ -73,6 +76,7 @@ def track_stream(
     on_event: EventSink | None = None,
     name: str | None = None,
     retention: float = DEFAULT_RETENTION,
+    stop_on_failure: bool = True,
     **options: Any,
 ) -> Any:
     """Start the query; ``options`` are :func:`track`'s (table, faults, partitions, ...).
@@ -83,7 +87,10 @@ def track_stream(
     ``retention``: seconds it remembers an input it committed (default 30 days).
     A ``run_id`` option is the prefix of each micro-batch run's id, new for every run.
     A ``report`` option (``run.jsonl``) is each batch run's own file, named after its
-    folder (``run.batch=000003-RUN.jsonl``).
+    folder (``run.batch=000003-RUN.jsonl``).  ``stop_on_failure``: a batch with an input
+    that failed (after its replays) raises ``BatchFailed``, which stops the query; False:
+    the batch commits its acked inputs and the query goes on, the failed ones told to
+    ``on_event``, logged, and left as failed chains (their keys are not marked committed).
     """
     from .declared import check_key, schema_struct
     from .tracking import job_spec, tracked_job
@@ -97,6 +104,11 @@ def track_stream(
         raise InvalidArgument(
             f"retention={retention!r}: give the seconds a stream remembers an input it "
             f"committed, a number > 0 (default {DEFAULT_RETENTION:g}: 30 days)"
+        )
+    if not isinstance(stop_on_failure, bool):
+        raise InvalidArgument(
+            f"stop_on_failure={stop_on_failure!r}: give True (a batch with a failed input "
+            "stops the query) or False (the query goes on)"
         )
     given = options.get("run_id")
     if isinstance(given, str) and len(given) > RUN_ID_MAX - 1 - FRESH:
@@ -153,10 +165,13 @@ def track_stream(
         report = job.run()
         if not report.ok:
             names = ", ".join(i.key for i in report.failed[:3])
-            raise BatchFailed(
+            said = (
                 f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}); "
                 f"its output {target.path} holds the acked ones only"
             )
+            if stop_on_failure:
+                raise BatchFailed(said)
+            log.warning("%s; the query goes on (stop_on_failure=False)", said)
 
     writer = stream.writeStream.foreachBatch(batch).option("checkpointLocation", checkpoint)
     if available_now:
