@@ -166,6 +166,15 @@ def test_table_create_provisioned(moto_endpoint: str) -> None:
     assert run(*base, "table", "create", "--read-capacity", "0").exit_code == 2  # usage error
 
 
+def test_table_delete_no_wait_does_not_say_the_table_is_gone(moto_endpoint: str) -> None:
+    base = ("--endpoint-url", moto_endpoint, "--table", _table())
+    assert run(*base, "table", "create").exit_code == 0
+    result = run(*base, "table", "delete", "--yes", "--no-wait")
+    assert result.exit_code == 0, result.output
+    assert "is being deleted (--no-wait: not waited for)" in result.stdout
+    assert "deleted\n" not in result.stdout
+
+
 def test_chain_by_hand(backend: tuple[str, TableSpec]) -> None:
     endpoint, spec = backend
     base = ("--endpoint-url", endpoint, "--table", spec.name)

@@ -197,7 +197,10 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
     if not yes:
         click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
     delete_table(client, settings.table, wait=wait)
-    click.echo(f"table {settings.table} deleted")
+    if wait:
+        click.echo(f"table {settings.table} deleted")
+    else:  # DynamoDB goes on deleting it (DELETING) after the command returns
+        click.echo(f"table {settings.table} is being deleted (--no-wait: not waited for)")
 
 
 def _ttl_on(client: Any, name: str) -> bool:
