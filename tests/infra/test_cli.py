@@ -164,6 +164,14 @@ def test_table_create_provisioned(moto_endpoint: str) -> None:
     info = describe_table(client, name)
     assert (info.billing_mode, info.read_capacity, info.write_capacity) == ("PROVISIONED", 4, 5)
     assert run(*base, "table", "create", "--read-capacity", "0").exit_code == 2  # usage error
+    again = run(*base, "table", "create", "--billing-mode", "PAY_PER_REQUEST")  # exists
+    assert again.exit_code == 0, again.output
+    assert again.stderr == (
+        f"warning: table {name} is left as it is (PROVISIONED): --billing-mode PAY_PER_REQUEST "
+        "applies to a new table only; table create changes no existing table\n"
+    )
+    assert run(*base, "table", "create").stderr == ""  # nothing given: nothing to say
+    assert describe_table(client, name).billing_mode == "PROVISIONED"
 
 
 def test_table_delete_no_wait_does_not_say_the_table_is_gone(moto_endpoint: str) -> None:

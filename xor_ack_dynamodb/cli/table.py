@@ -87,6 +87,30 @@ def table_create(
             f"warning: table {spec.name} needs: {change} (`xor-ack table upgrade` does it)",
             err=True,
         )
+    _say_unapplied(ctx, spec.name, table)
+
+
+def _say_unapplied(ctx: click.Context, name: str, table: Any) -> None:
+    """Warn of the capacity options given that an existing table was not changed to."""
+    mode = table.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
+    throughput = table.get("ProvisionedThroughput", {})
+    has = {
+        "billing_mode": mode,
+        "read_capacity": throughput.get("ReadCapacityUnits"),
+        "write_capacity": throughput.get("WriteCapacityUnits"),
+    }
+    for option, current in has.items():
+        given = ctx.params[option]
+        source = ctx.get_parameter_source(option)
+        if source is click.core.ParameterSource.COMMANDLINE and given != current:
+            flag = "--" + option.replace("_", "-")
+            click.echo(
+                f"warning: table {name} is left as it is ({mode}"
+                + ("" if option == "billing_mode" else f", {option.replace('_', ' ')} {current}")
+                + f"): {flag} {given} applies to a new table only; table create changes no "
+                "existing table",
+                err=True,
+            )
 
 
 @table.command("upgrade")
