@@ -141,6 +141,18 @@ def test_follow_and_stats_refuse_bad_input_in_one_line(
         assert len(missing.stderr.splitlines()) == 1
 
 
+def test_follow_and_stats_refuse_a_table_with_another_key_in_one_line(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    write_chains(chains(ddb_local_endpoint, ddb_table))
+    base = ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name]
+    for verb in (["events", "follow", "--from-start", "--count", "1"], ["chain", "stats"]):
+        result = run(*verb, *base, "--partition-key", "job_id")
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(f"error: TableMismatch: table {ddb_table.name} has key ")
+        assert len(result.stderr.splitlines()) == 1
+
+
 def test_no_stream_is_one_line(ddb_local_endpoint: str) -> None:
     db = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
     spec = TableSpec(name=f"plain-{time.time_ns()}")

@@ -33,7 +33,11 @@ def event_line(event: ChainEvent) -> str:
 
 
 def streams(settings: Settings) -> tuple[Any, str]:
-    """The streams client for these settings and the table's stream ARN."""
+    """The streams client for these settings and the table's stream ARN.
+
+    ``TableMismatch`` first if the table's key is not the partition key given: its records
+    would each read as a corrupt one."""
+    settings.spec().check(settings.client().describe_table(TableName=settings.table)["Table"])
     arn = stream_arn(settings.client(), settings.table)
     config = settings.client().meta.config
     return streams_client(settings.endpoint_url, settings.region, config), arn
