@@ -207,3 +207,26 @@ def test_a_reader_past_the_retention_goes_on_from_the_oldest_record_and_says_so(
     trimmed = [r.message for r in caplog.records if '"shard-trimmed"' in r.message]
     assert len(trimmed) == 1 and '"shard":"s"' in trimmed[0]
     assert counted[-1] == {"loop": "follow", "error": "TrimmedDataAccessException"}
+
+
+def test_a_follower_from_now_whose_first_read_fails_does_not_replay_the_past(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tailing, a shard's first GetRecords is throttled before any record was read from it:
+    the follower reads on from where it started, not from the shard's oldest record (the
+    past it was not asked for), and misses nothing written since it said it was ready."""
+    monkeypatch.setattr(_loops, "counter", type("C", (), {"add": lambda self, n, a: None})())
+    past = samples.life_of_chains()[:4]
+    fake = FakeStreams([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": list(past)})
+    fake.fail_once.add("s:4")  # the LATEST iterator's first read: throttled once
+    new = samples.record("INSERT", new=samples.chain_image("job-new"))
+    stop = threading.Event()
+    seen: list[str] = []
+    for _record, decoded in events.follow(
+        fake, "arn", interval=0.01, stop=stop, on_ready=lambda: fake.records["s"].append(new)
+    ):
+        assert not isinstance(decoded, Exception)
+        seen.extend(e.tag for e in decoded)
+        stop.set()
+    assert seen == ["job-new"]
+    assert ("s", "TRIM_HORIZON") not in fake.calls

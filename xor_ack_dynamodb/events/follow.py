@@ -97,6 +97,9 @@ class _Shard:
     done: bool = False
     empty: int = 0  #: empty answers in a row
     broken: bool = False  #: its last GetRecords failed: a new iterator before the next
+    #: Opened at LATEST (tailing): until a record is read from it, its iterator is the only
+    #: mark of where "now" was, so a failed read is tried again with it, not a new one.
+    from_now: bool = False
 
 
 @dataclass
@@ -133,6 +136,7 @@ class StreamReader:
                 position = ""
             else:
                 position = "LATEST"
+                state.from_now = True
             if position:
                 state.iterator = self._iterator(shard_id, position)
             self._shards[shard_id] = state
@@ -198,7 +202,8 @@ class StreamReader:
                 continue
             except Exception as exc:  # this shard, this round: the others go on
                 self.errors += 1
-                shard.broken = True
+                # A new iterator from TRIM_HORIZON would replay the past to a follower from now.
+                shard.broken = shard.broken or not (shard.from_now and not shard.last_sequence)
                 item_failed(
                     "follow", exc, logger=__name__, event="shard-failed", shard=shard.shard_id
                 )
