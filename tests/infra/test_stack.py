@@ -116,10 +116,11 @@ def test_stack_stream_and_the_sweeper_and_stream_reader_policies(stack: Stack) -
     assert set(items["Action"]) == SWEEPER_TABLE_ACTIONS
     assert items["Resource"] == table["TableArn"]
     assert inventory["Resource"] == [f"{table['TableArn']}/index/{name}" for name in INDEXES]
-    stream, listing = stack.policy("StreamReaderPolicyArn")["Statement"]
+    stream, listing, find = stack.policy("StreamReaderPolicyArn")["Statement"]
     assert set(stream["Action"]) == STREAM_ACTIONS
     assert stream["Resource"] == table["LatestStreamArn"]
     assert listing["Resource"] == "*"
+    assert find["Resource"] == table["TableArn"]
 
 
 def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
@@ -308,3 +309,32 @@ def test_sweeper_runs_on_the_stack_table_within_its_policy(stack: Stack) -> None
 
 def _listed(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else value
+
+
+def test_a_follower_needs_no_more_than_the_stream_reader_policy(stack: Stack) -> None:
+    """`xor-ack events follow` and `chain stats` find the stream from the table's description,
+    then read it: every call they send is one the StreamReaderPolicyArn output allows."""
+    from xor_ack_dynamodb import events
+
+    ddb = _client("dynamodb", stack.endpoint)
+    SyncXorAckDynamoDB(ddb, table=stack.table).create("file-1", new_stamp())
+    streams = _client("dynamodbstreams", stack.endpoint)
+    sent: list[str] = []
+    for client in (ddb, streams):
+        client.meta.events.register(
+            "before-parameter-build", lambda model, **_: sent.append(f"dynamodb:{model.name}")
+        )
+    arn = events.stream_arn(ddb, stack.table)
+    # moto's stream gives an UpdateItem that makes an item as two records, the first with the
+    # key only (no chain yet: a CorruptRecord); the second is the chain's creation
+    got = [decoded for _, decoded in events.read(streams, arn)]
+    assert [e.kind for d in got if isinstance(d, list) for e in d] == ["created"]
+    allowed = {
+        action: statement["Resource"]
+        for statement in stack.policy("StreamReaderPolicyArn")["Statement"]
+        for action in (
+            [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+        )
+    }
+    assert set(sent) <= set(allowed), f"a follower sends {set(sent) - set(allowed)}, not allowed"
+    assert allowed["dynamodb:DescribeTable"] == stack.outputs["TableArn"]

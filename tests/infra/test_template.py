@@ -183,13 +183,15 @@ def test_sweeper_policy_queries_the_two_indexes_and_fails_chains_on_the_table(
 
 
 def test_stream_reader_policy_reads_this_table_s_stream_only(template: dict[str, Any]) -> None:
-    stream, listing = _statements(template, "StreamReaderPolicy")
+    stream, listing, find = _statements(template, "StreamReaderPolicy")
     assert set(stream["Action"]) == STREAM_ACTIONS and len(stream["Action"]) == 3
     assert stream["Resource"] == "ChainTable.StreamArn"
     # IAM has no resource-level permission for ListStreams (cfn-lint's policy data agrees)
     assert (listing["Action"], listing["Resource"]) == ("dynamodb:ListStreams", "*")
+    # a follower finds the stream ARN in the table's description
+    assert (find["Action"], find["Resource"]) == ("dynamodb:DescribeTable", "ChainTable.Arn")
     *same, key = _statements(template, "StreamReaderPolicy", KmsKeyArn=KMS_KEY)
-    assert same == [stream, listing]
+    assert same == [stream, listing, find]
     _key_statement(key)
 
 
