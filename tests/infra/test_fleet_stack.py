@@ -187,3 +187,67 @@ def test_the_handlers_run_a_job_to_its_continuation_on_the_stacks_queues(
     (message,) = done["Messages"]
     body = json.loads(message["Body"])
     assert body["tag"] == "stack-job" and len(body["continuation_id"]) == 32
+
+
+@pytest.mark.ddblocal
+def test_the_dead_letter_function_runs_the_continuation_of_an_acked_job(
+    stack: dict[str, str],
+    moto_endpoint: str,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message that acked its job but whose continuation failed on every receive reaches
+    the dead-letter function, which (docs/fleet.md) runs the continuation before the letter
+    is deleted: with the environment and the role the stack gives that function."""
+    lam = _client("lambda", moto_endpoint)
+    config = lam.get_function_configuration(FunctionName=f"{stack['name']}-dead-letters")
+    for name, value in config["Environment"]["Variables"].items():
+        monkeypatch.setenv(name, value)
+    # the chains on DynamoDB Local (as in the test above); the queues are the stack's
+    monkeypatch.setenv("XOR_ACK_TABLE", ddb_table.name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_local_endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
+    for mapping in lam.list_event_source_mappings()["EventSourceMappings"]:
+        if stack["name"] in mapping["FunctionArn"]:
+            lam.delete_event_source_mapping(UUID=mapping["UUID"])
+    queue = _client("sqs", moto_endpoint)
+
+    async def ack_the_job_without_its_continuation() -> None:
+        async with (
+            sqs_client(endpoint=moto_endpoint, region_name=REGION) as sqs,
+            Fleet.connect(
+                table=ddb_table.name,
+                endpoint_url=ddb_local_endpoint,
+                region_name=REGION,
+                handler=lambda message: [],
+                send=SqsSender(sqs, stack["WorkQueueUrl"]),
+            ) as fleet,
+        ):
+            await fleet.submit("dead-acked-job", 0)
+            (root,) = queue.receive_message(QueueUrl=stack["WorkQueueUrl"])["Messages"]
+            await fleet.handle(root["Body"])  # acks the job; no continuation ran
+            state = await fleet.ack.get("dead-acked-job")
+            assert state is not None and state.acked
+            dead.append(root)
+
+    dead: list[dict[str, Any]] = []
+    asyncio.run(ack_the_job_without_its_continuation())
+    try:
+        assert lambda_entry.dead_letters(_records(dead), None) == {"batchItemFailures": []}
+    finally:
+        lambda_entry._dead_letters().close()
+        lambda_entry._dead_letters.cache_clear()
+    done = queue.receive_message(QueueUrl=stack["CompletedQueueUrl"], WaitTimeSeconds=1)
+    assert [json.loads(m["Body"])["tag"] for m in done.get("Messages", [])] == ["dead-acked-job"]
+    # and the function's role may send there
+    iam = _client("iam", moto_endpoint)
+    role = config["Role"].rsplit("/", 1)[1]
+    (policy,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"]
+    document = ast.literal_eval(document) if isinstance(document, str) else document
+    completed = queue.get_queue_attributes(
+        QueueUrl=stack["CompletedQueueUrl"], AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    granted = [s["Action"] for s in document["Statement"] if s["Resource"] == completed]
+    assert "sqs:SendMessage" in str(granted)
