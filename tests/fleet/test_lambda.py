@@ -284,6 +284,64 @@ def test_the_sweeper_fails_a_stalled_job_within_its_roles_actions(
     assert box.done == []
 
 
+def test_the_dead_letter_function_reads_pages_within_its_roles_actions(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    # A dead letter whose token the window no longer holds is looked for in the chain's
+    # pages (BatchGetItem): refused by the role, every such letter would be kept, failing
+    # again, for ever.
+    def ten(message: Message) -> list[None]:
+        return [None] * 10 if message.parent_id is None else []
+
+    @contextlib.asynccontextmanager
+    async def open_fleet() -> AsyncIterator[Fleet]:
+        async def send(envelopes: Any) -> None:
+            sent.extend(envelopes)
+
+        async with Fleet.connect(
+            table=ddb_table.name,
+            endpoint_url=ddb_local_endpoint,
+            region_name="us-east-1",
+            handler=ten,
+            send=send,
+            token_window=4,
+            page_size=2,
+        ) as fleet:
+            yield fleet
+
+    sent: list[Envelope] = []
+
+    async def nine_of_ten() -> None:
+        async with open_fleet() as fleet:
+            await fleet.handle((await fleet.submit("far-dead-job", None)).to_json())
+            for child in sent[1:10]:
+                await fleet.handle(child.to_json())
+
+    asyncio.run(nine_of_ten())
+    first = sent[1]
+    operations: set[str] = set()
+
+    async def record(fleet: Fleet) -> None:
+        def sent_op(model: Any, **_: Any) -> None:  # what goes through botocore
+            operations.add(f"dynamodb:{model.name}")
+
+        fleet.ack.client.meta.events.register("before-call.dynamodb", sent_op)
+
+    handler = SqsBatchHandler(open_fleet, dead_letter=True)
+    try:
+        handler.environment.run(record)
+        assert handler(batch([first.to_json()]), None) == {"batchItemFailures": []}
+        fleet = handler.environment._fleet
+        assert fleet is not None
+        operations.update(f"dynamodb:{op}" for op in fleet.ack.stats.requests)  # its own path
+        state = handler.environment.run(lambda fleet: fleet.ack.get("far-dead-job"))
+        assert state is not None and state.live  # its stamp landed: found in a page
+    finally:
+        handler.environment.close()
+    assert "dynamodb:BatchGetItem" in operations
+    assert operations <= _allowed("DeadLetterRole"), operations - _allowed("DeadLetterRole")
+
+
 def test_a_fleet_from_the_environment_gives_its_jobs_the_configured_deadline(
     moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -180,6 +180,40 @@ async def test_dead_letter_fails_the_chain_and_replay_counts_only_the_new_run(
             await h.fleet.replay("job-dlq", {"width": 2, "depth": 1})
 
 
+async def test_a_dead_letter_of_a_message_whose_stamp_landed_leaves_its_live_job_alone(
+    harness_factory: Any,
+) -> None:
+    # A Lambda batch that times out (one slow record) returns every record to the queue,
+    # those whose writes landed too: after maxReceiveCount they are dead letters, with
+    # nothing of their work missing. Failing their job would fail work that is whole.
+    async with harness_factory() as h:
+        await h.fleet.submit("job-landed", {"width": 2, "depth": 1})
+        await h.fleet.handle(h.queue.pop().to_json())
+        landed, pending = h.queue
+        h.queue.clear()
+        assert (await h.fleet.handle(landed.to_json())).verdict is Verdict.APPLIED
+        state = await h.fleet.dead_letter(landed.to_json())
+        assert state is not None and state.live
+        assert (await h.fleet.handle(pending.to_json())).acked
+        assert [c.tag for c in h.completed] == ["job-landed"]
+
+
+async def test_a_dead_letter_whose_stamp_landed_beyond_the_window_is_found_in_the_pages(
+    harness_factory: Any,
+) -> None:
+    async with harness_factory(token_window=4, page_size=2) as h:
+        await h.fleet.submit("job-landed-far", {"width": 10, "depth": 1})
+        await h.fleet.handle(h.queue.pop().to_json())
+        children = list(h.queue)
+        h.queue.clear()
+        for env in children[:-1]:
+            await h.fleet.handle(env.to_json())
+        state = await h.fleet.dead_letter(children[0].to_json())  # evicted: in a page
+        assert state is not None and state.live
+        state = await h.fleet.dead_letter(children[-1].to_json())  # never written: dead
+        assert state is not None and state.failed and state.reason == "dead-letter"
+
+
 async def test_a_missing_page_is_refused_not_guessed(harness_factory: Any) -> None:
     async with harness_factory(token_window=4, page_size=2) as h:
         root = await h.fleet.submit("job-page", {"width": 12, "depth": 1})

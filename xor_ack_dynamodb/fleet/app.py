@@ -32,7 +32,7 @@ from ..errors import AmbiguousWrite, ChainFailed, TagExists, TagNotFound
 from ..stamps import Stamp, xor
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of
-from .errors import ReplayRefused, WindowMismatch
+from .errors import MarkerMissing, ReplayRefused, WindowMismatch
 from .markers import DEFAULT_MARKER_TTL, Markers
 from .once import Once, Result, Verdict
 from .telemetry import Telemetry, log
@@ -307,6 +307,13 @@ class Fleet:
             return False
         return await self.complete_chain(tag, state.chain_id)
 
+    async def _landed(self, env: Envelope, state: ChainState) -> bool:
+        """Did a copy of a dead letter land?  A page gone proves nothing: taken as not."""
+        try:
+            return await self.once.landed(env, state)
+        except MarkerMissing:
+            return False
+
     async def dead_letter(self, body: str | bytes | Envelope) -> ChainState | None:
         """A message that exhausted its receives: fail its chain with reason ``dead-letter``.
 
@@ -316,13 +323,19 @@ class Fleet:
         message may be the one whose write acked the chain and whose continuation then
         failed on every receive, and once it is deleted nothing else delivers it.  A
         continuation that fails again raises, so the dead letter is kept for a later
-        try.  Returns the chain as it is after.
+        try.  A letter whose stamp landed (its token in the chain's window or pages: its
+        work was done and only its deletes were lost, e.g. a Lambda batch that timed out
+        after its write) leaves a live chain alone: nothing of the job is missing.
+        Returns the chain as it is after.
         """
         env = body if isinstance(body, Envelope) else Envelope.from_json(body)
         state = await self.ack.get(env.tag)
         if state is None or state.chain_id != env.chain_id or not state.live:
             if state is not None and state.chain_id == env.chain_id and state.acked:
                 await self.complete_chain(env.tag, env.chain_id)
+            return state
+        if await self._landed(env, state):
+            log("duplicate", env.tag, env.message_id, dead_letter=True)
             return state
         try:
             state = await self.ack.fail(env.tag, "dead-letter", chain_id=env.chain_id)

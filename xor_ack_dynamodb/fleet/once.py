@@ -135,6 +135,16 @@ class Once:
             return Result(Verdict.DUPLICATE, state)
         return state
 
+    async def landed(self, env: Envelope, state: ChainState) -> bool:
+        """Did a copy of ``env`` land on ``state`` (its generation): its token in the window,
+        or in a page?  ``MarkerMissing`` if a page it needs is gone (it cannot be proven)."""
+        token = token_digest(env.id)
+        if token in state.tokens:
+            return True
+        if env.window is not None and env.window != self.window:
+            return False  # refused on every receive (WindowMismatch): never written
+        return await self._in_pages(env, state, token)
+
     async def _first_position(self, state: ChainState) -> int:
         """The stream position of the first token of ``state``'s (full) window."""
         full_at = await self.markers.full_at(state.tag, state.chain_id)
