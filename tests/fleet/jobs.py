@@ -118,3 +118,12 @@ def _continue(done: Completed) -> None:
 def leaf(message: Message) -> list[Any]:
     """A job of one message."""
     return []
+
+
+def stuck(message: Message) -> list[Any]:
+    """A blocking handler that outlasts any shutdown grace: it says it started (the file
+    ``FLEET_STARTED``), then sleeps two minutes in its thread."""
+    with open(os.environ["FLEET_STARTED"], "w", encoding="ascii") as started:
+        started.write(message.message_id)
+    time.sleep(120)
+    return []

@@ -157,11 +157,10 @@ def _catches(pid: int, sig: int) -> bool:
     return False
 
 
-def test_the_cli_worker_stops_on_sigterm(
-    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
-) -> None:
-    work, _ = make_queues(moto_endpoint)
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+def _cli_worker(
+    work: str, moto: str, ddb: str, table: str, handler: str, *extra: str, **env: str
+) -> subprocess.Popen[str]:
+    """``xor-ack worker`` in a process of its own, once it catches SIGTERM."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -171,29 +170,41 @@ def test_the_cli_worker_stops_on_sigterm(
             "--queue-url",
             work,
             "--handler",
-            "tests.fleet.jobs:leaf",
+            handler,
             "--sqs-endpoint-url",
-            moto_endpoint,
+            moto,
             "--endpoint-url",
-            ddb_local_endpoint,
+            ddb,
             "--region",
             "us-east-1",
             "--table",
-            ddb_table.name,
+            table,
             "--wait-time",
             "1",
+            *extra,
         ],
-        env=env,
+        env={**os.environ, "PYTHONPATH": os.getcwd(), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    deadline = time.monotonic() + 60  # imports are slow on a loaded machine
+    while not _catches(process.pid, signal.SIGTERM):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"the worker never caught SIGTERM: {process.communicate()[1]}")
+        time.sleep(0.1)
+    return process
+
+
+def test_the_cli_worker_stops_on_sigterm(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    work, _ = make_queues(moto_endpoint)
+    process = _cli_worker(
+        work, moto_endpoint, ddb_local_endpoint, ddb_table.name, "tests.fleet.jobs:leaf"
+    )
     try:
-        deadline = time.monotonic() + 60  # imports are slow on a loaded machine
-        while not _catches(process.pid, signal.SIGTERM):
-            assert process.poll() is None, process.communicate()[1]
-            assert time.monotonic() < deadline, "the worker never installed its SIGTERM handler"
-            time.sleep(0.1)
         with pytest.raises(subprocess.TimeoutExpired):
             process.wait(timeout=2)  # it is polling
         process.send_signal(signal.SIGTERM)
@@ -202,6 +213,47 @@ def test_the_cli_worker_stops_on_sigterm(
         process.kill()
     assert process.returncode == 0, err
     assert '"event": "stopped"' in out
+
+
+def test_the_cli_worker_stops_on_sigterm_while_a_blocking_handler_still_runs(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Any
+) -> None:
+    # A plain handler runs in a thread, which no cancellation stops: past --shutdown-grace
+    # its message is released, and the worker must exit then, not when the thread returns.
+    work, _ = make_queues(moto_endpoint, visibility=60)
+
+    async def submit() -> None:
+        async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, None, []) as (
+            fleet,
+            _,
+        ):
+            await fleet.submit("stuck-cli-job", None)
+
+    asyncio.run(submit())
+    started = tmp_path / "started"
+    process = _cli_worker(
+        work,
+        moto_endpoint,
+        ddb_local_endpoint,
+        ddb_table.name,
+        "tests.fleet.jobs:stuck",
+        "--shutdown-grace",
+        "1",
+        FLEET_STARTED=str(started),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline, "the handler never started"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)  # the handler sleeps 120 s
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert '"released": 1' in out
+    again = sqs(moto_endpoint).receive_message(QueueUrl=work, WaitTimeSeconds=1)
+    assert len(again.get("Messages", [])) == 1  # another worker takes it at once
 
 
 async def test_the_worker_fails_the_chains_of_dead_letters(

@@ -169,9 +169,12 @@ async def _check_reachable(
 async def _run(
     settings: Any, *, queue_url: str, sqs_endpoint_url: str | None, **options: Any
 ) -> Any:
-    from ..fleet.worker import Worker, install_signal_handlers
+    from ..fleet.worker import DaemonThreads, Worker, install_signal_handlers
     from .queue_fleet import queue_fleet
 
+    # Past --shutdown-grace a plain handler still blocked in its thread must not keep
+    # the process: its message was released, and SIGTERM means stop.
+    asyncio.get_running_loop().set_default_executor(DaemonThreads())
     stop = asyncio.Event()
     install_signal_handlers(stop)
     fleet_options = {

@@ -18,11 +18,12 @@ from .envelope import Envelope, child_id, root_id, stamp_of
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .once import Verdict
 from .sqs import QueueUnavailable, SqsSender, sqs_client
-from .worker import Worker, install_signal_handlers
+from .worker import DaemonThreads, Worker, install_signal_handlers
 
 __all__ = [
     "FLEET_TOKEN_WINDOW",
     "Completed",
+    "DaemonThreads",
     "Envelope",
     "Fleet",
     "Handled",

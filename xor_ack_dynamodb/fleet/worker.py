@@ -10,7 +10,9 @@
   drain that queue too, failing each message's chain with reason ``dead-letter``;
 - ``stop`` (SIGTERM or SIGINT by ``install_signal_handlers``) stops receiving, lets
   the messages in hand finish for ``shutdown_grace`` seconds, and releases those
-  still running (visibility 0) so that another worker takes them at once.
+  still running (visibility 0) so that another worker takes them at once; with
+  ``DaemonThreads`` as the loop's default executor (``xor-ack worker`` sets it) the
+  process then exits even while a plain handler still blocks in its thread.
 
 No message stops a loop: each is handled on its own, and whatever it raises (an
 envelope that is none, a handler's error, a DynamoDB or SQS error, a bug) is logged,
@@ -21,15 +23,20 @@ takes the next one.  The same goes for the dead-letter drain (``dead_letters.py`
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import signal
+import threading
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..dynamodb.loops import item_failed
 from .app import Fleet
 from .dead_letters import LOGGER, settle_dead_letter
 from .errors import InvalidEnvelope, WindowMismatch
 from .telemetry import log
+
+T = TypeVar("T")
 
 #: SQS's own bounds.
 MAX_BATCH = 10
@@ -224,6 +231,39 @@ class Worker:
         except Exception as exc:  # a failed delete, a message without a body: go on
             self.stats["dead_letter_errors"] += 1
             item_failed("worker.dead_letters", exc, logger=LOGGER, message_id=message_id)
+
+
+class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """An executor whose every call runs in a daemon thread of its own: a process whose
+    loop uses it as its default executor (``loop.set_default_executor``) exits when its
+    work is done, without waiting for a plain handler still blocked in its thread.
+
+    A plain handler runs in a thread (``asyncio.to_thread``) that no cancellation stops;
+    with asyncio's default executor, ``asyncio.run`` and the interpreter's exit wait for
+    it, so a worker told to stop would outlive its ``shutdown_grace`` by as long as the
+    handler blocks, after its message was released to another worker.  The threads are
+    as many as the calls in flight: at most the worker's ``concurrency`` handlers.  (A
+    ``ThreadPoolExecutor`` by type only, as ``set_default_executor`` requires: its pool
+    of joined threads is never used.)
+    """
+
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to whoever awaits the call
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        threading.Thread(target=run, name="xor-ack-worker-call", daemon=True).start()
+        return future
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:
