@@ -28,6 +28,10 @@ HANDLER = "xor_ack_dynamodb.fleet.examples:countdown"
         (["--queue-url", QUEUE, "--handler", "countdown"], "not module:function"),
         (["--queue-url", QUEUE, "--handler", "no_such_module_x:f"], "cannot import"),
         (["--queue-url", QUEUE, "--handler", "json:nothing"], "has no function"),
+        (
+            ["--queue-url", QUEUE, "--handler", "tests.fleet.broken_jobs:handle"],
+            "cannot import 'tests.fleet.broken_jobs': KeyError",
+        ),
         (["--queue-url", QUEUE, "--handler", HANDLER, "--concurrency", "0"], "--concurrency"),
         (["--queue-url", QUEUE, "--handler", HANDLER, "--wait-time", "21"], "--wait-time"),
         (["--queue-url", QUEUE, "--handler", HANDLER, "--dead-letter-queue-url", QUEUE], "differ"),

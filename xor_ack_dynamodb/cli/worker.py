@@ -26,6 +26,11 @@ def _callable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module itself failed (its settings, a syntax error): the
+        # user's to fix, said with its error, not an 'unexpected error' of xor-ack's
+        raise click.BadParameter(
+            f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     found = getattr(module, attribute, None)
     if not callable(found):
         raise click.BadParameter(f"{module_name} has no function {attribute!r}")
