@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import xor_ack_dynamodb.fleet as fleet_package
-from xor_ack_dynamodb.fleet import Envelope, Verdict, child_id, root_id, stamp_of
+from xor_ack_dynamodb.fleet import (
+    Completed,
+    Envelope,
+    QueueContinuation,
+    Verdict,
+    child_id,
+    root_id,
+    stamp_of,
+)
 from xor_ack_dynamodb.fleet.dead_letters import settle_dead_letter
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
 from xor_ack_dynamodb.fleet.markers import page_key
@@ -155,6 +165,29 @@ async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still
         assert after is not None and after.acked
         assert not await h.fleet.complete("job-dead-ack")
         assert [c.tag for c in h.completed] == ["job-dead-ack"]
+
+
+async def test_a_continuation_message_carries_a_group_id_sqs_takes_whatever_the_tag() -> None:
+    # SQS refuses a MessageGroupId over 128 characters or with a character that is no ASCII
+    # letter, digit or punctuation; a tag may be 2,048 bytes of any UTF-8. Refused, the
+    # continuation would fail on every path, and the acked job never continue.
+    class Sqs:
+        def __init__(self) -> None:
+            self.sent: list[dict[str, Any]] = []
+
+        async def send_message(self, **request: Any) -> None:
+            self.sent.append(request)
+
+    sqs = Sqs()
+    then = QueueContinuation(sqs, "https://sqs.us-east-1.amazonaws.com/1/completed.fifo")
+    tags = ["batch-7/file-0", "s3://bucket/a file.txt", "données/été", "x" * 129, "batch-7/file-0"]
+    for tag in tags:
+        await then(Completed(tag, b"\x01" * 8))
+    groups = [request["MessageGroupId"] for request in sqs.sent]
+    assert all(re.fullmatch(r"[!-~]{1,128}", group) for group in groups), groups
+    assert groups[0] == groups[4] == "batch-7/file-0"  # a tag SQS takes is the group itself
+    assert len(set(groups)) == 4  # one group per job
+    assert [json.loads(r["MessageBody"])["tag"] for r in sqs.sent] == tags
 
 
 async def test_dead_letter_fails_the_chain_and_replay_counts_only_the_new_run(

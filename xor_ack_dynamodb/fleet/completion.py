@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -63,12 +64,27 @@ class Completion:
         return True
 
 
+#: What SQS takes as a ``MessageGroupId``: 1 to 128 ASCII letters, digits and punctuation.
+_GROUP_ID = re.compile(r"[!-~]{1,128}")
+
+
+def group_id(tag: str) -> str:
+    """The message group of a job's continuation messages: its tag, or, for a tag SQS does
+    not take as one (over 128 characters, a space, a letter beyond ASCII), the tag's BLAKE2b
+    digest, hex: the same for every run of the job, so its continuations stay in order."""
+    if _GROUP_ID.fullmatch(tag):
+        return tag
+    data = tag.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=32, person=b"xa-fleet-group").hexdigest()
+
+
 class QueueContinuation:
     """A continuation that sends ``{"tag", "chain", "continuation_id"}`` to an SQS queue.
 
     On a FIFO queue (URL ending in ``.fifo``) the message carries
     ``MessageDeduplicationId=continuation_id`` (SQS drops a repeat within five
-    minutes); on a standard queue the receiver deduplicates on the body's id.
+    minutes) and ``MessageGroupId=group_id(tag)``; on a standard queue the receiver
+    deduplicates on the body's id.
     ``sqs`` is an aiobotocore SQS client.
     """
 
@@ -82,5 +98,8 @@ class QueueContinuation:
         )
         extra: dict[str, Any] = {}
         if self.queue_url.endswith(".fifo"):
-            extra = {"MessageGroupId": done.tag, "MessageDeduplicationId": done.continuation_id}
+            extra = {
+                "MessageGroupId": group_id(done.tag),
+                "MessageDeduplicationId": done.continuation_id,
+            }
         await self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body, **extra)
