@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from xor_ack_dynamodb.fleet import Completed, Fleet, Message, QueueUnavailable, SqsSender
+from xor_ack_dynamodb.fleet import (
+    Completed,
+    Fleet,
+    Message,
+    QueueUnavailable,
+    SqsSender,
+    Verdict,
+)
 from xor_ack_dynamodb.fleet.sqs import sqs_client
 from xor_ack_dynamodb.fleet.worker import Worker
 from xor_ack_dynamodb.table import TableSpec
@@ -76,6 +83,29 @@ async def test_jobs_fan_out_through_sqs_and_continue_once(
         stats = await running
     assert sorted(done) == ["w-job-0", "w-job-1", "w-job-2"]
     assert stats["applied"] == 21 and stats["failed"] == 0
+
+
+async def test_children_too_big_for_one_batch_request_are_sent_in_several(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    # Ten children of 120 kB each: every message within SQS's limit, the ten together over
+    # SendMessageBatch's (the sum of the bodies). One request refused them all, on every
+    # receive, until the parent was dead-lettered and its job failed.
+    work, _ = make_queues(moto_endpoint)
+    done: list[str] = []
+
+    def handler(message: Message) -> list[str]:
+        return ["x" * 120_000] * 10 if message.parent_id is None else []
+
+    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, handler, done) as (
+        fleet,
+        _,
+    ):
+        root = await fleet.submit("big-children-job", None)
+        sent = fleet.send.sent  # type: ignore[attr-defined]
+        handled = await fleet.handle(root.to_json())
+        assert handled.children == 10 and handled.verdict is Verdict.APPLIED
+        assert fleet.send.sent == sent + 10  # type: ignore[attr-defined]
 
 
 async def test_a_job_for_a_queue_that_does_not_exist_creates_no_chain(

@@ -1,4 +1,5 @@
-"""Sending envelopes to an SQS queue (aiobotocore), ten per ``SendMessageBatch``."""
+"""Sending envelopes to an SQS queue (aiobotocore): ``SendMessageBatch`` requests of at most
+ten messages and 256 KiB of bodies together."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..dynamodb.aws import error_code, error_message
 from ..errors import XorAckError
 from .envelope import Envelope
+
+#: A ``SendMessageBatch``'s bounds: ten entries, and the sum of their bodies (256 KiB, the
+#: limit every SQS has had; 1 MiB since 2025): a larger batch is refused whole.
+BATCH_ENTRIES = 10
+BATCH_BYTES = 262_144
 
 #: The codes SQS answers a queue URL that names no queue with (JSON and query protocols).
 _NO_QUEUE = ("QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue")
@@ -61,9 +67,8 @@ class SqsSender:
         self._checked = True
 
     async def __call__(self, envelopes: Sequence[Envelope]) -> None:
-        for start in range(0, len(envelopes), 10):
-            chunk = envelopes[start : start + 10]
-            entries = [{"Id": str(i), "MessageBody": e.to_json()} for i, e in enumerate(chunk)]
+        for chunk in _batches([e.to_json() for e in envelopes]):
+            entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(chunk)]
             response = await self.sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             failed = response.get("Failed") or []
             if failed:
@@ -73,6 +78,21 @@ class SqsSender:
                     f"({first.get('Code')}: {first.get('Message')}); the message will be retried"
                 )
             self.sent += len(chunk)
+
+
+def _batches(bodies: list[str]) -> list[list[str]]:
+    """``bodies`` in order, cut into batches SQS takes (a body too long for any batch goes
+    alone, and SQS says why it refuses it)."""
+    batches: list[list[str]] = []
+    size = 0
+    for body in bodies:
+        length = len(body.encode("utf-8", "surrogatepass"))
+        if not batches or len(batches[-1]) == BATCH_ENTRIES or size + length > BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(body)
+        size += length
+    return batches
 
 
 def sqs_client(
