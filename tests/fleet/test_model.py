@@ -47,6 +47,20 @@ def test_a_body_that_is_no_envelope_is_refused(body: str) -> None:
         Envelope.from_json(body)
 
 
+async def test_a_body_nested_too_deep_to_read_is_an_invalid_envelope_and_dropped(
+    harness_factory: Any,
+) -> None:
+    # json.loads raises RecursionError on it: taken for 'try again later', such a dead letter
+    # was kept and failed again every visibility timeout, for ever.
+    body = "[" * 100_000
+    with pytest.raises(InvalidEnvelope):
+        Envelope.from_json(body)
+    async with harness_factory() as h:
+        with pytest.raises(InvalidEnvelope):
+            await h.fleet.handle(body)  # on the work queue: left to the redrive policy
+        assert await settle_dead_letter(h.fleet, body, "worker.dead_letters", "m-1") is None
+
+
 @pytest.mark.parametrize("body", [None, 123, {"xor_ack": 1}])
 def test_a_body_that_is_not_text_is_an_invalid_envelope(body: object) -> None:
     with pytest.raises(InvalidEnvelope, match="JSON text") as refused:

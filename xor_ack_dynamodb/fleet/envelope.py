@@ -130,7 +130,8 @@ class Envelope:
         """
         try:
             data = json.loads(body)
-        except (ValueError, TypeError) as exc:  # not JSON; not text at all (None, a number)
+        # Not JSON; not text at all (None, a number); nested deeper than the parser goes.
+        except (ValueError, TypeError, RecursionError) as exc:
             raise InvalidEnvelope(
                 f"a fleet message is JSON text; this body is not ({exc})"
             ) from exc
