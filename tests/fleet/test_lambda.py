@@ -17,7 +17,7 @@ import yaml
 
 from xor_ack_dynamodb.errors import InvalidTimeout
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
-from xor_ack_dynamodb.fleet.errors import InvalidEnvelope
+from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, SettingMissing
 from xor_ack_dynamodb.fleet.lambda_sqs import (
     SqsBatchHandler,
     StreamCompletionHandler,
@@ -340,6 +340,24 @@ def test_the_dead_letter_function_reads_pages_within_its_roles_actions(
         handler.environment.close()
     assert "dynamodb:BatchGetItem" in operations
     assert operations <= _allowed("DeadLetterRole"), operations - _allowed("DeadLetterRole")
+
+
+@pytest.mark.parametrize("missing", ["XOR_ACK_TABLE", "XOR_ACK_QUEUE_URL"])
+def test_a_fleet_from_an_environment_without_its_table_or_queue_names_the_variable(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("XOR_ACK_TABLE", "chains")
+    monkeypatch.setenv("XOR_ACK_QUEUE_URL", f"{moto_endpoint}/123456789012/work")
+    monkeypatch.delenv(missing)
+
+    async def open_it() -> None:
+        async with from_environment()():
+            raise AssertionError("the fleet opened without " + missing)
+
+    with pytest.raises(SettingMissing, match=f"^{missing} is not set: "):
+        asyncio.run(open_it())
 
 
 def test_a_fleet_from_the_environment_gives_its_jobs_the_configured_deadline(

@@ -13,6 +13,17 @@ class InvalidEnvelope(XorAckError):
     """
 
 
+class SettingMissing(XorAckError):
+    """A function made ``from_environment`` lacks a variable it needs (see the message)."""
+
+    def __init__(self, name: str, what: str) -> None:
+        super().__init__(
+            f"{name} is not set: the function's environment must name {what} "
+            "(infra/fleet.yaml sets it for the functions it makes); nothing was read or written"
+        )
+        self.name = name
+
+
 class MarkerMissing(_TagError):
     """A fleet chain's page of evicted tokens is missing where the protocol wrote one.
 

@@ -31,7 +31,7 @@ from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
 from .dead_letters import LOGGER, settle_dead_letter
-from .errors import InvalidEnvelope, WindowMismatch
+from .errors import InvalidEnvelope, SettingMissing, WindowMismatch
 from .markers import is_marker_key
 from .telemetry import log
 
@@ -252,6 +252,14 @@ def _seconds_from_env(name: str) -> float | None:
         raise InvalidTimeout(f"{name}={text!r} is not a number of seconds") from exc
 
 
+def _setting(name: str, what: str) -> str:
+    """The environment's ``name``; ``SettingMissing`` if it is not set or empty."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise SettingMissing(name, what)
+    return value
+
+
 def from_environment(
     handler: Handler | None = None, continuation: Continuation | None = None
 ) -> OpenFleet:
@@ -262,6 +270,7 @@ def from_environment(
     (optional: a ``QueueContinuation`` when no ``continuation`` is given),
     ``XOR_ACK_JOB_TIMEOUT`` / ``XOR_ACK_JOB_IDLE_TIMEOUT`` (optional, seconds: the
     deadline of the jobs this fleet submits; ``InvalidTimeout`` if not a number).
+    ``SettingMissing`` names a required one that is not set, as the fleet is opened.
     """
     timeout = _seconds_from_env("XOR_ACK_JOB_TIMEOUT")
     idle_timeout = _seconds_from_env("XOR_ACK_JOB_IDLE_TIMEOUT")
@@ -277,10 +286,10 @@ def from_environment(
             if then is None and target:
                 then = QueueContinuation(sqs, target)
             async with Fleet.connect(
-                table=os.environ["XOR_ACK_TABLE"],
+                table=_setting("XOR_ACK_TABLE", "the chains table"),
                 partition_key=os.environ.get("XOR_ACK_PARTITION_KEY", "tagID"),
                 handler=handler or (lambda message: []),
-                send=SqsSender(sqs, os.environ["XOR_ACK_QUEUE_URL"]),
+                send=SqsSender(sqs, _setting("XOR_ACK_QUEUE_URL", "the work queue's URL")),
                 continuation=then,
                 timeout=timeout,
                 idle_timeout=idle_timeout,
