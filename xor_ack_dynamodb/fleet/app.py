@@ -178,7 +178,9 @@ class Fleet:
 
         Calling it again for a job whose root has not run yet sends the root again
         (a duplicate, applied once): a submitter that died after the create is safe.
-        ``TagExists`` if the chain has moved on since (use ``replay`` for a failed one).
+        ``TagExists`` if a live chain has moved on since; a closed (acked or failed) or
+        expired chain under the tag is replaced by a new generation, as ``create`` does
+        (``replay`` is the call that refuses a live or acked one).
         ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
         (default: the fleet's); ``ttl`` must then be longer.  A sender that can say
         whether it can send (``SqsSender``: its queue exists) is asked first: a job
