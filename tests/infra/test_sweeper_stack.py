@@ -43,6 +43,7 @@ def test_the_function_runs_the_sweeper_handler_with_the_table_s_settings() -> No
     )
     function = resolver.resource("SweeperFunction")["Properties"]
     assert function["Handler"] == f"{sweeper.__name__}.{sweeper.handler.__name__}"
+    assert function["Timeout"] == 60  # FunctionTimeout's default
     assert function["Environment"]["Variables"] == {
         sweeper.ENV_TABLE: "jobs",
         sweeper.ENV_PARTITION_KEY: "fileID",
