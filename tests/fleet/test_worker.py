@@ -307,3 +307,25 @@ async def test_the_worker_fails_the_chains_of_dead_letters(
     assert state is not None and state.failed and state.reason == "dead-letter"
     left = sqs(moto_endpoint).receive_message(QueueUrl=dlq, WaitTimeSeconds=0)
     assert not left.get("Messages")  # both taken off the dead-letter queue
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"concurrency": 0},
+        {"wait_time": 21},
+        {"visibility_timeout": 0},
+        {"shutdown_grace": float("nan")},
+        {"shutdown_grace": -1.0},
+    ],
+    ids=["concurrency", "wait_time", "visibility_timeout", "grace nan", "grace < 0"],
+)
+def test_a_worker_refuses_bad_settings_with_a_typed_error_naming_them(
+    given: dict[str, Any],
+) -> None:
+    from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
+
+    (name,) = given
+    with pytest.raises(InvalidArgument, match=rf"^Worker\({name}=\.\.\.\) is ") as refused:
+        Worker(None, None, "https://sqs.example/queue", **given)  # type: ignore[arg-type]
+    assert isinstance(refused.value, XorAckError) and isinstance(refused.value, ValueError)

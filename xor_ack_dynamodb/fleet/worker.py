@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import signal
 import threading
 from collections import Counter
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..dynamodb.loops import item_failed
+from ..errors import InvalidArgument
 from .app import Fleet
 from .dead_letters import LOGGER, settle_dead_letter
 from .errors import InvalidEnvelope, WindowMismatch
@@ -60,11 +62,17 @@ class Worker:
         dead_letter_queue_url: str | None = None,
     ) -> None:
         if not 1 <= concurrency <= 10_000:
-            raise ValueError(f"concurrency must be 1..10000, not {concurrency}")
+            raise InvalidArgument(f"Worker(concurrency=...) is 1..10000, not {concurrency}")
         if not 0 <= wait_time <= MAX_WAIT:
-            raise ValueError(f"wait_time must be 0..{MAX_WAIT} s, not {wait_time}")
+            raise InvalidArgument(f"Worker(wait_time=...) is 0..{MAX_WAIT} s, not {wait_time}")
         if not 1 <= visibility_timeout <= MAX_VISIBILITY:
-            raise ValueError(f"visibility_timeout must be 1..{MAX_VISIBILITY} s")
+            raise InvalidArgument(
+                f"Worker(visibility_timeout=...) is 1..{MAX_VISIBILITY} s, not {visibility_timeout}"
+            )
+        if not (math.isfinite(shutdown_grace) and shutdown_grace >= 0):
+            raise InvalidArgument(
+                f"Worker(shutdown_grace=...) is a number of seconds >= 0, not {shutdown_grace}"
+            )
         self.fleet = fleet
         self.sqs = sqs
         self.queue_url = queue_url
