@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from ..events.follow import arn_of, streams_client
 from ..events.follow import follow as follow_stream
-from ..events.follow import stream_arn, streams_client
 from ..lifecycle import ChainEvent
 from .options import Finite, Settings, Verbs, _settings, json_option, typed_option
 from .signals import stop_on_signals
@@ -37,8 +37,9 @@ def streams(settings: Settings) -> tuple[Any, str]:
 
     ``TableMismatch`` first if the table's key is not the partition key given: its records
     would each read as a corrupt one."""
-    settings.spec().check(settings.client().describe_table(TableName=settings.table)["Table"])
-    arn = stream_arn(settings.client(), settings.table)
+    description = settings.client().describe_table(TableName=settings.table)["Table"]
+    settings.spec().check(description)
+    arn = arn_of(description)
     config = settings.client().meta.config
     return streams_client(settings.endpoint_url, settings.region, config), arn
 

@@ -21,6 +21,8 @@ from urllib.parse import urlencode
 
 from xor_ack_dynamodb import XorAckDynamoDB, events
 from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
+from xor_ack_dynamodb.errors import StreamNotEnabled
+from xor_ack_dynamodb.events.follow import arn_of
 
 from .config import DashboardConfig, Send
 from .counts import Count, Counts
@@ -163,9 +165,9 @@ class Dashboard:
         while True:
             try:
                 description = await self.ack.client.describe_table(TableName=self.config.table)
-                arn = description["Table"].get("LatestStreamArn")
-                enabled = description["Table"].get("StreamSpecification", {}).get("StreamEnabled")
-                if not arn or enabled is False:
+                try:
+                    arn = arn_of(description["Table"])
+                except StreamNotEnabled:
                     self.stream.error = (
                         f"table {self.config.table} has no stream: no windows, no histories "
                         "(`xor-ack table upgrade` adds it)"

@@ -19,7 +19,7 @@ count (``error="TrimmedDataAccessException"``) and ``StreamReader.trimmed``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,11 +49,16 @@ def streams_client(
 
 def stream_arn(dynamodb: Any, table: str) -> str:
     """The table's latest stream ARN; :class:`StreamNotEnabled` if it has none."""
-    description = dynamodb.describe_table(TableName=table)["Table"]
+    return arn_of(dynamodb.describe_table(TableName=table)["Table"])
+
+
+def arn_of(description: Mapping[str, Any]) -> str:
+    """The latest stream ARN of a ``DescribeTable`` result's table; :class:`StreamNotEnabled`
+    if it has none."""
     arn = description.get("LatestStreamArn")
     enabled = description.get("StreamSpecification", {}).get("StreamEnabled", bool(arn))
     if not arn or not enabled:
-        raise StreamNotEnabled(table)
+        raise StreamNotEnabled(str(description.get("TableName", "?")))
     return str(arn)
 
 
