@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..dynamodb.ownership import check_deletable, create_table, delete_table
-from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo
+from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, ttl_on
 from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
 from .options import Verbs, _settings, json_option, seconds_option
@@ -65,13 +65,15 @@ def table_create(
     client = settings.client()
     created = create_table(client, spec, wait=wait)
     if created:
-        ttl_on = wait or _ttl_on(client, spec.name)  # --no-wait: TTL only if ACTIVE at once
+        has_ttl = wait or ttl_on(  # --no-wait: TTL only if ACTIVE at once
+            client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
+        )
         click.echo(
             f"table {spec.name} created: key {spec.partition_key} (S), "
-            + (f"TTL on {TTL_ATTRIBUTE}, " if ttl_on else "")
+            + (f"TTL on {TTL_ATTRIBUTE}, " if has_ttl else "")
             + f"{spec.billing_mode}, stream {STREAM_VIEW}, indexes {', '.join(INDEXES)}"
         )
-        if not ttl_on:
+        if not has_ttl:
             click.echo(
                 f"warning: table {spec.name} is not ACTIVE yet, so TTL on {TTL_ATTRIBUTE} is not "
                 f"on: once it is, run `xor-ack --table {spec.name} table upgrade`",
@@ -225,11 +227,6 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
         click.echo(f"table {settings.table} deleted")
     else:  # DynamoDB goes on deleting it (DELETING) after the command returns
         click.echo(f"table {settings.table} is being deleted (--no-wait: not waited for)")
-
-
-def _ttl_on(client: Any, name: str) -> bool:
-    ttl = client.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
-    return ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
 
 
 def _stream_line(info: TableInfo) -> str:

@@ -29,6 +29,7 @@ from .table import (
     TableSpec,
     TableWaitTimeout,
     index_keys,
+    ttl_on,
     wait_active,
 )
 
@@ -113,7 +114,7 @@ def enable_ttl(client: DynamoDBClient, table: str) -> None:
     allows one TTL attribute per table, and expired chains would never go away.
     """
     status = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
-    if status.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+    if ttl_on(status):
         attribute = status.get("AttributeName")
         if attribute not in (None, TTL_ATTRIBUTE):
             raise TableMismatch(
@@ -205,9 +206,8 @@ def check_chains_table(
     if why is None:
         items = client.scan(TableName=name, Limit=SAMPLE).get("Items", [])
         strangers = [item for item in items if not _is_chain(item)]
-        ttl_on = ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
         if (items and not strangers) or (
-            not items and ttl_on and ttl.get("AttributeName") == TTL_ATTRIBUTE
+            not items and ttl_on(ttl) and ttl.get("AttributeName") == TTL_ATTRIBUTE
         ):
             return
         why = "no inventory index, and " + (

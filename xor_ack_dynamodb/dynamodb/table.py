@@ -55,6 +55,7 @@ __all__ = [
     "TableWaitTimeout",
     "describe_table",
     "index_keys",
+    "ttl_on",
     "wait_active",
 ]
 
@@ -67,6 +68,14 @@ DEFAULT_TABLE = "xor-ack-chains"
 KEY_TYPE = "S"
 #: The TTL attribute, fixed by the item layout (``item.EXPIRES_AT``).
 TTL_ATTRIBUTE = EXPIRES_AT
+
+
+def ttl_on(ttl: Mapping[str, Any]) -> bool:
+    """Is TTL on, or being turned on, by a ``DescribeTimeToLive`` result's
+    ``TimeToLiveDescription`` (whatever its attribute)?"""
+    return ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
+
+
 #: The sparse inventory indexes (name -> (partition key, sort key)), both numbers,
 #: both KEYS_ONLY: see ``item.OPEN_INDEX``.
 INDEXES: dict[str, tuple[str, str]] = {

@@ -32,6 +32,7 @@ from .table import (
     TableMismatch,
     TableSpec,
     index_keys,
+    ttl_on,
 )
 
 ChangeKind = Literal["ttl", "stream", "index"]
@@ -68,9 +69,8 @@ def plan_upgrade(spec: TableSpec, table: Mapping[str, Any], ttl: Mapping[str, An
     name = str(table.get("TableName", spec.name))
     changes: list[Change] = []
 
-    status = ttl.get("TimeToLiveStatus")
     attribute = ttl.get("AttributeName")
-    if status in ("ENABLED", "ENABLING"):
+    if ttl_on(ttl):
         if attribute not in (None, TTL_ATTRIBUTE):
             raise TableMismatch(
                 f"table {name} has TTL on {attribute!r}, the clients expire chains through "
