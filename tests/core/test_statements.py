@@ -169,3 +169,40 @@ async def test_on_dynamodb_local_creates_and_stamps_take_a_request_per_25_chains
         assert sorted(refused.value.results) == ["fresh", "s-000"]  # acked: a new chain
         with pytest.raises(InvalidState):
             await client.stamp_on_each([*rest[:1], *rest[:1]])
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("via", ["partiql", "transactions"])
+async def test_planned_creates_write_the_states_handed_on_before_they_were_sent(
+    kind: str, local: tuple[str, TableSpec], via: str
+) -> None:
+    endpoint, spec = local
+    async with open_client(kind, endpoint, spec.name) as client:
+        firsts = {f"p-{via}-{i}": new_stamp() for i in range(30)}
+        planned = client.plan_creates(firsts, timeout=600)
+        assert client.stats.requests == {}  # planning sends nothing
+        early = await client.stamp_on_each([(planned[t], new_stamp(), "early") for t in firsts])
+        assert all(isinstance(o, ChainMoved) and o.current is None for o in early)
+        with pytest.raises(InvalidState):  # planned for another lifetime: nothing sent
+            await client.create_many(firsts, via=via, planned=planned, timeout=60)
+        with pytest.raises(InvalidState):  # a state for a tag it does not create
+            await client.create_many(dict(list(firsts.items())[:1]), via=via, planned=planned)
+        assert not (await client.get_many(list(firsts)))[f"p-{via}-0"]
+        await client.create_many(firsts, via=via, planned=planned, timeout=600)
+        read = await client.get_many(list(firsts))
+        assert read == planned  # exactly the states handed on
+        halves = {t: new_stamp() for t in firsts}
+        out = await client.stamp_on_each([(planned[t], halves[t], "half") for t in firsts])
+        assert [o.version for o in out] == [2] * 30
+        # A live chain under a planned tag: the create is refused, and a stamp on the
+        # planned state finds that other chain (another chain id), never lands on it.
+        other = {f"p-{via}-live": new_stamp()}
+        await client.create_many(other, via=via)
+        mine = client.plan_creates(other)
+        with pytest.raises(CreateManyFailed) as refused:
+            await client.create_many(other, via=via, planned=mine)
+        assert isinstance(refused.value.errors[f"p-{via}-live"], TagExists)
+        (moved,) = await client.stamp_on_each([(mine[f"p-{via}-live"], new_stamp(), "x")])
+        assert isinstance(moved, ChainMoved) and moved.current is not None
+        assert moved.current.chain_id != mine[f"p-{via}-live"].chain_id
+        assert moved.current.version == 1
