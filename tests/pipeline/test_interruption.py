@@ -41,3 +41,30 @@ def test_the_handlers_and_the_hook_are_put_back() -> None:
         assert sys.unraisablehook is not hook
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     assert sys.unraisablehook is hook
+
+
+def test_py4j_logging_the_interruption_it_was_in_prints_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """py4j's ``send_command`` logs a ``KeyboardInterrupt`` with ``logging.exception`` on
+    the root logger, then re-raises it: a signal landing in a Spark call on the main
+    thread printed a traceback before the run's own last line."""
+    import logging
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler()  # as logging.exception's basicConfig would add
+    root.addHandler(handler)
+    try:
+        with pytest.raises(Interrupted), _signals_interrupt():
+            try:
+                signal.raise_signal(signal.SIGINT)
+                time.sleep(1)
+            except KeyboardInterrupt:
+                logging.exception("KeyboardInterrupt while sending command.")  # py4j's line
+                raise
+        logging.error("other errors are still logged")
+    finally:
+        root.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "while sending command" not in err
+    assert "other errors are still logged" in err

@@ -6,6 +6,7 @@ Its last line says where the tracked files stand.
 from __future__ import annotations
 
 import _thread
+import logging
 import os
 import signal
 import sys
@@ -75,12 +76,25 @@ def _signals_interrupt() -> Iterator[Callable[[], None]]:
 
     install()
     sys.unraisablehook = dropped
+    quiet = _Unlogged()
+    logging.getLogger().addFilter(quiet)
     try:
         yield install
     finally:
+        logging.getLogger().removeFilter(quiet)
         sys.unraisablehook = previous_hook
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+class _Unlogged(logging.Filter):
+    """Drops a log record of the interruption itself: py4j logs the ``KeyboardInterrupt``
+    that lands in one of its calls on the main thread (``logging.exception``, with its
+    traceback) before it lets it go on; the run's last line says what it did."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, Interrupted)
 
 
 def _interrupted(exc: KeyboardInterrupt, job: Any, output: str) -> str:
