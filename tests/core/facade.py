@@ -22,7 +22,7 @@ class SyncFacade:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
-        if not callable(attr) or name in ("xor", "plan_creates"):  # no I/O: plain calls
+        if not callable(attr) or name == "xor":
             return attr
 
         async def call(*args: Any, **kwargs: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast
 
 from ..chain import ChainState
 from ..errors import CreateManyFailed, InvalidState
@@ -77,19 +77,16 @@ DEFAULT_STAMP_CONCURRENCY = 16
 
 
 class CreateMany(Lifetime, total=False):
-    """``create_many``'s options: the chains' ``Lifetime``, ``concurrency``, ``via``, ``planned``.
+    """``create_many``'s options: the chains' ``Lifetime``, ``concurrency`` and ``via``.
 
     ``concurrency``: requests in flight at once (default 4); ``via``: how the chains
     are written, ``"transactions"`` (default: up to 100 per TransactWriteItems, two
     write units each) or ``"partiql"`` (up to 25 ``INSERT`` statements per
-    BatchExecuteStatement, one write unit each; needs ``dynamodb:PartiQLInsert``);
-    ``planned``: per tag, the state ``plan_creates`` made with the same stamps and
-    lifetime, which the create then writes exactly.
+    BatchExecuteStatement, one write unit each; needs ``dynamodb:PartiQLInsert``).
     """
 
     concurrency: int
     via: Literal["transactions", "partiql"]
-    planned: Mapping[str, ChainState]
 
 
 #: One ``stamp_on_each`` write: the state to write on, the stamp, its token (or None).
@@ -196,20 +193,15 @@ class ClientBase(Generic[ClientT]):
         via = options.get("via", "transactions")
         if via not in ("transactions", "partiql"):
             raise ValueError(f'via is "transactions" or "partiql", not {via!r}')
-        lifetime = {k: v for k, v in options.items() if k not in ("concurrency", "via", "planned")}
+        lifetime = {k: v for k, v in options.items() if k not in ("concurrency", "via")}
         values, checked = create_entries(stamps, lifetime, self._core.token_window)
-        planned = self._core.plans(values, checked, options.get("planned"))
         if via == "partiql":  # a transaction's piece: 4 batches of 25, one after the other
             return (
                 values,
-                lambda p: create_each(self._core, self._statements, p, checked, planned),
+                lambda p: create_each(self._core, self._statements, p, checked),
                 concurrency,
             )
-        return (
-            values,
-            lambda piece: self._core.create_transact(piece, planned, **checked),
-            concurrency,
-        )
+        return values, lambda piece: self._core.create_transact(piece, **checked), concurrency
 
     def _on_state_ops(
         self, writes: Iterable[OnStateWrite], concurrency: int
@@ -228,20 +220,6 @@ class ClientBase(Generic[ClientT]):
             for part in pieces(len(checked))
         ]
         return ops, concurrency
-
-    def plan_creates(
-        self, stamps: Mapping[str, bytes], **lifetime: Unpack[Lifetime]
-    ) -> dict[str, ChainState]:
-        """Each chain's state as ``create_many(stamps, planned=...)`` will create it: no I/O.
-
-        The chain ids, tokens and moment are chosen now, so the states can be handed
-        to the writers of the chains' stamps before the creates are sent; a stamp
-        written on such a state (``stamp_on``) lands only once its chain exists
-        (``ChainMoved`` with ``current=None`` before).  Validated as ``create_many``
-        validates the same arguments.
-        """
-        values, checked = create_entries(stamps, lifetime, self._core.token_window)
-        return {tag: self._core.plan_create(tag, value, **checked) for tag, value in values.items()}
 
     @staticmethod
     def _created(values: Mapping[str, Stamp], outcomes: Sequence[Outcome]) -> dict[str, Stamp]:

@@ -123,16 +123,10 @@ def gather(
 
 
 def create_each(
-    core: Chains,
-    batcher: Batcher,
-    stamps: Mapping[str, Stamp],
-    lifetime: Lifetime,
-    planned: Mapping[str, ChainState] | None = None,
+    core: Chains, batcher: Batcher, stamps: Mapping[str, Stamp], lifetime: Lifetime
 ) -> Generator[Effect, Any, dict[str, Outcome]]:
-    """``create`` of each chain (``{tag: stamp}``, validated; ``planned``: states checked
-    by ``create_many``, written exactly), first writes as ``INSERT``s."""
-    born = planned or {}
-    ops = [core.create(tag, stamp, born.get(tag), **lifetime) for tag, stamp in stamps.items()]
+    """``create`` of each chain (``{tag: stamp}``, validated), first writes as ``INSERT``s."""
+    ops = [core.create(tag, stamp, **lifetime) for tag, stamp in stamps.items()]
     outcomes = yield from gather(ops, batcher)
     return dict(zip(stamps, outcomes, strict=True))
 

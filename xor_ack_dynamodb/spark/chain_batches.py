@@ -4,15 +4,11 @@ Per input and round the driver writes twice (the create ``F``, the commit
 check's stamp ``C``) and reads once (the chain after the tasks' produce stamps):
 
 - **create**: ``create_many(via="partiql")``, 25 chains per request, each a
-  conditional ``INSERT`` (one write unit; it never overwrites a chain), of
-  states planned before (``plan_creates``: no I/O).  Each input's marker row
-  carries its chain as planned to the task that stamps it, so the round's job
-  starts while the creates are in flight: a task's stamp waits for its chain
-  (``task_stamps``), and the driver waits for the creates before the commit
-  check (a create that fails cancels the job).  With
-  ``TrackerConfig(partiql=False)``: transactions of 100 (two write units per
-  chain, planned as well) or one request per chain (``transactions=False``:
-  created before the job, the states then the client's own, ``known_many``).
+  conditional ``INSERT`` (one write unit; it never overwrites a chain); the
+  created states are then the client's own (``known_many``: no read), and each
+  input's marker row carries its chain as created to the task that stamps it.
+  With ``TrackerConfig(partiql=False)``: transactions of 100 (two write units
+  per chain) or one request per chain (``transactions=False``).
 - **commit**: the chains read after the job (``get_many``, 100 per request),
   then each ``C`` written on the state read (``stamp_on_each``, 25 per
   request); a chain that moved on meanwhile (a late attempt's stamp) is
@@ -113,108 +109,27 @@ class RoundChains:
         self.writes = 0
         #: The chains the last :meth:`judge` judged, as it found them.
         self.judged: dict[str, ChainState | None] = {}
-        #: Creates started for a key (a round): its tags, their planned states, the write.
-        self._ahead: tuple[Any, Sequence[str], dict[str, bytes | None], Future[None]] | None = None
-        #: The creates of the round under way, until :meth:`wait_created`.
-        self._creating: Future[None] | None = None
-        #: The chain id of each chain this run made (or is making), until judged.
-        self._ids: dict[str, bytes] = {}
+        self._ahead: tuple[Any, Sequence[str], Future[dict[str, bytes | None]]] | None = None
         #: The chains of the round under way: created, not judged yet.
         self._open: Sequence[str] = ()
         #: The chains :meth:`abandon` could not fail (DynamoDB refused or did not answer).
         self.left_open: list[str] = []
 
     def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
-        """Start creating ``tags`` (the next page's, while this one's job runs);
+        """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
         :meth:`created` with the same ``key`` takes them."""
-        self._ahead = (key, tags, *self._start(tags, after=self._creating))
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xor-ack-create-ahead")
+        self._ahead = (key, tags, pool.submit(self.create, tags))
+        pool.shutdown(wait=False)
 
     def created(self, key: Any, tags: Sequence[str]) -> dict[str, bytes | None]:
-        """Per tag, its chain as created (pickled; None: not known before it lands):
-        those :meth:`create_ahead` started under ``key``, or started now.  The creates
-        may still be in flight: :meth:`wait_created` waits for them (and raises what
-        kept one out), :attr:`creating` is their future."""
+        """``tags`` created: by :meth:`create_ahead` under ``key``, or now."""
         self._open = tags  # from here until judged: failed by :meth:`abandon` if need be
         with asking("create"):
             if self._ahead is not None and self._ahead[0] == key:
-                (_, _, states, future), self._ahead = self._ahead, None
-            else:
-                states, future = self._start(tags)
-        self._creating = future
-        return states
-
-    def _start(
-        self, tags: Sequence[str], after: Future[None] | None = None
-    ) -> tuple[dict[str, bytes | None], Future[None]]:
-        """``tags``' states as planned, and their creates started in a thread (once the
-        creates ``after`` ended: a round's own go first)."""
-        states, write = self._plan(tags)
-
-        def in_turn() -> None:
-            if after is not None:
-                with contextlib.suppress(Exception):  # its own error is its round's
-                    after.result()
-            write()
-
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xor-ack-create")
-        future = pool.submit(in_turn)
-        pool.shutdown(wait=False)
-        return states, future
-
-    @property
-    def creating(self) -> Future[None] | None:
-        """The creates of the round under way, until :meth:`wait_created` took them."""
-        return self._creating
-
-    def wait_created(self) -> None:
-        """The round's creates landed; DynamoDB's error as :class:`Unanswered` if not."""
-        future, self._creating = self._creating, None
-        if future is not None:
-            with asking("create"):
-                future.result()
-
-    def _plan(self, tags: Sequence[str]) -> tuple[dict[str, bytes | None], Callable[[], None]]:
-        """Per tag, its chain as the create will make it (pickled), and the write itself.
-
-        The PartiQL and transaction creates write states planned here (``plan_creates``):
-        a task may stamp its chain while the create is in flight (the stamp waits for it,
-        ``task_stamps``).  One request per chain (``transactions=False``) creates here,
-        before the states are known.
-        """
-        stamps = {tag: self.keyed.file_stamp(tag) for tag in tags}
-        life: Lifetime = {} if self.timeout is None else {"timeout": self.timeout}
-        if not self.tracker.partiql and not self.tracker.transactions:
-            create, made = self.chains.create, []
-
-            def one(tag: str) -> None:
-                create(tag, stamps[tag], **life)
-                made.append(tag)
-
-            try:
-                _each(one, tags, self.tracker.concurrency)
-            finally:  # held since their creates (no read): the chains this run made
-                self._ids.update(
-                    (tag, s.chain_id) for tag, s in self.chains.known_many(made).items() if s
-                )
-            known = self.chains.known_many(tags)
-            done: dict[str, bytes | None] = {
-                tag: None if s is None else pickle.dumps(s) for tag, s in known.items()
-            }
-            return done, lambda: None
-        planned = self.chains.plan_creates(stamps, **life)
-        self._ids.update((tag, state.chain_id) for tag, state in planned.items())
-        if self.tracker.partiql:
-
-            def write() -> None:
-                self.chains.create_many(
-                    stamps, via="partiql", concurrency=DRIVER_CONCURRENCY, planned=planned, **life
-                )
-        else:
-
-            def write() -> None:
-                self.chains.create_many(stamps, planned=planned, **life)
-
-        return {tag: pickle.dumps(state) for tag, state in planned.items()}, write
+                (_, _, future), self._ahead = self._ahead, None
+                return future.result()
+            return self.create(tags)
 
     def abandon(self, why: str) -> BaseException | None:
         """The run stops: the chains no round will judge are failed, none left live.
@@ -226,29 +141,37 @@ class RoundChains:
         """
         open_, self._open = self._open, ()
         ahead, self._ahead = self._ahead, None
-        creating, self._creating = self._creating, None
-        for future in (creating, None if ahead is None else ahead[3]):
-            if future is not None:
-                with contextlib.suppress(Exception):  # made or not: each tag is failed below
-                    future.result()
         closing = [(tag, f"its round did not end: {why}") for tag in open_]
         if ahead is not None:
+            with contextlib.suppress(Exception):  # made or not: each tag is failed below
+                ahead[2].result()
             closing += [(tag, f"not run: {why}") for tag in ahead[1]]
         errors: list[BaseException] = []
         _each(lambda item: self._close(item[0], item[1], errors), closing, self.tracker.concurrency)
         return errors[0] if errors else None
 
     def _close(self, tag: str, reason: str, errors: list[BaseException]) -> None:
-        chain_id = self._ids.pop(tag, None)
-        if chain_id is None:  # no chain of this run under the tag: nothing to close
-            return
-        try:  # that chain only: another under the tag (its create refused) is not ours
-            self.chains.fail(tag, reason=reason, chain_id=chain_id)
+        try:
+            self.chains.fail(tag, reason=reason)
         except (ChainFailed, TagNotFound):  # already closed, or never made
             pass
         except DYNAMODB_ERRORS as exc:  # it may stay open: said by the run's error
             self.left_open.append(tag)
             errors.append(exc)
+
+    def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
+        """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""
+        stamps = {tag: self.keyed.file_stamp(tag) for tag in tags}
+        life: Lifetime = {} if self.timeout is None else {"timeout": self.timeout}
+        if self.tracker.partiql:
+            self.chains.create_many(stamps, via="partiql", concurrency=DRIVER_CONCURRENCY, **life)
+        elif self.tracker.transactions:
+            self.chains.create_many(stamps, **life)
+        else:
+            create = self.chains.create
+            _each(lambda tag: create(tag, stamps[tag], **life), tags, self.tracker.concurrency)
+        states = self.chains.known_many(tags)
+        return {tag: None if s is None else pickle.dumps(s) for tag, s in states.items()}
 
     def commit(self, run_id: str, sums: Mapping[str, int]) -> dict[str, ChainState | None]:
         """Each chain's commit stamp ``C`` (``sums``: tag -> its committed rows' sum);
@@ -309,8 +232,6 @@ class RoundChains:
         self.judged = known
         outcomes = [self._judge_one(tag, known.get(tag), job_error, tell) for tag in tags]
         self._open = ()
-        for tag in tags:
-            self._ids.pop(tag, None)
         return outcomes
 
     def _judge_one(

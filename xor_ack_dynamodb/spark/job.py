@@ -3,10 +3,9 @@
 Round ``k`` takes the inputs still pending, each under a new chain
 ``run_id/key#k`` (``plan.file_tag``):
 
-1. the driver creates every chain of the round (stamp ``F``), in a thread: the
-   states are planned first, so the job starts while the creates are in flight;
+1. the driver creates every chain of the round (stamp ``F``);
 2. one Spark job: the user's function per input (``mapInArrow`` over each
-   task's inputs, sorted by input; stamp ``F ^ D``, which waits for its chain), a shuffle into
+   task's inputs, sorted by input; stamp ``F ^ D``), a shuffle into
    ``partitions`` tasks, the rows written to ``STAGING/rows/_xa_round=k`` by
    Spark's committer;
 3. the commit check over what was committed (``check``): per input, the sum of
@@ -235,13 +234,10 @@ class TrackedJob:
             isolate=self.isolation.for_round(pending),
         )
         created: dict[str, bytes | None] = {}
-        creating = None
         if self.spec.tracker is not None:
             t = time.monotonic()
-            # Each task stamps on its chains as planned: one conditional write, no read.
-            # The creates are in flight while the job starts (a stamp waits for its chain).
+            # Each task stamps on its chains as created: one conditional write, no read.
             created = self.chains.created((page.number, round_), tags)
-            creating = self.chains.creating
             summary.add_seconds("create", time.monotonic() - t)
             if round_ == 1 and self._following is not None:  # created while this job runs
                 following = self._following
@@ -256,16 +252,12 @@ class TrackedJob:
         error = self.jobs.run(
             lambda: self._produce(spec, keys_df).write.options(**STAGED_PARQUET).parquet(staged),
             deadline,
-            watch=creating,  # a create that fails cancels the job
         )
         summary.add_seconds("produce", time.monotonic() - t)
         if self.spec.tracker is None:
             if error is not None:
                 raise error
             return []
-        t = time.monotonic()
-        self.chains.wait_created()  # raised: the run stops (``run``), as before the job
-        summary.add_seconds("create", time.monotonic() - t)
         states = None
         if error is None:
             t = time.monotonic()

@@ -12,7 +12,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 #: The last line of a Python traceback: ``SomeError: what``.
@@ -21,8 +20,6 @@ _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
 _TASK = re.compile(r"Task (\d+) in stage ([\d.]+) failed")
 #: How long cancelled Spark jobs may take to end after a timeout or an interrupt (seconds).
 CANCEL_WAIT = 30.0
-#: How often a job's waiting thread looks whether the work it watches failed (seconds).
-WATCH_POLL = 0.05
 
 
 class TaggedJobs:
@@ -33,19 +30,13 @@ class TaggedJobs:
         self.tag = tag
         self.timed_out = timed_out
 
-    def run(
-        self,
-        action: Callable[[], object],
-        deadline: float | None,
-        watch: Future[None] | None = None,
-    ) -> BaseException | None:
-        """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``,
-        or as soon as ``watch`` (work the jobs need, done meanwhile) fails.
+    def run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
+        """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
 
-        Returns the job's error (``timed_out()`` for the deadline, ``watch``'s own
-        error), None if it ended well.  A ``KeyboardInterrupt`` while waiting cancels
-        the jobs, waits for them to end (so that nothing writes after the staging
-        folder is removed) and propagates.
+        Returns the job's error (``timed_out()`` for the deadline), None if it
+        ended well.  A ``KeyboardInterrupt`` while waiting cancels the jobs, waits for
+        them to end (so that nothing writes after the staging folder is removed) and
+        propagates.
         """
         if deadline is not None and time.monotonic() >= deadline:
             return self.timed_out()  # creating the chains used the whole budget
@@ -65,13 +56,13 @@ class TaggedJobs:
         thread = threading.Thread(target=work, name=f"{self.tag}-jobs", daemon=True)
         thread.start()
         try:
-            failed = _wait(thread, deadline, watch)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except BaseException:
             self.cancel(thread)
             raise
-        if failed is not None or thread.is_alive():
+        if thread.is_alive():
             self.cancel(thread)
-            return failed or self.timed_out()
+            return self.timed_out()
         return outcome[0] if outcome else None
 
     def cancel(self, thread: threading.Thread) -> None:
@@ -81,23 +72,6 @@ class TaggedJobs:
             # A job that had not started yet when interrupted would run: interrupt again.
             self.spark.interruptTag(self.tag)
             thread.join(0.5)
-
-
-def _wait(
-    thread: threading.Thread, deadline: float | None, watch: Future[None] | None
-) -> BaseException | None:
-    """Join ``thread`` until ``deadline``; ``watch``'s error if it fails first."""
-    while thread.is_alive():
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            return None
-        if watch is None or watch.done():
-            if watch is not None and watch.exception() is not None:
-                return watch.exception()
-            thread.join(left)
-            return None
-        thread.join(WATCH_POLL if left is None else min(left, WATCH_POLL))
-    return None
 
 
 def first_line(exc: BaseException) -> str:

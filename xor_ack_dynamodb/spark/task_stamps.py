@@ -12,11 +12,7 @@ again: the same stamps, the same tokens, never applied twice).
 A chain that moved on (a re-run attempt's stamp landed first, the driver closed
 it) refuses the write (``ChainMoved``): if its current state holds the stamp's
 token the stamp is in; if it is still live, the stamp goes as any stamp (a
-read, then the token decides); a closed chain takes no stamp, nor does another
-chain under the tag (another chain id: its create was refused).  A chain not
-there yet is being created by the driver (the job starts while the creates are
-in flight): its stamps are sent again, on the same states, until it is
-(``tracker.CREATE_WAIT``).
+read, then the token decides); a closed chain takes no stamp.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..chain import ChainState
 from ..errors import ChainMoved, XorAckError
-from .tracker import Pause, chains_for, stamp_once
+from .tracker import chains_for, stamp_once
 
 if TYPE_CHECKING:
     from .stages import RoundSpec
@@ -92,27 +88,17 @@ def _write(spec: RoundSpec, batch: list[Stamp]) -> None:
     on_state = [(known, value, token) for _, value, token, known in batch if known is not None]
     alone = [(tag, value, token) for tag, value, token, known in batch if known is None]
     if on_state and spec.tracker.partiql:
-        pause = Pause()
-        while on_state:
-            outcomes = chains.stamp_on_each(on_state, concurrency=1)
-            waiting: list[tuple[ChainState, bytes, bytes]] = []
-            for write, outcome in zip(on_state, outcomes, strict=True):
-                known, value, token = write
-                if isinstance(outcome, ChainMoved):
-                    current = outcome.current
-                    if current is None:  # not created yet (or gone: no wait helps)
-                        waiting.append(write)
-                    elif (
-                        current.chain_id == known.chain_id
-                        and current.live
-                        and token not in current.tokens
-                    ):
-                        alone.append((current.tag, value, token))
-                elif isinstance(outcome, Exception) and not isinstance(outcome, XorAckError):
-                    raise outcome
-            on_state = waiting if waiting and pause.wait() else []
+        for (_, value, token), outcome in zip(
+            on_state, chains.stamp_on_each(on_state, concurrency=1), strict=True
+        ):
+            if isinstance(outcome, ChainMoved):
+                current = outcome.current
+                if current is not None and current.live and token not in current.tokens:
+                    alone.append((current.tag, value, token))
+            elif isinstance(outcome, Exception) and not isinstance(outcome, XorAckError):
+                raise outcome
     else:
         for known, value, token in on_state:
-            stamp_once(chains, known.tag, value, token, known, wait=True)
+            stamp_once(chains, known.tag, value, token, known)
     for tag, value, token in alone:
         stamp_once(chains, tag, value, token, None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,10 +83,6 @@ class TrackerConfig:
         )
 
 
-#: How long a task's stamp waits for its chain to be created (seconds): then it is not
-#: written, and the driver replays the input (its chain not zero when the round ends).
-CREATE_WAIT = 60.0
-
 _LOCK = threading.Lock()
 _CLIENTS: dict[TrackerConfig, SyncXorAckDynamoDB] = {}
 
@@ -101,52 +96,16 @@ def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
         return client
 
 
-class Pause:
-    """The waits of a stamp whose chain is not created yet: 20 ms doubling to 1 s, for
-    at most ``CREATE_WAIT`` seconds in all (the driver creates a round's chains while
-    its job starts: a few tenths of a second)."""
-
-    def __init__(self, budget: float | None = None) -> None:
-        self.until = time.monotonic() + (CREATE_WAIT if budget is None else budget)
-        self.next = 0.02
-
-    def wait(self) -> bool:
-        """Sleep before the next try; False once the budget is spent (then no sleep)."""
-        left = self.until - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(self.next, left))
-        self.next = min(2 * self.next, 1.0)
-        return True
-
-
 def stamp_once(
-    chains: SyncXorAckDynamoDB,
-    tag: str,
-    value: bytes,
-    token: bytes,
-    known: ChainState | None,
-    wait: bool = False,
+    chains: SyncXorAckDynamoDB, tag: str, value: bytes, token: bytes, known: ChainState | None
 ) -> None:
     """One stamp of a stage: on the chain as ``known`` (one conditional write, no read),
     or, if it moved on or is not known, as any stamp (a read, and a token the chain holds
     already is not applied again).  A closed chain (failed, or gone) refuses it, and that
-    is all: the driver reads why when it judges the round.
-
-    ``wait``: a ``known`` chain not there yet is being created (a produce stamp,
-    ``task_stamps``): the write goes again on it until it is (``Pause``).  Another chain
-    under the tag (another chain id: the create of ``known`` was refused) takes no stamp."""
+    is all: the driver reads why when it judges the round."""
     with contextlib.suppress(ChainFailed, TagNotFound):
         if known is not None:
-            pause = Pause(None if wait else 0.0)
-            while True:
-                try:
-                    chains.stamp_on(known, value, token=token)
-                    return
-                except ChainMoved as moved:
-                    current = moved.current
-                    if current is not None and current.chain_id != known.chain_id:
-                        return
-                    if current is not None or not pause.wait():
-                        break
+            with contextlib.suppress(ChainMoved):
+                chains.stamp_on(known, value, token=token)
+                return
         chains.stamp(tag, value, token=token)

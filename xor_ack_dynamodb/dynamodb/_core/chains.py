@@ -85,41 +85,23 @@ def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Sta
 class SingleChain(Endings):
     """The operations of one table's core on one chain at a time."""
 
-    def plan_create(self, tag: str, stamp: bytes, **lifetime: Unpack[Lifetime]) -> ChainState:
-        """The state a :meth:`create` given it as ``planned`` leaves: no I/O.
-
-        Its moment, token and chain id are chosen now, so a caller can hand the chain
-        on (to the writers of its stamps) while the create is still in flight.
-        """
-        check_tag(tag)
-        value = as_stamp(stamp)
-        checked = check_deadline(lifetime)
-        check_fits(tag, value, self.token_window)
-        return self._planned(tag, value, checked)
-
     def create(
-        self,
-        tag: str,
-        stamp: bytes,
-        planned: ChainState | None = None,
-        **lifetime: Unpack[Lifetime],
+        self, tag: str, stamp: bytes, **lifetime: Unpack[Lifetime]
     ) -> Generator[Effect, Any, Stamp]:
         """Start a chain: a conditional write that only a free tag lets through.
 
         ``lifetime`` (``Lifetime``: the deadline, the TTL) is checked before any I/O.
-        ``planned``: the state :meth:`plan_create` made for these arguments, written
-        exactly (every attempt with its moment, token and chain id).
         """
         check_tag(tag)
         value = as_stamp(stamp)
         checked = check_deadline(lifetime)
         check_fits(tag, value, self.token_window)
-        if planned is not None:
-            self._planned(tag, value, checked, planned)
         attempt = 0
         while True:
             attempt += 1
-            now, token, chain_id = self._birth(planned)
+            now = self._now()
+            token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+            chain_id = secrets.token_bytes(8)
             update = self._create_update(tag, value, checked, now, token, chain_id)
             params = update.request()
             self.stats.requests["UpdateItem"] += 1

@@ -317,13 +317,9 @@ class Chains(SingleChain):
                 outcomes[tag] = planned.stamp
 
     def create_transact(
-        self,
-        stamps: Mapping[str, bytes],
-        planned: Mapping[str, ChainState] | None = None,
-        **lifetime: Unpack[Lifetime],
+        self, stamps: Mapping[str, bytes], **lifetime: Unpack[Lifetime]
     ) -> Generator[Effect, Any, dict[str, Outcome]]:
-        """Start up to 100 chains with one transaction per attempt (see :meth:`create`;
-        ``planned``: per tag, the state :meth:`plan_create` made, written exactly).
+        """Start up to 100 chains with one transaction per attempt (see :meth:`create`).
 
         Each chain's outcome is its stamp, ``TagExists`` (a live chain holds the
         tag), or the error that kept it out.  A cancelled transaction wrote
@@ -332,7 +328,6 @@ class Chains(SingleChain):
         if len(stamps) > MAX_TRANSACTION_ITEMS:
             raise ValueError(f"at most {MAX_TRANSACTION_ITEMS} chains per transaction")
         values, checked = create_entries(stamps, lifetime, self.token_window)
-        births = self.plans(values, checked, planned)
         outcomes: dict[str, Outcome] = {}
         pending = list(values)
         attempt = 0
@@ -341,9 +336,7 @@ class Chains(SingleChain):
             if len(pending) == 1:
                 (tag,) = pending
                 try:
-                    outcomes[tag] = yield from self.create(
-                        tag, values[tag], births.get(tag), **checked
-                    )
+                    outcomes[tag] = yield from self.create(tag, values[tag], **checked)
                 except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
                     outcomes[tag] = exc
                 break
@@ -351,18 +344,17 @@ class Chains(SingleChain):
             now = self._now()
             writes = []
             for tag in pending:
-                born = births.get(tag)
-                at, token, chain_id = self._birth(born)
-                at = now if born is None else at  # one moment for a fresh transaction
-                update = self._create_update(tag, values[tag], checked, at, token, chain_id)
-                writes.append((tag, at, token, update.request()))
-            error = yield from self._transact([params for _, _, _, params in writes])
+                token = secrets.token_bytes(WRITE_TOKEN_BYTES)
+                chain_id = secrets.token_bytes(8)
+                update = self._create_update(tag, values[tag], checked, now, token, chain_id)
+                writes.append((tag, token, update.request()))
+            error = yield from self._transact([params for _, _, params in writes])
             if error is None:
-                for tag, at, token, params in writes:
-                    self.remember(self._created_state(tag, values[tag], params, at, token), tag)
+                for tag, token, params in writes:
+                    self.remember(self._created_state(tag, values[tag], params, now, token), tag)
                     outcomes[tag] = values[tag]
                 break
-            tags = [tag for tag, _, _, _ in writes]
+            tags = [tag for tag, _, _ in writes]
             cancelled = error_code(error) == TRANSACTION_CANCELED
             contended: set[str] = set(tags)
             if cancelled:
@@ -378,7 +370,7 @@ class Chains(SingleChain):
             # the transaction's fate unknown (settled by reading every item).
             reply = D.Reply.CONDITION_FAILED if cancelled else D.Reply.UNKNOWN
             refused = 0  # items that left it: a live chain holds the tag, or rejected
-            for tag, _, token, _ in writes:
+            for tag, token, _ in writes:
                 state = current.get(tag)
                 if tag in outcomes or state is None:
                     refused += tag in outcomes

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import math
 import random
-import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ...chain import WRITE_TOKEN_BYTES, ChainState, write_moment
-from ...errors import InvalidState
+from ...chain import ChainState, write_moment
 from ...stamps import Stamp
 from .. import item as I
 from ..retry import DEFAULT_RETRY, RetryPolicy
@@ -177,52 +175,6 @@ class Requests:
             deadline=None if deadline is None else float(deadline["N"]),
             idle_timeout=None if idle is None else float(idle["N"]),
         )
-
-    def _birth(self, planned: ChainState | None) -> tuple[float, bytes, bytes]:
-        """A create's moment, token and chain id: ``planned``'s, or new ones."""
-        if planned is not None:
-            return planned.created_at, planned.tokens[0], planned.chain_id
-        return self._now(), secrets.token_bytes(WRITE_TOKEN_BYTES), secrets.token_bytes(8)
-
-    def _planned(
-        self, tag: str, value: Stamp, lifetime: Lifetime, planned: ChainState | None = None
-    ) -> ChainState:
-        """The state a create of ``tag`` leaves, before it is sent (``plan_create``).
-
-        Given ``planned``, it is checked instead: a state ``plan_create`` made for this
-        tag, stamp and lifetime (``InvalidState`` otherwise), so that the create writes
-        exactly the state its caller has handed on.
-        """
-        if planned is not None and (not isinstance(planned, ChainState) or not planned.tokens):
-            raise InvalidState(f"planned is a state plan_create made, not {planned!r}")
-        now, token, chain_id = self._birth(planned)
-        params = self._create_update(tag, value, lifetime, now, token, chain_id).request()
-        state = self._created_state(tag, value, params, now, token)
-        if planned is not None and state != planned:
-            raise InvalidState(
-                f"the planned state of {tag!r} is not what plan_create made for this tag,"
-                " stamp and lifetime: plan it again with the same arguments"
-            )
-        return state
-
-    def plans(
-        self,
-        values: Mapping[str, Stamp],
-        lifetime: Lifetime,
-        planned: Mapping[str, ChainState] | None,
-    ) -> dict[str, ChainState]:
-        """``create_many``'s ``planned`` states, each checked (``_planned``): a tag not
-        created there, or a state not planned for its create, is refused before any I/O."""
-        if not planned:
-            return {}
-        if not isinstance(planned, Mapping):
-            raise InvalidState(f"planned maps tags to planned states, not {planned!r}")
-        unknown = [tag for tag in planned if tag not in values]
-        if unknown:
-            raise InvalidState(f"planned names tags that are not created here: {unknown[:3]!r}")
-        for tag, state in planned.items():
-            self._planned(tag, values[tag], lifetime, state)
-        return dict(planned)
 
     def _moved_deadline(
         self, state: ChainState, deadline: float, sets: list[tuple[str, Value]]
