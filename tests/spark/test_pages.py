@@ -9,16 +9,19 @@ small fraction of the inputs: chains written 25 per request, read 100 per reques
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from xor_ack_dynamodb.errors import CreateManyFailed, TagExists
 from xor_ack_dynamodb.spark import (
     Incurable,
     InputRejected,
     InvalidArgument,
     OutputExists,
+    RunIdInUse,
     Sink,
     track,
 )
@@ -268,6 +271,41 @@ def test_a_run_that_stops_leaves_no_chain_live_neither_its_rounds_nor_those_made
     stopped_so = "the run stopped: ConnectionError: DynamoDB unreachable"
     assert all_failed(tracker, [file_tag("lost", k, 1) for k in "ab"], "its round did not end: ")
     assert all_failed(tracker, [file_tag("lost", k, 1) for k in "cd"], f"not run: {stopped_so}")
+
+
+@pytest.mark.parametrize("path", ["partiql", "transactions", "one request per chain"])
+def test_a_run_whose_create_meets_a_live_chain_of_another_run_leaves_that_chain_alone(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, path: str
+) -> None:
+    """The run id used again while its chain of an input is live: the run stops with the
+    create's refusal before the job, its own chains failed, the other run's untouched."""
+    via = {
+        "partiql": tracker,
+        "transactions": replace(tracker, partiql=False),
+        "one request per chain": replace(tracker, partiql=False, transactions=False),
+    }[path]
+    run_id = f"again-{path.split()[0]}"
+    held = file_tag(run_id, "c", 1)
+    chains = tracker.chains()
+    chains.create(held, b"\x01" * 16)
+    before = chains.get(held)
+    out = tmp_path / "out"
+    run = {"keys": ["a", "b", "c", "d"], "tracker": via, "run_id": run_id}
+    with pytest.raises(RunIdInUse) as refused:
+        track(local_spark, one_row(), "v long", Sink(str(out)), **run)
+    assert refused.value.run_id == run_id and refused.value.tags == (held,)
+    assert isinstance(refused.value.__cause__, (CreateManyFailed, TagExists))
+    assert str(refused.value) == (
+        f'run_id="{run_id}" is in use: live chains of another run hold "{held}". Run '
+        f'"{run_id}" stopped before its job: the output was not touched, no report file '
+        "was written, and that run's chains were left as they are. Give this run another "
+        "run_id (or none: a new one is made each run), or let that run end first"
+    )
+    assert not out.exists()
+    assert chains.get(held) == before  # not failed: not this run's chain
+    mine = [file_tag(run_id, k, 1) for k in "abd"]
+    states = chains.get_many(mine)
+    assert all(s is None or s.failed for s in states.values())  # none of its own left live
 
 
 def test_input_tasks_is_how_many_tasks_run_the_function(

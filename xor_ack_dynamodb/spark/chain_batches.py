@@ -44,6 +44,7 @@ from ..errors import (
     CreateManyFailed,
     GetManyFailed,
     StampManyFailed,
+    TagExists,
     TagNotFound,
     XorAckError,
 )
@@ -114,6 +115,8 @@ class RoundChains:
         self._open: Sequence[str] = ()
         #: The chains :meth:`abandon` could not fail (DynamoDB refused or did not answer).
         self.left_open: list[str] = []
+        #: Tags whose create met a live chain (``TagExists``): another run's, never closed here.
+        self.held: set[str] = set()
 
     def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
         """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
@@ -151,6 +154,8 @@ class RoundChains:
         return errors[0] if errors else None
 
     def _close(self, tag: str, reason: str, errors: list[BaseException]) -> None:
+        if tag in self.held:  # a live chain of another run holds it: not this run's to close
+            return
         try:
             self.chains.fail(tag, reason=reason)
         except (ChainFailed, TagNotFound):  # already closed, or never made
@@ -163,15 +168,31 @@ class RoundChains:
         """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""
         stamps = {tag: self.keyed.file_stamp(tag) for tag in tags}
         life: Lifetime = {} if self.timeout is None else {"timeout": self.timeout}
-        if self.tracker.partiql:
-            self.chains.create_many(stamps, via="partiql", concurrency=DRIVER_CONCURRENCY, **life)
-        elif self.tracker.transactions:
-            self.chains.create_many(stamps, **life)
-        else:
-            create = self.chains.create
-            _each(lambda tag: create(tag, stamps[tag], **life), tags, self.tracker.concurrency)
+        try:
+            if self.tracker.partiql:
+                self.chains.create_many(
+                    stamps, via="partiql", concurrency=DRIVER_CONCURRENCY, **life
+                )
+            elif self.tracker.transactions:
+                self.chains.create_many(stamps, **life)
+            else:
+                _each(
+                    lambda tag: self._create_one(tag, stamps[tag], life),
+                    tags,
+                    self.tracker.concurrency,
+                )
+        except CreateManyFailed as exc:
+            self.held.update(t for t, e in exc.errors.items() if isinstance(e, TagExists))
+            raise
         states = self.chains.known_many(tags)
         return {tag: None if s is None else pickle.dumps(s) for tag, s in states.items()}
+
+    def _create_one(self, tag: str, stamp: bytes, life: Lifetime) -> None:
+        try:
+            self.chains.create(tag, stamp, **life)
+        except TagExists:
+            self.held.add(tag)
+            raise
 
     def commit(self, run_id: str, sums: Mapping[str, int]) -> dict[str, ChainState | None]:
         """Each chain's commit stamp ``C`` (``sums``: tag -> its committed rows' sum);

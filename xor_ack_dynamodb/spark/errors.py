@@ -176,6 +176,25 @@ class DynamoDBFailed(SparkTrackingError):
         self.left_open = left_open
 
 
+class RunIdInUse(SparkTrackingError):
+    """A ``run_id`` given again while live chains of another run under it hold some of
+    this run's inputs (``TagExists`` on their creates): the run stopped before their job.
+
+    The output was not touched and no report file was written; this run's own chains were
+    failed, the other run's left as they are.  ``.run_id``; ``.tags``: the chains held."""
+
+    def __init__(self, run_id: str, tags: tuple[str, ...]) -> None:
+        many = f"{len(tags)} of its inputs' chains, first " if len(tags) > 1 else ""
+        super().__init__(
+            f'run_id="{run_id}" is in use: live chains of another run hold {many}"{tags[0]}". '
+            f'Run "{run_id}" stopped before its job: the output was not touched, no report '
+            "file was written, and that run's chains were left as they are. Give this run "
+            "another run_id (or none: a new one is made each run), or let that run end first"
+        )
+        self.run_id = run_id
+        self.tags = tags
+
+
 class BatchFailed(SparkTrackingError):
     """A micro-batch of a tracked stream ended with inputs that failed (the query stops)."""
 

@@ -36,12 +36,13 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+from ..errors import CreateManyFailed, TagExists
 from ..lifecycle import Acked, Failed
 from . import declared, output, stages
 from .chain_batches import RoundChains, Unanswered
 from .check import committed_sums
 from .commit import Counts
-from .errors import DynamoDBFailed, Incurable, RoundTimedOut
+from .errors import DynamoDBFailed, Incurable, RoundTimedOut, RunIdInUse
 from .files import is_connect
 from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, returned, task_of
@@ -237,7 +238,12 @@ class TrackedJob:
         if self.spec.tracker is not None:
             t = time.monotonic()
             # Each task stamps on its chains as created: one conditional write, no read.
-            created = self.chains.created((page.number, round_), tags)
+            try:
+                created = self.chains.created((page.number, round_), tags)
+            except (CreateManyFailed, TagExists) as exc:
+                if not self.chains.held:
+                    raise
+                raise RunIdInUse(self.run_id, tuple(sorted(self.chains.held))) from exc
             summary.add_seconds("create", time.monotonic() - t)
             if round_ == 1 and self._following is not None:  # created while this job runs
                 following = self._following
