@@ -20,7 +20,9 @@ from xor_ack_dynamodb.spark import DynamoDBFailed, Sink, SparkTrackingError, tra
 from xor_ack_dynamodb.spark.chain_batches import RoundChains
 from xor_ack_dynamodb.spark.job import TrackedJob
 from xor_ack_dynamodb.spark.plan import file_tag
+from xor_ack_dynamodb.spark.stream_marks import StreamMarks, batch_path
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
+from xor_ack_dynamodb.spark.tracking import tracked_job
 
 from .servers import free_port
 
@@ -173,3 +175,75 @@ def test_an_unreachable_dynamodb_stops_the_run_at_its_first_chains_with_one_type
     assert isinstance(error.__cause__, EndpointConnectionError)
     assert "EndpointConnectionError: Could not connect" in str(error)
     assert not out.exists()
+
+
+def test_dynamodb_that_stops_answering_around_a_stream_batchs_marks_says_where_the_output_is(
+    local_spark: Any,
+    tmp_path: Path,
+    flaky: tuple[TrackerConfig, Switch],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tracked stream's batch keeps a commit mark per input (``stream_marks``): DynamoDB
+    failing those requests stops the batch with ``DynamoDBFailed`` naming the step, never
+    botocore's error; after the rename it says the output is in place, and the next run
+    reads the marks left live as committed."""
+    via, switch = flaky
+    out = tmp_path / "out"
+
+    def b_rejected(key: str, rows: Any) -> Any:
+        import pyarrow as pa
+
+        from xor_ack_dynamodb.spark import InputRejected
+
+        if key == "b":
+            raise InputRejected("not b")  # a failed input: its mark is failed before commit
+        return pa.table({"v": [len(key)]})
+
+    def batch(n: int, run_id: str) -> tuple[TrackedJob, Path]:
+        marks = StreamMarks(local_spark, via, "stream-q", str(out), run_id)
+        folder = Path(batch_path(str(out), n, run_id))
+        job = tracked_job(
+            local_spark,
+            b_rejected,
+            "v long",
+            Sink(str(folder)),
+            keys=KEYS,
+            tracker=via,
+            run_id=run_id,
+            marks=marks,
+        )
+        return job, folder
+
+    switch.down = True  # from the start: the marks are read before anything else
+    job, folder = batch(0, "r0")
+    with pytest.raises(DynamoDBFailed) as stopped:
+        job.run()
+    assert stopped.value.phase == "marks" and stopped.value.round is None
+    assert throttled(stopped.value.__cause__) and not folder.exists()
+    assert "during the reading and marking of the stream's inputs" in str(stopped.value)
+    switch.down = False
+    for n, step in enumerate(("before_commit", "after_commit"), start=1):
+        original = getattr(StreamMarks, step)
+
+        def quiet(marks: StreamMarks, report: Any, original: Any = original) -> None:
+            switch.down = True
+            original(marks, report)
+
+        monkeypatch.setattr(StreamMarks, step, quiet)
+        job, folder = batch(n, f"r{n}")
+        with pytest.raises(DynamoDBFailed) as stopped:
+            job.run()
+        switch.down = False
+        monkeypatch.setattr(StreamMarks, step, original)
+        error = stopped.value
+        assert error.phase == f"marks {step.split('_')[0]} commit" and throttled(error.__cause__)
+        if step == "before_commit":
+            assert not folder.exists()
+            assert "the output was not touched" in str(error)
+        else:
+            assert folder.exists()  # in place: said, and the next run sees it committed
+            assert 'Run "r2" put its output in place' in str(error)
+            assert "no input is processed twice" in str(error)
+            after = StreamMarks(local_spark, via, "stream-q", str(out), "r3")
+            assert list(after.unmarked(iter(KEYS))) == ["b"]  # a and c committed by r2
+            assert after.skipped == 2

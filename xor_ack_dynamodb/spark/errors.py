@@ -134,8 +134,11 @@ class DynamoDBFailed(SparkTrackingError):
     after the last round) and no report file was written.  The run's open chains were failed
     (``its round did not end: ...``), except ``.left_open``: those DynamoDB did not let it fail
     (nothing stamps them any more).  Run the job again once DynamoDB answers: every input is
-    replayed under new chains.  ``.phase``: ``"create"``, ``"commit check"``, ``"judge"`` or
-    ``"abandon"`` (failing a stopped run's chains); ``__cause__``: botocore's error."""
+    replayed under new chains.  ``.phase``: ``"create"``, ``"commit check"``, ``"judge"``,
+    ``"abandon"`` (failing a stopped run's chains), or for a tracked stream ``"marks"``,
+    ``"marks before commit"`` and ``"marks after commit"`` (its inputs' commit marks; after
+    the commit, the output is in place and the next run settles the marks left live);
+    ``__cause__``: botocore's error."""
 
     #: Where the driver was, in the message's words.
     PHASES: ClassVar[dict[str, str]] = {
@@ -144,6 +147,12 @@ class DynamoDBFailed(SparkTrackingError):
         "their commit stamps",
         "judge": "the judging of round {round}'s chains",
         "abandon": "the failing of a stopped run's chains",
+        "marks": "the reading and marking of the stream's inputs (which ones earlier runs "
+        "committed)",
+        "marks before commit": "the failing of the failed inputs' marks, before the output "
+        "was put in place",
+        "marks after commit": "the stamping of the committed inputs' marks, after the output "
+        "was put in place",
     }
 
     def __init__(
@@ -164,12 +173,21 @@ class DynamoDBFailed(SparkTrackingError):
             else "its open chains were failed"
         )
         earlier = f"; the {acked} inputs acked before are not in the output either" if acked else ""
-        super().__init__(
-            f'DynamoDB failed the driver during {where}: {cause}. Run "{run_id}" stopped and '
-            f"none of its inputs counts as done: the output was not touched, no report file was "
-            f"written, {chains}{earlier}. Run the job again once DynamoDB answers: every input "
-            "is replayed under new chains"
-        )
+        if phase == "marks after commit":  # the output is in place: say so, and what follows
+            message = (
+                f'DynamoDB failed the driver during {where}: {cause}. Run "{run_id}" put its '
+                "output in place, and no report file was written; the marks it did not stamp "
+                "stay live, and the stream's next run reads them as committed by this run's "
+                "folder: no input is processed twice"
+            )
+        else:
+            message = (
+                f'DynamoDB failed the driver during {where}: {cause}. Run "{run_id}" stopped '
+                "and none of its inputs counts as done: the output was not touched, no report "
+                f"file was written, {chains}{earlier}. Run the job again once DynamoDB "
+                "answers: every input is replayed under new chains"
+            )
+        super().__init__(message)
         self.phase = phase
         self.run_id = run_id
         self.round = round_

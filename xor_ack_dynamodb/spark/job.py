@@ -184,7 +184,7 @@ class TrackedJob:
             lost.phase,
             output.said(lost.cause),
             run_id=self.run_id,
-            round_=None if lost.phase == "abandon" else self._round_no,
+            round_=self._round_no if lost.phase in ("create", "commit check", "judge") else None,
             left_open=tuple(self._chains.left_open if self._chains is not None else ()),
             acked=self.report.acked,
         )

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..chain import ChainState
 from ..dynamodb.sync import SyncXorAckDynamoDB
 from ..errors import ChainFailed, ChainMoved, CreateManyFailed, TagExists, TagNotFound
+from .chain_batches import asking
 from .files import Files
 from .keyed import Keyed
 from .tracker import TrackerConfig
@@ -117,23 +118,31 @@ class StreamMarks:
         """The inputs of ``keys`` no earlier run committed, each marked for this run."""
         while chunk := list(itertools.islice(keys, CHUNK)):
             tags = {self.tag(key): key for key in chunk}
-            states = self.chains.get_many(list(tags))
-            mine: dict[str, bytes] = {}
-            for tag, key in tags.items():
-                if self._committed(key, states[tag]):
-                    self.skipped += 1
-                else:
-                    mine[tag] = self.stamp(key, self.run_id)
-            refused: set[str] = set()
-            try:
-                self.chains.create_many(mine, via="partiql", ttl=self.retention)
-            except CreateManyFailed as exc:
-                for tag, error in exc.errors.items():
-                    if not isinstance(error, TagExists):
-                        raise error from exc
-                    refused.add(tag)  # another run marked it just now: it is that run's
-            self.skipped += len(refused)
-            yield from (tags[tag] for tag in mine if tag not in refused)
+            with asking("marks"):
+                refused = self._mark(tags)
+            yield from (key for tag, key in tags.items() if tag not in refused)
+
+    def _mark(self, tags: dict[str, str]) -> set[str]:
+        """Mark for this run the inputs of ``tags`` no earlier run committed; the tags of
+        the others (committed, or marked just now by another run), left out."""
+        states = self.chains.get_many(list(tags))
+        mine: dict[str, bytes] = {}
+        refused: set[str] = set()
+        for tag, key in tags.items():
+            if self._committed(key, states[tag]):
+                refused.add(tag)
+            else:
+                mine[tag] = self.stamp(key, self.run_id)
+        self.skipped += len(refused)
+        try:
+            self.chains.create_many(mine, via="partiql", ttl=self.retention)
+        except CreateManyFailed as exc:
+            for tag, error in exc.errors.items():
+                if not isinstance(error, TagExists):
+                    raise error from exc
+                refused.add(tag)  # another run marked it just now: it is that run's
+                self.skipped += 1
+        return refused
 
     def _committed(self, key: str, state: ChainState | None) -> bool:
         """Did an earlier run commit ``key``?  A live mark's run is settled here."""
@@ -173,12 +182,16 @@ class StreamMarks:
         report.skipped = self.skipped
         for entry in report.endings():
             if entry.status == "failed":
-                with contextlib.suppress(ChainFailed, TagNotFound):
+                with asking("marks before commit"), contextlib.suppress(ChainFailed, TagNotFound):
                     self.chains.fail(self.tag(entry.key), reason="failed: not committed")
 
     def after_commit(self, report: TrackedReport) -> None:
         """The acked inputs' marks are stamped to zero: committed."""
         acked = (e.key for e in report.endings() if e.status == "acked")
+        with asking("marks after commit"):
+            self._stamp_acked(acked)
+
+    def _stamp_acked(self, acked: Iterator[str]) -> None:
         while chunk := list(itertools.islice(acked, CHUNK)):
             tags = {self.tag(key): key for key in chunk}
             states = self.chains.known_many(list(tags))
