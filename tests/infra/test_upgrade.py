@@ -375,6 +375,10 @@ def test_create_on_a_chains_table_with_ttl_on_another_attribute_is_refused_not_c
         assert refused.exit_code == 1, refused.output
         assert refused.stdout == ""
         assert refused.stderr.startswith(f"error: TableMismatch: table {spec.name} has TTL on")
+        # One check, one message: `table upgrade` refuses the table in the same words.
+        upgrade = run("--endpoint-url", endpoint, "--table", spec.name, "table", "upgrade")
+        assert upgrade.exit_code == 1 and upgrade.stderr == refused.stderr
+        assert "DynamoDB allows one TTL attribute per table; use another table" in upgrade.stderr
     finally:
         client.delete_table(TableName=spec.name)
 

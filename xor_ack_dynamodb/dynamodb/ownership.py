@@ -25,9 +25,9 @@ from .table import (
     INDEXES,
     KEY_TYPE,
     TTL_ATTRIBUTE,
-    TableMismatch,
     TableSpec,
     TableWaitTimeout,
+    chains_ttl_on,
     index_keys,
     ttl_on,
     wait_active,
@@ -114,13 +114,7 @@ def enable_ttl(client: DynamoDBClient, table: str) -> None:
     allows one TTL attribute per table, and expired chains would never go away.
     """
     status = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
-    if ttl_on(status):
-        attribute = status.get("AttributeName")
-        if attribute not in (None, TTL_ATTRIBUTE):
-            raise TableMismatch(
-                f"table {table} has TTL on {attribute!r}, the clients expire chains "
-                f"through {TTL_ATTRIBUTE!r}"
-            )
+    if chains_ttl_on(table, status):
         return
     client.update_time_to_live(
         TableName=table,

@@ -76,6 +76,22 @@ def ttl_on(ttl: Mapping[str, Any]) -> bool:
     return ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
 
 
+def chains_ttl_on(table: str, ttl: Mapping[str, Any]) -> bool:
+    """Is TTL on (or being turned on) for the chains' ``expires_at``?  ``TableMismatch``
+    when it is on for another attribute: DynamoDB allows one TTL attribute per table, and
+    expired chains would never go away."""
+    if not ttl_on(ttl):
+        return False
+    attribute = ttl.get("AttributeName")
+    if attribute not in (None, TTL_ATTRIBUTE):
+        raise TableMismatch(
+            f"table {table} has TTL on {attribute!r}, the clients expire chains through "
+            f"{TTL_ATTRIBUTE!r}: DynamoDB allows one TTL attribute per table; use another "
+            "table"
+        )
+    return True
+
+
 #: The sparse inventory indexes (name -> (partition key, sort key)), both numbers,
 #: both KEYS_ONLY: see ``item.OPEN_INDEX``.
 INDEXES: dict[str, tuple[str, str]] = {

@@ -31,8 +31,8 @@ from .table import (
     BillingMode,
     TableMismatch,
     TableSpec,
+    chains_ttl_on,
     index_keys,
-    ttl_on,
 )
 
 ChangeKind = Literal["ttl", "stream", "index"]
@@ -69,15 +69,7 @@ def plan_upgrade(spec: TableSpec, table: Mapping[str, Any], ttl: Mapping[str, An
     name = str(table.get("TableName", spec.name))
     changes: list[Change] = []
 
-    attribute = ttl.get("AttributeName")
-    if ttl_on(ttl):
-        if attribute not in (None, TTL_ATTRIBUTE):
-            raise TableMismatch(
-                f"table {name} has TTL on {attribute!r}, the clients expire chains through "
-                f"{TTL_ATTRIBUTE!r}: DynamoDB allows one TTL attribute per table; use another "
-                "table"
-            )
-    else:
+    if not chains_ttl_on(name, ttl):
         changes.append(Change("ttl", TTL_ATTRIBUTE))
 
     stream = table.get("StreamSpecification") or {}
