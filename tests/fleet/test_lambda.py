@@ -7,6 +7,7 @@ import base64
 import contextlib
 import copy
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,70 @@ def test_a_fifo_batch_stops_at_the_first_failure(
             "batchItemFailures": [{"itemIdentifier": "m-0"}, {"itemIdentifier": "m-1"}]
         }
         assert box.done == []  # the root, after the failure, was not handled
+    finally:
+        handler.environment.close()
+
+
+class Invocation:
+    """A Lambda context: the time left until the invocation's end."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self.end - time.monotonic()) * 1000)
+
+
+def slow_opener(endpoint: str, table: str, box: Box) -> Callable[..., Any]:
+    """A fleet whose handler takes a minute over a "slow" job and no time over the others."""
+
+    async def then(done: Completed) -> None:
+        box.done.append(done.tag)
+
+    async def handler(message: Message) -> list[int]:
+        if message.payload == "slow":
+            await asyncio.sleep(60)
+        return []
+
+    @contextlib.asynccontextmanager
+    async def open_fleet() -> AsyncIterator[Fleet]:
+        async with Fleet.connect(
+            table=table,
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            handler=handler,
+            send=lambda envelopes: asyncio.sleep(0),
+            continuation=then,
+        ) as fleet:
+            yield fleet
+
+    return open_fleet
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_batch_returns_before_the_invocation_ends_naming_what_it_did_not_handle(
+    ddb_local_endpoint: str, ddb_table: TableSpec, fifo: bool
+) -> None:
+    """One slow message no longer costs the whole batch: by ``margin`` before the end the
+    handler returns, the done messages deleted and only the others delivered again."""
+    box = Box()
+    sent = Box()
+    submitting = opener(ddb_local_endpoint, ddb_table.name, sent)
+    tags = [f"fast-1-{fifo}", f"slow-{fifo}", f"fast-2-{fifo}"]
+    for tag in tags:
+        submit(submitting, tag, "slow" if tag.startswith("slow") else 0)
+    roots = [e.to_json() for e in sent.sent]
+    handler = SqsBatchHandler(slow_opener(ddb_local_endpoint, ddb_table.name, box), margin=1.0)
+    try:
+        started = time.monotonic()
+        response = handler(batch(roots, fifo=fifo), Invocation(3.0))
+        took = time.monotonic() - started
+        late = ["m-1", "m-2"] if fifo else ["m-1"]  # FIFO: the slow one and every later one
+        assert response == {"batchItemFailures": [{"itemIdentifier": m} for m in late]}
+        assert 1.5 <= took < 3.0  # by the margin, not the slow handler's minute
+        assert sorted(box.done) == ([tags[0]] if fifo else [tags[0], tags[2]])
+        # No context (a test, a direct call): no deadline, as before.
+        assert handler(batch([roots[0]]), None) == {"batchItemFailures": []}
     finally:
         handler.environment.close()
 

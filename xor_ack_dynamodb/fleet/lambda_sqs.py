@@ -7,6 +7,10 @@ messageId}, ...]}`` naming only the ones that failed, so SQS deletes the rest an
 delivers the failed ones again (until the queue's redrive policy moves them to
 the dead-letter queue).  For a FIFO queue it stops at the first failure and
 reports that message and every later one, as AWS requires to keep the order.
+It watches the invocation's remaining time (``context.get_remaining_time_in_millis``):
+``margin`` seconds before the end, the messages not handled yet are reported as
+failures and the handler returns, so SQS delivers only those again instead of the
+whole batch after a timeout.
 
 With aws-lambda-powertools' batch utility, pass ``handler.record_handler`` as
 its ``record_handler`` (it takes a powertools ``SQSRecord`` or the raw dict and
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -79,30 +84,79 @@ def _receive_count(record: Mapping[str, Any]) -> int:
     return int(record.get("attributes", {}).get("ApproximateReceiveCount", "1"))
 
 
-class SqsBatchHandler:
-    """``handler(event, context)`` for SQS batches; ``dead_letter=True`` for the DLQ's function."""
+#: Seconds before the invocation's end at which a batch handler returns what it has.
+TIME_MARGIN = 2.0
 
-    def __init__(self, open_fleet: OpenFleet, *, dead_letter: bool = False) -> None:
+
+def _deadline(context: Any, margin: float) -> float | None:
+    """The monotonic moment to return by: ``margin`` before the invocation's end (None:
+    no context that tells its remaining time)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return time.monotonic() + float(remaining()) / 1000.0 - margin
+
+
+class SqsBatchHandler:
+    """``handler(event, context)`` for SQS batches; ``dead_letter=True`` for the DLQ's function.
+
+    ``margin``: seconds before the invocation's end at which the messages not handled
+    yet are reported as failures and the handler returns (see the module)."""
+
+    def __init__(
+        self, open_fleet: OpenFleet, *, dead_letter: bool = False, margin: float = TIME_MARGIN
+    ) -> None:
         self.environment = _Environment(open_fleet)
         self.dead_letter = dead_letter
+        self.margin = margin
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
-        result: dict[str, Any] = self.environment.run(lambda fleet: self.process(fleet, event))
+        deadline = _deadline(context, self.margin)
+        result: dict[str, Any] = self.environment.run(
+            lambda fleet: self.process(fleet, event, deadline)
+        )
         return result
 
-    async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
+    async def process(
+        self, fleet: Fleet, event: Mapping[str, Any], deadline: float | None = None
+    ) -> dict[str, Any]:
         records = list(event.get("Records", []))
         failures: list[str] = []
         fifo = any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records)
         if fifo:
             for position, record in enumerate(records):
-                if not await self._one(fleet, record):
+                (ok,) = await self._in_time(fleet, [record], deadline)
+                if not ok:
                     failures = [r["messageId"] for r in records[position:]]
                     break
         else:
-            results = await asyncio.gather(*(self._one(fleet, r) for r in records))
+            results = await self._in_time(fleet, records, deadline)
             failures = [r["messageId"] for r, ok in zip(records, results, strict=True) if not ok]
         return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
+
+    async def _in_time(
+        self, fleet: Fleet, records: list[Mapping[str, Any]], deadline: float | None
+    ) -> list[bool]:
+        """Each record handled, concurrently, until ``deadline``: those not done by then
+        are cancelled and count as failed (SQS delivers them again)."""
+        tasks = [asyncio.ensure_future(self._one(fleet, record)) for record in records]
+        if not tasks:
+            return []
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        for record, task in zip(records, tasks, strict=True):
+            if task in late:
+                item_failed(
+                    "lambda",
+                    TimeoutError("not handled before the invocation's end: delivered again"),
+                    logger=LOGGER,
+                    event="out-of-time",
+                    message_id=record.get("messageId"),
+                )
+        return [task not in late and task.result() for task in tasks]
 
     async def _one(self, fleet: Fleet, record: Mapping[str, Any]) -> bool:
         """One record, on its own, as the worker handles one message: True when done."""
