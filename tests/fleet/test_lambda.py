@@ -193,6 +193,14 @@ def test_a_batch_returns_before_the_invocation_ends_naming_what_it_did_not_handl
         handler.environment.close()
 
 
+@pytest.mark.parametrize("margin", [-1, float("nan"), 900, "2", True])
+def test_a_margin_that_is_no_time_before_the_end_is_refused(margin: Any) -> None:
+    from xor_ack_dynamodb.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match=r"SqsBatchHandler\(margin=\.\.\.\)"):
+        SqsBatchHandler(opener("http://127.0.0.1:1", "t", Box()), margin=margin)
+
+
 def test_record_handler_fits_powertools_and_raises_on_failure(
     ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:

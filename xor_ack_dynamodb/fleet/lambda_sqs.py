@@ -31,7 +31,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from ..dynamodb.loops import item_failed
-from ..errors import CorruptRecord, InvalidTimeout, SweepIncomplete
+from ..errors import CorruptRecord, InvalidArgument, InvalidTimeout, SweepIncomplete
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
@@ -106,9 +106,14 @@ class SqsBatchHandler:
     def __init__(
         self, open_fleet: OpenFleet, *, dead_letter: bool = False, margin: float = TIME_MARGIN
     ) -> None:
+        if isinstance(margin, bool) or not (isinstance(margin, int | float) and 0 <= margin < 900):
+            raise InvalidArgument(
+                f"SqsBatchHandler(margin=...) is the seconds before the invocation's end at "
+                f"which it returns, 0 up to Lambda's 900 s limit, not {margin!r}"
+            )
         self.environment = _Environment(open_fleet)
         self.dead_letter = dead_letter
-        self.margin = margin
+        self.margin = float(margin)
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         deadline = _deadline(context, self.margin)
