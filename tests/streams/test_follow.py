@@ -230,3 +230,37 @@ def test_a_follower_from_now_whose_first_read_fails_does_not_replay_the_past(
         stop.set()
     assert seen == ["job-new"]
     assert ("s", "TRIM_HORIZON") not in fake.calls
+
+
+def test_a_follower_from_now_whose_iterator_expired_before_a_record_skips_the_past(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tailing, the shard's LATEST iterator expires before any record was read from it (no
+    read for 15 minutes: a machine asleep): the shard is read again from its oldest
+    record, and the records made before the follower started are skipped, not told as
+    new; those made since are told, once."""
+    import time as _time
+
+    started = 1_800_000_000.0
+    monkeypatch.setattr(_time, "time", lambda: started)
+    past = [
+        samples.record("INSERT", new=samples.chain_image(f"old-{i}"), approximate_time=t)
+        for i, t in enumerate([started - 3600, started - 60, started - 2])
+    ]
+    fake = FakeStreams([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": list(past)})
+    fake.expire_once.add("s:3")  # the LATEST iterator: expired at its first read
+    fresh = [
+        samples.record("INSERT", new=samples.chain_image(f"new-{i}"), approximate_time=t)
+        for i, t in enumerate([started, started + 30, started + 31])
+    ]
+    stop = threading.Event()
+    seen: list[str] = []
+    for _record, decoded in events.follow(
+        fake, "arn", interval=0.01, stop=stop, on_ready=lambda: fake.records["s"].extend(fresh)
+    ):
+        assert not isinstance(decoded, Exception)
+        seen.extend(e.tag for e in decoded)
+        if len(seen) == len(fresh):
+            stop.set()
+    assert seen == ["new-0", "new-1", "new-2"]
+    assert ("s", "TRIM_HORIZON") in fake.calls  # read again from the oldest, the past skipped

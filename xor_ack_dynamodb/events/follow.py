@@ -18,7 +18,10 @@ count (``error="TrimmedDataAccessException"``) and ``StreamReader.trimmed``.
 
 from __future__ import annotations
 
+import datetime
+import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +108,12 @@ class _Shard:
     #: Opened at LATEST (tailing): until a record is read from it, its iterator is the only
     #: mark of where "now" was, so a failed read is tried again with it, not a new one.
     from_now: bool = False
+    #: When it was opened at LATEST (epoch seconds): if that iterator expired before a
+    #: record was read, the shard is read again from its oldest record, and the records
+    #: created before this moment are skipped (they are the past, not new).
+    since: float | None = None
+    #: Read again from its oldest record for a follower from now: skipping the past.
+    skipping: bool = False
 
 
 @dataclass
@@ -142,6 +151,7 @@ class StreamReader:
             else:
                 position = "LATEST"
                 state.from_now = True
+                state.since = time.time()
             if position:
                 state.iterator = self._iterator(shard_id, position)
             self._shards[shard_id] = state
@@ -162,6 +172,7 @@ class StreamReader:
         """A new iterator for ``shard``, just after the last record read from it; from its
         oldest record if that one is past the stream's retention (the gap is reported)."""
         if not shard.last_sequence:
+            shard.skipping = shard.since is not None  # a follower from now: not the past
             return self._iterator(shard.shard_id, "TRIM_HORIZON")
         try:
             return self._iterator(shard.shard_id, "AFTER_SEQUENCE_NUMBER", shard.last_sequence)
@@ -178,6 +189,20 @@ class StreamReader:
                 lost_after=shard.last_sequence,
             )
             return self._iterator(shard.shard_id, "TRIM_HORIZON")
+
+    @staticmethod
+    def _new(shard: _Shard, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``batch`` without the records made before a from-now shard was opened, while it
+        is read again from its oldest record (``_Shard.skipping``)."""
+        if not shard.skipping or shard.since is None:
+            return batch
+        since = math.floor(shard.since)  # the records' times are whole seconds
+        for i, record in enumerate(batch):
+            created = _created(record)
+            if created is None or created >= since:
+                shard.skipping = False  # the records after the first new one are new too
+                return batch[i:]
+        return []
 
     def _ready(self, shard: _Shard) -> bool:
         parent = self._shards.get(shard.parent) if shard.parent else None
@@ -217,7 +242,7 @@ class StreamReader:
             shard.empty = 0 if batch else shard.empty + 1
             if batch:
                 shard.last_sequence = batch[-1].get("dynamodb", {}).get("SequenceNumber")
-                records.extend(batch)
+                records.extend(self._new(shard, batch))
             if shard.empty < self.empty_at_end:
                 more = True
             shard.iterator = answer.get("NextShardIterator")
@@ -225,6 +250,17 @@ class StreamReader:
                 shard.done = True
                 more = True  # its children may be readable now
         return records, more
+
+
+def _created(record: dict[str, Any]) -> float | None:
+    """A record's ``ApproximateCreationDateTime`` in epoch seconds (boto3 gives a datetime,
+    a Lambda event a number); None if it has none."""
+    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
+    if isinstance(value, datetime.datetime):
+        return value.timestamp()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 #: One decoded record: the record, and its events or why it could not be decoded.
