@@ -41,15 +41,22 @@ class Box:
         self.done: list[str] = []
 
 
-def opener(endpoint: str, table: str, box: Box, continuation: bool = True) -> Callable[..., Any]:
+def two_children_or_none(message: Message) -> list[int]:
+    return [0, 0] if message.payload else []
+
+
+def opener(
+    endpoint: str,
+    table: str,
+    box: Box,
+    continuation: bool = True,
+    handler: Callable[[Message], Any] = two_children_or_none,
+) -> Callable[..., Any]:
     async def send(envelopes: Any) -> None:
         box.sent.extend(envelopes)
 
     async def then(done: Completed) -> None:
         box.done.append(done.tag)
-
-    def handler(message: Message) -> list[int]:
-        return [0, 0] if message.payload else []
 
     @contextlib.asynccontextmanager
     async def open_fleet() -> AsyncIterator[Fleet]:
@@ -139,30 +146,11 @@ class Invocation:
         return int((self.end - time.monotonic()) * 1000)
 
 
-def slow_opener(endpoint: str, table: str, box: Box) -> Callable[..., Any]:
-    """A fleet whose handler takes a minute over a "slow" job and no time over the others."""
-
-    async def then(done: Completed) -> None:
-        box.done.append(done.tag)
-
-    async def handler(message: Message) -> list[int]:
-        if message.payload == "slow":
-            await asyncio.sleep(60)
-        return []
-
-    @contextlib.asynccontextmanager
-    async def open_fleet() -> AsyncIterator[Fleet]:
-        async with Fleet.connect(
-            table=table,
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            handler=handler,
-            send=lambda envelopes: asyncio.sleep(0),
-            continuation=then,
-        ) as fleet:
-            yield fleet
-
-    return open_fleet
+async def slow_on_slow_jobs(message: Message) -> list[int]:
+    """A handler that takes a minute over a "slow" job and no time over the others."""
+    if message.payload == "slow":
+        await asyncio.sleep(60)
+    return []
 
 
 @pytest.mark.parametrize("fifo", [False, True])
@@ -178,7 +166,8 @@ def test_a_batch_returns_before_the_invocation_ends_naming_what_it_did_not_handl
     for tag in tags:
         submit(submitting, tag, "slow" if tag.startswith("slow") else 0)
     roots = [e.to_json() for e in sent.sent]
-    handler = SqsBatchHandler(slow_opener(ddb_local_endpoint, ddb_table.name, box), margin=1.0)
+    slow = opener(ddb_local_endpoint, ddb_table.name, box, handler=slow_on_slow_jobs)
+    handler = SqsBatchHandler(slow, margin=1.0)
     try:
         started = time.monotonic()
         response = handler(batch(roots, fifo=fifo), Invocation(3.0))

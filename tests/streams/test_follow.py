@@ -98,6 +98,19 @@ def split_stream() -> FakeStreams:
     return FakeStreams(shards, {"parent": batch[:5], "child": batch[5:]})
 
 
+def followed(fake: FakeStreams, on_ready: Any, count: int) -> list[str]:
+    """The tags a follower from now tells, until ``count`` of them (``on_ready``: what is
+    written once it has started)."""
+    stop = threading.Event()
+    seen: list[str] = []
+    for _record, decoded in events.follow(fake, "arn", interval=0.01, stop=stop, on_ready=on_ready):
+        assert not isinstance(decoded, Exception)
+        seen.extend(e.tag for e in decoded)
+        if len(seen) >= count:
+            stop.set()
+    return seen
+
+
 def sequence_numbers(records: list[dict[str, Any]]) -> list[str]:
     return [r["dynamodb"]["SequenceNumber"] for r in records]
 
@@ -220,15 +233,7 @@ def test_a_follower_from_now_whose_first_read_fails_does_not_replay_the_past(
     fake = FakeStreams([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": list(past)})
     fake.fail_once.add("s:4")  # the LATEST iterator's first read: throttled once
     new = samples.record("INSERT", new=samples.chain_image("job-new"))
-    stop = threading.Event()
-    seen: list[str] = []
-    for _record, decoded in events.follow(
-        fake, "arn", interval=0.01, stop=stop, on_ready=lambda: fake.records["s"].append(new)
-    ):
-        assert not isinstance(decoded, Exception)
-        seen.extend(e.tag for e in decoded)
-        stop.set()
-    assert seen == ["job-new"]
+    assert followed(fake, lambda: fake.records["s"].append(new), 1) == ["job-new"]
     assert ("s", "TRIM_HORIZON") not in fake.calls
 
 
@@ -253,14 +258,6 @@ def test_a_follower_from_now_whose_iterator_expired_before_a_record_skips_the_pa
         samples.record("INSERT", new=samples.chain_image(f"new-{i}"), approximate_time=t)
         for i, t in enumerate([started, started + 30, started + 31])
     ]
-    stop = threading.Event()
-    seen: list[str] = []
-    for _record, decoded in events.follow(
-        fake, "arn", interval=0.01, stop=stop, on_ready=lambda: fake.records["s"].extend(fresh)
-    ):
-        assert not isinstance(decoded, Exception)
-        seen.extend(e.tag for e in decoded)
-        if len(seen) == len(fresh):
-            stop.set()
+    seen = followed(fake, lambda: fake.records["s"].extend(fresh), len(fresh))
     assert seen == ["new-0", "new-1", "new-2"]
     assert ("s", "TRIM_HORIZON") in fake.calls  # read again from the oldest, the past skipped
