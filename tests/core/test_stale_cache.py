@@ -87,3 +87,26 @@ async def test_a_write_between_the_fresh_state_and_the_write_is_stale_local_data
         assert cold.stats.cache_refreshes == 0 and cold.stats.requests["GetItem"] == 1
     state = other.get("foo")
     assert state is not None and state.version == 4  # create + three intruders, none of ours
+
+
+@pytest.mark.parametrize("transact", [False, True])
+async def test_a_token_remembered_from_an_earlier_generation_still_stamps_the_new_chain(
+    kind: str, local: tuple[str, TableSpec], transact: bool
+) -> None:
+    a, b, c, d = new_stamp(), new_stamp(), new_stamp(), new_stamp()
+    other = _other(local)
+    async with open_client(kind, local[0], local[1].name) as worker:
+        await worker.create_many({"foo": xor(a, b), "bar": xor(c, d)})
+        await worker.stamp_many({"foo": a, "bar": c}, tokens={"foo": "t", "bar": "t"})
+        # Another client fails both chains and replays them: new chains under the same tags,
+        # whose same work carries the same tokens; this worker still remembers the old ones.
+        for tag, root in (("foo", xor(a, b)), ("bar", xor(c, d))):
+            other.fail(tag)
+            other.create(tag, root)
+        done = await worker.stamp_many(
+            {"foo": a, "bar": c}, tokens={"foo": "t", "bar": "t"}, transact=transact
+        )
+        assert done == {"foo": b, "bar": d}
+    for tag, left in (("foo", b), ("bar", d)):
+        state = other.get(tag)
+        assert state is not None and state.version == 2 and state.stamp == left

@@ -173,12 +173,19 @@ class SingleChain(Endings):
         if state is None and not exact:  # exact: an expired ``known`` is no chain
             remembered = False
             state = yield from self._read(tag)
+        # Only a chain as read (or written) by this call proves a token applied: the one
+        # remembered may be an earlier generation of the tag, failed and created again since.
+        unproven = state if remembered else None
         attempt = 0
         while pending:
             if state is not None:
                 # A stamp whose token the chain already holds landed before (a re-sent
                 # task, a retried call): report the current state, apply nothing.
                 done = [i for i in pending if entries[i].token in state.tokens]
+                if done and state is unproven:
+                    remembered, unproven = False, None
+                    state = yield from self._read(tag)
+                    continue
                 for i in done:
                     outcomes[i] = state.stamp
                 pending = [i for i in pending if outcomes[i] is None]

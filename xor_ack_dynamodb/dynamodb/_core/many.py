@@ -157,7 +157,10 @@ class Chains(SingleChain):
         now_wall = self.clock()
         for tag in entries:
             state = self.cached(tag)
-            if state is None or state.expired(now_wall):
+            token = entries[tag].token
+            # A token the remembered state holds proves nothing until read: it may be an
+            # earlier generation of the tag's (``stamp_batch``).
+            if state is None or state.expired(now_wall) or (token and token in state.tokens):
                 unknown.append(tag)
             else:
                 states[tag] = state
