@@ -39,6 +39,7 @@ from xor_ack_dynamodb.dynamodb._batches import (
 from xor_ack_dynamodb.dynamodb._core.effects import ClientStats
 from xor_ack_dynamodb.dynamodb._core.expressions import PLACEHOLDERS, Compare, Exists, Update, Value
 from xor_ack_dynamodb.dynamodb._core.many import Chains
+from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.table import TableSpec
 
@@ -279,7 +280,7 @@ def test_the_plan_sends_every_write_once_in_batches_of_distinct_items(
 
 
 def test_a_client_refuses_write_slots_below_one() -> None:
-    with pytest.raises(ValueError, match="write_slots must be >= 1"):
+    with pytest.raises(InvalidArgument, match="write_slots must be an int >= 1"):
         SyncXorAckDynamoDB(object(), table="chains", batch_writes=True, write_slots=0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
     ChainFailed,
+    InvalidArgument,
     InvalidStamp,
     InvalidTag,
     InvalidToken,
@@ -21,6 +23,7 @@ from xor_ack_dynamodb.errors import (
     WaitTimeout,
     ZeroBufferNoOp,
 )
+from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -283,3 +286,55 @@ async def test_lost_race_seed_behaviour_and_retry(kind: str, backend: Any) -> No
         # failed write + write; a server that omits ALL_OLD costs one read more
         assert retrying.stats.requests["UpdateItem"] == 2
         assert retrying.stats.requests["GetItem"] <= 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"table": ""},
+        {"partition_key": ""},
+        {"token_window": 1},
+        {"token_window": "32"},
+        {"tombstone_ttl": 0},
+        {"tombstone_ttl": math.nan},
+        {"tombstone_ttl": math.inf},
+        {"write_slots": 0, "batch_writes": True},
+        {"cache_size": "many"},
+        {"retry": 3},
+    ],
+    ids=repr,
+)
+async def test_a_client_option_it_cannot_take_is_invalid_argument_at_construction(
+    kind: str, backend: Any, options: dict[str, Any]
+) -> None:
+    given = dict(options)
+    table = given.pop("table", backend[1].name)
+    with pytest.raises(InvalidArgument, match="|".join(given) or "table"):
+        async with open_client(kind, backend[0], table, **given):
+            pass
+
+
+@pytest.mark.parametrize(
+    "options", [{"max_attempts": 0}, {"base_delay": -1.0}, {"max_elapsed": math.nan}], ids=repr
+)
+def test_a_retry_policy_it_cannot_take_is_invalid_argument(options: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgument, match="|".join(options)):
+        RetryPolicy(**options)
+
+
+async def test_a_call_option_it_cannot_take_is_invalid_argument_before_any_request(
+    ack: Any,
+) -> None:
+    s = new_stamp()
+    calls = [
+        lambda: ack.create_many({"foo": s}, concurrency=0),
+        lambda: ack.create_many({"foo": s}, concurrency="4"),
+        lambda: ack.create_many({"foo": s}, via="sql"),
+        lambda: ack.stamp_many({"foo": s}, concurrency=0),
+        lambda: ack.stamp_many({"foo": s}, concurrency=None, transact=True),
+        lambda: ack.stamp_on_each([], concurrency=0),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidArgument, match=r"concurrency|via"):
+            await call()
+    assert ack.stats.total_requests == 0

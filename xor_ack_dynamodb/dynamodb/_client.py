@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast
 
 from ..chain import ChainState
-from ..errors import CreateManyFailed, InvalidState
+from ..errors import CreateManyFailed, InvalidArgument, InvalidState
 from ..stamps import Stamp, xor
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
@@ -17,6 +17,7 @@ from ._core.validate import (
     DEFAULT_TOKEN_WINDOW,
     DEFAULT_TOMBSTONE_TTL,
     Lifetime,
+    check_count,
     check_keywords,
     check_state,
     collect_many,
@@ -107,9 +108,7 @@ class StampMany(TypedDict, total=False):
 
 
 def check_concurrency(concurrency: int) -> int:
-    if concurrency < 1:
-        raise ValueError("concurrency must be >= 1")
-    return concurrency
+    return check_count("concurrency", concurrency, 1)
 
 
 #: The injected DynamoDB client: aiobotocore's for the async client, boto3's for the sync one.
@@ -157,12 +156,8 @@ class ClientBase(Generic[ClientT]):
         write_slots: int = DEFAULT_WRITE_SLOTS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if write_slots < 1:
-            raise ValueError(f"write_slots must be >= 1 (got {write_slots})")
+        check_count("write_slots", write_slots, 1)
         self._client = client
-        # Per attempt, botocore's events tell a refused send from one that may have
-        # landed; the core reads that from each error (``_attempts``).
-        watch(client)
         self._core = Chains(
             table=table,
             partition_key=partition_key,
@@ -172,6 +167,10 @@ class ClientBase(Generic[ClientT]):
             cache_size=cache_size,
             clock=clock,
         )
+        # Per attempt, botocore's events tell a refused send from one that may have
+        # landed; the core reads that from each error (``_attempts``).  Once the options
+        # are checked: a client refused leaves the boto client as it was.
+        watch(client)
         self._coalesce = coalesce
         self._batcher = Batcher(self._core.stats, write_slots) if batch_writes else None
         # The batches of create_many(via="partiql") and stamp_on_each (``_statements``):
@@ -192,7 +191,7 @@ class ClientBase(Generic[ClientT]):
         concurrency = check_concurrency(options.get("concurrency", DEFAULT_CREATE_CONCURRENCY))
         via = options.get("via", "transactions")
         if via not in ("transactions", "partiql"):
-            raise ValueError(f'via is "transactions" or "partiql", not {via!r}')
+            raise InvalidArgument(f'create_many\'s via is "transactions" or "partiql", not {via!r}')
         lifetime = {k: v for k, v in options.items() if k not in ("concurrency", "via")}
         values, checked = create_entries(stamps, lifetime, self._core.token_window)
         if via == "partiql":  # a transaction's piece: 4 batches of 25, one after the other

@@ -14,9 +14,11 @@ whichever driver, async or sync, runs it.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
+from ..errors import InvalidArgument
 from .aws import botocore_config  # re-exported for code that imports it from here
 
 
@@ -35,10 +37,19 @@ class RetryPolicy:
     max_elapsed: float = 30.0
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
-        if self.base_delay < 0 or self.max_delay < 0 or self.max_elapsed < 0:
-            raise ValueError("delays and max_elapsed must be >= 0")
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise InvalidArgument(
+                f"RetryPolicy's max_attempts must be an int >= 1, not {attempts!r}"
+            )
+        for name in ("base_delay", "max_delay", "max_elapsed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise InvalidArgument(
+                    f"RetryPolicy's {name} must be a number of seconds >= 0, not {value!r}"
+                )
+        if math.isinf(self.base_delay):
+            raise InvalidArgument("RetryPolicy's base_delay must be finite (the first back-off)")
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """Full-jitter delay before write number ``attempt + 1`` (``attempt`` >= 1 failed)."""

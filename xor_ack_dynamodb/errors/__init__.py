@@ -212,7 +212,8 @@ class InvalidReason(XorAckError, ValueError):
 class InvalidArgument(XorAckError, ValueError):
     """An argument the call cannot take that no narrower error names (an acker's id that is
     not an int64, ``ackers=0``, an event name ``Ack.on`` does not know, a tuple-tree id
-    stamp of another length; ``spark.InvalidArgument`` is one too): the message names it.
+    stamp of another length, a DynamoDB client's option or ``RetryPolicy`` field it cannot
+    take, a ``concurrency`` below 1; ``spark.InvalidArgument`` is one too): the message names it.
     Raised before anything changes.  Also a ``ValueError``, which is what earlier versions
     raised.
     """

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...chain import ChainState, write_moment
+from ...errors import InvalidArgument
 from ...stamps import Stamp
 from .. import item as I
 from ..retry import DEFAULT_RETRY, RetryPolicy
@@ -31,7 +32,15 @@ from .expressions import (
     Update,
     Value,
 )
-from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, first_deadline
+from .validate import (
+    DEFAULT_TOKEN_WINDOW,
+    DEFAULT_TOMBSTONE_TTL,
+    Lifetime,
+    check_count,
+    check_name,
+    check_tombstone_ttl,
+    first_deadline,
+)
 
 #: The expression placeholder of each attribute of the item (rendered in ``expressions``).
 _ATTRIBUTES = {placeholder: attribute for attribute, placeholder in PLACEHOLDERS.items()}
@@ -70,20 +79,14 @@ class Requests:
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
-        if not table or not isinstance(table, str):
-            raise ValueError("table must be a non-empty string")
-        if not partition_key or not isinstance(partition_key, str):
-            raise ValueError("partition_key must be a non-empty string")
-        if token_window < 2:
-            raise ValueError("token_window must be >= 2")
-        if tombstone_ttl <= 0:
-            raise ValueError("tombstone_ttl must be > 0")
-        self.table = table
-        self.partition_key = partition_key
+        self.table = check_name("table", table)
+        self.partition_key = check_name("partition_key", partition_key)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidArgument(f"retry must be a RetryPolicy or None, not {retry!r}")
         self.retry = retry
-        self.token_window = token_window
-        self.tombstone_ttl = tombstone_ttl
-        self.cache_size = max(0, cache_size)
+        self.token_window = check_count("token_window", token_window, 2)
+        self.tombstone_ttl = check_tombstone_ttl(tombstone_ttl)
+        self.cache_size = check_count("cache_size", cache_size, 0)
         self.clock = clock
         self.monotonic = monotonic
         self.rng = rng or random.Random()

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 from ...chain import WRITE_TOKEN_BYTES, ChainState, check_token
 from ...errors import (
     CreateManyFailed,
+    InvalidArgument,
     InvalidReason,
     InvalidStamp,
     InvalidState,
@@ -63,6 +64,37 @@ def _check_seconds(
     ):
         raise error(
             f"{name} must be a number of seconds above 0 and at most {most:.0f}{span},"
+            f" not {value!r}"
+        )
+    return float(value)
+
+
+def check_count(name: str, value: object, least: int) -> int:
+    """An option that counts something (``concurrency``, ``token_window``, ...): an int
+    (not a bool) >= ``least``; ``InvalidArgument`` naming it otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidArgument(f"{name} must be an int >= {least}, not {value!r}")
+    return value
+
+
+def check_name(name: str, value: object) -> str:
+    """A client's ``table`` or ``partition_key``: a non-empty ``str``; ``InvalidArgument``."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"{name} must be a non-empty str (a DynamoDB name), not {value!r}")
+    return value
+
+
+def check_tombstone_ttl(value: object) -> float:
+    """``tombstone_ttl``: a finite number of seconds above 0 and at most ``MAX_TTL``: every
+    acked or failed chain's ``expires_at`` is now + it (``InvalidArgument`` otherwise)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_TTL
+    ):
+        raise InvalidArgument(
+            f"tombstone_ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f},"
             f" not {value!r}"
         )
     return float(value)
