@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 
-from xor_ack_dynamodb import ChainState, events, new_stamp, xor
+from xor_ack_dynamodb import ChainState, SyncXorAckDynamoDB, events, new_stamp, xor
 from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import (
     ChainFailed,
@@ -176,6 +176,21 @@ async def test_touch_extends_the_deadline(ack: Any, clock: Clock) -> None:
     with pytest.raises(ChainTimedOut):
         await ack.touch("slow", timeout=30)  # too late even to touch
     assert (await ack.get("slow")).reason == "timeout"
+
+
+async def test_touch_decides_on_the_chain_not_on_a_remembered_earlier_generation(
+    ack: Any, clock: Clock, backend: tuple[str, TableSpec]
+) -> None:
+    raw = boto3.client("dynamodb", endpoint_url=backend[0], region_name="us-east-1")
+    other = SyncXorAckDynamoDB(raw, table=backend[1].name, clock=clock)
+    await ack.create("job", new_stamp())  # remembered by ack: no idle_timeout
+    other.fail("job")
+    other.create("job", new_stamp(), idle_timeout=10)  # replayed, with an idle timeout
+    clock.now += 5
+    touched = await ack.touch("job")
+    assert touched.deadline == T0 + 15
+    state = other.get("job")
+    assert state is not None and state.deadline == T0 + 15
 
 
 async def test_fail_after_the_deadline_is_a_timeout(ack: Any, clock: Clock) -> None:

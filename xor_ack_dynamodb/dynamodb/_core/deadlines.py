@@ -162,6 +162,10 @@ class Deadlines(Reads):
                 raise T.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state, "touch")
             assert state is not None
             span = extension if extension is not None else state.idle_timeout
+            if span is None and remembered:  # the cache's chain may be an earlier generation
+                remembered = False
+                state = yield from self._read(tag)
+                continue
             if span is None:
                 raise InvalidTimeout(
                     f'"{tag}" has no idle_timeout: pass touch(tag, timeout=SECONDS) to say how'
