@@ -110,3 +110,22 @@ async def test_a_token_remembered_from_an_earlier_generation_still_stamps_the_ne
     for tag, left in (("foo", b), ("bar", d)):
         state = other.get(tag)
         assert state is not None and state.version == 2 and state.stamp == left
+
+
+@pytest.mark.parametrize("transact", [False, True])
+async def test_a_stamp_length_remembered_from_an_earlier_generation_does_not_refuse_the_new_chain(
+    kind: str, local: tuple[str, TableSpec], transact: bool
+) -> None:
+    other = _other(local)
+    async with open_client(kind, local[0], local[1].name) as worker:
+        await worker.create_many({"foo": new_stamp(16), "bar": new_stamp(16)})
+        # Replayed by another client with 8-byte stamps; this worker remembers 16-byte chains.
+        roots = {"foo": new_stamp(8), "bar": new_stamp(8)}
+        for tag, root in roots.items():
+            other.fail(tag)
+            other.create(tag, root)
+        done = await worker.stamp_many(roots, transact=transact)
+        assert all(state.acked for state in done.values())
+    for tag in roots:
+        state = other.get(tag)
+        assert state is not None and state.acked

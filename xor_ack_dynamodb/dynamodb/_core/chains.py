@@ -214,6 +214,11 @@ class SingleChain(Endings):
                     outcomes[i] = T.refusal(kind, tag, state, "stamp_on" if exact else "stamp")
                 break
             assert state is not None
+            size = len(state.stamp)
+            if state is unproven and any(len(entries[i].stamp) != size for i in pending):
+                remembered, unproven = False, None  # nor a length: read the chain as it is
+                state = yield from self._read(tag)
+                continue
             batch: list[int] = []
             later: list[int] = []
             batch_tokens: set[bytes] = set()

@@ -157,10 +157,15 @@ class Chains(SingleChain):
         now_wall = self.clock()
         for tag in entries:
             state = self.cached(tag)
-            token = entries[tag].token
-            # A token the remembered state holds proves nothing until read: it may be an
-            # earlier generation of the tag's (``stamp_batch``).
-            if state is None or state.expired(now_wall) or (token and token in state.tokens):
+            entry = entries[tag]
+            # A token the remembered state holds, or a length it refuses, proves nothing until
+            # read: it may be an earlier generation of the tag's (``stamp_batch``).
+            if (
+                state is None
+                or state.expired(now_wall)
+                or (entry.token is not None and entry.token in state.tokens)
+                or len(entry.stamp) != len(state.stamp)
+            ):
                 unknown.append(tag)
             else:
                 states[tag] = state
