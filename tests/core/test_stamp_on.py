@@ -24,6 +24,7 @@ from xor_ack_dynamodb.errors import (
     ChainFailed,
     ChainMoved,
     ChainTimedOut,
+    InvalidArgument,
     InvalidStamp,
     InvalidState,
     InvalidToken,
@@ -199,6 +200,33 @@ def test_stamps_that_would_not_fit_one_write_are_refused_before_anything_is_sent
     with pytest.raises(error):
         drive(chains().stamp_on(state_of(GIVEN), stamps), [], ran)
     assert ran.calls == []
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda ack, state: ack.stamp_on_many(state, [A, A]), InvalidStamp),
+        (lambda ack, state: ack.stamp_on_many(state, [(A,)]), InvalidStamp),
+        (lambda ack, state: ack.stamp_on_many(state, None), InvalidStamp),
+        (lambda ack, state: ack.stamp_on_each([(state, A)]), InvalidArgument),
+        (lambda ack, state: ack.stamp_on_each([state]), InvalidArgument),
+        (lambda ack, state: ack.stamp_on_each(None), InvalidArgument),
+    ],
+    ids=[
+        "stamp_on_many of stamps",
+        "stamp_on_many of 1-tuples",
+        "stamp_on_many of None",
+        "stamp_on_each without tokens",
+        "stamp_on_each of states",
+        "stamp_on_each of None",
+    ],
+)
+async def test_writes_of_another_shape_are_refused_saying_the_shape_before_anything_is_sent(
+    ack: Any, call: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=r"\(stamp, token\)|\(state, stamp, token\)"):
+        await call(ack, state_of(GIVEN))
+    assert ack.stats.total_requests == 0
 
 
 #: The chain a refusal returns, per status (OVERDUE: live, past its deadline).

@@ -19,6 +19,7 @@ from ._core.validate import (
     Lifetime,
     check_count,
     check_keywords,
+    check_rows,
     check_state,
     collect_many,
     create_entries,
@@ -209,7 +210,7 @@ class ClientBase(Generic[ClientT]):
         one operation per request of up to 25 (``_statements.stamp_on_each``); concurrency."""
         check_concurrency(concurrency)
         checked: list[tuple[ChainState, Entry]] = []
-        for state, stamp, token in writes:
+        for state, stamp, token in check_rows(writes, 3, InvalidArgument, "(state, stamp, token)"):
             checked.append((check_state(state), one_entry(state.tag, stamp, token)))
         tags = [state.tag for state, _ in checked]
         if len(set(tags)) != len(tags):

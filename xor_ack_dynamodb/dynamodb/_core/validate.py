@@ -205,6 +205,22 @@ def check_chain_id(chain_id: object) -> bytes | None:
     return bytes(chain_id)
 
 
+def check_rows(
+    rows: object, size: int, error: type[InvalidStamp | InvalidArgument], shape: str
+) -> list[tuple[Any, ...]]:
+    """``rows`` as a list of ``size``-tuples (each ``shape``), else ``error`` saying so."""
+    if isinstance(rows, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(
+        rows, Iterable
+    ):
+        raise error(f"pass a list of {shape} tuples, not a {type(rows).__name__}")
+    checked = list(rows)
+    for row in checked:
+        if not isinstance(row, (tuple, list)) or len(row) != size:
+            got = f"{len(row)}-tuple" if isinstance(row, (tuple, list)) else type(row).__name__
+            raise error(f"pass a list of {shape} tuples (token None for none), not of a {got}")
+    return [tuple(row) for row in checked]
+
+
 def on_state_entries(
     tag: str, stamps: Sequence[tuple[bytes, bytes | str | None]], window: int
 ) -> list[Entry]:
@@ -213,7 +229,8 @@ def on_state_entries(
     So they always go out in one write (a write carries at most half the window of
     tokens, and a repeated token would wait for the next).
     """
-    entries = [one_entry(tag, stamp, token) for stamp, token in stamps]
+    pairs = check_rows(stamps, 2, InvalidStamp, "(stamp, token)")
+    entries = [one_entry(tag, stamp, token) for stamp, token in pairs]
     if not 1 <= len(entries) <= max(1, window // 2):
         raise InvalidStamp(
             f"stamp_on_many writes 1 to {max(1, window // 2)} stamps (half the token window)"
