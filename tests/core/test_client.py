@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from xor_ack_dynamodb import Stamp, new_stamp, xor
@@ -23,7 +25,7 @@ from xor_ack_dynamodb.errors import (
     WaitTimeout,
     ZeroBufferNoOp,
 )
-from xor_ack_dynamodb.retry import RetryPolicy
+from xor_ack_dynamodb.retry import RetryPolicy, botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -338,3 +340,14 @@ async def test_a_call_option_it_cannot_take_is_invalid_argument_before_any_reque
         with pytest.raises(InvalidArgument, match=r"concurrency|via"):
             await call()
     assert ack.stats.total_requests == 0
+
+
+def test_docs_api_md_says_how_often_botocore_sends_a_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AWS_RETRY_MODE", raising=False)
+    monkeypatch.delenv("AWS_MAX_ATTEMPTS", raising=False)
+    client = boto3.client("dynamodb", region_name="us-east-1", config=botocore_config())
+    sends = client.meta.config.retries["total_max_attempts"]  # the first included
+    text = " ".join((Path(__file__).parents[2] / "docs" / "api.md").read_text().split())
+    assert f"({sends - 1} retries after the first attempt: {sends} sends in all)" in text
