@@ -229,6 +229,15 @@ async def test_writes_of_another_shape_are_refused_saying_the_shape_before_anyth
     assert ack.stats.total_requests == 0
 
 
+async def test_a_chain_twice_in_stamp_on_each_is_named_with_what_to_call_instead(
+    ack: Any,
+) -> None:
+    state = state_of(GIVEN)
+    with pytest.raises(InvalidState, match=rf'"{TAG}" .*stamp_on_many\(state, \[\(stamp, token\)'):
+        await ack.stamp_on_each([(state, A, b"m-1"), (state, A, b"m-2")])
+    assert ack.stats.total_requests == 0
+
+
 #: The chain a refusal returns, per status (OVERDUE: live, past its deadline).
 STATUS_ITEMS: dict[D.Status, dict[str, Any] | None] = {
     D.Status.LIVE: item(xor(ROOT, A), version=4, tokens=OLD[:3]),

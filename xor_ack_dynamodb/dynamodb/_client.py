@@ -212,9 +212,14 @@ class ClientBase(Generic[ClientT]):
         checked: list[tuple[ChainState, Entry]] = []
         for state, stamp, token in check_rows(writes, 3, InvalidArgument, "(state, stamp, token)"):
             checked.append((check_state(state), one_entry(state.tag, stamp, token)))
-        tags = [state.tag for state, _ in checked]
-        if len(set(tags)) != len(tags):
-            raise InvalidState("stamp_on_each writes one stamp per chain: a tag came twice")
+        seen: set[str] = set()
+        for state, _ in checked:
+            if state.tag in seen:
+                raise InvalidState(
+                    f'"{state.tag}" came twice: stamp_on_each writes one stamp per chain; write'
+                    " several on one chain with stamp_on_many(state, [(stamp, token), ...])"
+                )
+            seen.add(state.tag)
         ops = [
             stamp_on_each(self._core, self._statements, [checked[i] for i in part])
             for part in pieces(len(checked))
