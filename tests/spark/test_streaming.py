@@ -88,6 +88,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         ({"schema": "word string, n array<long>", "sink": {"format": "csv"}}, OutputUnwritable),
         ({"retention": 0}, InvalidArgument),
         ({"retention": float("nan")}, InvalidArgument),
+        ({"retention": 101 * 365 * 86_400.0}, InvalidArgument),
         ({"run_id": "r" * 60}, InvalidArgument),
     ],
     ids=[
@@ -102,6 +103,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         "format",
         "retention 0",
         "retention nan",
+        "retention over 100 years",
         "run_id too long for a batch run",
     ],
 )

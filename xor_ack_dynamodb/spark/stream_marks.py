@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..chain import ChainState
+from ..dynamodb._core.validate import MAX_TTL
 from ..dynamodb.sync import SyncXorAckDynamoDB
 from ..errors import ChainFailed, ChainMoved, CreateManyFailed, TagExists, TagNotFound
 from .chain_batches import asking
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 CHUNK = 1_000
 #: How long a stream remembers an input it committed (seconds): 30 days.
 DEFAULT_RETENTION = 30 * 86_400.0
+#: The longest it may: the marks' TTL and their tombstones' (the clients' limit on both).
+MAX_RETENTION = MAX_TTL
 #: What marks a folder of a micro-batch: ``batch=000003-RUN``.
 BATCH_PREFIX = "batch="
 

@@ -33,7 +33,7 @@ from .output import check as output_check
 from .paths import qualified, staging_path
 from .sink import Sink
 from .stages import Process
-from .stream_marks import DEFAULT_RETENTION, StreamMarks, stream_name
+from .stream_marks import DEFAULT_RETENTION, MAX_RETENTION, StreamMarks, stream_name
 from .stream_marks import batch_path as run_batch_path
 
 log = logging.getLogger("xor_ack_dynamodb.spark")
@@ -100,10 +100,15 @@ def track_stream(
             "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N): "
             "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
         )
-    if not (isinstance(retention, int | float) and math.isfinite(retention) and retention > 0):
+    if (
+        isinstance(retention, bool)
+        or not isinstance(retention, int | float)
+        or not (math.isfinite(retention) and 0 < retention <= MAX_RETENTION)
+    ):
         raise InvalidArgument(
             f"retention={retention!r}: give the seconds a stream remembers an input it "
-            f"committed, a number > 0 (default {DEFAULT_RETENTION:g}: 30 days)"
+            f"committed, a number > 0 and at most {MAX_RETENTION:.0f} (100 years; default "
+            f"{DEFAULT_RETENTION:g}: 30 days)"
         )
     if not isinstance(stop_on_failure, bool):
         raise InvalidArgument(
