@@ -12,7 +12,7 @@ import pytest
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
 from xor_ack_dynamodb.acker import Acked, Acker, IdGenerator, Nacked, acker_for
-from xor_ack_dynamodb.errors import ChainFailed
+from xor_ack_dynamodb.errors import ChainFailed, InvalidArgument
 from xor_ack_dynamodb.memory import FailReason, PyAck
 from xor_ack_dynamodb.table import TableSpec
 from xor_ack_dynamodb.tuple_tree import (
@@ -190,6 +190,24 @@ def test_helper_argument_errors() -> None:
         TupleTree(AckerSink([Acker()]), lambda: 0).start()
     with pytest.raises(ValueError):
         AckerSink([])
+
+
+def test_a_tuple_id_of_zero_is_refused_instead_of_hanging_the_bolt() -> None:
+    """Ids are never 0: a reference "anchor:0" (a corrupt message) must not loop forever."""
+    sink = Recording(AckerSink([Acker()]))
+    tree = TupleTree(sink, IdGenerator(seed=6))
+    started = tree.start()
+    with pytest.raises(InvalidArgument, match="never 0"):
+        TupleRef.parse(f"{started.anchor_id}:0")
+    zero = TupleRef(started.anchor_id, 0)
+    with pytest.raises(InvalidArgument, match="never 0"):
+        tree.ack(zero)
+    with pytest.raises(InvalidArgument, match="never 0"):
+        tree.emit(zero, 1)
+    with pytest.raises(InvalidArgument, match="int64"):
+        TupleTree(sink, deterministic=True).ack(TupleRef(started.anchor_id, 2**64))
+    assert len(sink.calls) == 1  # the Track only: nothing was sent for the refused calls
+    assert tree.ack(started.roots[0]).completed
 
 
 # -- random topologies over the in-process trackers ---------------------------------------------

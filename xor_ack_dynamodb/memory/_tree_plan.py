@@ -38,7 +38,8 @@ class TupleRef:
 
     @classmethod
     def parse(cls, text: str) -> TupleRef:
-        """Read ``"anchor_id:tuple_id"``; ``ValueError`` for anything else."""
+        """Read ``"anchor_id:tuple_id"``; ``InvalidArgument`` (a ``ValueError``) for anything
+        else, a tuple id of 0 included (ids are never 0)."""
         parts = text.split(":") if isinstance(text, str) else []
         if len(parts) != 2:
             raise InvalidArgument(f'a tuple reference is "anchor_id:tuple_id", not {text!r}')
@@ -48,7 +49,23 @@ class TupleRef:
             raise InvalidArgument(
                 f'a tuple reference is "anchor_id:tuple_id", not {text!r}'
             ) from exc
-        return cls(check_id(anchor_id, "anchor_id"), check_id(tuple_id, "tuple_id"))
+        return check_ref(cls(anchor_id, tuple_id))
+
+
+def check_ref(ref: object) -> TupleRef:
+    """``ref`` as a tuple of a tree: int64 ids, the tuple id never 0; else ``InvalidArgument``.
+
+    A zero tuple id would be invisible to the XOR: a bolt could never ack it.
+    """
+    if not isinstance(ref, TupleRef):
+        raise InvalidArgument(f"a tuple is a TupleRef (TupleRef.parse(text)), not {ref!r}")
+    check_id(ref.anchor_id, "anchor_id")
+    if check_id(ref.tuple_id, "tuple_id") == 0:
+        raise InvalidArgument(
+            f"tuple ids are never 0, so {ref} is no tuple of a tree: pass the TupleRef that "
+            "start(), ack() or emit() returned"
+        )
+    return ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,12 +221,14 @@ class TreePlan:
 
     def ack(self, input: TupleRef, children: int) -> Step[Emitted]:
         """Bolt: ack ``input`` and anchor ``children`` new tuples, in one folded stamp."""
+        check_ref(input)
         refs, value = self.children(input, children, _ACK_CALL, input.tuple_id)
         token = self.token(_ACK_CALL, input)
         return Step(Xor(input.anchor_id, value, token), lambda completed: Emitted(refs, completed))
 
     def emit(self, input: TupleRef, children: int, offset: int) -> Step[tuple[TupleRef, ...]]:
         """Bolt: anchor ``children`` more tuples to ``input``'s tree, before ``input`` is acked."""
+        check_ref(input)
         _count(children, "children", 1)
         call = _emit_call(offset)
         refs, value = self.children(input, children, call, 0)
