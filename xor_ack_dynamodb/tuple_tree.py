@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, Unpack
 
-from .dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
+from .dynamodb import Lifetime, SyncXorAckDynamoDB, XorAckDynamoDB
 from .errors import ChainFailed
 from .memory import tuple_tree as _tree
 from .memory.tuple_tree import *  # noqa: F403 - the spout and bolt helpers, as they are there
@@ -31,12 +31,17 @@ ClientT = TypeVar("ClientT")
 
 
 class _TableSink(Generic[ClientT]):
-    """What both DynamoDB sinks hold: the client, the tag prefix and the chains' TTL."""
+    """What both DynamoDB sinks hold: the client, the tag prefix and each tree's ``create``
+    options (``ttl``, ``timeout``, ``idle_timeout``: :class:`~xor_ack_dynamodb.Lifetime`)."""
 
-    def __init__(self, client: ClientT, prefix: str = "", *, ttl: float | None = None) -> None:
+    def __init__(self, client: ClientT, prefix: str = "", **lifetime: Unpack[Lifetime]) -> None:
         self.client = client
         self.prefix = prefix
-        self.ttl = ttl
+        self.lifetime = lifetime
+
+    @property
+    def ttl(self) -> float | None:
+        return self.lifetime.get("ttl")
 
     def tag(self, anchor_id: int) -> str:
         return f"{self.prefix}{anchor_id}"
@@ -45,13 +50,18 @@ class _TableSink(Generic[ClientT]):
 class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
     """A DynamoDB table through :class:`~xor_ack_dynamodb.SyncXorAckDynamoDB`.
 
-    ``ttl``: seconds after which a tree that has not completed expires (the
-    chain's TTL; a waiter then learns it timed out).  A stamp on a tree that
-    failed raises ``ChainFailed``: stop processing its tuples.
+    Each tree is created with ``create(tag, root_ids, **lifetime)``.  ``timeout`` (the tree
+    must complete by then) or ``idle_timeout`` (each bolt's stamp moves that deadline) make
+    a tree whose bolt died end: past its deadline no stamp lands, the next one (or a sweep)
+    fails it with ``"timeout"`` and its waiter gets ``ChainTimedOut``.  ``ttl`` only
+    collects the item later; it is never a deadline (a waiter of a tree with only a ``ttl``
+    gets ``WaitTimeout``, and ``TagNotFound`` once the item expired).  A stamp on a tree
+    that failed raises ``ChainFailed`` (``ChainTimedOut`` past its deadline): stop
+    processing its tuples.
     """
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
-        return self.client.create(self.tag(anchor_id), id_stamp(value), ttl=self.ttl).acked
+        return self.client.create(self.tag(anchor_id), id_stamp(value), **self.lifetime).acked
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
         return self.client.stamp(self.tag(anchor_id), id_stamp(value), token=token).acked
@@ -62,12 +72,13 @@ class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
 
 
 class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
-    """A DynamoDB table through the async :class:`~xor_ack_dynamodb.XorAckDynamoDB`."""
+    """A DynamoDB table through the async :class:`~xor_ack_dynamodb.XorAckDynamoDB`; the same
+    options as :class:`DynamoDBSink`."""
 
     async def init(
         self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable
     ) -> bool:
-        state = await self.client.create(self.tag(anchor_id), id_stamp(value), ttl=self.ttl)
+        state = await self.client.create(self.tag(anchor_id), id_stamp(value), **self.lifetime)
         return state.acked
 
     async def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:

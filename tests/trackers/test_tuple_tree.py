@@ -12,7 +12,7 @@ import pytest
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
 from xor_ack_dynamodb.acker import Acked, Acker, IdGenerator, Nacked, acker_for
-from xor_ack_dynamodb.errors import ChainFailed, InvalidArgument
+from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, InvalidArgument, WaitTimeout
 from xor_ack_dynamodb.memory import FailReason, PyAck
 from xor_ack_dynamodb.table import TableSpec
 from xor_ack_dynamodb.tuple_tree import (
@@ -325,6 +325,31 @@ def test_deterministic_ack_resent_is_applied_once_over_dynamodb(
         after = client.get(tag)
         assert state is not None and after is not None and after.stamp == state.stamp
         assert [tree.ack(child).completed for child in first.children] == [False, True]
+
+
+def test_a_tree_whose_bolt_died_fails_by_its_deadline_over_dynamodb(
+    backend: tuple[str, TableSpec],
+) -> None:
+    """TTL is garbage collection: a stalled tree needs a deadline to fail, and the sink sets it."""
+    endpoint, spec = backend
+    now = [1_900_000_000.0]
+    with SyncXorAckDynamoDB.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1", clock=lambda: now[0]
+    ) as client:
+        sink = DynamoDBSink(client, prefix="dl/", idle_timeout=30, ttl=3600)
+        tree = TupleTree(sink, IdGenerator(seed=16))
+        started = tree.start()
+        (lost, alive) = tree.ack(started.roots[0], children=2).children  # lost: its bolt died
+        now[0] += 20
+        tree.ack(alive)  # progress moves the deadline (idle_timeout)
+        now[0] += 20
+        with pytest.raises(WaitTimeout):  # alive at +40 (its deadline moved): the wait gives up
+            client.wait(f"dl/{started.anchor_id}", timeout=0)
+        now[0] += 31  # past the deadline: the late bolt's stamp fails the tree, not lands
+        with pytest.raises(ChainTimedOut):
+            tree.ack(lost)
+        with pytest.raises(ChainTimedOut):  # and whoever waits for the tree learns it
+            client.wait(f"dl/{started.anchor_id}", timeout=0)
 
 
 async def test_async_helpers_over_dynamodb(backend: tuple[str, TableSpec]) -> None:
