@@ -20,6 +20,7 @@ from xor_ack_dynamodb.errors import (
     InvalidTag,
     InvalidTimeout,
     TagExists,
+    TickerRunning,
     ZeroBufferNoOp,
 )
 from xor_ack_dynamodb.memory import AckStats, CAck, FailReason, PyAck
@@ -708,6 +709,28 @@ async def test_ticker_survives_a_raising_listener(Ack: type[PyAck]) -> None:
         loop.set_exception_handler(previous)
     assert expired == ["bad", "good"]
     assert isinstance(reported[0]["exception"], RuntimeError)
+
+
+async def test_a_second_ticker_of_one_ack_is_refused(Ack: type[PyAck]) -> None:
+    """Two tickers would tick one Ack twice as often: its chains would fail before ``t``."""
+    ack = Ack(timeout=0.4, buckets=2)
+    loop = asyncio.get_running_loop()
+    failed: asyncio.Future[float] = loop.create_future()
+    ack.on("failed", lambda tag, reason: failed.set_result(loop.time()))
+    async with ack.ticking() as first:
+        second = ack.ticking()
+        with pytest.raises(TickerRunning, match=r"await ticker\.stop\(\)"):
+            second.start()
+        with pytest.raises(TickerRunning):
+            first.start()
+        assert first.running and not second.running
+        await asyncio.sleep(0.1)
+        ack.add("t", b"\x01")
+        added = loop.time()
+        failed_at = await asyncio.wait_for(failed, 10)
+    assert failed_at - added >= 0.4 - 0.01
+    async with second:  # the first one stopped: another may tick now
+        assert second.running
 
 
 def test_ticking_needs_an_interval(Ack: type[PyAck]) -> None:

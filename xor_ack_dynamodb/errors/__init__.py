@@ -223,6 +223,15 @@ class InvalidToken(XorAckError):
     """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
 
 
+class TickerRunning(XorAckError, RuntimeError):
+    """An ``Ack``'s ticker was started while one of that ``Ack``'s tickers is running.
+
+    Two tickers would tick the tracker twice as often and fail its chains before their
+    timeout.  Also a ``RuntimeError``, which is what earlier versions raised for a ticker
+    started twice.
+    """
+
+
 class CorruptItem(_TagError):
     """The chain's item was not written by this client or was damaged since.
 
@@ -374,6 +383,7 @@ __all__ = [
     "SweepIncomplete",
     "TagExists",
     "TagNotFound",
+    "TickerRunning",
     "TransactionItemRejected",
     "UpgradeTimeout",
     "WaitTimeout",

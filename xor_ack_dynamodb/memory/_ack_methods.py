@@ -354,10 +354,11 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         """An asyncio task that calls :meth:`tick` every ``interval`` seconds.
 
         ``interval`` defaults to :attr:`tick_interval`.  Use ``async with
-        ack.ticking(): ...`` or ``ticker.start()`` / ``await ticker.stop()``.
+        ack.ticking(): ...`` or ``ticker.start()`` / ``await ticker.stop()``.  One ticker
+        of an ``Ack`` runs at a time: starting another raises ``TickerRunning``.
         """
         if interval is None:
             if self._tick_interval is None:
                 raise InvalidTimeout("give ticking() an interval, or the Ack a timeout")
             interval = self._tick_interval
-        return Ticker(self.tick, _positive_seconds("interval", interval))
+        return Ticker(self.tick, _positive_seconds("interval", interval), owner=self)

@@ -7,10 +7,17 @@ place where time passes.  ``Ack.ticking()`` returns a :class:`Ticker`.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 
+from ..errors import TickerRunning
+
 __all__ = ["Ticker"]
+
+#: The last ticker started for each tracker (``Ticker(owner=...)``), weakly both ways: a
+#: ticker refers to its tracker (its ``tick``), which must stay collectable.
+_started: weakref.WeakKeyDictionary[object, weakref.ref[Ticker]] = weakref.WeakKeyDictionary()
 
 
 class Ticker:
@@ -23,11 +30,18 @@ class Ticker:
     closer, which would expire a chain added just before it early.  An
     exception from a listener during a tick goes to the loop's exception
     handler and ticking goes on.
+
+    ``owner``: the tracker ``tick`` belongs to.  One ticker of an owner runs at a time
+    (``TickerRunning`` otherwise): two would tick it twice as often, and its chains
+    would fail before their timeout.
     """
 
-    def __init__(self, tick: Callable[[], object], interval: float) -> None:
+    def __init__(
+        self, tick: Callable[[], object], interval: float, owner: object | None = None
+    ) -> None:
         self._tick = tick
         self.interval = interval
+        self._owner = owner
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -35,10 +49,20 @@ class Ticker:
         return self._task is not None and not self._task.done()
 
     def start(self) -> None:
-        """Start ticking (needs a running event loop)."""
-        if self.running:
-            raise RuntimeError("the ticker is already running")
+        """Start ticking (needs a running event loop); ``TickerRunning`` if the owner's
+        ticker (this one or another) is running."""
+        owner = self._owner
+        last = None if owner is None else _started.get(owner)
+        running = (last() if last is not None else None) or self
+        if running.running:
+            what = "this ticker is" if running is self else "another ticker of this Ack is"
+            raise TickerRunning(
+                f"{what} already running: one ticker per Ack, or its chains would time out "
+                "early; use the running one, or await ticker.stop() on it first"
+            )
         self._task = asyncio.get_running_loop().create_task(self._run(), name="xor-ack-ticker")
+        if owner is not None:
+            _started[owner] = weakref.ref(self)
 
     async def stop(self) -> None:
         """Stop ticking and wait for the task to end."""
