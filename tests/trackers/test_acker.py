@@ -24,7 +24,13 @@ from xor_ack_dynamodb.acker import (
     acker_for,
     acker_index,
 )
-from xor_ack_dynamodb.errors import InvalidArgument, TagExists, ZeroBufferNoOp
+from xor_ack_dynamodb.errors import (
+    InvalidArgument,
+    InvalidListener,
+    InvalidMessage,
+    TagExists,
+    ZeroBufferNoOp,
+)
 from xor_ack_dynamodb.memory import FailReason
 
 AID = 0x5EED_0000_0000_0001
@@ -271,6 +277,20 @@ def test_zero_tuple_id_is_refused() -> None:
 def test_handle_refuses_other_objects() -> None:
     with pytest.raises(TypeError):
         Acker().handle("Ok")  # type: ignore[arg-type]
+
+
+def test_a_wrong_message_or_listener_gets_a_typed_error_and_changes_nothing() -> None:
+    acker = Acker()
+    with pytest.raises(InvalidMessage, match="Track, Anchor, Ok, Fail or ResetTimeout"):
+        acker.handle(("Ok", AID, 7))  # type: ignore[arg-type]
+    for event in ("acked", "failed", "event"):
+        with pytest.raises(InvalidListener, match="callable"):
+            acker.on(event, "print")  # type: ignore[call-overload]
+    assert isinstance(InvalidMessage("m"), TypeError) and isinstance(
+        InvalidListener("m"), TypeError
+    )
+    assert len(acker) == 0 and acker.track(SPOUT, SOURCE, AID, 5) is None
+    assert acker.ok(AID, 5) == Acked(AID, SPOUT, SOURCE)  # no listener was registered to fail
 
 
 def test_acker_configuration_is_validated() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from xor_ack_dynamodb import events
 from xor_ack_dynamodb.acker import Acker
-from xor_ack_dynamodb.errors import InvalidArgument
+from xor_ack_dynamodb.errors import InvalidArgument, InvalidListener
 from xor_ack_dynamodb.memory import PyAck
 
 
@@ -80,8 +80,9 @@ def test_ack_off_removes_only_the_registration_of_the_event_it_names(Ack: type[P
 
 
 def test_ack_refuses_a_listener_that_is_not_callable(Ack: type[PyAck]) -> None:
-    with pytest.raises(TypeError):
-        Ack().on("event", "print")  # type: ignore[call-overload]
+    for event in ("acked", "failed", "event"):
+        with pytest.raises(InvalidListener, match="callable"):
+            Ack().on(event, "print")  # type: ignore[call-overload]
     with pytest.raises(InvalidArgument, match='"event"'):
         Ack().on("done", print)  # type: ignore[call-overload]
 

@@ -223,6 +223,19 @@ class InvalidToken(XorAckError):
     """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
 
 
+class InvalidListener(XorAckError, TypeError):
+    """An in-memory tracker's ``on(event, listener)`` was given a listener that is not
+    callable.  Also a ``TypeError``, which is what earlier versions raised.
+    """
+
+
+class InvalidMessage(XorAckError, TypeError):
+    """``Acker.handle`` was given something that is not an acker message (``Track``,
+    ``Anchor``, ``Ok``, ``Fail``, ``ResetTimeout``).  Also a ``TypeError``, which is what
+    earlier versions raised.
+    """
+
+
 class TickerRunning(XorAckError, RuntimeError):
     """An ``Ack``'s ticker was started while one of that ``Ack``'s tickers is running.
 
@@ -364,7 +377,9 @@ __all__ = [
     "CreateManyFailed",
     "GetManyFailed",
     "InvalidArgument",
+    "InvalidListener",
     "InvalidListing",
+    "InvalidMessage",
     "InvalidReason",
     "InvalidStamp",
     "InvalidState",

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+from ..errors import InvalidListener
 from ..lifecycle import Acked, ChainEvent, failure
 
 EventListener = Callable[[ChainEvent], object]
@@ -81,6 +82,10 @@ class AckerFailed(_Adapter):
 
 
 def check_listener(listener: object) -> EventListener:
+    """``listener``, if it can be called; ``InvalidListener`` otherwise."""
     if not callable(listener):
-        raise TypeError(f"listener must be callable, not {listener!r}")
-    return listener
+        raise InvalidListener(
+            f"a listener must be callable (a function, or an object with __call__), "
+            f"not {listener!r}"
+        )
+    return cast(EventListener, listener)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from ..errors import InvalidArgument
+from ._events import check_listener
 
 if TYPE_CHECKING:
     from ._events import EventListener
@@ -49,10 +50,9 @@ def raise_errors(errors: list[Exception] | None, event: str) -> None:
 def registers_acked(event: object, listener: object) -> bool:
     """Check an ``on(event, listener)`` call: True for ``"acked"``, False for ``"failed"``.
 
-    ``TypeError`` if ``listener`` is not callable, ``ValueError`` for another event.
+    ``InvalidListener`` if ``listener`` is not callable, ``InvalidArgument`` for another event.
     """
-    if not callable(listener):
-        raise TypeError(f"listener must be callable, not {listener!r}")
+    check_listener(listener)
     if event not in ("acked", "failed"):
         raise InvalidArgument(f'event must be "acked", "failed" or "event", not {event!r}')
     return event == "acked"

@@ -47,7 +47,7 @@ import secrets
 from collections.abc import Callable, Hashable, Sequence
 from typing import ClassVar, TypeVar
 
-from ..errors import InvalidArgument, TagExists, ZeroBufferNoOp
+from ..errors import InvalidArgument, InvalidMessage, TagExists, ZeroBufferNoOp
 from ._ack_report import counters_of
 from ._acker_messages import (
     Acked,
@@ -212,7 +212,10 @@ class Acker(GenerationsConfig, Listeners[AckedListener, NackedListener]):
         if isinstance(msg, ResetTimeout):
             self.reset_timeout(msg.anchor_id)
             return None
-        raise TypeError(f"not an acker message: {msg!r}")
+        raise InvalidMessage(
+            f"handle() takes an acker message (Track, Anchor, Ok, Fail or ResetTimeout), "
+            f"not {msg!r}"
+        )
 
     def track(
         self, task_id: Hashable, source_id: Hashable, anchor_id: int, value: int = 0
