@@ -110,8 +110,12 @@ def token_digest(token: bytes | str) -> bytes:
     """The 8 bytes a chain keeps in ``tokens`` for a stamp's idempotency ``token``.
 
     ``InvalidToken`` for a token a stamp would refuse (1 to 16 bytes, or a str of as
-    many UTF-8 bytes).
+    many UTF-8 bytes), and for None: a stamp sent without a token leaves nothing to find.
     """
     digest = check_token(token)
-    assert digest is not None
+    if digest is None:
+        raise InvalidToken(
+            "a token is needed to find a stamp: pass the token= the stamp was sent with "
+            "(a stamp sent without one leaves no trace in the chain)"
+        )
     return digest

@@ -108,6 +108,14 @@ def test_a_token_the_given_state_holds_is_reported_applied_without_a_write() -> 
     assert ran.result == ROOT and ran.ops == []
 
 
+def test_holds_refuses_a_missing_token_instead_of_answering() -> None:
+    # A stamp sent without a token leaves no trace to find: no answer is the right one.
+    state = state_of(item(ROOT, version=3, tokens=[check_token(TOKEN) or b""]))
+    assert state.holds(TOKEN) and not state.holds(b"message-2")
+    with pytest.raises(InvalidToken, match="token="):
+        state.holds(None)  # type: ignore[arg-type]
+
+
 def test_a_transaction_holding_the_item_is_chain_moved_after_one_read() -> None:
     moved = item(xor(ROOT, A), version=4, tokens=OLD[:3])
     ran = drive(
