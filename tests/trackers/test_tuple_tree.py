@@ -206,6 +206,8 @@ def test_a_tuple_id_of_zero_is_refused_instead_of_hanging_the_bolt() -> None:
         tree.emit(zero, 1)
     with pytest.raises(InvalidArgument, match="int64"):
         TupleTree(sink, deterministic=True).ack(TupleRef(started.anchor_id, 2**64))
+    with pytest.raises(InvalidArgument, match=r"TupleRef\.parse"):
+        tree.fail(str(started.roots[0]))  # type: ignore[arg-type]
     assert len(sink.calls) == 1  # the Track only: nothing was sent for the refused calls
     assert tree.ack(started.roots[0]).completed
 

@@ -236,4 +236,5 @@ class TreePlan:
 
     def fail(self, input: TupleRef) -> Step[None]:
         """Bolt: processing ``input`` failed; the whole tree fails."""
+        check_ref(input)
         return Step(FailTree(input.anchor_id), lambda _: None)
