@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from xor_ack_dynamodb import events
-from xor_ack_dynamodb.acker import Acker
+from xor_ack_dynamodb.acker import Acker, Nacked
 from xor_ack_dynamodb.errors import InvalidArgument, InvalidListener
 from xor_ack_dynamodb.memory import PyAck
 
@@ -85,6 +85,24 @@ def test_ack_refuses_a_listener_that_is_not_callable(Ack: type[PyAck]) -> None:
             Ack().on(event, "print")  # type: ignore[call-overload]
     with pytest.raises(InvalidArgument, match='"event"'):
         Ack().on("done", print)  # type: ignore[call-overload]
+
+
+def test_acker_listeners_can_be_removed_as_an_acks() -> None:
+    acker = Acker()
+    seen: list[object] = []
+    acker.on("acked", seen.append)
+    acker.on("failed", seen.append)
+    acker.on("event", seen.append)
+    assert acker.off("event", seen.append) is True
+    assert acker.off("acked", seen.append) is True
+    assert acker.off("acked", seen.append) is False
+    acker.track("spout", "row-1", anchor_id=7, value=5)
+    acker.ok(7, 5)
+    acker.track("spout", "row-2", anchor_id=8, value=5)
+    acker.fail(8, 5)
+    assert [type(e) for e in seen] == [Nacked]  # only the plain "failed" listener is left
+    with pytest.raises(InvalidArgument):
+        acker.off("done", print)  # type: ignore[arg-type]
 
 
 def test_acker_events() -> None:

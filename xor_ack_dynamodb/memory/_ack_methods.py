@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, ClassVar, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import (
     BufferLengthsUnequal,
-    InvalidArgument,
     InvalidTag,
     InvalidTimeout,
     TagExists,
 )
 from ..stamps import Stamp, as_stamp
 from ._ack_report import AckedListener, AckStats, FailedListener, FailReason, counters_of
-from ._events import adapts
 from ._generations import Generations, GenerationsConfig, check_buckets
 from ._listeners import Listeners, call_all, raise_errors
 from ._ticker import Ticker
@@ -179,35 +177,6 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         )
 
     # -- listeners -------------------------------------------------------------
-
-    def off(
-        self, event: Literal["acked", "failed", "event"], listener: Callable[..., object]
-    ) -> bool:
-        """Remove one registration of ``listener``; False if it was not registered."""
-        if event == "event":
-            acked = self._off("acked", listener, adapted=True)
-            return self._off("failed", listener, adapted=True) and acked
-        if event not in ("acked", "failed"):
-            raise InvalidArgument(f'event must be "acked", "failed" or "event", not {event!r}')
-        return self._off(event, listener, adapted=False)
-
-    def _off(
-        self, event: Literal["acked", "failed"], listener: Callable[..., object], adapted: bool
-    ) -> bool:
-        """Remove the first ``event`` listener that is ``listener`` (``adapted``: its adapter)."""
-        if event == "acked":
-            listeners: tuple[Callable[..., object], ...] = self._acked_listeners
-        else:
-            listeners = self._failed_listeners
-        for i, registered in enumerate(listeners):
-            if adapts(registered, listener) if adapted else registered == listener:
-                remaining = listeners[:i] + listeners[i + 1 :]
-                if event == "acked":
-                    self._acked_listeners = remaining
-                else:
-                    self._failed_listeners = remaining
-                return True
-        return False
 
     def _emit_failed(self, events: Iterable[tuple[str, FailReason]]) -> None:
         errors: list[Exception] | None = None

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from ..errors import InvalidArgument
-from ._events import check_listener
+from ._events import adapts, check_listener
 
 if TYPE_CHECKING:
     from ._events import EventListener
@@ -59,8 +59,8 @@ def registers_acked(event: object, listener: object) -> bool:
 
 
 class Listeners(Generic[A, F]):
-    """``on(event, listener)`` of both in-memory trackers: ``"acked"`` listeners (``A``) in
-    ``_acked_listeners``, ``"failed"`` ones (``F``) in ``_failed_listeners``."""
+    """``on(event, listener)`` and ``off`` of both in-memory trackers: ``"acked"`` listeners
+    (``A``) in ``_acked_listeners``, ``"failed"`` ones (``F``) in ``_failed_listeners``."""
 
     if not TYPE_CHECKING:
         __slots__ = ()  # the trackers keep the tuples (Ack: in its core's slots)
@@ -105,3 +105,35 @@ class Listeners(Generic[A, F]):
         else:
             self._failed_listeners = (*self._failed_listeners, cast(F, listener))
         return listener
+
+    def off(
+        self, event: Literal["acked", "failed", "event"], listener: Callable[..., object]
+    ) -> bool:
+        """Remove one registration of ``listener``; False if it was not registered.
+
+        ``"event"`` removes the adapters of one ``on("event", listener)``, and only them.
+        """
+        if event == "event":
+            acked = self._off("acked", listener, adapted=True)
+            return self._off("failed", listener, adapted=True) and acked
+        if event not in ("acked", "failed"):
+            raise InvalidArgument(f'event must be "acked", "failed" or "event", not {event!r}')
+        return self._off(event, listener, adapted=False)
+
+    def _off(
+        self, event: Literal["acked", "failed"], listener: Callable[..., object], adapted: bool
+    ) -> bool:
+        """Remove the first ``event`` listener that is ``listener`` (``adapted``: its adapter)."""
+        if event == "acked":
+            listeners: tuple[Callable[..., object], ...] = self._acked_listeners
+        else:
+            listeners = self._failed_listeners
+        for i, registered in enumerate(listeners):
+            if adapts(registered, listener) if adapted else registered == listener:
+                remaining = listeners[:i] + listeners[i + 1 :]
+                if event == "acked":
+                    self._acked_listeners = cast(tuple[A, ...], remaining)
+                else:
+                    self._failed_listeners = cast(tuple[F, ...], remaining)
+                return True
+        return False
