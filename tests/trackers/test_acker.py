@@ -390,3 +390,9 @@ def test_fail_message_default_and_reset_of_untracked_tree() -> None:
     assert acker.reset_timeout(AID) is True
     state = acker.state(AID)
     assert state is not None and state.failed and not state.tracked
+
+
+def test_the_shard_of_a_negative_anchor_is_abs_anchor_mod_n_not_pythons_abs_of_mod() -> None:
+    # docs/trackers.md: ackers[abs(anchor_id) % N]; Python's abs(anchor_id % N) differs.
+    assert acker_index(-7, 4) == 3 != abs(-7 % 4)
+    assert acker_index(-7, 3) == 1 != abs(-7 % 3)
