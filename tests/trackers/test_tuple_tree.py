@@ -212,6 +212,17 @@ def test_a_tuple_id_of_zero_is_refused_instead_of_hanging_the_bolt() -> None:
     assert tree.ack(started.roots[0]).completed
 
 
+def test_a_tree_refuses_a_sink_of_the_other_kind_before_anything_is_written() -> None:
+    # A blocking tree over an async sink got coroutines back: truthy "completed", nothing
+    # written; an async tree over a blocking sink wrote, then failed to await the answer.
+    with pytest.raises(InvalidArgument, match="AsyncTupleTree"):
+        TupleTree(AsyncDynamoDBSink(None))  # type: ignore[arg-type]
+    acker = Acker()
+    with pytest.raises(InvalidArgument, match="use TupleTree"):
+        AsyncTupleTree(AckerSink([acker]))  # type: ignore[arg-type]
+    assert len(acker) == 0
+
+
 # -- random topologies over the in-process trackers ---------------------------------------------
 
 

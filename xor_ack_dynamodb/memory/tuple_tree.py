@@ -37,8 +37,9 @@ generated source is what mypy and readers would have to trust without seeing it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import InvalidArgument
 from ..stamps import Stamp
@@ -161,7 +162,15 @@ class AckSink:
 
 
 class _Driver(Generic[SinkT]):
-    """What both drivers hold: the sink and the plan (see :mod:`._tree_plan`)."""
+    """What both drivers hold: the sink and the plan (see :mod:`._tree_plan`).
+
+    A driver takes only a sink of its kind (``_awaits``: async), checked before anything
+    is sent: a blocking driver would take an async sink's coroutines for answers (a
+    truthy "completed", nothing written), an async one would write, then fail to await.
+    """
+
+    _awaits: ClassVar[bool]
+    _other: ClassVar[str]
 
     def __init__(
         self,
@@ -170,6 +179,13 @@ class _Driver(Generic[SinkT]):
         *,
         deterministic: bool = False,
     ) -> None:
+        for verb in ("init", "xor", "fail"):
+            if inspect.iscoroutinefunction(getattr(sink, verb, None)) != self._awaits:
+                kind, other = ("async", "blocking") if self._awaits else ("blocking", "async")
+                raise InvalidArgument(
+                    f"{type(self).__name__} needs a sink whose init, xor and fail are {kind}; "
+                    f"{type(sink).__name__}.{verb} is {other}: use {self._other} for it"
+                )
         self.sink = sink
         self._plan = TreePlan(next_id, deterministic)
 
@@ -182,6 +198,9 @@ class TupleTree(_Driver[TreeSink]):
     input id as the write's idempotency token (DynamoDB), so that processing the
     same input again is harmless.
     """
+
+    _awaits = False
+    _other = "AsyncTupleTree"
 
     def _send(self, step: Step[R]) -> R:
         request = step.request
@@ -228,6 +247,9 @@ class TupleTree(_Driver[TreeSink]):
 
 class AsyncTupleTree(_Driver[AsyncTreeSink]):
     """:class:`TupleTree` over an async sink (:class:`AsyncDynamoDBSink`): the same calls."""
+
+    _awaits = True
+    _other = "TupleTree"
 
     async def _send(self, step: Step[R]) -> R:
         request = step.request
