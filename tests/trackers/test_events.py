@@ -79,6 +79,19 @@ def test_ack_off_removes_only_the_registration_of_the_event_it_names(Ack: type[P
     assert seen == ["b"]
 
 
+def test_an_async_listener_is_refused_rather_than_never_run(Ack: type[PyAck]) -> None:
+    # Listeners are called, not awaited: an async one would only make a coroutine.
+    async def on_acked(tag: str) -> None:
+        raise AssertionError("never runs")
+
+    for tracker in (Ack(), Acker()):
+        for event in ("acked", "failed", "event"):
+            with pytest.raises(InvalidListener, match="create_task"):
+                tracker.on(event, on_acked)  # type: ignore[call-overload]
+        assert tracker.off("acked", on_acked) is False  # nothing was registered
+        assert tracker.off("event", on_acked) is False
+
+
 def test_ack_refuses_a_listener_that_is_not_callable(Ack: type[PyAck]) -> None:
     for event in ("acked", "failed", "event"):
         with pytest.raises(InvalidListener, match="callable"):

@@ -16,6 +16,7 @@ the same tree.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -82,10 +83,20 @@ class AckerFailed(_Adapter):
 
 
 def check_listener(listener: object) -> EventListener:
-    """``listener``, if it can be called; ``InvalidListener`` otherwise."""
+    """``listener``, if it can be called; ``InvalidListener`` otherwise.
+
+    An ``async def`` function is refused too: the trackers call their listeners and do
+    not await them, so it would only make a coroutine and never run (events lost).
+    """
     if not callable(listener):
         raise InvalidListener(
             f"a listener must be callable (a function, or an object with __call__), "
             f"not {listener!r}"
+        )
+    if inspect.iscoroutinefunction(listener):
+        raise InvalidListener(
+            f"{listener!r} is async, and listeners are called, not awaited: it would never "
+            "run. Register a plain function that schedules it, e.g. "
+            "lambda *args: loop.create_task(fn(*args))"
         )
     return cast(EventListener, listener)
