@@ -24,7 +24,12 @@ from xor_ack_dynamodb.pipeline.errors import (
     ReportUnwritable,
     in_command_terms,
 )
-from xor_ack_dynamodb.pipeline.paths import check_paths, check_report, write_atomically
+from xor_ack_dynamodb.pipeline.paths import (
+    check_folders,
+    check_paths,
+    check_report,
+    write_atomically,
+)
 from xor_ack_dynamodb.spark.errors import OutputUnusable
 from xor_ack_dynamodb.spark.input_listing import InputFile, list_local, read_local
 from xor_ack_dynamodb.spark.paths import (
@@ -100,6 +105,10 @@ def _refusals(t: Path) -> list[tuple[list[str], str]]:
         ([i, "-o", str(t / "o"), "--report", str(t / "in-file" / "a" / "r.json")], "not a folder"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "in")], "--work-dir"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "o" / "rows")], "--work-dir"),
+        ([i, "-o", str(t / "in-file" / "o")], "FolderUnwritable: output"),
+        ([i, "-o", str(t / "in-file" / "a" / "o")], "is not a folder; choose another --output"),
+        ([i, "-o", str(t / "o"), "--work-dir", str(t / "in-file")], "FolderUnwritable: --work"),
+        ([i, "-o", str(t / "o"), "--work-dir", str(t / "in-file" / "w")], "another --work-dir"),
         ([str(t / "counts" / "empty"), "-o", str(t / "o")], "InputMissing"),
     ]
 
@@ -267,6 +276,24 @@ def test_a_report_under_a_folder_that_cannot_be_written_is_refused(
     with pytest.raises(ReportUnwritable, match=f"the folder {tmp_path} is not writable"):
         check_report(tmp_path / "new" / "r.json", False)
     assert os.listdir(tmp_path) == ["gone"]
+
+
+def test_an_output_or_work_dir_under_a_folder_that_cannot_be_written_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import paths
+    from xor_ack_dynamodb.pipeline.errors import FolderUnwritable
+
+    check_folders(str(tmp_path / "new" / "o"), str(tmp_path / "new" / "rows"))  # to be made
+    check_folders("s3a://bucket/o", "s3a://bucket/rows")  # judged by the job, through Hadoop
+    writable = {str(tmp_path / "ro"): False}
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(paths.os, "access", lambda p, mode: writable.get(str(p), True))
+    with pytest.raises(FolderUnwritable, match=f"the folder {tmp_path / 'ro'} is not writable"):
+        check_folders(str(tmp_path / "ro" / "o"), None)
+    with pytest.raises(FolderUnwritable, match="choose another --work-dir"):
+        check_folders(str(tmp_path / "o"), str(tmp_path / "ro"))
+    assert os.listdir(tmp_path) == ["ro"]
 
 
 def test_staging_is_a_hidden_sibling_of_output(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from ..spark.paths import MANIFEST, shown
 PipelineError = SparkTrackingError
 
 __all__ = [
+    "FolderUnwritable",
     "InputEmpty",
     "InputMissing",
     "OutputExists",
@@ -98,6 +99,11 @@ class ReportExists(Refused):
 
 class ReportUnwritable(Refused):
     """--report lies under a file, or under a folder this process may not write to."""
+
+
+class FolderUnwritable(Refused):
+    """OUTPUT's folder or --work-dir lies under a file, or under a folder this process may not
+    write to."""
 
 
 class SampleExists(Refused):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spark.paths import is_remote, local_path
-from .errors import PathsOverlap, ReportExists, ReportUnwritable
+from .errors import FolderUnwritable, PathsOverlap, Refused, ReportExists, ReportUnwritable
 
 
 def _real(path: str) -> str:
@@ -90,20 +90,35 @@ def is_report(path: Path) -> bool:
 
 
 def _check_report_folder(report: Path) -> None:
-    """The report's folder is one, or can be made: its nearest existing ancestor is a folder
-    this process may write to (checked before the run, not found after it)."""
-    ancestor = report.absolute().parent
+    """The report's folder is one, or can be made (checked before the run, not found after it)."""
+    _check_folder(report.absolute().parent, f"report {report}", "--report", ReportUnwritable)
+
+
+def check_folders(output: str, work_dir: str | None) -> None:
+    """OUTPUT's folder (the staging folder goes beside OUTPUT) and ``--work-dir`` are folders,
+    or can be made: found before anything starts, not by the run's first write."""
+    if not is_remote(output):
+        where = Path(local_path(output)).parent
+        _check_folder(where, f"output {output}", "--output", FolderUnwritable)
+    if work_dir is not None and not is_remote(work_dir):
+        where = Path(local_path(work_dir))
+        _check_folder(where, f"--work-dir {work_dir}", "--work-dir", FolderUnwritable)
+
+
+def _check_folder(folder: Path, what: str, option: str, error: type[Refused]) -> None:
+    """``folder`` is one, or can be made: its nearest existing ancestor (itself included) is a
+    folder this process may write to."""
+    ancestor = folder
     while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():  # a file, or a broken symbolic link
-        raise ReportUnwritable(
-            f"report {report} cannot be written: {ancestor} is not a folder; choose another "
-            "--report"
+        raise error(
+            f"{what} cannot be written: {ancestor} is not a folder; choose another {option}"
         )
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ReportUnwritable(
-            f"report {report} cannot be written: the folder {ancestor} is not writable; "
-            "choose another --report"
+        raise error(
+            f"{what} cannot be written: the folder {ancestor} is not writable; choose another "
+            f"{option}"
         )
 
 

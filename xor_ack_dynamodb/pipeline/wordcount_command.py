@@ -26,7 +26,7 @@ from .chains_table import _maybe_tracker
 from .errors import Refused, in_command_terms
 from .interruption import _interrupted, ending, in_one_line, session_name
 from .options import shown
-from .paths import check_paths, check_report, write_atomically
+from .paths import check_folders, check_paths, check_report, write_atomically
 
 
 @click.command("wordcount")
@@ -262,5 +262,6 @@ def _check_before_spark(
         check_report(report, overwrite)
     if not is_remote(output):
         judge_output(output, local_listing(output, tree=True), overwrite)
+    check_folders(output, work_dir)
     if not is_remote(input_path):
         list_local(input_path)
