@@ -377,3 +377,21 @@ def test_the_closing_sentences_say_what_was_proved() -> None:
         "0.2, seed 7): Spark re-ran the crashed attempts and the chains caught every loss: "
         "1 file was replayed (2 rounds).",
     ]
+
+
+def test_an_untracked_run_says_what_verify_found_not_that_nothing_was_verified() -> None:
+    from xor_ack_dynamodb.pipeline.progress import conclusion
+    from xor_ack_dynamodb.pipeline.verify import Verification
+    from xor_ack_dynamodb.spark import InputResult, TrackedReport
+
+    report = TrackedReport("r", "out", False)
+    report.inputs = [InputResult("file:/in/a.txt", "counted", 1, ["counted"])]
+    report.totals = {"words": 2, "distinct_words": 2}
+    check = Verification(ok=True, checked=True, files=1, words=2, distinct=2)
+    assert conclusion(report, check) == [
+        "Counted 2 words, 2 distinct in 1 file without tracking (--no-tracking): no chain "
+        "verified it.",
+        "Verified: 1 finished file counted again in plain Python, without Spark or chains, "
+        "give exactly the counts in the output (2 words, 2 distinct).",
+    ]
+    assert conclusion(report)[0].endswith("(--no-tracking): nothing was verified.")

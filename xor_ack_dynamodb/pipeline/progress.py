@@ -106,10 +106,10 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
         f"{int(totals.get('distinct_words', 0)):,} distinct"
     )
     if not report.tracking:
-        return [
-            f"Counted {words} in {plural(files, 'file')} without tracking (--no-tracking): "
-            "nothing was verified."
-        ]
+        untracked = f"Counted {words} in {plural(files, 'file')} without tracking (--no-tracking)"
+        if check is None:
+            return [f"{untracked}: nothing was verified."]
+        return [f"{untracked}: no chain verified it.", _verified(check)]
     lines: list[str] = []
     bad = report.failed
     if not bad:
