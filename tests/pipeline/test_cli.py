@@ -231,6 +231,36 @@ def test_wordcount_against_a_given_table(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "counts", "report.json"]
 
 
+@pytest.mark.spark
+@pytest.mark.ddblocal
+def test_an_output_kept_because_a_file_failed_is_not_told_as_this_runs_counts(
+    shared_spark: Any, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    counts, report = tmp_path / "counts", tmp_path / "report.json"
+    args = ["wordcount", one_file(tmp_path), "--output", str(counts), "--report", str(report)]
+    args += ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name, "--overwrite"]
+    first = runner.invoke(pipeline_cli.main, args)
+    assert first.exit_code == 0, first.output
+    before = {p.name: p.read_bytes() for p in counts.iterdir()}
+    (tmp_path / "in" / "new.txt").write_text("brand new words\n")
+    (tmp_path / "in" / "bad.txt").write_bytes(b"\xff not utf-8\n")
+    again = runner.invoke(pipeline_cli.main, [*args, "--verify"])
+    assert again.exit_code == 1, again.output
+    assert {p.name: p.read_bytes() for p in counts.iterdir()} == before
+    lines = again.output.splitlines()
+    assert lines[-1] == "error: 1 of 3 files failed (see the report)", again.output
+    assert (
+        f"2 of 3 files acked and 1 failed: {counts} was kept as it was (--overwrite replaces "
+        "it only when every file was acked), so this run's counts were not written:" in lines
+    ), again.output
+    assert f"Not verified: {counts} holds the former counts, kept: this run wrote none." in lines
+    assert "exactly once" not in again.output and "Verification FAILED" not in again.output
+    written = json.loads(report.read_text())
+    assert written["output_state"] == "kept"
+    assert "words" not in written["totals"], written["totals"]
+
+
 @pytest.mark.ddblocal
 def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path: Path) -> None:
     from xor_ack_dynamodb.cli import cli as root

@@ -112,7 +112,13 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
         return [f"{untracked}: no chain verified it.", _verified(check)]
     lines: list[str] = []
     bad = report.failed
-    if not bad:
+    if report.output_state == "kept":
+        lines.append(
+            f"{report.acked:,} of {plural(files, 'file')} acked and {len(bad):,} failed: "
+            f"{report.output} was kept as it was (--overwrite replaces it only when every file "
+            "was acked), so this run's counts were not written:"
+        )
+    elif not bad:
         lines.append(
             f"All {plural(files, 'file')} acked: each file's XOR chain reached zero, so every "
             f"word of every file reached the counts exactly once ({words})."
@@ -172,8 +178,11 @@ def summary_table(report: TrackedReport) -> Table:
         table.add_row("rounds", str(len(report.rounds)))
     else:
         table.add_row("tracking", "[yellow]off: nothing verified[/]")
-    table.add_row("words counted", f"{totals.get('words', 0):,}")
-    table.add_row("distinct words", f"{totals.get('distinct_words', 0):,}")
+    if report.output_state == "kept":
+        table.add_row("counts", "[yellow]none written: the former output kept[/]")
+    else:
+        table.add_row("words counted", f"{totals.get('words', 0):,}")
+        table.add_row("distinct words", f"{totals.get('distinct_words', 0):,}")
     if report.tracking:
         table.add_row("DynamoDB writes on the chains", f"{report.chain_writes:,}")
         per = report.writes_per_input

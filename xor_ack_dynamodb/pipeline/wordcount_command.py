@@ -242,7 +242,8 @@ def wordcount(
     if report_path is not None:
         write_atomically(report_path, report.to_json())
         progress.step(f"report: {report_path}")
-    progress.step(f"counts: {output}")
+    kept = " (the former ones, kept: this run wrote none)" if report.output_state == "kept" else ""
+    progress.step(f"counts: {output}{kept}")
     for line in conclusion(report, check):
         click.echo(line, err=True)
     if check is not None and not check.ok:
