@@ -145,3 +145,30 @@ def test_watch_refuses_a_missing_input_before_anything_starts(
         "--watch watches, or give another INPUT"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_watch_runs_with_the_options_it_was_given_and_refuses_those_it_cannot_take(
+    shared_spark: Any,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from xor_ack_dynamodb.pipeline import watch as watch_module
+
+    seen: list[Any] = []
+    monkeypatch.setattr(watch_module, "watch", lambda spark, options, **_: seen.append(options))
+    (tmp_path / "in").mkdir()
+    args = ["wordcount", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--watch"]
+    args += ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name]
+    given = ["--timeout", "7", "--single-writes", "--output-partitions", "3"]
+    result = CliRunner().invoke(pipeline_cli.main, [*args, *given])
+    assert result.exit_code == 0, result.output
+    [options] = seen
+    assert (options.timeout, options.tracker.transactions, options.output_partitions) == (
+        7,
+        False,
+        3,
+    )
+    refused = CliRunner().invoke(pipeline_cli.main, [*args, "--keep-staging"])
+    assert refused.exit_code == 2 and "--keep-staging" in refused.output, refused.output

@@ -12,6 +12,7 @@ the library's typed events (``events.Acked`` / ``events.Failed``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,7 +119,7 @@ def watch(
         text_lines(spark.readStream, options.input),
         count_file,
         SCHEMA,
-        counts_sink(options.output),
+        counts_sink(options.output, options.output_partitions),
         key="file",
         checkpoint=f"{qualified(options.output)}/{CHECKPOINT}",
         available_now=available_now,
@@ -148,14 +149,16 @@ def run_watch(
     master: str | None,
     remote: str | None,
     faults: FaultConfig,
-    partitions: int | None,
-    max_attempts: int,
+    run: tuple[int | None, int, float, int, bool],
     available_now: bool,
     verbose: bool,
     progress: RichProgress,
     where: tuple[str | None, str | None, str | None, str, str],
 ) -> None:
-    """``xor-ack wordcount --watch``: the stream, its lines, its end (Ctrl-C: exit 130)."""
+    """``xor-ack wordcount --watch``: the stream, its lines, its end (Ctrl-C: exit 130).
+
+    ``run``: --partitions, --max-attempts, --timeout, --output-partitions, --single-writes.
+    """
     try:
         check_paths(input_, output)
         check_watch_input(input_)
@@ -173,6 +176,7 @@ def run_watch(
         )
 
     endpoint_url, table, region, partition_key, backend = where
+    partitions, max_attempts, timeout, output_partitions, single_writes = run
     with (
         ending(verbose, interrupted) as reinstall,
         _tracker(ctx, endpoint_url, table, region, partition_key, 32, backend, progress) as tracker,
@@ -186,9 +190,12 @@ def run_watch(
                 spark = start_session(master, remote, faults.enabled, verbose)
                 reinstall()
                 progress.step(f"watching {input_} (Ctrl-C stops)")
+                if single_writes:
+                    tracker = dataclasses.replace(tracker, transactions=False)
                 options = WordCountOptions(
                     input_, output, tracker=tracker, faults=faults, partitions=partitions,
-                    max_attempts=max_attempts,
+                    max_attempts=max_attempts, timeout=timeout,
+                    output_partitions=output_partitions,
                 )  # fmt: skip
                 watch(spark, options, available_now=available_now, state=state, say=progress.step)
         finally:

@@ -164,15 +164,16 @@ def wordcount(
         raise click.UsageError("--available-now goes with --watch")
     faults = FaultConfig.rate(fail_rate, seed)
     if watch:
-        if no_tracking or verify_counts or report_path or work_dir or overwrite:
+        if no_tracking or verify_counts or report_path or work_dir or overwrite or keep_staging:
             raise click.UsageError(
                 "--watch runs tracked, without --no-tracking, --verify, --report, "
-                "--work-dir or --overwrite (each batch has a folder of its own)"
+                "--work-dir, --overwrite or --keep-staging (each batch has a folder of its own)"
             )
         from .watch import run_watch
 
         run_watch(
-            ctx, input_path, output, master, remote, faults, partitions, max_attempts,
+            ctx, input_path, output, master, remote, faults,
+            (partitions, max_attempts, timeout, output_partitions, single_writes),
             available_now, verbose, progress,
             (endpoint_url, table, region, partition_key, local_backend),
         )  # fmt: skip
