@@ -261,6 +261,34 @@ def test_an_output_kept_because_a_file_failed_is_not_told_as_this_runs_counts(
     assert "words" not in written["totals"], written["totals"]
 
 
+@pytest.mark.spark
+@pytest.mark.ddblocal
+def test_ctrl_c_during_verify_ends_as_an_interruption_not_an_abort(
+    shared_spark: Any,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from xor_ack_dynamodb.pipeline import interruption, verify
+
+    def interrupted(*args: Any) -> Any:
+        raise interruption.Interrupted("SIGINT")
+
+    monkeypatch.setattr(verify, "verify", interrupted)
+    monkeypatch.setattr(interruption, "exit_now", sys.exit)  # not os._exit: pytest runs here
+    args = ["wordcount", one_file(tmp_path), "--output", str(tmp_path / "o"), "--verify"]
+    args += ["--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 130, result.output
+    assert result.output.splitlines()[-1] == (
+        "interrupted (SIGINT): 1 of 1 file acked, 0 not finished; the counts had been "
+        f"written to {tmp_path / 'o'}; re-run the same command"
+    )
+
+
 @pytest.mark.ddblocal
 def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path: Path) -> None:
     from xor_ack_dynamodb.cli import cli as root

@@ -234,15 +234,16 @@ def wordcount(
             stop_session(spark)
         progress.finished(report)
     check = None
-    if verify_counts:
-        from .verify import verify
+    with ending(verbose, interrupted):  # Spark is gone: a Ctrl-C here still ends with 130
+        if verify_counts:
+            from .verify import verify
 
-        progress.step("verifying the counts against an independent count")
-        check = verify(report, input_path, output)
-        report.totals["verification"] = dataclasses.asdict(check)
-    if report_path is not None:
-        write_atomically(report_path, report.to_json())
-        progress.step(f"report: {report_path}")
+            progress.step("verifying the counts against an independent count")
+            check = verify(report, input_path, output)
+            report.totals["verification"] = dataclasses.asdict(check)
+        if report_path is not None:
+            write_atomically(report_path, report.to_json())
+            progress.step(f"report: {report_path}")
     kept = " (the former ones, kept: this run wrote none)" if report.output_state == "kept" else ""
     progress.step(f"counts: {output}{kept}")
     for line in conclusion(report, check):
