@@ -172,3 +172,24 @@ def test_watch_runs_with_the_options_it_was_given_and_refuses_those_it_cannot_ta
     )
     refused = CliRunner().invoke(pipeline_cli.main, [*args, "--keep-staging"])
     assert refused.exit_code == 2 and "--keep-staging" in refused.output, refused.output
+
+
+def test_watch_refuses_an_output_under_a_file_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xor_ack_dynamodb.pipeline import watch as watch_module
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("started although OUTPUT cannot be written")
+
+    monkeypatch.setattr(watch_module, "_tracker", never)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "a-file").write_text("the user's\n", encoding="utf-8")
+    out = tmp_path / "a-file" / "out"
+    args = ["wordcount", str(tmp_path / "in"), "-o", str(out), "--watch", "--available-now"]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"error: FolderUnwritable: output {out} cannot be written: {tmp_path / 'a-file'} is "
+        "not a folder; choose another --output"
+    )

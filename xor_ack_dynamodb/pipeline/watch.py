@@ -29,7 +29,7 @@ from ..spark.paths import is_remote, local_path, qualified
 from .chains_table import _tracker
 from .errors import InputMissing, OutputNotOurs, Refused
 from .interruption import Interrupted, ending, in_one_line, session_name
-from .paths import check_paths
+from .paths import check_folders, check_paths
 from .progress import RichProgress, plural
 
 #: The stream's checkpoint, inside OUTPUT (a name Spark's readers skip).
@@ -163,6 +163,7 @@ def run_watch(
         check_paths(input_, output)
         check_watch_input(input_)
         check_watch_output(output)
+        check_folders(output, None)
     except Refused as exc:
         raise RefusedUsage(explain(exc) or str(exc)) from exc
     state = Watch()
