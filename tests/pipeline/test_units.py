@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -160,3 +161,25 @@ def test_sample_is_written_only_where_nothing_of_the_user_stands(tmp_path: Path)
         generate(theirs, files=3, lines=4, seed=1)
     assert _snapshot(theirs) == snapshot  # refused before writing anything
     assert generate(tmp_path / "empty", files=1, lines=1).files == 1  # a new folder is fine
+
+
+def test_a_sample_cut_short_takes_back_what_it_wrote_so_the_same_command_can_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    (tmp_path / "c").mkdir()  # the user's empty folder stays; what the sample wrote goes
+    real_write = Path.write_text
+
+    def full_at_the_third_file(self: Path, *args: Any, **kwargs: Any) -> int:
+        if self.name == "doc-00002.txt":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_at_the_third_file)
+    for root in (tmp_path / "c", tmp_path / "new" / "c"):
+        with pytest.raises(OSError, match="No space"):
+            generate(root, files=60, lines=2, seed=1)
+    assert _snapshot(tmp_path) == {"c": None}
+    monkeypatch.setattr(Path, "write_text", real_write)
+    assert generate(tmp_path / "c", files=60, lines=2, seed=1).files == 60

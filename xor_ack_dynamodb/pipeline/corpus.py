@@ -8,8 +8,10 @@ arguments always write the same bytes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +129,7 @@ def generate(
     known = _existing_sample(base, params)
     if known is not None:
         return known
+    made = _missing(base)
     try:
         base.mkdir(parents=True, exist_ok=True)  # the marker goes here, files or none
     except OSError as exc:
@@ -134,6 +137,37 @@ def generate(
             f"{base} cannot be created ({exc.strerror or exc}): choose another DIRECTORY "
             "(nothing was written)"
         ) from exc
+    try:
+        return _write(base, params, made)
+    except BaseException:  # a full disk, Ctrl-C: what was written goes, so the same runs again
+        _take_back(made)
+        raise
+
+
+def _missing(path: Path) -> list[Path]:
+    """The folders ``path.mkdir(parents=True)`` would make, outermost first."""
+    missing: list[Path] = []
+    while not os.path.lexists(path) and path != path.parent:
+        missing.insert(0, path)
+        path = path.parent
+    return missing
+
+
+def _take_back(made: list[Path]) -> None:
+    """Remove the files and folders in ``made`` (this run's own), the last made first."""
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()  # empty by now; one holding anything else stays
+            else:
+                path.unlink()
+
+
+def _write(base: Path, params: dict[str, int], made: list[Path]) -> CorpusInfo:
+    """Write the sample of ``params`` into folder ``base``; every path made joins ``made``."""
+    files, lines, invalid = params["files"], params["lines"], params["invalid"]
+    words_per_line, seed = params["words_per_line"], params["seed"]
+    vocabulary_size = params["vocabulary_size"]
     rng = random.Random(seed)
     vocab = vocabulary(vocabulary_size, rng)
     cumulative = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(vocab))))
@@ -141,7 +175,7 @@ def generate(
     written: list[str] = []
     for i in range(files):
         folder = base / f"part-{i // FILES_PER_FOLDER:02d}"
-        folder.mkdir(parents=True, exist_ok=True)
+        _mkdir(folder, made)
         out: list[str] = []
         for _ in range(lines):
             n = max(1, int(rng.gauss(words_per_line, words_per_line / 4)))
@@ -153,12 +187,14 @@ def generate(
                     word = word[:1].upper() + word[1:]
                 tokens.append(word + rng.choice(_PUNCT))
             out.append(" ".join(tokens))
-        (folder / f"doc-{i:05d}.txt").write_text("\n".join(out) + "\n", encoding="utf-8")
+        made.append(folder / f"doc-{i:05d}.txt")
+        made[-1].write_text("\n".join(out) + "\n", encoding="utf-8")
         written.append(f"{folder.name}/doc-{i:05d}.txt")
     for k in range(invalid):
         folder = base / "broken"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"latin1-{k:03d}.txt").write_bytes(
+        _mkdir(folder, made)
+        made.append(folder / f"latin1-{k:03d}.txt")
+        made[-1].write_bytes(
             "Größe und Maße\n".encode("latin-1") + b"\xff\xfe not utf-8 \xc3\x28\n"
         )
         written.append(f"broken/latin1-{k:03d}.txt")
@@ -169,8 +205,15 @@ def generate(
         "words": total,
         "files_written": written,
     }
-    (base / SAMPLE_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    made.append(base / SAMPLE_MARKER)
+    made[-1].write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     return info
+
+
+def _mkdir(folder: Path, made: list[Path]) -> None:
+    if not folder.is_dir():
+        folder.mkdir()
+        made.append(folder)
 
 
 def _listed(base: Path) -> set[str]:
