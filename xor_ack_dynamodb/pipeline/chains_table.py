@@ -58,6 +58,8 @@ def _tracker(
                 partition_key=partition_key,
                 token_window=token_window,
                 local_credentials=True,
+                # moto does not check a PartiQL statement's condition: transactions there.
+                partiql=db.kind != "moto",
             )
             create_table(config.client(), TableSpec(name=LOCAL_TABLE, partition_key=partition_key))
             progress.step(f"local DynamoDB ({db.kind}) at {db.endpoint_url}, table {LOCAL_TABLE}")
