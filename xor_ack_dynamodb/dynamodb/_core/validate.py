@@ -51,7 +51,11 @@ def check_tag(tag: object) -> str:
 
 
 def _check_seconds(
-    name: str, value: object, most: float, error: type[InvalidTTL | InvalidTimeout], span: str
+    name: str,
+    value: object,
+    most: float,
+    error: type[InvalidTTL | InvalidTimeout | InvalidArgument],
+    span: str,
 ) -> float | None:
     """None, or a finite number of seconds in (0, ``most``]; ``error`` otherwise."""
     if value is None:
@@ -87,17 +91,13 @@ def check_name(name: str, value: object) -> str:
 def check_tombstone_ttl(value: object) -> float:
     """``tombstone_ttl``: a finite number of seconds above 0 and at most ``MAX_TTL``: every
     acked or failed chain's ``expires_at`` is now + it (``InvalidArgument`` otherwise)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0 < value <= MAX_TTL
-    ):
+    checked = _check_seconds("tombstone_ttl", value, MAX_TTL, InvalidArgument, "")
+    if checked is None:  # every closed chain gets one: None is no answer here
         raise InvalidArgument(
             f"tombstone_ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f},"
-            f" not {value!r}"
+            " not None"
         )
-    return float(value)
+    return checked
 
 
 def check_ttl(ttl: object) -> float | None:
