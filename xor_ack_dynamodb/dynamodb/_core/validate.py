@@ -94,8 +94,7 @@ def check_tombstone_ttl(value: object) -> float:
     checked = _check_seconds("tombstone_ttl", value, MAX_TTL, InvalidArgument, "")
     if checked is None:  # every closed chain gets one: None is no answer here
         raise InvalidArgument(
-            f"tombstone_ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f},"
-            " not None"
+            f"tombstone_ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not None"
         )
     return checked
 
