@@ -63,6 +63,18 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
     return copy
 
 
+def memory_decides(state: ChainState, entries: Sequence[Entry]) -> bool:
+    """Would a remembered ``state`` decide something for ``entries``: a token it holds (the
+    stamp applied, nothing written), a stamp length it refuses?  Only a chain as read (or
+    written) by the call proves either: the one remembered may be an earlier generation of
+    the tag, failed and created again since.  Then the chain is read first."""
+    return any(
+        (entry.token is not None and entry.token in state.tokens)
+        or len(entry.stamp) != len(state.stamp)
+        for entry in entries
+    )
+
+
 def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:
     """Apply ``entries`` in order to ``state`` as one write would.
 
@@ -173,19 +185,21 @@ class SingleChain(Endings):
         if state is None and not exact:  # exact: an expired ``known`` is no chain
             remembered = False
             state = yield from self._read(tag)
-        # Only a chain as read (or written) by this call proves a token applied: the one
-        # remembered may be an earlier generation of the tag, failed and created again since.
-        unproven = state if remembered else None
+        unproven = state if remembered else None  # not read (or written) by this call
         attempt = 0
         while pending:
+            if (
+                unproven is not None
+                and state is unproven
+                and memory_decides(unproven, [entries[i] for i in pending])
+            ):
+                remembered, unproven = False, None
+                state = yield from self._read(tag)
+                continue
             if state is not None:
                 # A stamp whose token the chain already holds landed before (a re-sent
                 # task, a retried call): report the current state, apply nothing.
                 done = [i for i in pending if entries[i].token in state.tokens]
-                if done and state is unproven:
-                    remembered, unproven = False, None
-                    state = yield from self._read(tag)
-                    continue
                 for i in done:
                     outcomes[i] = state.stamp
                 pending = [i for i in pending if outcomes[i] is None]
@@ -214,11 +228,6 @@ class SingleChain(Endings):
                     outcomes[i] = T.refusal(kind, tag, state, "stamp_on" if exact else "stamp")
                 break
             assert state is not None
-            size = len(state.stamp)
-            if state is unproven and any(len(entries[i].stamp) != size for i in pending):
-                remembered, unproven = False, None  # nor a length: read the chain as it is
-                state = yield from self._read(tag)
-                continue
             batch: list[int] = []
             later: list[int] = []
             batch_tokens: set[bytes] = set()

@@ -30,7 +30,7 @@ from . import cancellation as C
 from . import landing as D
 from . import told as T
 from .cancellation import Source
-from .chains import SingleChain, plan_batch
+from .chains import SingleChain, memory_decides, plan_batch
 from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
 from .landing import TRANSACTION_CANCELED, Status, Step
 from .validate import (
@@ -157,15 +157,7 @@ class Chains(SingleChain):
         now_wall = self.clock()
         for tag in entries:
             state = self.cached(tag)
-            entry = entries[tag]
-            # A token the remembered state holds, or a length it refuses, proves nothing until
-            # read: it may be an earlier generation of the tag's (``stamp_batch``).
-            if (
-                state is None
-                or state.expired(now_wall)
-                or (entry.token is not None and entry.token in state.tokens)
-                or len(entry.stamp) != len(state.stamp)
-            ):
+            if state is None or state.expired(now_wall) or memory_decides(state, [entries[tag]]):
                 unknown.append(tag)
             else:
                 states[tag] = state
