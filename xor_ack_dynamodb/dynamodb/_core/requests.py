@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 from ...chain import ChainState, write_moment
-from ...errors import InvalidArgument
 from ...stamps import Stamp
 from .. import item as I
 from ..retry import DEFAULT_RETRY, RetryPolicy
@@ -38,6 +37,7 @@ from .validate import (
     Lifetime,
     check_count,
     check_name,
+    check_retry,
     check_tombstone_ttl,
     first_deadline,
 )
@@ -81,9 +81,7 @@ class Requests:
     ) -> None:
         self.table = check_name("table", table)
         self.partition_key = check_name("partition_key", partition_key)
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidArgument(f"retry must be a RetryPolicy or None, not {retry!r}")
-        self.retry = retry
+        self.retry = check_retry(retry)
         self.token_window = check_count("token_window", token_window, 2)
         self.tombstone_ttl = check_tombstone_ttl(tombstone_ttl)
         self.cache_size = check_count("cache_size", cache_size, 0)

@@ -25,6 +25,7 @@ from ...errors import (
     StampManyFailed,
 )
 from ...stamps import Stamp, as_stamp
+from ..retry import RetryPolicy
 from .effects import Entry, Outcome
 
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItems
@@ -79,6 +80,13 @@ def check_count(name: str, value: object, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InvalidArgument(f"{name} must be an int >= {least}, not {value!r}")
     return value
+
+
+def check_retry(retry: object) -> RetryPolicy | None:
+    """A client's ``retry``: a ``RetryPolicy`` or None; ``InvalidArgument`` otherwise."""
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise InvalidArgument(f"retry must be a RetryPolicy or None, not {retry!r}")
+    return retry
 
 
 def check_name(name: str, value: object) -> str:
