@@ -14,7 +14,8 @@ The errors of the feature packages live beside them, all subclasses of
 Layer: the vocabulary, at the bottom: imports nothing of the package (``ChainState``
 is named in annotations only). ``_failures.py`` holds the base, the ways a chain
 fails (``ChainFailed``, ``ChainTimedOut``, ``WaitTimeout``) and the ``*_many``
-failures; every name is imported from here.
+failures, ``_refusals.py`` the refusals of bad input (``Invalid*``, the stamps' own);
+every name is imported from here.
 """
 
 from __future__ import annotations
@@ -34,72 +35,26 @@ from ._failures import (
     _ChainTimeout,
 )
 from ._failures import _TagError as _TagError  # the base the feature packages' errors share
+from ._refusals import (
+    BufferLengthsUnequal,
+    InvalidArgument,
+    InvalidListener,
+    InvalidListing,
+    InvalidMessage,
+    InvalidReason,
+    InvalidStamp,
+    InvalidState,
+    InvalidTag,
+    InvalidTimeout,
+    InvalidToken,
+    InvalidTTL,
+    InvalidWait,
+    LessThanTwoBuffers,
+    ZeroBufferNoOp,
+)
 
 if TYPE_CHECKING:
     from ..chain import ChainState  # annotations only: chain.py sits above the errors
-
-
-class BufferLengthsUnequal(XorAckError):
-    """Stamps of different lengths were combined.  Probably a programming bug."""
-
-    def __init__(self, message: str = "Buffer lengths are not equal") -> None:
-        super().__init__(message)
-
-
-class LessThanTwoBuffers(XorAckError):
-    """``xor()`` was called with fewer than two stamps.  Probably a programming bug."""
-
-    def __init__(self, message: str = "At least two buffers expected") -> None:
-        super().__init__(message)
-
-
-class ZeroBufferNoOp(XorAckError):
-    """A chain was created or stamped with an all-zero stamp, which changes nothing."""
-
-    def __init__(self, message: str = "Buffer is all zeros") -> None:
-        super().__init__(message)
-
-
-class InvalidStamp(XorAckError):
-    """A stamp is not a bytes-like value, or is empty."""
-
-
-class InvalidTag(XorAckError):
-    """A tag is not a non-empty string that DynamoDB can store as a key.
-
-    A tag must be a ``str`` of 1 to 2,048 bytes once encoded as UTF-8 (a lone
-    surrogate such as ``"\\ud800"`` cannot be encoded, so it is refused too).
-    :meth:`check` is the rule, for every part that takes a tag (the clients, the
-    fleet's envelopes).
-    """
-
-    MAX_BYTES = 2048  # DynamoDB's limit for a partition key value
-
-    @classmethod
-    def check(cls, tag: object) -> str:
-        """``tag``, if it is one; ``InvalidTag`` saying what is wrong otherwise."""
-        if not isinstance(tag, str) or not tag:
-            raise cls(f"a tag must be a non-empty str, not {tag!r}")
-        try:
-            size = len(tag.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise cls(
-                f"a tag must be encodable as UTF-8 (no lone surrogates), not {tag!r}"
-            ) from exc
-        if size > cls.MAX_BYTES:
-            raise cls(f"a tag must be at most {cls.MAX_BYTES} bytes of UTF-8, not {size}")
-        return tag
-
-
-class InvalidTTL(XorAckError, ValueError):
-    """A ``ttl`` is not a finite number of seconds above zero (and at most 100 years), or
-    not longer than the chain's first deadline (``timeout``, else ``idle_timeout``).
-
-    TTL is garbage collection only: an item must outlive its deadline, so a ``ttl``
-    that would end first is refused rather than silently lengthened.
-
-    Also a ``ValueError``, which is what earlier versions raised for a ``ttl`` <= 0.
-    """
 
 
 class TagExists(_TagError):
@@ -172,68 +127,6 @@ class ChainMoved(_TagError):
         )
         self.expected = expected
         self.current = current
-
-
-class InvalidWait(XorAckError, ValueError):
-    """``wait()`` was given a ``timeout`` that is not a number >= 0 (``inf``: no limit)
-    or a ``poll_interval`` that is not a finite number above 0.
-
-    A NaN timeout would otherwise poll forever.  Also a ``ValueError``.
-    """
-
-
-class InvalidTimeout(XorAckError, ValueError):
-    """A ``timeout`` or ``idle_timeout`` is not a finite number of seconds above zero
-    and at most a year.  Also a ``ValueError``.
-    """
-
-
-class InvalidState(XorAckError, TypeError):
-    """``stamp_on`` was given something other than a ``ChainState`` (as ``get()``
-    returns) to write on, or ``fail`` a ``chain_id`` that is not a ``ChainState``'s
-    (non-empty bytes).  Also a ``TypeError``.
-    """
-
-
-class InvalidListing(XorAckError, ValueError):
-    """``list_chains`` / ``sweep`` got a ``status`` other than "open", "overdue" or
-    "failed", a ``limit`` that is not an int >= 0, or a ``page_size`` outside 1..100.
-    Also a ``ValueError``.
-    """
-
-
-class InvalidReason(XorAckError, ValueError):
-    """``fail()`` was given a reason that is not a non-empty ``str``.
-
-    Also a ``ValueError``, which is what earlier versions raised.
-    """
-
-
-class InvalidArgument(XorAckError, ValueError):
-    """An argument the call cannot take that no narrower error names (an acker's id that is
-    not an int64, ``ackers=0``, an event name ``Ack.on`` does not know, a tuple-tree id
-    stamp of another length, a DynamoDB client's option or ``RetryPolicy`` field it cannot
-    take, a ``concurrency`` below 1; ``spark.InvalidArgument`` is one too): the message names it.
-    Raised before anything changes.  Also a ``ValueError``, which is what earlier versions
-    raised.
-    """
-
-
-class InvalidToken(XorAckError):
-    """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
-
-
-class InvalidListener(XorAckError, TypeError):
-    """An in-memory tracker's ``on(event, listener)`` was given a listener that is not
-    callable.  Also a ``TypeError``, which is what earlier versions raised.
-    """
-
-
-class InvalidMessage(XorAckError, TypeError):
-    """``Acker.handle`` was given something that is not an acker message (``Track``,
-    ``Anchor``, ``Ok``, ``Fail``, ``ResetTimeout``).  Also a ``TypeError``, which is what
-    earlier versions raised.
-    """
 
 
 class TickerRunning(XorAckError, RuntimeError):

@@ -1,0 +1,166 @@
+"""The refusals of bad input: a call given an argument it cannot take, refused before
+anything is written or sent (docs/bad-input.md); import them from ``errors``.
+
+Kept apart from ``errors`` only for size, as ``_failures`` is: ``errors`` re-exports every
+name here, and each class says ``xor_ack_dynamodb.errors`` as its module.  Several are also
+a ``ValueError`` or ``TypeError``, what earlier versions raised.
+"""
+
+from __future__ import annotations
+
+from ._failures import _MODULE, XorAckError
+
+
+class BufferLengthsUnequal(XorAckError):
+    """Stamps of different lengths were combined.  Probably a programming bug."""
+
+    __module__ = _MODULE
+
+    def __init__(self, message: str = "Buffer lengths are not equal") -> None:
+        super().__init__(message)
+
+
+class LessThanTwoBuffers(XorAckError):
+    """``xor()`` was called with fewer than two stamps.  Probably a programming bug."""
+
+    __module__ = _MODULE
+
+    def __init__(self, message: str = "At least two buffers expected") -> None:
+        super().__init__(message)
+
+
+class ZeroBufferNoOp(XorAckError):
+    """A chain was created or stamped with an all-zero stamp, which changes nothing."""
+
+    __module__ = _MODULE
+
+    def __init__(self, message: str = "Buffer is all zeros") -> None:
+        super().__init__(message)
+
+
+class InvalidStamp(XorAckError):
+    """A stamp is not a bytes-like value, or is empty."""
+
+    __module__ = _MODULE
+
+
+class InvalidTag(XorAckError):
+    """A tag is not a non-empty string that DynamoDB can store as a key.
+
+    A tag must be a ``str`` of 1 to 2,048 bytes once encoded as UTF-8 (a lone
+    surrogate such as ``"\\ud800"`` cannot be encoded, so it is refused too).
+    :meth:`check` is the rule, for every part that takes a tag (the clients, the
+    fleet's envelopes).
+    """
+
+    __module__ = _MODULE
+
+    MAX_BYTES = 2048  # DynamoDB's limit for a partition key value
+
+    @classmethod
+    def check(cls, tag: object) -> str:
+        """``tag``, if it is one; ``InvalidTag`` saying what is wrong otherwise."""
+        if not isinstance(tag, str) or not tag:
+            raise cls(f"a tag must be a non-empty str, not {tag!r}")
+        try:
+            size = len(tag.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise cls(
+                f"a tag must be encodable as UTF-8 (no lone surrogates), not {tag!r}"
+            ) from exc
+        if size > cls.MAX_BYTES:
+            raise cls(f"a tag must be at most {cls.MAX_BYTES} bytes of UTF-8, not {size}")
+        return tag
+
+
+class InvalidTTL(XorAckError, ValueError):
+    """A ``ttl`` is not a finite number of seconds above zero (and at most 100 years), or
+    not longer than the chain's first deadline (``timeout``, else ``idle_timeout``).
+
+    TTL is garbage collection only: an item must outlive its deadline, so a ``ttl``
+    that would end first is refused rather than silently lengthened.
+
+    Also a ``ValueError``, which is what earlier versions raised for a ``ttl`` <= 0.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidWait(XorAckError, ValueError):
+    """``wait()`` was given a ``timeout`` that is not a number >= 0 (``inf``: no limit)
+    or a ``poll_interval`` that is not a finite number above 0.
+
+    A NaN timeout would otherwise poll forever.  Also a ``ValueError``.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidTimeout(XorAckError, ValueError):
+    """A ``timeout`` or ``idle_timeout`` is not a finite number of seconds above zero
+    and at most a year.  Also a ``ValueError``.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidState(XorAckError, TypeError):
+    """``stamp_on`` was given something other than a ``ChainState`` (as ``get()``
+    returns) to write on, or ``fail`` a ``chain_id`` that is not a ``ChainState``'s
+    (non-empty bytes).  Also a ``TypeError``.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidListing(XorAckError, ValueError):
+    """``list_chains`` / ``sweep`` got a ``status`` other than "open", "overdue" or
+    "failed", a ``limit`` that is not an int >= 0, or a ``page_size`` outside 1..100.
+    Also a ``ValueError``.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidReason(XorAckError, ValueError):
+    """``fail()`` was given a reason that is not a non-empty ``str``.
+
+    Also a ``ValueError``, which is what earlier versions raised.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidArgument(XorAckError, ValueError):
+    """An argument the call cannot take that no narrower error names (an acker's id that is
+    not an int64, ``ackers=0``, an event name ``Ack.on`` does not know, a tuple-tree id
+    stamp of another length, a DynamoDB client's option or ``RetryPolicy`` field it cannot
+    take, a ``concurrency`` below 1; ``spark.InvalidArgument`` is one too): the message names it.
+    Raised before anything changes.  Also a ``ValueError``, which is what earlier versions
+    raised.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidToken(XorAckError):
+    """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
+
+    __module__ = _MODULE
+
+
+class InvalidListener(XorAckError, TypeError):
+    """An in-memory tracker's ``on(event, listener)`` was given a listener that is not
+    callable.  Also a ``TypeError``, which is what earlier versions raised.
+    """
+
+    __module__ = _MODULE
+
+
+class InvalidMessage(XorAckError, TypeError):
+    """``Acker.handle`` was given something that is not an acker message (``Track``,
+    ``Anchor``, ``Ok``, ``Fail``, ``ResetTimeout``).  Also a ``TypeError``, which is what
+    earlier versions raised.
+    """
+
+    __module__ = _MODULE
