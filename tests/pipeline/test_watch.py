@@ -165,6 +165,7 @@ def test_watch_runs_with_the_options_it_was_given_and_refuses_those_it_cannot_ta
     result = CliRunner().invoke(pipeline_cli.main, [*args, *given])
     assert result.exit_code == 0, result.output
     [options] = seen
+    assert not options.tracker.partiql  # one request per chain: not 25 per PartiQL batch
     assert (options.timeout, options.tracker.transactions, options.output_partitions) == (
         7,
         False,

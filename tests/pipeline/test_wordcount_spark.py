@@ -50,11 +50,16 @@ def acked_counts(report: Report) -> Counter[str]:
     return counts
 
 
-@pytest.mark.parametrize("transactions", [True, False], ids=["transactions", "single-writes"])
+@pytest.mark.parametrize(
+    ("partiql", "transactions"),
+    [(True, True), (False, True), (False, False)],
+    ids=["partiql", "transactions", "single-writes"],
+)
 def test_clean_run_counts_exactly_and_acks_every_file(
-    spark: Any, tracker: Any, corpus: Path, tmp_path: Path, transactions: bool
+    spark: Any, tracker: Any, corpus: Path, tmp_path: Path, partiql: bool, transactions: bool
 ) -> None:
-    report = run(spark, replace(tracker, transactions=transactions), corpus, tmp_path)
+    chosen = replace(tracker, partiql=partiql, transactions=transactions)
+    report = run(spark, chosen, corpus, tmp_path)
     assert read_output(tmp_path / "counts") == dict(expected_counts(corpus))
     assert [f.status for f in report.inputs] == ["acked"] * 24
     assert all(f.attempts == 1 for f in report.inputs)

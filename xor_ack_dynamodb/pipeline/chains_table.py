@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +16,13 @@ from ..dynamodb.table import DEFAULT_TABLE, TTL_ATTRIBUTE, TableSpec
 
 #: The table the command creates in the DynamoDB Local it starts itself.
 LOCAL_TABLE = "xor-ack-wordcount"
+
+
+def single_writes(tracker: Any) -> Any:
+    """``--single-writes``: the chains written one request per chain, neither 25 per PartiQL
+    batch (the tracker's default, which takes precedence over ``transactions``) nor 100 per
+    transaction."""
+    return dataclasses.replace(tracker, partiql=False, transactions=False)
 
 
 def _env_endpoint() -> str | None:

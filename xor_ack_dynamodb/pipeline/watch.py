@@ -12,7 +12,6 @@ the library's typed events (``events.Acked`` / ``events.Failed``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from ..spark.examples.wordcount import WordCountOptions
 from ..spark.faults import FaultConfig
 from ..spark.paths import is_remote, local_path, qualified
 from .chains_table import _tracker
+from .chains_table import single_writes as one_request_each
 from .errors import InputMissing, OutputNotOurs, Refused
 from .interruption import Interrupted, ending, in_one_line, session_name
 from .paths import check_folders, check_paths
@@ -192,7 +192,7 @@ def run_watch(
                 reinstall()
                 progress.step(f"watching {input_} (Ctrl-C stops)")
                 if single_writes:
-                    tracker = dataclasses.replace(tracker, transactions=False)
+                    tracker = one_request_each(tracker)
                 options = WordCountOptions(
                     input_, output, tracker=tracker, faults=faults, partitions=partitions,
                     max_attempts=max_attempts, timeout=timeout,
