@@ -31,25 +31,37 @@ from xor_ack_dynamodb.spark.report_stream import read_report
 from .conftest import independent_count, make_corpus, read_counts
 
 
-def test_stream_of_files_every_file_acked_and_counts_exact(
-    local_spark: Any, tmp_path: Path, chains_env: str
-) -> None:
+def file_stream(spark: Any, inbox: Path, per_trigger: int) -> Any:
+    """The files under ``inbox`` (at any depth) as a stream of lines, ``per_trigger`` files
+    per micro-batch, each line with its file (the key)."""
     from pyspark.sql import functions as F
 
-    inbox = make_corpus(tmp_path / "inbox", files=6, lines=20, seed=5)
-    stream = (
-        local_spark.readStream.option("recursiveFileLookup", "true")
-        .option("maxFilesPerTrigger", 3)
+    return (
+        spark.readStream.option("recursiveFileLookup", "true")
+        .option("maxFilesPerTrigger", per_trigger)
         .text(str(inbox))
         .select("value", F.col("_metadata.file_path").alias("file"))
     )
+
+
+def counts_sink(out: Path) -> Sink:
+    """The word counts' sink: one CSV file per batch folder, each word's total."""
+    return Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1)
+
+
+def test_stream_of_files_every_file_acked_and_counts_exact(
+    local_spark: Any, tmp_path: Path, chains_env: str
+) -> None:
+
+    inbox = make_corpus(tmp_path / "inbox", files=6, lines=20, seed=5)
+    stream = file_stream(local_spark, inbox, per_trigger=3)
     events: list[Acked | Failed] = []
     out = tmp_path / "counts"
     query = track_stream(
         stream,
         count_file,
         SCHEMA,
-        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        counts_sink(out),
         key="file",
         checkpoint=str(tmp_path / "checkpoint"),
         available_now=True,
@@ -157,7 +169,7 @@ def test_a_stream_s_report_keeps_every_batch_s_endings(
         stream,
         count_file,
         SCHEMA,
-        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        counts_sink(out),
         key="file",
         checkpoint=str(tmp_path / "checkpoint"),
         available_now=True,
@@ -195,7 +207,7 @@ def test_the_chains_table_is_resolved_when_the_stream_starts_not_in_each_batch(
         stream,
         count_file,
         SCHEMA,
-        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        counts_sink(out),
         key="file",
         checkpoint=str(tmp_path / "checkpoint"),
     )
@@ -227,24 +239,18 @@ def rejecting(bad: str) -> Any:
 def test_a_stream_with_an_input_that_fails_for_good_stops_or_goes_on_as_asked(
     local_spark: Any, tmp_path: Path, chains_env: str, stop: bool
 ) -> None:
-    from pyspark.sql import functions as F
 
     inbox = make_corpus(tmp_path / "inbox", files=4, lines=10, seed=3)
     files = sorted(p for p in inbox.rglob("*") if p.is_file())
     bad = files[0].name
-    stream = (
-        local_spark.readStream.option("recursiveFileLookup", "true")
-        .option("maxFilesPerTrigger", 2)
-        .text(str(inbox))
-        .select("value", F.col("_metadata.file_path").alias("file"))
-    )
+    stream = file_stream(local_spark, inbox, per_trigger=2)
     events: list[Acked | Failed] = []
     out = tmp_path / "counts"
     query = track_stream(
         stream,
         rejecting(bad),
         SCHEMA,
-        Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1),
+        counts_sink(out),
         key="file",
         checkpoint=str(tmp_path / "checkpoint"),
         available_now=True,
