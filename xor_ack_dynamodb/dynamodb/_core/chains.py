@@ -31,6 +31,7 @@ from . import told as T
 from .effects import Call, Effect, Entry, Outcome
 from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
+from .reads import memory_decides
 from .validate import (
     Lifetime,
     check_deadline,
@@ -61,18 +62,6 @@ def _copy_error(error: Exception, cause: BaseException) -> Exception:
         return error
     copy.__cause__ = cause
     return copy
-
-
-def memory_decides(state: ChainState, entries: Sequence[Entry]) -> bool:
-    """Would a remembered ``state`` decide something for ``entries``: a token it holds (the
-    stamp applied, nothing written), a stamp length it refuses?  Only a chain as read (or
-    written) by the call proves either: the one remembered may be an earlier generation of
-    the tag, failed and created again since.  Then the chain is read first."""
-    return any(
-        (entry.token is not None and entry.token in state.tokens)
-        or len(entry.stamp) != len(state.stamp)
-        for entry in entries
-    )
 
 
 def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:

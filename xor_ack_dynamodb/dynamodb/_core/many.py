@@ -30,9 +30,10 @@ from . import cancellation as C
 from . import landing as D
 from . import told as T
 from .cancellation import Source
-from .chains import SingleChain, memory_decides, plan_batch
+from .chains import SingleChain, plan_batch
 from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
 from .landing import TRANSACTION_CANCELED, Status, Step
+from .reads import memory_decides
 from .validate import (
     MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,

@@ -18,13 +18,25 @@ from .. import item as I
 from ..aws import condition_item
 from ..retry import DEFAULT_RETRY
 from . import landing as D
-from .effects import Call, Effect, Sleep
+from .effects import Call, Effect, Entry, Sleep
 from .landing import Step, Verdict
 from .requests import Requests
 from .validate import MAX_BATCH_GET, MAX_UNPROCESSED_ROUNDS, check_tag, check_tags
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import BatchGetItemOutputTypeDef, GetItemOutputTypeDef
+
+
+def memory_decides(state: ChainState, entries: Sequence[Entry]) -> bool:
+    """Would a remembered ``state`` decide something for ``entries``: a token it holds (the
+    stamp applied, nothing written), a stamp length it refuses?  Only a chain as read (or
+    written) by the call proves either: the one remembered may be an earlier generation of
+    the tag, failed and created again since.  Then the chain is read first."""
+    return any(
+        (entry.token is not None and entry.token in state.tokens)
+        or len(entry.stamp) != len(state.stamp)
+        for entry in entries
+    )
 
 
 class Reads(Requests):
