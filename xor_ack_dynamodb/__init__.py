@@ -17,11 +17,12 @@ from .dynamodb.client import XorAckDynamoDB
 from .dynamodb.retry import RetryPolicy
 from .dynamodb.sync import SyncXorAckDynamoDB
 from .memory.ack import Ack, AckStats, FailReason
-from .stamps import Stamp, new_stamp, xor
+from .stamps import AppliedBefore, Stamp, new_stamp, xor
 
 __all__ = [
     "Ack",
     "AckStats",
+    "AppliedBefore",
     "ChainState",
     "ClientStats",
     "FailReason",

@@ -25,7 +25,8 @@ MIN_NBYTES = 8
 
 
 class Stamp(bytes):
-    """An immutable stamp or chain state; ``.acked`` is True iff every byte is zero."""
+    """An immutable stamp or chain state; ``.acked`` is True iff every byte is zero
+    (except :class:`AppliedBefore`'s)."""
 
     __slots__ = ()
 
@@ -40,6 +41,24 @@ class Stamp(bytes):
     def zeros(cls, nbytes: int) -> Stamp:
         """The completed state of a chain whose stamps are ``nbytes`` long."""
         return cls(bytes(nbytes))
+
+
+class AppliedBefore(Stamp):
+    """What a stamp sent again is told once another stamp completed its chain.
+
+    Its token shows it landed before (a lost response, a re-run task); the chain is
+    complete, so the bytes are its zero state, but ``.acked`` is False: the caller whose
+    stamp completed the chain was told, and exactly one caller is.
+    """
+
+    __slots__ = ()
+
+    @property
+    def acked(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"AppliedBefore({self.hex()!r}, chain acked by another stamp)"
 
 
 def _as_bytes(value: object) -> bytes:

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from xor_ack_dynamodb import Stamp, new_stamp, xor
+from xor_ack_dynamodb import AppliedBefore, Stamp, new_stamp, xor
 from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
@@ -180,6 +180,47 @@ async def test_token_makes_a_stamp_idempotent(ack: Any) -> None:
     assert first == again == b
     assert (await ack.get("foo")).stamp == b
     assert (await ack.stamp("foo", b, token="task-2")).acked
+
+
+async def test_a_stamp_sent_again_after_another_completed_the_chain_is_not_told_acked(
+    ack: Any, backend: tuple[str, TableSpec]
+) -> None:
+    """Exactly one caller learns a chain's ack, also when stamps are sent again after it
+    completed (a lost response, a re-run task): only the one that completed it is told."""
+    endpoint, spec = backend
+    a, b = new_stamp(), new_stamp()
+    await ack.create("foo", xor(a, b))
+    assert not (await ack.stamp("foo", a, token="task-a")).acked
+    done = await ack.stamp("foo", b, token="task-b")
+    assert done.acked
+    async with open_client("sync", endpoint, spec.name, cache_size=0) as fresh:
+        for client in (ack, fresh):
+            again = await client.stamp("foo", a, token="task-a")
+            assert isinstance(again, AppliedBefore) and not again.acked and not any(again)
+            assert (await client.stamp("foo", b, token="task-b")).acked
+            many = await client.stamp_many({"foo": a}, tokens={"foo": "task-a"}, transact=True)
+            assert not many["foo"].acked
+            many = await client.stamp_many({"foo": b}, tokens={"foo": "task-b"}, transact=True)
+            assert many["foo"].acked
+    assert (await ack.get("foo")).version == 3  # nothing applied again
+
+
+@pytest.mark.parametrize("last_has_token", [True, False])
+async def test_in_one_write_of_several_stamps_only_the_completing_one_is_told_acked_again(
+    ack: Any, last_has_token: bool
+) -> None:
+    """A write of several stamps, some without a token, keeps the completing stamp's token
+    last: sent again, it is told acked, and the others are not."""
+    a, b = new_stamp(), new_stamp()
+    state = await ack.create("foo", xor(a, b))
+    state = await ack.get("foo")
+    first, last = ("task-a", None) if not last_has_token else (None, "task-b")
+    out = await ack.stamp_on_many(state, [(a, first), (b, last)])
+    assert [s.acked for s in out] == [False, True]
+    if last_has_token:
+        assert (await ack.stamp("foo", b, token="task-b")).acked
+    else:
+        assert not (await ack.stamp("foo", a, token="task-a")).acked
 
 
 async def test_stamp_many_reports_what_landed_and_what_did_not(ack: Any) -> None:

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ConnectionClosedError
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb.errors import AmbiguousWrite, TagExists
+from xor_ack_dynamodb.errors import AmbiguousWrite, TagExists, UnsettledWrite
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
@@ -136,10 +136,29 @@ async def test_write_that_never_reached_the_table_is_reported_not_guessed(
         assert (await direct.get("file")).stamp == a
         with LossyProxy(ddb_local_endpoint, lambda t, b: True) as dead:
             async with open_client(kind, dead.endpoint_url, ddb_table.name, config=config) as ack:
-                with pytest.raises(ConnectionClosedError):
+                with pytest.raises(ConnectionClosedError):  # the read before the write
                     await ack.stamp("file", a, token=b"job-2")
-        # Whatever the caller saw, the table never holds a stamp twice.
+                assert set(dead.dropped) == {"GetItem"}  # nothing written
+        reads: list[str] = []
+
+        def all_but_the_first_read(target: str, body: bytes) -> bool:
+            reads.append(target)
+            return reads != ["GetItem"]
+
+        with LossyProxy(ddb_local_endpoint, all_but_the_first_read) as dead:
+            async with open_client(kind, dead.endpoint_url, ddb_table.name, config=config) as ack:
+                # The write's answer lost, and the settling read's: the write may have
+                # landed, and the caller is told so, not handed the read's transport error.
+                with pytest.raises(UnsettledWrite) as unsettled:
+                    await ack.stamp("file", a, token=b"job-2")
+                assert isinstance(unsettled.value, AmbiguousWrite)
+                assert isinstance(unsettled.value.__cause__, ConnectionClosedError)
+                assert unsettled.value.tag == "file" and "same token" in str(unsettled.value)
+                assert dead.forwarded == ["GetItem"] and "UpdateItem" in dead.dropped
+        # Sent again with the same token, as the error says: it lands once, and the caller
+        # whose stamp completed the chain is told so.
         assert (await direct.stamp("file", a, token=b"job-2")).acked
+        assert (await direct.get("file")).version == 3
 
 
 async def test_more_writes_than_the_window_between_makes_it_ambiguous_not_guessed(

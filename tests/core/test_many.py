@@ -39,6 +39,7 @@ from xor_ack_dynamodb.errors import (
     TagExists,
     TagNotFound,
     TransactionItemRejected,
+    UnsettledWrite,
     ZeroBufferNoOp,
 )
 from xor_ack_dynamodb.retry import RetryPolicy
@@ -716,6 +717,39 @@ async def test_transport_error_before_the_transaction_reached_the_table_is_repor
         assert all(isinstance(e, ConnectionClosedError) for e in created.value.errors.values())
         assert all(s is None for s in (await local_other.get_many(fresh)).values())
         assert await ack.create_many(fresh) == fresh
+    now = await local_other.get_many(a)
+    assert all(now[t].stamp == b[t] and now[t].version == 2 for t in a)
+
+
+async def test_transaction_answer_and_settling_read_both_lost_is_unsettled_per_chain(
+    kind: str, local: tuple[str, TableSpec], local_other: Any
+) -> None:
+    """The transaction landed, its answer was lost, and the read that would tell failed:
+    every chain's error says its write may have landed (never the read's bare transport
+    error, which reads as "not landed"); the same call again lands each stamp once."""
+    endpoint, spec = local
+    a, b = await chains_ab(local_other, "u", 6)
+    tokens = {tag: f"job-{tag}" for tag in a}
+    lost = Trigger(raising(ConnectionClosedError(endpoint_url=endpoint)))
+    unread = Trigger(raising(ConnectionClosedError(endpoint_url=endpoint)), times=0)
+    async with hooked_client(
+        kind,
+        endpoint,
+        spec.name,
+        after={"transact_write_items": lost},
+        before={"batch_get_item": unread},
+    ) as ack:
+        await ack.get_many(a)  # the states the transaction is planned on
+        unread.arm(99)
+        with pytest.raises(StampManyFailed) as info:
+            await ack.stamp_many(a, tokens=tokens, transact=True)
+        errors = info.value.errors
+        assert set(errors) == set(a) and info.value.results == {}
+        assert all(isinstance(e, UnsettledWrite) and e.tag == t for t, e in errors.items())
+        assert all(isinstance(e.__cause__, ConnectionClosedError) for e in errors.values())
+        assert all(s.version == 2 for s in (await local_other.get_many(a)).values())  # landed
+        unread.left = 0
+        assert await ack.stamp_many(a, tokens=tokens, transact=True) == b
     now = await local_other.get_many(a)
     assert all(now[t].stamp == b[t] and now[t].version == 2 for t in a)
 

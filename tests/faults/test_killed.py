@@ -7,9 +7,9 @@ tokens promise.  Each chain must end at exactly zero (every stamp applied an odd
 number of times; a double would leave it non-zero), and exactly one caller may
 learn each chain's ack.
 
-A replay is told the chain's current state, so a replay that reaches a chain
-after it was acked is told "acked" too: the killed workers here are re-run
-while their own unsent stamps still hold every chain open.
+A replay is told the chain's current state, except on a complete chain: there only
+the stamp that completed it is told "acked" again (``AppliedBefore`` for the rest),
+so a replay that reaches a chain after it was acked does not make a second ack.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from core.facade import open_client
 
 from xor_ack_dynamodb import new_stamp, xor
 from xor_ack_dynamodb.dynamodb._attempts import may_have_landed
-from xor_ack_dynamodb.errors import XorAckError
+from xor_ack_dynamodb.errors import UnsettledWrite, XorAckError
 from xor_ack_dynamodb.local import dynamodb_local_command, free_port, install_dynamodb_local
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec, create_table
@@ -196,8 +196,9 @@ class _Server:
 async def test_dynamodb_local_killed_and_restarted_mid_run_loses_and_doubles_nothing(
     tmp_path: Path,
 ) -> None:
-    """Callers that get a botocore error send the same stamp again, with the same token,
-    until the server is back.  Each error must be typed, the writes acknowledged before
+    """Callers that get a botocore error (or ``UnsettledWrite``: the write's answer and
+    the read that would settle it both lost) send the same stamp again, with the same
+    token, until the server is back.  Each error must be typed, the writes acknowledged before
     the kill must survive it (``-dbPath``), and no stamp may land twice."""
     server = _Server(tmp_path / "db")
     server.start()
@@ -224,8 +225,8 @@ async def test_dynamodb_local_killed_and_restarted_mid_run_loses_and_doubles_not
             for _ in range(600):  # at most about two minutes, then the test fails
                 try:
                     result = await ack.stamp(tag, stamp, token=token)
-                except (BotoCoreError, ClientError) as exc:
-                    felt.append(exc)
+                except (BotoCoreError, ClientError, UnsettledWrite) as exc:
+                    felt.append(exc)  # sent again with the same token, as the error says
                     await asyncio.sleep(0.2)
                     continue
                 first[token] = "acked" if result.acked else "stamped"

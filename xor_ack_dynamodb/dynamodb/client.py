@@ -77,7 +77,8 @@ class XorAckDynamoDB(Sending):
         """XOR ``stamp`` into the chain; the result's ``.acked`` is True for exactly one caller.
 
         ``token`` (1-16 bytes) makes the call idempotent: a stamp whose token the
-        chain already holds is not applied again and the current state is returned.
+        chain already holds is not applied again and the current state is returned (on a
+        complete chain, ``AppliedBefore`` unless this stamp completed it: not ``.acked``).
         """
         return unwrap(await self._stamp_entry(tag, one_entry(tag, stamp, token)))
 

@@ -108,6 +108,26 @@ class AmbiguousWrite(_TagError):
         self.window = window
 
 
+class UnsettledWrite(AmbiguousWrite):
+    """A write's response was lost, and the read that would tell whether it landed failed too.
+
+    DynamoDB (or the way to it) went away mid-write: the write may have landed.  The
+    read's error is the ``__cause__``.  A stamp with a ``token`` can be sent again with
+    the same token once DynamoDB answers (it lands once); without one, it cannot be told
+    apart: fail the chain and replay its input.
+    """
+
+    def __init__(self, tag: str, window: int) -> None:
+        _TagError.__init__(
+            self,
+            tag,
+            f'"{tag}": the write may have landed (its response was lost) and the read that '
+            "would tell failed too; once DynamoDB answers, send it again with the same token, "
+            "or (without a token) fail the chain and replay its input",
+        )
+        self.window = window
+
+
 class ChainMoved(_TagError):
     """``stamp_on(state, ...)`` found the chain no longer in ``state``: nothing was written.
 
@@ -293,6 +313,7 @@ __all__ = [
     "TagNotFound",
     "TickerRunning",
     "TransactionItemRejected",
+    "UnsettledWrite",
     "UpgradeTimeout",
     "WaitTimeout",
     "XorAckError",

@@ -46,6 +46,7 @@ from ..errors import (
     StampManyFailed,
     TagExists,
     TagNotFound,
+    UnsettledWrite,
     XorAckError,
 )
 from ..lifecycle import Acked, Failed, failure
@@ -58,8 +59,9 @@ from .tracker import TrackerConfig, stamp_once
 DRIVER_CONCURRENCY = 4
 #: How an input's chain ended its round: ("acked" or why not, whether that is final).
 Outcome = tuple[str, bool]
-#: What DynamoDB, or the way to it, raises: not a chain's condition (an ``XorAckError``).
-DYNAMODB_ERRORS = (BotoCoreError, ClientError)
+#: What DynamoDB, or the way to it, raises: not a chain's condition (an ``XorAckError``),
+#: or a write whose answer and settling read it lost (``UnsettledWrite``).
+DYNAMODB_ERRORS = (BotoCoreError, ClientError, UnsettledWrite)
 
 
 class Unanswered(Exception):
@@ -220,8 +222,8 @@ class RoundChains:
                 states[state.tag] = outcome.current
                 if outcome.current is not None and outcome.current.live:
                     again.append((outcome.current, value, token))
-            elif not isinstance(outcome, XorAckError):
-                raise outcome  # DynamoDB's error, proven not landed: the round fails
+            elif isinstance(outcome, DYNAMODB_ERRORS) or not isinstance(outcome, XorAckError):
+                raise outcome  # DynamoDB's error: the round fails
         if again:  # moved on by a late stamp: stamped as any stamp, then read
             _each(self._stamp, again, self.tracker.concurrency)
             states.update(self.chains.get_many([state.tag for state, _, _ in again]))

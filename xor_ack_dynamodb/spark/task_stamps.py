@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from ..chain import ChainState
-from ..errors import ChainMoved, XorAckError
+from ..errors import AmbiguousWrite, ChainMoved, XorAckError
 from .tracker import chains_for, stamp_once
 
 if TYPE_CHECKING:
@@ -81,6 +81,12 @@ class TaskStamps:
                 future.result()
 
 
+def _condition(outcome: Exception) -> bool:
+    """A chain's condition (moved, closed, late): the driver judges it, the task goes on.
+    Not a write whose landing is unknown (``AmbiguousWrite``): the task fails."""
+    return isinstance(outcome, XorAckError) and not isinstance(outcome, AmbiguousWrite)
+
+
 def _write(spec: RoundSpec, batch: list[Stamp]) -> None:
     """Write a batch of stamps: on their chains as known, 25 per request; the rest alone."""
     assert spec.tracker is not None
@@ -95,8 +101,8 @@ def _write(spec: RoundSpec, batch: list[Stamp]) -> None:
                 current = outcome.current
                 if current is not None and current.live and token not in current.tokens:
                     alone.append((current.tag, value, token))
-            elif isinstance(outcome, Exception) and not isinstance(outcome, XorAckError):
-                raise outcome
+            elif isinstance(outcome, Exception) and not _condition(outcome):
+                raise outcome  # the task fails, and its retry sends the same tokens
     else:
         for known, value, token in on_state:
             stamp_once(chains, known.tag, value, token, known)

@@ -31,7 +31,7 @@ from . import told as T
 from .effects import Call, Effect, Entry, Outcome
 from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
-from .reads import memory_decides
+from .reads import applied_before, memory_decides
 from .validate import (
     Lifetime,
     check_deadline,
@@ -45,10 +45,12 @@ if TYPE_CHECKING:
     pass
 
 
-def _copy_error(error: Exception, cause: BaseException) -> Exception:
-    """One error per caller (tracebacks of a shared instance would pile up across tasks)."""
-    if isinstance(error, AmbiguousWrite):
-        copy: Exception = AmbiguousWrite(error.tag, error.window)
+def copy_error(error: Exception, cause: BaseException, tag: str | None = None) -> Exception:
+    """One error per caller (tracebacks of a shared instance would pile up across tasks);
+    ``tag``: the caller's, where one error stands for several chains."""
+    if isinstance(error, AmbiguousWrite):  # or UnsettledWrite, caused by its failed read
+        copy: Exception = type(error)(tag or error.tag, error.window)
+        cause = error.__cause__ or cause
     elif isinstance(error, StaleLocalData):
         copy = StaleLocalData(error.tag, error.attempts)
     elif isinstance(error, ChainTimedOut):
@@ -188,9 +190,9 @@ class SingleChain(Endings):
             if state is not None:
                 # A stamp whose token the chain already holds landed before (a re-sent
                 # task, a retried call): report the current state, apply nothing.
-                done = [i for i in pending if entries[i].token in state.tokens]
-                for i in done:
-                    outcomes[i] = state.stamp
+                for i in pending:
+                    if (token := entries[i].token) is not None and token in state.tokens:
+                        outcomes[i] = applied_before(state, token)
                 pending = [i for i in pending if outcomes[i] is None]
                 if not pending:
                     break
@@ -206,10 +208,10 @@ class SingleChain(Endings):
                     self._moved(tag, known, state, pending, outcomes)
                 except ChainTimedOut as late:  # this call's timeout write failed it
                     for i in pending:
-                        outcomes[i] = _copy_error(late, late)
+                        outcomes[i] = copy_error(late, late)
                 except (ClientError, BotoCoreError, StaleLocalData) as unsent:
                     for i in pending:  # the timeout write failed: the stamps did not land
-                        outcomes[i] = _copy_error(unsent, unsent)
+                        outcomes[i] = copy_error(unsent, unsent)
                 break
             if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
                 _, kind = D.NOT_LANDED_STEP[("stamp", status)]
@@ -241,8 +243,12 @@ class SingleChain(Endings):
             caller_tokens = [t for i in included if (t := entries[i].token) is not None]
             write_tokens = list(caller_tokens)
             if len(caller_tokens) < len(included):
-                write_tokens.append(secrets.token_bytes(WRITE_TOKEN_BYTES))
-                proof = write_tokens[-1:]  # a token no other write carries
+                proof = [secrets.token_bytes(WRITE_TOKEN_BYTES)]  # no other write carries it
+                # The last token is the last stamp's, its own or the write's: a stamp
+                # sent again after the chain completed is told acked only if it is that
+                # stamp (``applied_before``).
+                last = len(write_tokens) - (entries[included[-1]].token is not None)
+                write_tokens[last:last] = proof
             else:
                 proof = write_tokens  # caller tokens only: all of them must be there
             tokens = (state.tokens + tuple(write_tokens))[-self.token_window :]
@@ -277,19 +283,20 @@ class SingleChain(Endings):
                 else:
                     # Not a lost race: an error of DynamoDB or of the transport. The
                     # stamps did not land if that is proven, and the caller gets the
-                    # error (and may retry them); if it is not, AmbiguousWrite.
+                    # error (and may retry them); if it is not, AmbiguousWrite (or
+                    # UnsettledWrite: the read that would prove it failed).
                     try:
                         current = yield from self._settle(tag, exc)
                         landed = self._landed(state, current, proof, tag, True)
                     except AmbiguousWrite as ambiguous:
                         failure = ambiguous
-                    except (ClientError, BotoCoreError) as read_error:
-                        failure = read_error
+                    except (ClientError, BotoCoreError) as refused:  # proven not landed
+                        failure = refused
                     if not landed and failure is None:
                         failure = exc
                 if failure is not None:
                     for i in batch + later:
-                        outcomes[i] = _copy_error(failure, exc)
+                        outcomes[i] = copy_error(failure, exc)
                     break
                 if landed:
                     self.stats.resent_writes_recognised += 1

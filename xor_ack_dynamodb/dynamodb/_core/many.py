@@ -23,6 +23,7 @@ from ...errors import (
     TagExists,
     TagNotFound,
     TransactionItemRejected,
+    UnsettledWrite,
 )
 from ...stamps import Stamp
 from ..aws import cancellation_code, error_code
@@ -30,10 +31,10 @@ from . import cancellation as C
 from . import landing as D
 from . import told as T
 from .cancellation import Source
-from .chains import SingleChain, plan_batch
+from .chains import SingleChain, copy_error, plan_batch
 from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
 from .landing import TRANSACTION_CANCELED, Status, Step
-from .reads import memory_decides
+from .reads import applied_before, memory_decides
 from .validate import (
     MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,
@@ -176,7 +177,7 @@ class Chains(SingleChain):
                 entry, state = entries[tag], states.get(tag)
                 status = D.status_of(state, self.clock())
                 if state is not None and entry.token is not None and entry.token in state.tokens:
-                    outcomes[tag] = state.stamp  # landed before: apply nothing
+                    outcomes[tag] = applied_before(state, entry.token)  # apply nothing
                 elif state is not None and status is Status.OVERDUE:
                     outcomes[tag] = yield from self._late(tag, entry, state)
                 elif state is None or status is not Status.LIVE:
@@ -235,8 +236,9 @@ class Chains(SingleChain):
                 if tag in outcomes or status not in D.CLOSED:
                     continue
                 state = states.get(tag)
-                if state is not None and entries[tag].token in state.tokens:
-                    outcomes[tag] = state.stamp  # landed before (another writer's copy)
+                held = entries[tag].token
+                if state is not None and held is not None and held in state.tokens:
+                    outcomes[tag] = applied_before(state, held)  # another writer's copy
                 else:
                     kind = D.NOT_LANDED_STEP[("stamp", status)][1]
                     outcomes[tag] = T.refusal(kind, tag, state)
@@ -257,13 +259,13 @@ class Chains(SingleChain):
     ) -> Generator[Effect, Any, dict[str, ChainState | None] | None]:
         """Every item of a transaction that failed without a cancellation, read back.
 
-        None when the error is proven not landed or the read fails: that error is then
-        each item's outcome.  An item this client cannot read gets its ``CorruptItem``.
+        None when the error is proven not landed (each item's outcome) or the read fails
+        (each item's ``UnsettledWrite``).  An item it cannot read gets its ``CorruptItem``.
         """
         try:
             current, corrupt = yield from self._settle_many(tags, error)
-        except (ClientError, BotoCoreError) as failure:
-            outcomes.update(dict.fromkeys(tags, failure))
+        except (ClientError, BotoCoreError, UnsettledWrite) as failure:
+            outcomes.update({tag: copy_error(failure, error, tag) for tag in tags})
             return None
         outcomes.update(corrupt)
         return current

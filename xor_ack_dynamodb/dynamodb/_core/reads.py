@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ...chain import ChainState
-from ...errors import AmbiguousWrite, CorruptItem, GetManyFailed
+from ...errors import AmbiguousWrite, CorruptItem, GetManyFailed, UnsettledWrite
+from ...stamps import AppliedBefore, Stamp
 from .. import item as I
 from ..aws import condition_item
 from ..retry import DEFAULT_RETRY
@@ -37,6 +38,17 @@ def memory_decides(state: ChainState, entries: Sequence[Entry]) -> bool:
         or len(entry.stamp) != len(state.stamp)
         for entry in entries
     )
+
+
+def applied_before(state: ChainState, token: bytes) -> Stamp:
+    """What a stamp whose ``token`` the chain ``state`` holds is told: it landed before and
+    is not applied again.  The chain's state, except that on a complete chain only the
+    stamp that completed it is told ``acked``: its write was the last (nothing lands on a
+    complete chain), and a write puts the token of its last stamp last (``stamp_batch``).
+    """
+    if state.acked and state.tokens[-1:] != (token,):
+        return AppliedBefore(state.stamp)
+    return state.stamp
 
 
 class Reads(Requests):
@@ -193,11 +205,16 @@ class Reads(Requests):
 
         A client error on the first and only send proves the write did not land,
         so it is raised as it is.  A transport error, or any error after botocore
-        re-sent the request, leaves it open: a consistent read settles it.
+        re-sent the request, leaves it open: a consistent read settles it, and if
+        that read fails too, ``UnsettledWrite`` (never the read's error alone, which
+        would read as "not landed").
         """
         if self._reply_step(op, exc)[1] is Step.REFUSE:
             raise exc
-        return (yield from self._read(tag))
+        try:
+            return (yield from self._read(tag))
+        except (ClientError, BotoCoreError) as failure:
+            raise UnsettledWrite(tag, self.token_window) from failure
 
     def _settle_many(
         self, tags: Sequence[str], exc: ClientError | BotoCoreError
@@ -205,10 +222,14 @@ class Reads(Requests):
         """:meth:`_settle` for a transaction that failed without a cancellation.
 
         Returns the states, and the items that cannot be read (``CorruptItem``) apart.
+        If the read fails, ``UnsettledWrite`` (for the first tag) from its error.
         """
         if self._reply_step("transact", exc)[1] is Step.REFUSE:
             raise exc
-        return (yield from self._read_many(tags))
+        try:
+            return (yield from self._read_many(tags))
+        except (ClientError, BotoCoreError) as failure:
+            raise UnsettledWrite(tags[0], self.token_window) from failure
 
     def _landed(
         self,
