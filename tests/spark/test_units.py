@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from xor_ack_dynamodb.errors import XorAckError
+from xor_ack_dynamodb import ChainState, Stamp
+from xor_ack_dynamodb.errors import (
+    AmbiguousWrite,
+    ChainMoved,
+    StampManyFailed,
+    UnsettledWrite,
+    XorAckError,
+)
 from xor_ack_dynamodb.spark import (
     FaultConfig,
     InputResult,
@@ -19,10 +27,12 @@ from xor_ack_dynamodb.spark import (
     TrackerConfig,
     TrackingNotConfigured,
     chains_config,
+    task_stamps,
     track,
     track_stream,
 )
 from xor_ack_dynamodb.spark import tracking as tracking_module
+from xor_ack_dynamodb.spark.chain_batches import dynamodb_error
 from xor_ack_dynamodb.spark.digest import MOD, row_sum, rows_stamp
 from xor_ack_dynamodb.spark.isolation import Isolation
 from xor_ack_dynamodb.spark.keyed import Keyed
@@ -237,4 +247,31 @@ def test_a_report_file_is_on_disk_whole_before_it_is_renamed_into_place(
     assert read_report(tmp_path / "run.jsonl") == (
         [{"key": "a", "status": "acked", "attempts": 1, "history": ["acked"]}],
         {"ok": True},
+    )
+
+
+@pytest.mark.parametrize("unknown", [UnsettledWrite("t", 32), AmbiguousWrite("t", 32)])
+def test_a_task_stamp_whose_landing_is_unknown_fails_the_task_not_skipped(
+    monkeypatch: pytest.MonkeyPatch, unknown: AmbiguousWrite
+) -> None:
+    """A chain's condition (moved on, closed) is the driver's to judge and the task goes on;
+    a stamp DynamoDB may or may not have taken fails the task, whose retry sends the same
+    tokens (it lands once).  The driver counts it as DynamoDB's error, as a botocore one."""
+    known = ChainState("t", Stamp(b"\x01" * 16), b"c" * 8, 1, (), 0.0, 0.0)
+    outcomes: list[object] = []
+
+    class Chains:
+        def stamp_on_each(self, writes: Any, concurrency: int) -> list[object]:
+            return outcomes
+
+    monkeypatch.setattr(task_stamps, "chains_for", lambda tracker: Chains())
+    spec: Any = SimpleNamespace(tracker=SimpleNamespace(partiql=True))
+    batch: Any = [("t", b"\x01" * 16, b"token", known)]
+    outcomes[:] = [ChainMoved("t", known, None)]  # gone since: nothing to do here
+    task_stamps._write(spec, batch)
+    outcomes[:] = [unknown]
+    with pytest.raises(AmbiguousWrite):
+        task_stamps._write(spec, batch)
+    assert dynamodb_error(StampManyFailed({}, {"t": unknown})) is (
+        unknown if isinstance(unknown, UnsettledWrite) else None
     )
