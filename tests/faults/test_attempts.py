@@ -126,3 +126,27 @@ def test_only_a_write_whose_connection_was_lost_is_resent_soon() -> None:
     assert handler(attempts=1, operation=update, caught_exception=never_sent) is None
     throttled = (_Http(400), {})
     assert handler(attempts=1, operation=update, response=throttled) is None  # botocore's backoff
+
+
+@pytest.mark.parametrize("mode", ["legacy", "standard"])
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_write_to_a_port_nobody_listens_on_is_proven_not_landed(
+    kind: str, mode: str
+) -> None:
+    """Every send refused at connect, the last one too: botocore's legacy retry handler
+    raises the error once its attempts are spent, before the handlers after it see that
+    attempt, so the attempts are recorded ahead of it.  The caller gets botocore's error,
+    proven not landed, not ``UnsettledWrite`` (which says the write may have landed)."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from xor_ack_dynamodb.dynamodb._attempts import may_have_landed
+    from xor_ack_dynamodb.local import free_port
+    from xor_ack_dynamodb.retry import botocore_config
+
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    for attempts in (1, 2):  # one send (AWS_MAX_ATTEMPTS=1): before, it was left unknown
+        config = botocore_config(retries={"mode": mode, "total_max_attempts": attempts})
+        async with open_client(kind, nowhere, "chains", config=config) as ack:
+            with pytest.raises(EndpointConnectionError) as refused:
+                await ack.create("a", new_stamp())
+            assert not may_have_landed(refused.value)

@@ -147,7 +147,10 @@ def watch(client: Any) -> bool:
         events.register_first(
             "needs-retry.dynamodb", _resend_soon(total), unique_id=_HANDLER_ID + "-resend"
         )
-    events.register("needs-retry.dynamodb", _on_attempt, unique_id=_HANDLER_ID)
+    # First, as the re-send: botocore's legacy retry handler raises the caught error once
+    # the attempts are spent, and the handlers after it never see the last attempt.
+    register = events.register_first if hasattr(events, "register_first") else events.register
+    register("needs-retry.dynamodb", _on_attempt, unique_id=_HANDLER_ID)
     events.register("after-call.dynamodb", _on_call, unique_id=_HANDLER_ID + "-call")
     events.register("after-call-error.dynamodb", _on_call_error, unique_id=_HANDLER_ID + "-error")
     return True
