@@ -122,8 +122,9 @@ class UnsettledWrite(AmbiguousWrite):
             self,
             tag,
             f'"{tag}": the write may have landed (its response was lost) and the read that '
-            "would tell failed too; once DynamoDB answers, send it again with the same token, "
-            "or (without a token) fail the chain and replay its input",
+            "would tell failed too; once DynamoDB answers, send a stamp again with the same "
+            "token (it lands once) or get() the chain; without a token, fail the chain and "
+            "replay its input",
         )
         self.window = window
 
