@@ -188,8 +188,10 @@ def test_helper_argument_errors() -> None:
         tree.emit(root, 1, offset=-1)
     with pytest.raises(ValueError):
         TupleTree(AckerSink([Acker()]), lambda: 0).start()
-    with pytest.raises(ValueError):
-        AckerSink([])
+    for nothing in ([], iter([]), (a for a in [])):  # an empty iterator too, not a hang later
+        with pytest.raises(InvalidArgument, match="at least one Acker"):
+            AckerSink(nothing)
+    assert len(AckerSink(iter([Acker(), Acker()])).ackers) == 2
 
 
 def test_a_tuple_id_of_zero_is_refused_instead_of_hanging_the_bolt() -> None:

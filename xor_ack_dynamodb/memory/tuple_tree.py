@@ -38,7 +38,7 @@ generated source is what mypy and readers would have to trust without seeing it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import InvalidArgument
@@ -122,10 +122,10 @@ class AsyncTreeSink(Protocol):
 class AckerSink:
     """In-process :class:`Acker` shards; each tree goes to ``acker_for(ackers, anchor_id)``."""
 
-    def __init__(self, ackers: Sequence[Acker]) -> None:
-        if not ackers:
-            raise InvalidArgument("at least one acker is needed")
-        self.ackers = tuple(ackers)
+    def __init__(self, ackers: Iterable[Acker]) -> None:
+        self.ackers = tuple(ackers)  # an iterator counts by what it yields
+        if not self.ackers:
+            raise InvalidArgument("AckerSink(ackers): at least one Acker is needed")
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
         outcome = acker_for(self.ackers, anchor_id).track(task_id, source_id, anchor_id, value)
