@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -39,12 +41,19 @@ from xor_ack_dynamodb.dynamodb._batches import (
 from xor_ack_dynamodb.dynamodb._core.effects import ClientStats
 from xor_ack_dynamodb.dynamodb._core.expressions import PLACEHOLDERS, Compare, Exists, Update, Value
 from xor_ack_dynamodb.dynamodb._core.many import Chains
-from xor_ack_dynamodb.errors import InvalidArgument
+from xor_ack_dynamodb.errors import AmbiguousWrite, InterruptedWrite, InvalidArgument
 from xor_ack_dynamodb.retry import RetryPolicy
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
-from .hooks import Trigger, assert_applied_once, client_error, hooked_client, raising
+from .hooks import (
+    Trigger,
+    _Hooked,
+    assert_applied_once,
+    client_error,
+    hooked_client,
+    raising,
+)
 from .peer import lost_connection
 
 PATIENT = RetryPolicy(max_attempts=500, base_delay=0.002, max_delay=0.05, max_elapsed=60)
@@ -585,3 +594,57 @@ def test_batching_a_client_error_shape_is_a_botocore_client_error() -> None:
     )
     assert isinstance(refused, Refused) and isinstance(refused.error, ClientError)
     assert refused.error.operation_name == "UpdateItem"
+
+
+def test_sync_batch_sender_interrupted_tells_the_others_their_stamps_may_have_landed(
+    local: tuple[str, TableSpec],
+) -> None:
+    """The thread sending a batch of other threads' stamps is interrupted (Ctrl-C) after
+    the batch landed: each other stamp gets ``InterruptedWrite`` (typed: it may have
+    landed), and sent again with its token it is found applied, not applied twice."""
+    endpoint, spec = local
+    raw = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    first_sent = threading.Event()
+
+    def waiting() -> int:
+        with ack._queue_lock:
+            assert ack._batcher is not None
+            return len(ack._batcher.plan.waiting)
+
+    def before_update(params: dict[str, Any]) -> None:  # the first stamp, sent alone
+        first_sent.set()
+        deadline = time.monotonic() + 5
+        while waiting() < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def after_batch(params: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+        raise KeyboardInterrupt  # landed; its sender interrupted before it hands results out
+
+    hooks = _Hooked(raw, {"update_item": before_update}, {"batch_execute_statement": after_batch})
+    ack = SyncXorAckDynamoDB(hooks, table=spec.name, **BATCHING)
+    direct = SyncXorAckDynamoDB(raw, table=spec.name)
+    kids = {f"i{n}": (new_stamp(), new_stamp()) for n in range(4)}
+    for tag, (a, b) in kids.items():
+        direct.create(tag, xor(a, b))
+    told: dict[str, object] = {}
+
+    def stamp(tag: str) -> None:
+        try:
+            told[tag] = ack.stamp(tag, kids[tag][0], token=tag)
+        except BaseException as exc:  # what each caller was told, Ctrl-C included
+            told[tag] = exc
+
+    threads = [threading.Thread(target=stamp, args=(tag,)) for tag in kids]
+    threads[0].start()
+    assert first_sent.wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    kinds = sorted(type(e).__name__ for e in told.values())
+    assert kinds == ["InterruptedWrite", "InterruptedWrite", "KeyboardInterrupt", "Stamp"]
+    for tag, error in told.items():
+        if isinstance(error, InterruptedWrite):
+            assert isinstance(error, AmbiguousWrite) and error.tag == tag
+            again = direct.stamp(tag, kids[tag][0], token=tag)  # found applied
+            assert again == kids[tag][1] and direct.get(tag).version == 2

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import boto3
 import pytest
@@ -13,10 +15,16 @@ from botocore.exceptions import ClientError
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.dynamodb._core.chains import plan_batch
 from xor_ack_dynamodb.dynamodb._core.effects import Entry
-from xor_ack_dynamodb.errors import BufferLengthsUnequal, TagNotFound
+from xor_ack_dynamodb.errors import (
+    AmbiguousWrite,
+    BufferLengthsUnequal,
+    InterruptedWrite,
+    TagNotFound,
+)
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
+from .hooks import _Hooked
 
 
 def test_plan_batch_reports_each_callers_serial_state() -> None:
@@ -136,3 +144,70 @@ def test_sync_client_threads_merge_and_ack_once(backend: tuple[str, TableSpec]) 
         t.join()
     assert len(results) == 32 and sum(r.acked for r in results) == 1
     assert ack.stats.conflicts == 0  # merged in-process: no client races with itself
+
+
+def test_sync_writer_interrupted_mid_merge_leaves_no_stamp_stranded(
+    backend: tuple[str, TableSpec],
+) -> None:
+    """The thread writing a chain's merged stamps is interrupted (Ctrl-C) while stamps
+    wait behind it: the stamps of the write in flight are told it may have landed
+    (``InterruptedWrite``, typed), those queued behind it are written by another thread,
+    and sending the first ones again with their tokens completes the chain once."""
+    endpoint, spec = backend
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    writes: list[int] = []
+    started = {n: threading.Event() for n in (1, 2)}
+
+    def queued() -> int:
+        with ack._queue_lock:
+            return len(ack._merging.queues.get("t", []))
+
+    def until(check: Callable[[], bool]) -> None:
+        for _ in range(500):
+            if check():
+                return
+            time.sleep(0.01)
+        raise AssertionError("the stamps never queued")
+
+    def before_update(params: dict[str, Any]) -> None:
+        writes.append(1)
+        n = len(writes)
+        if n in started:
+            started[n].set()
+        if n == 1:  # a's own write: b and c queue behind it
+            until(lambda: queued() == 2)
+        elif n == 2:  # the merge of b and c: d queues behind it, then Ctrl-C
+            until(lambda: queued() == 1)
+            raise KeyboardInterrupt
+
+    ack = SyncXorAckDynamoDB(_Hooked(client, {"update_item": before_update}, {}), table=spec.name)
+    SyncXorAckDynamoDB(client, table=spec.name).create("t", xor(*STAMPS.values()))
+    told: dict[str, object] = {}
+
+    def stamp(name: str) -> None:
+        try:
+            told[name] = ack.stamp("t", STAMPS[name], token=name)
+        except BaseException as exc:  # what each caller was told, Ctrl-C included
+            told[name] = exc
+
+    threads = {name: threading.Thread(target=stamp, args=(name,)) for name in STAMPS}
+    threads["a"].start()
+    started[1].wait(5)
+    threads["b"].start()
+    threads["c"].start()
+    started[2].wait(5)
+    threads["d"].start()
+    for thread in threads.values():
+        thread.join(10)
+    assert isinstance(told["a"], KeyboardInterrupt)  # its own stamp had landed before
+    for name in "bc":
+        error = told[name]
+        assert isinstance(error, InterruptedWrite) and isinstance(error, AmbiguousWrite)
+        assert error.tag == "t" and "same token" in str(error)
+    assert isinstance(told["d"], Stamp) and not told["d"].acked  # written by another thread
+    # b and c, sent again with their tokens, land once; exactly one is told acked.
+    again = [ack.stamp("t", STAMPS[name], token=name) for name in "bc"]
+    assert [s.acked for s in again] == [False, True]
+
+
+STAMPS = {name: new_stamp() for name in "abcd"}

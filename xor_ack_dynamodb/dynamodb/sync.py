@@ -9,6 +9,7 @@ async client.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..chain import ChainState
+from ..errors import InterruptedWrite
 from ..stamps import Stamp
 from ._batches import Write, item_key
 from ._client import ClientBase, Connection, CreateMany, OnStateWrite, StampMany, connection
@@ -32,6 +34,16 @@ from ._statements import OnState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+
+#: A batch's result while its sending thread has not finished: it was interrupted.
+_INTERRUPTED = object()
+
+
+def _tag_of(params: dict[str, Any]) -> str:
+    """The tag of an ``UpdateItem``'s parameters (its key's one string)."""
+    (key,) = params["Key"].values()
+    return str(key["S"])
 
 
 class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
@@ -108,6 +120,8 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             if kind == "lead":
                 self._flush(value)
                 continue
+            if value is _INTERRUPTED:  # the thread sending its batch was interrupted
+                raise InterruptedWrite(_tag_of(params), self.token_window)
             if isinstance(value, BaseException):
                 raise value
             return value
@@ -115,8 +129,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     def _flush(self, writes: list[Write]) -> None:
         """Send writes (one, or a batch), hand each its result, and pass on what waited."""
         assert self._batcher is not None
-        results: list[Any] = [RuntimeError("the thread sending this batch was interrupted")]
-        results *= len(writes)
+        results: list[Any] = [_INTERRUPTED] * len(writes)
         try:
             results = self._run(self._batcher.send(writes))
         except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
@@ -139,19 +152,41 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             ticket = self._merging.submit(tag, entry, Future)
         if not isinstance(ticket, Merge):
             return ticket.result()
-        merge: Merge[Future[Outcome]] | None = ticket
-        mine: list[Outcome] = []
+        outcomes = self._write_merges(ticket)
+        assert outcomes is not None  # or the interruption was raised
+        return outcomes[0]
+
+    def _write_merges(self, merge: Merge[Future[Outcome]] | None) -> list[Outcome] | None:
+        """Write a chain's merges one at a time until none are left; the first's outcomes.
+
+        Interrupted (``KeyboardInterrupt``): the stamps of the write in flight get
+        ``InterruptedWrite`` (it may have landed), and those queued behind it, never
+        sent, are written by another thread, as the async client's writer task does.
+        """
+        first: list[Outcome] | None = None
         while merge is not None:
             try:
                 outcomes = self._run(merge.write(self._core))
-            except BaseException as exc:
+            except Exception as exc:  # the chain's error: every stamp on it gets it
                 with self._queue_lock:
                     self._merging.abandon(merge, exc)
                 raise
-            mine = mine or outcomes
+            except BaseException:
+                lost = [InterruptedWrite(merge.tag, self.token_window) for _ in merge.entries]
+                with self._queue_lock:
+                    after = self._merging.finished(merge, list(lost))
+                if after is not None:
+                    threading.Thread(target=self._write_rest, args=(after,), daemon=True).start()
+                raise
+            first = outcomes if first is None else first
             with self._queue_lock:
                 merge = self._merging.finished(merge, outcomes)
-        return mine[0]
+        return first
+
+    def _write_rest(self, merge: Merge[Future[Outcome]]) -> None:
+        """:meth:`_write_merges` in a thread of its own: its errors reached the waiters."""
+        with contextlib.suppress(Exception):
+            self._write_merges(merge)
 
     # -- the API -------------------------------------------------------------
 

@@ -129,6 +129,26 @@ class UnsettledWrite(AmbiguousWrite):
         self.window = window
 
 
+class InterruptedWrite(AmbiguousWrite):
+    """The sync client's thread sending a write that carried this stamp (merged with
+    others, or in a batch) was interrupted (``KeyboardInterrupt``) mid-write.
+
+    The write may have landed.  A stamp with a ``token`` can be sent again with the same
+    token (it lands once); without one, fail the chain and replay its input.  Stamps
+    that were only queued behind it are sent by another thread, not refused.
+    """
+
+    def __init__(self, tag: str, window: int) -> None:
+        _TagError.__init__(
+            self,
+            tag,
+            f'"{tag}": the thread sending the write that carried this stamp was interrupted, '
+            "so it may have landed; send it again with the same token (it lands once), or "
+            "without a token fail the chain and replay its input",
+        )
+        self.window = window
+
+
 class ChainMoved(_TagError):
     """``stamp_on(state, ...)`` found the chain no longer in ``state``: nothing was written.
 
@@ -290,6 +310,7 @@ __all__ = [
     "CorruptRecord",
     "CreateManyFailed",
     "GetManyFailed",
+    "InterruptedWrite",
     "InvalidArgument",
     "InvalidListener",
     "InvalidListing",
