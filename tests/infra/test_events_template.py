@@ -76,6 +76,26 @@ def test_the_role_is_least_privilege(template: dict[str, Any]) -> None:
     }
 
 
+def test_a_table_with_a_customer_managed_key_lets_the_function_decrypt_its_stream_only_then(
+    template: dict[str, Any],
+) -> None:
+    """The stream of a table encrypted with a customer managed key is encrypted with it:
+    the function may decrypt with that key, and only when one is given."""
+    parameter = template["Parameters"]["KmsKeyArn"]
+    assert parameter["Default"] == ""
+    assert template["Conditions"]["HasKmsKey"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "KmsKeyArn"}, ""]}]
+    }
+    policy = template["Resources"]["StreamKeyPolicy"]
+    assert policy["Condition"] == "HasKmsKey"
+    assert policy["Properties"]["Roles"] == [{"Ref": "FunctionRole"}]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Allow" and statement["Action"] == "kms:Decrypt"
+    assert statement["Resource"] == {"Ref": "KmsKeyArn"}
+    table = load_template(ROOT / "infra" / "table.yaml")["Parameters"]["KmsKeyArn"]
+    assert parameter["AllowedPattern"] == table["AllowedPattern"]  # the table stack's value fits
+
+
 STATES: dict[str, dict[str, Any]] = {
     "live": samples.chain_image("t", version=3),
     "acked": samples.acked("t", version=4),
