@@ -345,8 +345,15 @@ def test_delete_resent_and_found_gone_is_done() -> None:
     gone = client_error("ConditionalCheckFailedException", retries=1, unknown_before=1)
     live = ("get_item", got(LIVE))
     assert drive(chains().delete(TAG), [live, ("delete_item", gone)]).result is None
+    # Refused once: the item it read is gone; read again, nothing there is TagNotFound,
+    # and another generation (created over its tombstone since) is left alone: done.
+    refused = ("delete_item", condition_failed())
     with pytest.raises(TagNotFound):
-        drive(chains().delete(TAG), [live, ("delete_item", condition_failed())])
+        drive(chains().delete(TAG), [live, refused, ("get_item", got(None))])
+    other = ("get_item", got({**LIVE, I.CHAIN_ID: {"B": b"another!"}}))
+    assert drive(chains().delete(TAG), [live, refused, other]).result is None
+    with pytest.raises(TagNotFound):  # the same generation, expired since: absent
+        drive(chains().delete(TAG), [live, refused, live])
 
 
 def test_delete_removes_only_the_generation_it_read() -> None:

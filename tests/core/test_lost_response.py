@@ -7,16 +7,19 @@ client would then re-read and XOR the stamp in again.
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 from botocore.exceptions import ConnectionClosedError
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb.errors import AmbiguousWrite, TagExists, UnsettledWrite
+from xor_ack_dynamodb.errors import AmbiguousWrite, TagExists, TagNotFound, UnsettledWrite
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
+from .hooks import hooked_client
 from .lossy_proxy import LossyProxy, drop_first
 
 pytestmark = pytest.mark.ddblocal
@@ -291,3 +294,32 @@ async def test_a_re_sent_delete_leaves_a_chain_created_since_alone(
     state = other.get("job")
     assert state is not None and state.stamp == theirs
     assert other.stamp("job", theirs).acked
+
+
+async def test_a_delete_racing_a_create_over_its_tombstone_returns_and_leaves_it(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """delete() reads an acked chain's tombstone; before its write, another client creates
+    the tag again (over the tombstone).  The delete's condition fails: the item it read is
+    gone, so it returns (it counts as done before that create), and the new chain stays.
+    It used to raise TagNotFound, "does not exist", with a chain under the tag."""
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+    )
+    root, theirs = new_stamp(), new_stamp()
+    other.create("done", root)
+    assert other.stamp("done", root).acked  # a tombstone now
+
+    def create_first(params: dict[str, Any]) -> None:
+        other.create("done", theirs)
+
+    async with hooked_client(
+        kind, ddb_local_endpoint, ddb_table.name, before={"delete_item": create_first}
+    ) as ack:
+        await ack.delete("done")
+    state = other.get("done")
+    assert state is not None and state.live and state.stamp == theirs
+    other.delete("done")
+    with pytest.raises(TagNotFound):  # nothing under the tag: still TagNotFound
+        other.delete("done")

@@ -203,7 +203,8 @@ class XorAckDynamoDB(Sending):
         return result
 
     async def delete(self, tag: str) -> None:
-        """Delete the chain's item; ``TagNotFound`` if there is none."""
+        """Delete the chain's item; ``TagNotFound`` if there is none.  A chain created
+        under the tag after this call read the item is left alone (the call returns)."""
         await self._run(self._core.delete(tag))
 
     async def get(self, tag: str) -> ChainState | None:

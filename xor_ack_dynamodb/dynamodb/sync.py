@@ -316,7 +316,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return result
 
     def delete(self, tag: str) -> None:
-        """Delete the chain's item; ``TagNotFound`` if there is none."""
+        """Delete the chain's item; ``TagNotFound`` if there is none (``XorAckDynamoDB.delete``)."""
         self._run(self._core.delete(tag))
 
     def get(self, tag: str) -> ChainState | None:

@@ -98,7 +98,8 @@ class Endings(Deadlines):
         """Remove the chain's item (live or tombstone); TagNotFound when there is none.
 
         One read (which generation the item holds) and one write conditioned on it: a
-        re-sent delete never removes a chain created under the tag since.
+        re-sent delete never removes a chain created under the tag since, and neither
+        does a delete racing that create (it returns: the chain it read is gone).
         """
         check_tag(tag)
         self.forget(tag)
@@ -118,6 +119,13 @@ class Endings(Deadlines):
                 return  # a re-send found it gone: the first send most likely removed it
             if kind == D.REPLY_ERROR:
                 raise
+            # Its condition failed: the item it read is gone.  Another chain under the
+            # tag now (created over its tombstone, or after it expired) is left alone, and
+            # this delete counts as done before that create; no item at all: TagNotFound.
+            self.stats.requests["GetItem"] += 1
+            now = (yield Call("get_item", self._generation_params(tag))).get("Item")
+            if now and now.get(I.CHAIN_ID) != found.get(I.CHAIN_ID):
+                return
             raise T.refusal(kind, tag, None) from exc
 
     def wait(
