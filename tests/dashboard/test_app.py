@@ -427,11 +427,14 @@ async def test_lists_page_through_the_index_in_one_order(dashboard: Dashboard) -
     assert _tags((await client.get("/chains?status=overdue")).text) == []
 
 
-@pytest.mark.parametrize("stem", ["文" * 100, "corpus/" + "x" * 500])
+@pytest.mark.parametrize(
+    "stem", ["文" * 100, "corpus/" + "x" * 500, "s3a://lake/" + "date=2026-11-27/" * 120]
+)
 async def test_lists_of_long_tags_page_to_their_end(ddb_local_endpoint: str, stem: str) -> None:
     """A cursor holds a tag per shard: 100 CJK characters each (300 bytes, written as
     \\u escapes) made one of 13,000 characters, 500 ASCII ones 11,000, over its 8,192
-    limit, so the "Next page" link was a 400 page."""
+    limit, so the "Next page" link was a 400 page.  Paths of 1,900 bytes made 40,000,
+    over its 12,000 limit now, until cursors were deflated."""
     spec = fresh_table(ddb_local_endpoint)
     writer = chains(ddb_local_endpoint, spec)
     made = [f"{stem}-{i:03d}" for i in range(96)]

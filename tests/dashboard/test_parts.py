@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import zlib
 from typing import Any
 
 import pytest
@@ -138,9 +139,17 @@ def test_cursors_round_trip_and_refuse_anything_else() -> None:
             decode_cursor("open", bad)
     forged = [None] * INVENTORY_SHARDS
     forged[0] = ["x", "not a number"]  # type: ignore[call-overload]
-    raw = base64.urlsafe_b64encode(json.dumps(["open", forged]).encode()).decode()
-    with pytest.raises(BadCursor):
-        decode_cursor("open", raw)
+    raw = base64.urlsafe_b64encode(zlib.compress(json.dumps(["open", forged]).encode()))
+    with pytest.raises(BadCursor, match="not a \\(tag, number\\)"):
+        decode_cursor("open", raw.decode())
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"[" * 10_000_000, 9)).decode()
+    assert len(bomb) < 20_000
+    with pytest.raises(BadCursor, match="not one this dashboard made"):  # not inflated whole
+        decode_cursor("open", bomb)
+    # Sixteen tags of 2,000 bytes sharing their path (as files' do) fit a URL easily.
+    long = [(f"s3a://lake/{'deep/' * 398}part-{i:05d}", "1800000000.5") for i in range(16)]
+    cursor = encode_cursor("open", long)  # type: ignore[arg-type]
+    assert len(cursor) < 1_000 and decode_cursor("open", cursor) == long
 
 
 def _request(cookie: str = "", headers: dict[str, str] | None = None) -> Request:

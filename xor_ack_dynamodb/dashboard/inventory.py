@@ -25,6 +25,7 @@ import binascii
 import json
 import math
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,18 +54,28 @@ def index_of(status: Status) -> tuple[str, str, str]:
     return name, shard_key, sort_key
 
 
+#: A cursor's JSON, inflated, at most: 16 tags of DynamoDB's 2,048 bytes, \u-escaped.
+_MAX_CURSOR_JSON = INVENTORY_SHARDS * (2048 * 6 + 64) + 64
+
+
 def encode_cursor(status: Status, positions: list[Position]) -> str:
-    # UTF-8, not \u escapes: a CJK character is 3 bytes, not 6 (a cursor holds 16 tags)
+    # UTF-8, not \u escapes: a CJK character is 3 bytes, not 6 (a cursor holds 16 tags),
+    # deflated: the tags of one list mostly share their paths, so a cursor of long tags
+    # stays far below the URL's limit (``pages.MAX_CURSOR``).
     raw = json.dumps([status, positions], separators=(",", ":"), ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
 
 
 def decode_cursor(status: Status, cursor: str) -> list[Position]:
     """The shards' positions a cursor holds; ``BadCursor`` for anything else."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        packed = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(packed, _MAX_CURSOR_JSON)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise ValueError("not one whole deflated cursor of at most its size")
         data = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+    except (binascii.Error, ValueError, UnicodeDecodeError, zlib.error) as exc:
         raise BadCursor("the cursor is not one this dashboard made") from exc
     if not isinstance(data, list) or len(data) != 2 or data[0] != status:
         raise BadCursor(f"the cursor is not one of the {status} list")
