@@ -505,6 +505,8 @@ def _run_reply(op: str, error: Any, reread: bool, ran: Ran) -> Any:
         return drive(core.fail(TAG), script, ran).result
     if op == "delete":
         script = [("get_item", got(LIVE)), ("delete_item", answer)]
+        if reread:
+            script.append(("get_item", got(None)))
         return drive(core.delete(TAG), script, ran).result
     if op == "touch":
         soon = item(ROOT, tokens=OLD[:2], deadline=time.time() + 5)

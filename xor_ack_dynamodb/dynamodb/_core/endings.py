@@ -117,11 +117,12 @@ class Endings(Deadlines):
             _, step, kind = self._reply_step("delete", exc)
             if step is Step.DONE:
                 return  # a re-send found it gone: the first send most likely removed it
-            if kind == D.REPLY_ERROR:
+            if step is not Step.REREAD:
                 raise
             # Its condition failed: the item it read is gone.  Another chain under the
             # tag now (created over its tombstone, or after it expired) is left alone, and
             # this delete counts as done before that create; no item at all: TagNotFound.
+            assert kind is TagNotFound
             self.stats.requests["GetItem"] += 1
             now = (yield Call("get_item", self._generation_params(tag))).get("Item")
             if now and now.get(I.CHAIN_ID) != found.get(I.CHAIN_ID):

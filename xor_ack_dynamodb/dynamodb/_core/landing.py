@@ -197,7 +197,9 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     # Re-sent: its first send may have landed; its reason and failed_at in the item prove it.
     ("fail", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
     ("fail", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
-    ("delete", Reply.CONDITION_FAILED, ONCE): (N, Step.REFUSE, TagNotFound),
+    # The item it read is gone: read again, another chain there is left alone (done), an
+    # empty tag is TagNotFound.
+    ("delete", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, TagNotFound),
     ("delete", Reply.CONDITION_FAILED, TWICE): (L, Step.DONE, None),
     ("delete", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
     # A transaction that failed without a cancellation: settled by reading every item.
