@@ -40,12 +40,6 @@ if TYPE_CHECKING:
 _INTERRUPTED = object()
 
 
-def _tag_of(params: dict[str, Any]) -> str:
-    """The tag of an ``UpdateItem``'s parameters (its key's one string)."""
-    (key,) = params["Key"].values()
-    return str(key["S"])
-
-
 class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     """Ack chains in a DynamoDB table, blocking; ``client`` is a boto3 DynamoDB client."""
 
@@ -121,7 +115,8 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                 self._flush(value)
                 continue
             if value is _INTERRUPTED:  # the thread sending its batch was interrupted
-                raise InterruptedWrite(_tag_of(params), self.token_window)
+                tag = str(update.key[self._core.partition_key]["S"])
+                raise InterruptedWrite(tag, self.token_window)
             if isinstance(value, BaseException):
                 raise value
             return value
@@ -174,7 +169,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             except BaseException:
                 lost = [InterruptedWrite(merge.tag, self.token_window) for _ in merge.entries]
                 with self._queue_lock:
-                    after = self._merging.finished(merge, list(lost))
+                    after = self._merging.finished(merge, lost)
                 if after is not None:
                     threading.Thread(target=self._write_rest, args=(after,), daemon=True).start()
                 raise
