@@ -13,8 +13,13 @@ import pytest
 from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.errors import (
     AmbiguousWrite,
+    ChainFailed,
     ChainMoved,
+    CorruptItem,
+    InterruptedWrite,
+    StaleLocalData,
     StampManyFailed,
+    TagNotFound,
     UnsettledWrite,
     XorAckError,
 )
@@ -32,12 +37,13 @@ from xor_ack_dynamodb.spark import (
     track_stream,
 )
 from xor_ack_dynamodb.spark import tracking as tracking_module
-from xor_ack_dynamodb.spark.chain_batches import dynamodb_error
+from xor_ack_dynamodb.spark.chain_batches import RoundChains, Unanswered, dynamodb_error
 from xor_ack_dynamodb.spark.digest import MOD, row_sum, rows_stamp
 from xor_ack_dynamodb.spark.isolation import Isolation
 from xor_ack_dynamodb.spark.keyed import Keyed
 from xor_ack_dynamodb.spark.paging import pages
 from xor_ack_dynamodb.spark.paths import server_path
+from xor_ack_dynamodb.spark.tracker import chain_answer
 
 
 class FakeConf:
@@ -250,28 +256,89 @@ def test_a_report_file_is_on_disk_whole_before_it_is_renamed_into_place(
     )
 
 
-@pytest.mark.parametrize("unknown", [UnsettledWrite("t", 32), AmbiguousWrite("t", 32)])
-def test_a_task_stamp_whose_landing_is_unknown_fails_the_task_not_skipped(
-    monkeypatch: pytest.MonkeyPatch, unknown: AmbiguousWrite
+_LIVE = ChainState("t", Stamp(b"\x01" * 16), b"c" * 8, 1, (), 0.0, 0.0)
+_ZERO = ChainState("t", Stamp(bytes(16)), b"c" * 8, 3, (), 0.0, 0.0, acked_at=1.0)
+#: A stamp's outcomes, and whether each is the chain's answer (the driver judges the chain)
+#: or fails what sent it (the task, whose retry sends the same tokens; the driver's round).
+_OUTCOMES = [
+    (ChainMoved("t", _LIVE, _ZERO), True),  # the chain as it is now: no read
+    (ChainFailed("t", "gone"), True),
+    (TagNotFound("t"), True),
+    (StaleLocalData("t", 8), True),
+    (AmbiguousWrite("t", 32), True),  # landed or not, the chain tells: the driver reads it
+    (UnsettledWrite("t", 32), False),  # cut off from DynamoDB: the same token again
+    (InterruptedWrite("t", 32), False),
+    (CorruptItem("t", "stamp", "missing"), False),
+    (RuntimeError("a defect"), False),
+]
+
+
+@pytest.mark.parametrize(("outcome", "answer"), _OUTCOMES)
+def test_a_task_stamps_outcome_is_the_chains_answer_or_fails_the_task(
+    monkeypatch: pytest.MonkeyPatch, outcome: Exception, answer: bool
 ) -> None:
-    """A chain's condition (moved on, closed) is the driver's to judge and the task goes on;
-    a stamp DynamoDB may or may not have taken fails the task, whose retry sends the same
-    tokens (it lands once).  The driver counts it as DynamoDB's error, as a botocore one."""
-    known = ChainState("t", Stamp(b"\x01" * 16), b"c" * 8, 1, (), 0.0, 0.0)
-    outcomes: list[object] = []
+    """One rule (``tracker.chain_answer``) for the tasks' stamps, on both ways of writing
+    them: the chain's answer is the driver's to judge and the task goes on; a write cut off
+    from DynamoDB fails the task, whose retry sends the same tokens (it lands once)."""
 
     class Chains:
         def stamp_on_each(self, writes: Any, concurrency: int) -> list[object]:
-            return outcomes
+            return [outcome]
+
+        def stamp_on(self, *args: Any, **kwargs: Any) -> None:
+            raise outcome
+
+        def stamp(self, *args: Any, **kwargs: Any) -> None:
+            raise outcome
 
     monkeypatch.setattr(task_stamps, "chains_for", lambda tracker: Chains())
-    spec: Any = SimpleNamespace(tracker=SimpleNamespace(partiql=True))
-    batch: Any = [("t", b"\x01" * 16, b"token", known)]
-    outcomes[:] = [ChainMoved("t", known, None)]  # gone since: nothing to do here
-    task_stamps._write(spec, batch)
-    outcomes[:] = [unknown]
-    with pytest.raises(AmbiguousWrite):
-        task_stamps._write(spec, batch)
-    assert dynamodb_error(StampManyFailed({}, {"t": unknown})) is (
-        unknown if isinstance(unknown, UnsettledWrite) else None
+    batch: Any = [("t", b"\x01" * 16, b"token", _LIVE)]
+    for partiql in (True, False):
+        spec: Any = SimpleNamespace(tracker=SimpleNamespace(partiql=partiql))
+        if answer:
+            task_stamps._write(spec, batch)
+        else:
+            with pytest.raises(type(outcome)):
+                task_stamps._write(spec, batch)
+    assert chain_answer(outcome) is answer
+    assert (dynamodb_error(StampManyFailed({}, {"t": outcome})) is outcome) is isinstance(
+        outcome, UnsettledWrite
     )
+
+
+@pytest.mark.parametrize(("outcome", "answer"), _OUTCOMES)
+def test_the_drivers_commit_stamp_reads_a_chain_that_answered_and_stops_on_anything_else(
+    outcome: Exception, answer: bool
+) -> None:
+    """A commit stamp whose landing cannot be told any more (``AmbiguousWrite``) may have
+    completed the chain: the driver reads it and judges it as found, where it once judged
+    the state read before the stamp (and replayed an input whose chain was complete).
+    DynamoDB's error stops the round (``Unanswered``: ``DynamoDBFailed``); a defect is
+    raised as it is."""
+    reads: list[list[str]] = []
+
+    class Chains:
+        def get_many(self, tags: list[str]) -> dict[str, ChainState | None]:
+            reads.append(list(tags))
+            return {tag: _LIVE if len(reads) == 1 else _ZERO for tag in tags}
+
+        def stamp_on_each(self, writes: Any, concurrency: int) -> list[object]:
+            return [outcome for _ in writes]
+
+        def stamp(self, *args: Any, **kwargs: Any) -> None:  # a moved chain's stamp, again
+            pass
+
+    tracker = TrackerConfig(table="chains", partiql=True)
+    chains = RoundChains(tracker, Chains(), Keyed("run"))  # type: ignore[arg-type]
+    if answer:
+        states = chains.commit("run", {"t": 7})
+        moved = isinstance(outcome, ChainMoved)
+        assert reads == [["t"]] if moved else [["t"], ["t"]]  # the chain judged as it is
+        assert states["t"] == _ZERO
+    elif isinstance(outcome, UnsettledWrite):
+        with pytest.raises(Unanswered) as stopped:
+            chains.commit("run", {"t": 7})
+        assert stopped.value.cause is outcome
+    else:
+        with pytest.raises(type(outcome)):
+            chains.commit("run", {"t": 7})

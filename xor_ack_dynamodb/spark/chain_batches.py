@@ -47,13 +47,12 @@ from ..errors import (
     TagExists,
     TagNotFound,
     UnsettledWrite,
-    XorAckError,
 )
 from ..lifecycle import Acked, Failed, failure
 from .digest import rows_stamp, stage_token
 from .isolation import retryable
 from .keyed import Keyed
-from .tracker import TrackerConfig, stamp_once
+from .tracker import TrackerConfig, chain_answer, stamp_once
 
 #: Requests in flight from the driver to DynamoDB (each up to 25 chains).
 DRIVER_CONCURRENCY = 4
@@ -215,6 +214,7 @@ class RoundChains:
             return self.chains.get_many(list(sums))
         outcomes = self.chains.stamp_on_each(writes, concurrency=DRIVER_CONCURRENCY)
         again: list[tuple[ChainState, bytes, bytes]] = []
+        unsure: list[str] = []  # the chain's answer leaves its state unknown: read
         for (state, value, token), outcome in zip(writes, outcomes, strict=True):
             if isinstance(outcome, ChainState):
                 states[state.tag] = outcome
@@ -222,11 +222,14 @@ class RoundChains:
                 states[state.tag] = outcome.current
                 if outcome.current is not None and outcome.current.live:
                     again.append((outcome.current, value, token))
-            elif isinstance(outcome, DYNAMODB_ERRORS) or not isinstance(outcome, XorAckError):
-                raise outcome  # DynamoDB's error: the round fails
-        if again:  # moved on by a late stamp: stamped as any stamp, then read
+            elif not chain_answer(outcome):
+                raise outcome  # DynamoDB's error (the round fails), or a defect
+            else:
+                unsure.append(state.tag)
+        if again:  # moved on by a late stamp: stamped as any stamp
             _each(self._stamp, again, self.tracker.concurrency)
-            states.update(self.chains.get_many([state.tag for state, _, _ in again]))
+        if again or unsure:
+            states.update(self.chains.get_many([state.tag for state, _, _ in again] + unsure))
         return states
 
     def _stamp(self, write: tuple[ChainState, bytes, bytes]) -> None:

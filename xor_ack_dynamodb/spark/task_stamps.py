@@ -21,8 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from ..chain import ChainState
-from ..errors import AmbiguousWrite, ChainMoved, XorAckError
-from .tracker import chains_for, stamp_once
+from ..errors import ChainMoved
+from .tracker import chain_answer, chains_for, stamp_once
 
 if TYPE_CHECKING:
     from .stages import RoundSpec
@@ -81,12 +81,6 @@ class TaskStamps:
                 future.result()
 
 
-def _condition(outcome: Exception) -> bool:
-    """A chain's condition (moved, closed, late): the driver judges it, the task goes on.
-    Not a write whose landing is unknown (``AmbiguousWrite``): the task fails."""
-    return isinstance(outcome, XorAckError) and not isinstance(outcome, AmbiguousWrite)
-
-
 def _write(spec: RoundSpec, batch: list[Stamp]) -> None:
     """Write a batch of stamps: on their chains as known, 25 per request; the rest alone."""
     assert spec.tracker is not None
@@ -101,7 +95,7 @@ def _write(spec: RoundSpec, batch: list[Stamp]) -> None:
                 current = outcome.current
                 if current is not None and current.live and token not in current.tokens:
                     alone.append((current.tag, value, token))
-            elif isinstance(outcome, Exception) and not _condition(outcome):
+            elif isinstance(outcome, Exception) and not chain_answer(outcome):
                 raise outcome  # the task fails, and its retry sends the same tokens
     else:
         for known, value, token in on_state:

@@ -15,7 +15,15 @@ from typing import Any
 from ..chain import ChainState
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.sync import SyncXorAckDynamoDB
-from ..errors import ChainFailed, ChainMoved, TagNotFound
+from ..errors import (
+    AmbiguousWrite,
+    ChainFailed,
+    ChainMoved,
+    InterruptedWrite,
+    StaleLocalData,
+    TagNotFound,
+    UnsettledWrite,
+)
 
 
 @dataclass(frozen=True)
@@ -101,11 +109,35 @@ def stamp_once(
 ) -> None:
     """One stamp of a stage: on the chain as ``known`` (one conditional write, no read),
     or, if it moved on or is not known, as any stamp (a read, and a token the chain holds
-    already is not applied again).  A closed chain (failed, or gone) refuses it, and that
-    is all: the driver reads why when it judges the round."""
-    with contextlib.suppress(ChainFailed, TagNotFound):
+    already is not applied again).  The chain's answer (:func:`chain_answer`: closed,
+    gone, ...) is all: the driver reads the chain when it judges the round."""
+    try:
         if known is not None:
             with contextlib.suppress(ChainMoved):
                 chains.stamp_on(known, value, token=token)
                 return
         chains.stamp(tag, value, token=token)
+    except Exception as outcome:
+        if not chain_answer(outcome):
+            raise
+
+
+#: A stamp's outcome that the chain itself gives: moved on by another write, closed,
+#: gone, changed past the retries, or landed or not with no way left to tell.
+_ANSWERS = (ChainMoved, ChainFailed, TagNotFound, StaleLocalData, AmbiguousWrite)
+#: A write cut off from DynamoDB (its answer and the settling read lost, its thread
+#: interrupted): sent again with the same token, it lands once.
+_CUT_OFF = (UnsettledWrite, InterruptedWrite)
+
+
+def chain_answer(outcome: BaseException) -> bool:
+    """Whether a stamp's error is the chain's answer, for the driver to judge from the
+    chain as it reads it (a task goes on, the commit check goes on).
+
+    Anything else fails what sent it: DynamoDB's errors (botocore's) and a write cut off
+    from it (``UnsettledWrite``, ``InterruptedWrite``) fail the task, whose retry sends
+    the same tokens, or stop the driver's round (``DynamoDBFailed``); any other error is
+    a defect, raised as it is.  The one rule for every stage's stamps (``task_stamps``,
+    ``chain_batches``, :func:`stamp_once`).
+    """
+    return isinstance(outcome, _ANSWERS) and not isinstance(outcome, _CUT_OFF)
