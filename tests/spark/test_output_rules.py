@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -229,3 +230,42 @@ def test_workers_without_the_library_stop_the_run_in_one_round_and_keep_the_outp
     assert "cannot start Python '/nonexistent/python9'" in said["no_python"]
     assert said["no_python_rounds"] == 1
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize(
+    ("run_id", "second_rename"), [(None, False), ("stopped", False), (None, True)]
+)
+def test_a_former_output_left_by_a_run_stopped_mid_commit_is_named_and_kept(
+    local_spark: Any,
+    tracker: TrackerConfig,
+    tmp_path: Path,
+    run_id: str | None,
+    second_rename: bool,
+) -> None:
+    """A run killed between the commit's two renames (or after them, before its cleanup)
+    leaves the former output in its staging folder's ``previous``.  The next run refuses
+    before it writes anything, naming that folder, whatever its ``run_id``: under the same
+    one, its cleanup would once have removed the former output with the staging folder."""
+    base = tmp_path / "w"
+    out = base / "out"
+    run = {"keys": KEYS, "tracker": tracker}
+    assert track(local_spark, good, SCHEMA, Sink(str(out)), **run).ok
+    staging = base / ".out.xor-ack-stopped"
+    staging.mkdir()
+    out.rename(staging / "previous")  # the first rename done, and the process gone
+    if second_rename:
+        assert track(local_spark, good, SCHEMA, Sink(str(base / "new")), **run).ok
+        (base / "new").rename(out)
+    before = snapshot(base)
+    now = "holds its output" if second_rename else "is missing"
+    with pytest.raises(OutputDisplaced, match=f"run_id stopped.*which now {now}.*Move it") as no:
+        track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), run_id=run_id, **run)
+    assert Path(local_path(no.value.previous)) == staging / "previous"
+    assert snapshot(base) == before
+    if second_rename:
+        shutil.rmtree(staging)  # not needed any more: the user says so
+    else:
+        (staging / "previous").rename(out)  # moved back, as the message says
+        staging.rmdir()
+    assert track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), **run).ok
+    assert [p.name for p in base.iterdir()] == ["out"]

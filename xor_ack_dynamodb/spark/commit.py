@@ -28,6 +28,7 @@ from .errors import OutputDisplaced
 from .files import Files, is_connect
 from .paths import (
     MANIFEST,
+    STAGING_MARK,
     SUCCESS,
     OutputAction,
     judge_output,
@@ -92,8 +93,10 @@ class FolderTarget:
         self.keep_staging = False
 
     def check(self, struct: Any) -> None:
-        """Refuse before anything is read or written (``paths.judge_output``), and what
-        the commit could not write (``struct``: the declared schema)."""
+        """Refuse before anything is read or written (``paths.judge_output``, a former
+        output left displaced by a run stopped mid-commit), and what the commit could not
+        write (``struct``: the declared schema)."""
+        self._refuse_displaced()
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
         output.check(self.files.spark, struct, self.sink, f"{self.staging}-check", self.files)
 
@@ -152,6 +155,33 @@ class FolderTarget:
                 raise
             return
         self.files.rename(staged, self.output)
+
+    def _refuse_displaced(self) -> None:
+        """Refuse while a run's staging folder holds the output it replaced (``previous``).
+
+        A run stopped between the commit's two renames (killed, its machine lost) leaves
+        the former output there, and OUTPUT absent, with nothing else to say so; a run
+        under the same ``run_id`` would remove it with its staging folder.  The staging
+        folders are OUTPUT's hidden siblings, one per run: found by their prefix.
+        """
+        parent, _, name = self.output.rpartition("/")
+        prefix = f".{name}.{STAGING_MARK}"
+        names = self.files.names(parent)
+        folders = [self.staging] if names is None else [f"{parent}/{n.rstrip('/')}" for n in names]
+        for folder in folders:
+            if not folder.rpartition("/")[2].startswith(prefix):
+                continue
+            previous = f"{folder}/previous"
+            if self.files.listing(previous) is None:
+                continue
+            now = "is missing" if self.files.listing(self.output) is None else "holds its output"
+            raise OutputDisplaced(
+                f"a run (run_id {folder.rpartition(prefix)[2]}) stopped while it replaced the "
+                f"sink's folder {self.path} (which now {now}): the output it "
+                f"replaced is kept, untouched, in {previous}. Move it back to {self.path}, "
+                "or delete it if it is no longer needed, then run again; nothing was written",
+                previous,
+            )
 
     def cleanup(self) -> None:
         if self.keep_staging:  # it holds the former output (OutputDisplaced)

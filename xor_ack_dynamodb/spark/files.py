@@ -70,6 +70,19 @@ class Files:
             return found
         return local_listing(target, tree)
 
+    def names(self, folder: str) -> tuple[str, ...] | None:
+        """The entries of ``folder``, through a link to it too (None: no folder to list)."""
+        if self._via(folder) == "local":
+            try:
+                return tuple(sorted(os.listdir(local_path(folder))))
+            except OSError:
+                return None
+        try:
+            found = self.listing(folder)
+        except SparkTrackingError:
+            return None
+        return found.names if found is not None and found.is_dir else None
+
     def write_text(self, target: str, text: str) -> None:
         via = self._via(target)
         if via == "server":

@@ -302,8 +302,12 @@ def _local_tree(path: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+#: What names a run's staging folder after OUTPUT's name: ``.NAME.xor-ack-RUN_ID``.
+STAGING_MARK = "xor-ack-"
+
+
 def staging_path(output: str, run_id: str) -> str:
     """The run's staging folder: a hidden sibling of OUTPUT (a rename away from it)."""
     target = qualified(output)
     parent, _, name = target.rpartition("/")
-    return f"{parent}/.{name}.xor-ack-{run_id}"
+    return f"{parent}/.{name}.{STAGING_MARK}{run_id}"
