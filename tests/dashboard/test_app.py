@@ -335,6 +335,9 @@ async def test_a_touch_that_moves_nothing_does_not_say_it_moved_the_deadline(
         ("GET", "/chains?status=open&cursor=not-a-cursor", 400),
         ("GET", "/chains?status=open&size=0", 400),
         ("GET", "/chains?status=open&size=lots", 400),
+        # a digit to str.isdigit() but not to int(): they were a 500 page
+        ("GET", "/chains?status=open&size=%C2%B2", 400),  # superscript two
+        ("GET", "/chains?status=open&size=" + "9" * 5000, 400),  # past int()'s 4,300 digits
         ("GET", "/chain", 400),
         ("GET", "/rows?status=open", 400),
         ("GET", "/rows?status=everything&tag=job/01", 400),

@@ -139,7 +139,10 @@ async def chains(request: Request) -> Response:
     reason = text_param(request, "reason", most=MAX_FILTER) if status == "failed" else ""
     cursor = text_param(request, "cursor", most=MAX_CURSOR)
     size_text = request.query_params.get("size", str(dashboard.config.page_size))
-    if not size_text.isdigit() or not 1 <= int(size_text) <= 500:
+    # ASCII digits only, and few: str.isdigit() takes "²" and 5,000 digits, int() neither
+    if not (size_text.isascii() and size_text.isdigit() and len(size_text) <= 3) or not (
+        1 <= int(size_text) <= 500
+    ):
         raise Refused(400, "Bad page size", "size is a whole number from 1 to 500")
     size = int(size_text)
     rows, after, queries, skipped = await list_rows(dashboard, status, prefix, reason, cursor, size)
