@@ -300,6 +300,41 @@ async def test_a_fail_that_finds_the_chain_acked_does_not_say_it_failed_it(
         await board.close()
 
 
+async def test_a_fail_that_finds_the_tag_re_created_says_so_and_fails_nothing(
+    ddb_local_endpoint: str,
+) -> None:
+    """The tag is deleted and created again between the confirmation and the POST: the
+    fail, bound to the generation the page showed, writes nothing, and the page said
+    "404 No such chain: "job" does not exist" while a chain "job" was there, live.  Now
+    it shows the new chain, saying that it is new and that nothing was failed."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("job", new_stamp(), timeout=600)
+    shown = writer.get("job")
+    assert shown is not None
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        csrf = (await client.get("/actions/fail?tag=job")).csrf()
+        writer.delete("job")
+        writer.create("job", new_stamp(), timeout=600)  # a new generation meanwhile
+        before = snapshot(ddb_local_endpoint, spec.name)
+        form = {"csrf": csrf, "chain_id": shown.chain_id.hex(), "reason": "x"}
+        answer = await client.post("/actions/fail?tag=job", form=form)
+        assert changed(before, snapshot(ddb_local_endpoint, spec.name)) == set()
+        assert answer.status == 303, answer.text  # to the new chain's page, as for "acked"
+        page = await client.get(answer.headers["location"])
+        done = re.search(r'id="done">([^<]*)<', page.text)
+        assert done is not None and "re-created" in done.group(1), page.text
+        assert "nothing was failed" in done.group(1)
+        assert 'id="chain-state">open<' in page.text and 'id="action-fail"' in page.text
+        writer.delete("job")  # no chain under the tag at all: that is a 404
+        gone = await client.post("/actions/fail?tag=job", form=form)
+        assert gone.status == 404 and "does not exist" in gone.text
+    finally:
+        await board.close()
+
+
 async def test_a_touch_that_moves_nothing_does_not_say_it_moved_the_deadline(
     ddb_local_endpoint: str,
 ) -> None:

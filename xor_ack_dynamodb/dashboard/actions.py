@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from xor_ack_dynamodb.errors import SweepIncomplete
+from xor_ack_dynamodb.errors import SweepIncomplete, TagNotFound
 from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
 from .config import Send
@@ -112,7 +112,15 @@ async def fail(request: Request) -> Response:
         raise Refused(400, "Bad chain id", "chain_id is the hex id the page showed") from None
     if not chain_id:
         raise Refused(400, "No chain id", "fail a chain from its page (it names the chain)")
-    state = await dashboard.ack.fail(tag, reason, chain_id=chain_id)
+    try:
+        state = await dashboard.ack.fail(tag, reason, chain_id=chain_id)
+    except TagNotFound:
+        # not the generation the page showed: a chain re-created since is left alone, and
+        # is not "no chain" either: its page says so (a tag with no chain at all: the 404)
+        now = await dashboard.ack.get(tag)
+        if now is None or now.chain_id == chain_id:
+            raise
+        return _back_to_chain(request, tag, "recreated")
     dashboard.request_count()
     # an acked chain stays acked (zero wins): fail() returns it, and failed nothing
     return _back_to_chain(request, tag, "failed" if state.failed else "acked")
