@@ -7,6 +7,7 @@ prefix inside another Starlette app.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -221,6 +222,38 @@ async def test_sweep_now_shows_the_chains_it_failed_and_those_it_could_not(
         state = writer.get("late")
         assert state is not None and state.reason == "timeout"
         assert snapshot(ddb_local_endpoint, spec.name)["damaged"]["stamp"] == {"S": "abc"}
+    finally:
+        await board.close()
+
+
+async def test_a_table_without_the_inventory_says_to_upgrade_it(ddb_local_endpoint: str) -> None:
+    """A table an earlier release made has no inventory indexes: its lists were a 502
+    "ValidationException: The table does not have the specified index", and the overview
+    said the same of its counts, with not a word of ``xor-ack table upgrade``."""
+    name = f"dash-bare-{time.time_ns()}"
+    dynamodb(ddb_local_endpoint).create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    board = Dashboard(table=name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        upgrade = f"xor-ack --table {name} table upgrade"
+        for status in ("open", "overdue", "failed"):
+            answer = await client.get(f"/chains?status={status}")
+            assert answer.status == 502, answer.text
+            assert "Table not upgraded" in answer.text and upgrade in answer.text, status
+            assert "Traceback" not in answer.text
+        csrf = board.guard.csrf_for(client.cookies["xor_ack_dashboard"])
+        sweep = await client.post("/actions/sweep", form={"csrf": csrf})
+        assert sweep.status == 502 and upgrade in sweep.text, sweep.text
+        deadline = time.monotonic() + 10
+        while board.counts_error is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        overview = await client.get("/")
+        assert "Counting the indexes failed" in overview.text and upgrade in overview.text
     finally:
         await board.close()
 

@@ -37,6 +37,7 @@ STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
     (errors.StaleLocalData, 409, "Chain busy"),
     (errors.AmbiguousWrite, 409, "Outcome unknown"),
     (errors.CorruptItem, 422, "Not a chain"),
+    (errors.InventoryMissing, 502, "Table not upgraded"),  # the table's, not the request's
     (errors.XorAckError, 400, "Bad input"),
 )
 #: The exceptions a request may meet and that are no bug: handled without a traceback.

@@ -31,7 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from botocore.exceptions import ClientError
+
 from xor_ack_dynamodb.chain import write_moment
+from xor_ack_dynamodb.dynamodb.aws import error_code, error_message
+from xor_ack_dynamodb.errors import InventoryMissing
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
 
 Status: TypeAlias = Literal["open", "overdue", "failed"]
@@ -185,6 +189,18 @@ class Inventory:
             request["FilterExpression"] = "begins_with(#k, :p)"
         return request
 
+    async def query(self, request: dict[str, Any]) -> Any:
+        """One ``Query``; ``InventoryMissing`` (run ``table upgrade``) for a table an earlier
+        release made, without the index, as ``sweep()`` and ``list_chains()`` say it."""
+        try:
+            return await self.client.query(**request)
+        except ClientError as exc:  # AWS, DynamoDB Local and moto all say it so
+            if error_code(exc) == "ValidationException" and error_message(exc).startswith(
+                "The table does not have the specified index"
+            ):
+                raise InventoryMissing(self.table, request["IndexName"]) from exc
+            raise
+
     def _key(self, status: Status, shard: int, position: tuple[str, str]) -> dict[str, Any]:
         _, shard_key, sort_key = index_of(status)
         return {
@@ -203,7 +219,7 @@ class Inventory:
             request["Select"] = "COUNT"
             total = 0
             while True:
-                answer = await self.client.query(**request)
+                answer = await self.query(request)
                 total += int(answer.get("Count", 0))
                 after = answer.get("LastEvaluatedKey")
                 if not after:
@@ -283,7 +299,7 @@ class Inventory:
         request = self._query(status, shard.number, now, prefix, limit)
         if shard.frontier is not None:
             request["ExclusiveStartKey"] = shard.frontier
-        answer = await self.client.query(**request)
+        answer = await self.query(request)
         sort_key = index_of(status)[2]
         for item in answer.get("Items", []):
             entry = Entry(item[self.partition_key]["S"], float(item[sort_key]["N"]), shard.number)
