@@ -580,6 +580,13 @@ async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> N
         form = {"csrf": confirm.csrf(), "tag": "fleet/job-9", "payload": '{"n": 3}'}
         bad = await client.post("/actions/replay", form={**form, "payload": "{not json"})
         assert bad.status == 400 and sent == []
+        # nested deeper than json.loads recurses: a RecursionError, a 500 page, until refused
+        deep = await client.post(
+            "/actions/replay", form={**form, "payload": "[" * 5000 + "]" * 5000}
+        )
+        assert deep.status == 400 and "Payload is not JSON" in deep.text and sent == []
+        failed = ack.get("fleet/job-9")
+        assert failed is not None and failed.reason == "dead-letter"  # nothing written
         done = await client.post("/actions/replay", form=form)
         assert done.status == 303, done.text
         assert [(e.tag, e.payload) for e in sent] == [("fleet/job-9", {"n": 3})]

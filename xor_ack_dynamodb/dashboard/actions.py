@@ -178,6 +178,10 @@ async def replay(request: Request) -> Response:
             payload = json.loads(text)
         except ValueError as exc:
             raise Refused(400, "Payload is not JSON", f"the root payload: {exc}") from None
+        except RecursionError:  # "[[[[...": json.loads recurses once per level
+            raise Refused(
+                400, "Payload is not JSON", "the root payload is nested too deep to read"
+            ) from None
     fleet = Fleet(dashboard.ack, handler=_never_handles, send=_RootSender(send))
     await fleet.replay(tag, payload)
     dashboard.request_count()
