@@ -8,8 +8,10 @@ prefix inside another Starlette app.
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 import time
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -30,6 +32,8 @@ from .conftest import changed, dynamodb, fresh_table, snapshot
 pytestmark = pytest.mark.ddblocal
 TOKEN = "t0ken-for-the-app-tests"
 HOSTILE = "<img src=x onerror=alert(1)>"
+#: 100,000 brackets, deflated: json.loads meets a RecursionError reading it.
+DEEP_CURSOR = base64.urlsafe_b64encode(zlib.compress(b"[" * 50_000 + b"]" * 50_000)).decode()
 
 
 def chains(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
@@ -401,6 +405,7 @@ async def test_a_touch_that_moves_nothing_does_not_say_it_moved_the_deadline(
         ("GET", "/nowhere", 404),
         ("GET", "/chains?status=everything", 400),
         ("GET", "/chains?status=open&cursor=not-a-cursor", 400),
+        ("GET", "/chains?status=open&cursor=" + DEEP_CURSOR, 400),  # was a 500 page
         ("GET", "/chains?status=open&size=0", 400),
         ("GET", "/chains?status=open&size=lots", 400),
         # a digit to str.isdigit() but not to int(): they were a 500 page

@@ -152,6 +152,42 @@ def test_cursors_round_trip_and_refuse_anything_else() -> None:
     assert len(cursor) < 1_000 and decode_cursor("open", cursor) == long
 
 
+def _forged(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode()
+
+
+NOT_A_POSITION = "not a \\(tag, number\\)"
+
+
+@pytest.mark.parametrize(
+    ("position", "why"),
+    [
+        # numbers DynamoDB refuses in a key: each was a 502 "DynamoDB refused" page
+        (["job/7", "1" * 39], NOT_A_POSITION),  # 38 significant digits at most
+        (["job/7", "1e200"], NOT_A_POSITION),  # below 1E+126
+        (["job/7", "1e-200"], NOT_A_POSITION),  # above 1E-130, or 0
+        # tags DynamoDB cannot hold: 2,048 bytes of UTF-8 at most
+        (["x" * 2049, "1800000000.5"], NOT_A_POSITION),
+        (["\ud800", "1800000000.5"], NOT_A_POSITION),  # a lone surrogate is no UTF-8
+    ],
+)
+def test_a_forged_cursor_is_a_bad_cursor_not_an_error(position: list[str], why: str) -> None:
+    """Cursors this dashboard never makes, that got past ``decode_cursor`` to DynamoDB."""
+    positions: list[object] = [None] * INVENTORY_SHARDS
+    positions[0] = position
+    with pytest.raises(BadCursor, match=why):
+        decode_cursor("open", _forged(json.dumps(["open", positions]).encode()))
+
+
+def test_a_cursor_nested_too_deep_is_a_bad_cursor() -> None:
+    """163 characters of URL inflate to 100,000 brackets: json.loads raised RecursionError,
+    a 500 page and a traceback in the server's log."""
+    deep = _forged(b"[" * 50_000 + b"]" * 50_000)
+    assert len(deep) < 200
+    with pytest.raises(BadCursor, match="not one this dashboard made"):
+        decode_cursor("open", deep)
+
+
 def _request(cookie: str = "", headers: dict[str, str] | None = None) -> Request:
     sent = {"host": "127.0.0.1:8321", **(headers or {})}
     if cookie:

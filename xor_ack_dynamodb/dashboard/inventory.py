@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import decimal
 import json
 import math
 import time
@@ -35,7 +36,7 @@ from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb.chain import write_moment
 from xor_ack_dynamodb.dynamodb.aws import error_code, error_message
-from xor_ack_dynamodb.errors import InventoryMissing
+from xor_ack_dynamodb.errors import InvalidTag, InventoryMissing
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
 
 Status: TypeAlias = Literal["open", "overdue", "failed"]
@@ -79,7 +80,8 @@ def decode_cursor(status: Status, cursor: str) -> list[Position]:
         if inflate.unconsumed_tail or not inflate.eof:
             raise ValueError("not one whole deflated cursor of at most its size")
         data = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError, zlib.error) as exc:
+    except (binascii.Error, ValueError, UnicodeDecodeError, zlib.error, RecursionError) as exc:
+        # RecursionError: "[[[[..." deflates to a few bytes and json.loads recurses per level
         raise BadCursor("the cursor is not one this dashboard made") from exc
     if not isinstance(data, list) or len(data) != 2 or data[0] != status:
         raise BadCursor(f"the cursor is not one of the {status} list")
@@ -95,7 +97,7 @@ def decode_cursor(status: Status, cursor: str) -> list[Position]:
             not isinstance(position, list)
             or len(position) != 2
             or not all(isinstance(part, str) for part in position)
-            or not position[0]
+            or not _is_tag(position[0])
             or not _is_number(position[1])
         ):
             raise BadCursor("the cursor holds a position that is not a (tag, number)")
@@ -103,11 +105,33 @@ def decode_cursor(status: Status, cursor: str) -> list[Position]:
     return checked
 
 
-def _is_number(text: str) -> bool:
+def _is_tag(text: str) -> bool:
+    """A tag DynamoDB can hold: 1 to 2,048 bytes of UTF-8 (the library's rule)."""
     try:
-        return math.isfinite(float(text)) and len(text) <= 40
-    except ValueError:
+        InvalidTag.check(text)
+    except InvalidTag:
         return False
+    return True
+
+
+_SMALLEST, _TOO_LARGE = decimal.Decimal("1E-130"), decimal.Decimal("1E+126")
+
+
+def _is_number(text: str) -> bool:
+    """A number DynamoDB takes in a key: 38 significant digits at most, 0 or a magnitude
+    from 1E-130 to below 1E+126 (``float`` takes more, and the Query was a 502)."""
+    if len(text) > 40:
+        return False
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return False
+    if not number.is_finite():
+        return False
+    if number.is_zero():
+        return True
+    digits = "".join(map(str, number.as_tuple().digits)).strip("0")  # not normalize(): it rounds
+    return len(digits) <= 38 and _SMALLEST <= abs(number) < _TOO_LARGE
 
 
 @dataclass(frozen=True)
