@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast
 
 from ..chain import ChainState
 from ..errors import CreateManyFailed, InvalidArgument, InvalidState
 from ..stamps import Stamp, xor
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
+from ._client_kind import check_client
 from ._core.effects import ClientStats, Entry, Op, Outcome
 from ._core.many import Chains
 from ._core.validate import (
@@ -141,6 +142,8 @@ class ClientBase(Generic[ClientT]):
     """
 
     xor = staticmethod(xor)
+    #: Does this driver await its client's calls (aiobotocore) or call them (boto3)?
+    _asynchronous: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -157,6 +160,7 @@ class ClientBase(Generic[ClientT]):
         write_slots: int = DEFAULT_WRITE_SLOTS,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        check_client(client, asynchronous=self._asynchronous)
         check_count("write_slots", write_slots, 1)
         self._client = client
         self._core = Chains(

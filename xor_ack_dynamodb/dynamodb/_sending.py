@@ -30,6 +30,7 @@ class Sending(ClientBase["DynamoDBClient"]):
     """The async client's sending, under its API (see the module)."""
 
     _client: DynamoDBClient  # aiobotocore's, typed by types-aiobotocore-dynamodb
+    _asynchronous = True
 
     def __init__(
         self,
