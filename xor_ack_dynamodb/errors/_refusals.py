@@ -123,7 +123,8 @@ class InvalidListing(XorAckError, ValueError):
 
 
 class InvalidReason(XorAckError, ValueError):
-    """``fail()`` was given a reason that is not a non-empty ``str``.
+    """``fail()`` was given a reason that is not a non-empty ``str``, or one too long for
+    the failed chain to be one DynamoDB item (400 KB with its tag, stamp and tokens).
 
     Also a ``ValueError``, which is what earlier versions raised.
     """

@@ -19,7 +19,7 @@ from . import told as T
 from .deadlines import Deadlines
 from .effects import Call, Effect, Sleep
 from .landing import Step
-from .validate import check_reason, check_tag, check_wait
+from .validate import check_reason, check_reason_fits, check_tag, check_wait
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
@@ -53,6 +53,7 @@ class Endings(Deadlines):
         # whose length is a multiple of 8, a whole-number version).  The read costs
         # one request on a path that is rare, and spares the write on a closed chain.
         state = yield from self._read(tag)
+        check_reason_fits(state, reason)  # before the write: DynamoDB would refuse it
         attempt = 0
         while True:
             if chain_id is not None and state is not None and state.chain_id != chain_id:

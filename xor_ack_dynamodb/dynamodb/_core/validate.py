@@ -193,6 +193,24 @@ def check_reason(reason: object) -> str:
     return reason
 
 
+def check_reason_fits(state: ChainState | None, reason: str) -> None:
+    """``fail()``'s reason on the chain it read: ``InvalidReason`` if the failed chain could
+    not be one DynamoDB item (DynamoDB would refuse the write with a ``ValidationException``).
+
+    A lower bound of the item's size (its tag, stamp and tokens, the reason and its name):
+    what it refuses DynamoDB would refuse too.
+    """
+    if state is None:
+        return
+    size = len(reason.encode("utf-8")) + len("reason")
+    size += len(state.tag.encode("utf-8")) + len(state.stamp) + sum(map(len, state.tokens))
+    if size > MAX_ITEM_BYTES:
+        raise InvalidReason(
+            f"a reason of {len(reason.encode('utf-8'))} bytes does not fit the chain's DynamoDB"
+            f" item ({MAX_ITEM_BYTES} bytes with its tag, stamp and tokens); pass a shorter reason"
+        )
+
+
 def check_state(state: object) -> ChainState:
     """``stamp_on``'s state: a ``ChainState`` (as ``get()`` returns it) of a valid tag."""
     if not isinstance(state, ChainState):
