@@ -166,7 +166,7 @@ def test_insert_sets_the_generation() -> None:
 
 @pytest.mark.parametrize("buckets", [1, 0, -2, True, 2.5, "3", None])
 def test_buckets_must_be_an_int_of_at_least_two(buckets: object) -> None:
-    with pytest.raises(InvalidArgument, match="buckets must be an int >= 2"):
+    with pytest.raises(InvalidArgument, match="buckets must be an int from 2 to 1024"):
         Generations(buckets)  # type: ignore[arg-type]
 
 

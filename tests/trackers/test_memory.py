@@ -24,6 +24,7 @@ from xor_ack_dynamodb.errors import (
     ZeroBufferNoOp,
 )
 from xor_ack_dynamodb.memory import AckStats, CAck, FailReason, PyAck
+from xor_ack_dynamodb.memory.acker import Acker
 from xor_ack_dynamodb.stamps import Stamp, new_stamp, xor
 
 
@@ -462,6 +463,16 @@ def test_high_water_validation(Ack: type[PyAck]) -> None:
             Ack(timeout=bad_timeout)  # type: ignore[arg-type]
     assert Ack(high_water=5).high_water == 5 and Ack().high_water is None
     assert Ack(buckets=4).buckets == 4
+
+
+def test_an_absurd_number_of_buckets_is_refused_not_allocated(Ack: type[PyAck]) -> None:
+    """``buckets`` makes one dict per generation up front: ``Ack(buckets=10**9)`` used to
+    allocate a billion of them (the process killed for its memory) instead of saying no."""
+    with pytest.raises(InvalidArgument, match=r"buckets must be an int from 2 to 1024, not 10+"):
+        Ack(buckets=10**9)
+    with pytest.raises(InvalidArgument, match="buckets"):
+        Acker(buckets=1025)
+    assert Ack(buckets=1024).buckets == 1024
 
 
 # -- counters ---------------------------------------------------------------------------

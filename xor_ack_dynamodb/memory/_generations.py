@@ -47,10 +47,16 @@ K = TypeVar("K", bound=Hashable)
 E = TypeVar("E", bound=Entry)
 
 
+#: The most generations a tracker keeps: each is a dict made up front, and more than a
+#: few cut a timeout no finer than a tick already does (Storm keeps 3).
+MAX_BUCKETS = 1024
+
+
 def check_buckets(value: object) -> int:
-    """``value`` as a number of generations (an int >= 2); else ``InvalidArgument``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise InvalidArgument(f"buckets must be an int >= 2, not {value!r}")
+    """``value`` as a number of generations (an int from 2 to ``MAX_BUCKETS``); else
+    ``InvalidArgument``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_BUCKETS:
+        raise InvalidArgument(f"buckets must be an int from 2 to {MAX_BUCKETS}, not {value!r}")
     return value
 
 
