@@ -38,6 +38,7 @@ from .validate import (
     check_count,
     check_name,
     check_retry,
+    check_token_window,
     check_tombstone_ttl,
     first_deadline,
 )
@@ -82,7 +83,7 @@ class Requests:
         self.table = check_name("table", table)
         self.partition_key = check_name("partition_key", partition_key)
         self.retry = check_retry(retry)
-        self.token_window = check_count("token_window", token_window, 2)
+        self.token_window = check_token_window(token_window)
         self.tombstone_ttl = check_tombstone_ttl(tombstone_ttl)
         self.cache_size = check_count("cache_size", cache_size, 0)
         self.clock = clock

@@ -43,6 +43,9 @@ MAX_TTL = 100 * 365 * 86_400.0  # 100 years: far beyond any chain, and a valid D
 #: The longest ``timeout`` / ``idle_timeout``: a year (a deadline is for work, not archives).
 MAX_TIMEOUT = 366 * 86_400.0
 DEFAULT_TOKEN_WINDOW = 32
+#: The largest ``token_window`` any chain fits with (``check_fits``): the smallest chain,
+#: a 1-byte tag and stamp, with that many 8-byte tokens in one 400 KB item.
+MAX_TOKEN_WINDOW = (MAX_ITEM_BYTES - ITEM_OVERHEAD_BYTES - 2 - 1) // WRITE_TOKEN_BYTES
 DEFAULT_TOMBSTONE_TTL = 86_400.0
 
 
@@ -75,10 +78,20 @@ def _check_seconds(
 
 
 def check_count(name: str, value: object, least: int) -> int:
-    """An option that counts something (``concurrency``, ``token_window``, ...): an int
+    """An option that counts something (``concurrency``, ``cache_size``, ...): an int
     (not a bool) >= ``least``; ``InvalidArgument`` naming it otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InvalidArgument(f"{name} must be an int >= {least}, not {value!r}")
+    return value
+
+
+def check_token_window(value: object) -> int:
+    """A client's ``token_window``: 2 to ``MAX_TOKEN_WINDOW``; more, and no chain fits one item."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_TOKEN_WINDOW:
+        raise InvalidArgument(
+            f"token_window must be an int from 2 to {MAX_TOKEN_WINDOW} (a chain's item holds"
+            f" that many 8-byte tokens within DynamoDB's {MAX_ITEM_BYTES} bytes), not {value!r}"
+        )
     return value
 
 
@@ -318,7 +331,8 @@ def check_fits(tag: str, stamp: Stamp, token_window: int) -> None:
     if transaction_bytes(tag, stamp, token_window) > MAX_ITEM_BYTES:
         raise InvalidStamp(
             f"a stamp of {len(stamp)} bytes under a tag of {len(tag.encode())} bytes does not"
-            f" fit one DynamoDB item ({MAX_ITEM_BYTES} bytes with its tokens); use shorter stamps"
+            f" fit one DynamoDB item ({MAX_ITEM_BYTES} bytes with its token_window={token_window}"
+            " tokens); use shorter stamps or tags, or a smaller token_window"
         )
 
 

@@ -1,0 +1,59 @@
+"""The constructors' options: a value no chain could work with is refused at construction."""
+
+from __future__ import annotations
+
+import pytest
+
+from xor_ack_dynamodb import Stamp
+from xor_ack_dynamodb.dynamodb._core.validate import MAX_TOKEN_WINDOW
+from xor_ack_dynamodb.errors import InvalidArgument, InvalidStamp
+from xor_ack_dynamodb.table import TableSpec
+
+from .facade import open_client
+
+
+@pytest.mark.parametrize("window", [MAX_TOKEN_WINDOW + 1, 10**6])
+async def test_a_token_window_no_chain_item_could_hold_is_refused_at_construction(
+    kind: str, local: tuple[str, TableSpec], window: int
+) -> None:
+    endpoint, spec = local
+    with pytest.raises(
+        InvalidArgument, match=rf"token_window .*2 to {MAX_TOKEN_WINDOW}\b.*{window}"
+    ):
+        async with open_client(kind, endpoint, spec.name, token_window=window):
+            pass
+
+
+async def test_the_largest_token_window_fills_one_dynamodb_item(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """At the bound, the smallest chain (a 1-byte tag and stamp) is created and its item
+    holds the whole window of tokens on DynamoDB Local; a longer stamp does not fit."""
+    endpoint, spec = local
+    async with open_client(kind, endpoint, spec.name, token_window=MAX_TOKEN_WINDOW) as ack:
+        with pytest.raises(InvalidStamp, match="token_window"):
+            await ack.create("t", Stamp(b"\x01" * 16))
+        await ack.create("t", Stamp(b"\x01"))
+        half = MAX_TOKEN_WINDOW // 2
+        for round_ in range(2):  # two writes of half the window each, every token distinct
+            state = await ack.get("t")
+            stamps = [(b"\x02", f"{round_}-{i}") for i in range(half)]
+            await ack.stamp_on_many(state, stamps)
+        state = await ack.get("t")
+        assert len(state.tokens) == MAX_TOKEN_WINDOW
+        assert state.holds(f"1-{half - 1}") and not state.acked
+
+
+def test_the_bound_is_where_the_smallest_chain_stops_fitting() -> None:
+    from xor_ack_dynamodb.dynamodb._core.validate import MAX_ITEM_BYTES, transaction_bytes
+
+    smallest = Stamp(b"\x01")
+    assert transaction_bytes("t", smallest, MAX_TOKEN_WINDOW) <= MAX_ITEM_BYTES
+    assert transaction_bytes("t", smallest, MAX_TOKEN_WINDOW + 1) > MAX_ITEM_BYTES
+
+
+def test_docs_api_md_gives_the_bound() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    assert f"2 to {MAX_TOKEN_WINDOW}," in text
