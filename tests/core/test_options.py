@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import aioboto3
 import pytest
 
-from xor_ack_dynamodb import Stamp
+from xor_ack_dynamodb import Stamp, XorAckDynamoDB
 from xor_ack_dynamodb.dynamodb._core.validate import MAX_TOKEN_WINDOW
 from xor_ack_dynamodb.errors import InvalidArgument, InvalidStamp
 from xor_ack_dynamodb.table import TableSpec
@@ -57,3 +58,60 @@ def test_docs_api_md_gives_the_bound() -> None:
 
     text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
     assert f"2 to {MAX_TOKEN_WINDOW}," in text
+
+
+NOT_BOOLS = ["no", 0, 1, None, "False"]
+
+
+@pytest.mark.parametrize("flag", ["coalesce", "batch_writes"])
+@pytest.mark.parametrize("value", NOT_BOOLS, ids=repr)
+async def test_an_on_off_option_that_is_no_bool_is_refused_at_construction(
+    kind: str, local: tuple[str, TableSpec], flag: str, value: object
+) -> None:
+    endpoint, spec = local
+    with pytest.raises(InvalidArgument, match=rf"{flag} must be True or False, not {value!r}"):
+        async with open_client(kind, endpoint, spec.name, **{flag: value}):
+            pass
+
+
+@pytest.mark.parametrize("value", NOT_BOOLS, ids=repr)
+async def test_direct_that_is_no_bool_is_refused_at_construction_and_in_connect(
+    local: tuple[str, TableSpec], value: object
+) -> None:
+    endpoint, spec = local
+    refusal = rf"direct must be True or False, not {value!r}"
+    session = aioboto3.Session()
+    async with session.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1") as c:
+        with pytest.raises(InvalidArgument, match=refusal):
+            XorAckDynamoDB(c, table=spec.name, direct=value)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match=refusal):
+        async with XorAckDynamoDB.connect(
+            table=spec.name,
+            endpoint_url=endpoint,
+            direct=value,  # type: ignore[arg-type]
+        ):
+            pass
+
+
+@pytest.mark.parametrize("flag", ["coalesce", "batch_writes"])
+@pytest.mark.parametrize("value", [True, False])
+async def test_an_on_off_option_takes_a_bool(
+    kind: str, local: tuple[str, TableSpec], flag: str, value: bool
+) -> None:
+    endpoint, spec = local
+    async with open_client(kind, endpoint, spec.name, **{flag: value}) as ack:
+        await ack.create("t", Stamp(b"\x01"))
+        assert (await ack.stamp("t", Stamp(b"\x01"))).acked
+
+
+@pytest.mark.parametrize("value", ["no", 1, None], ids=repr)
+async def test_stamp_many_transact_that_is_no_bool_is_refused_before_any_request(
+    kind: str, local: tuple[str, TableSpec], value: object
+) -> None:
+    endpoint, spec = local
+    async with open_client(kind, endpoint, spec.name) as ack:
+        with pytest.raises(
+            InvalidArgument, match=rf"transact must be True or False, not {value!r}"
+        ):
+            await ack.stamp_many({"t": Stamp(b"\x01")}, transact=value)
+        assert ack.stats.total_requests == 0

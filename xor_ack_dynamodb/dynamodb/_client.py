@@ -113,6 +113,14 @@ def check_concurrency(concurrency: int) -> int:
     return check_count("concurrency", concurrency, 1)
 
 
+def check_flag(name: str, value: object) -> bool:
+    """An on/off option (``coalesce``, ``direct``, ...): a bool, not any truthy object
+    (``"no"`` would turn it on); ``InvalidArgument`` naming it otherwise."""
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be True or False, not {value!r}")
+    return value
+
+
 #: The injected DynamoDB client: aiobotocore's for the async client, boto3's for the sync one.
 ClientT = TypeVar("ClientT")
 
@@ -162,6 +170,8 @@ class ClientBase(Generic[ClientT]):
     ) -> None:
         check_client(client, asynchronous=self._asynchronous)
         check_count("write_slots", write_slots, 1)
+        check_flag("coalesce", coalesce)
+        check_flag("batch_writes", batch_writes)
         self._client = client
         self._core = Chains(
             table=table,
@@ -239,6 +249,7 @@ class ClientBase(Generic[ClientT]):
         """``stamp_many``'s validated entries, and how many requests go out at once."""
         check_keywords("stamp_many", options, StampMany)
         concurrency = check_concurrency(options.get("concurrency", DEFAULT_STAMP_CONCURRENCY))
+        check_flag("stamp_many's transact", options.get("transact", False))
         return many_entries(stamps, options.get("tokens")), concurrency
 
     @staticmethod

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ._batches import Write, item_key
-from ._client import ClientBase, Options
+from ._client import ClientBase, Options, check_flag
 from ._coalescing import Merge, Merging
 from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
@@ -42,6 +42,7 @@ class Sending(ClientBase["DynamoDBClient"]):
     ) -> None:
         """``direct``: send the chain requests without botocore's pipeline nor its event hooks
         (``_direct``: a third of botocore's CPU per request); :meth:`connect`'s default."""
+        check_flag("direct", direct)
         super().__init__(client, table=table, **options)
         self._direct = Direct.of(client) if direct else None
 
