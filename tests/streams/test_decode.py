@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from xor_ack_dynamodb import events
-from xor_ack_dynamodb.errors import CorruptRecord, XorAckError
+from xor_ack_dynamodb.errors import CorruptRecord, InvalidArgument, XorAckError
 from xor_ack_dynamodb.events import transitions
 
 from . import samples
@@ -252,3 +252,25 @@ def test_another_partition_key() -> None:
     image["pk"] = image.pop("tagID")
     (event,) = events.decode(samples.record("INSERT", new=image), partition_key="pk")
     assert event.tag == "k"
+
+
+@pytest.mark.parametrize("record", [None, "INSERT", 5, [{"dynamodb": {}}]], ids=repr)
+def test_a_record_that_is_no_mapping_is_corrupt_record_saying_what_it_is(record: Any) -> None:
+    with pytest.raises(CorruptRecord) as caught:
+        events.decode(record)
+    message = str(caught.value)
+    kind = type(record).__name__
+    assert message.startswith(f"stream record ? is a {kind}, not a mapping"), message
+    assert caught.value.record == "record ?"
+
+
+@pytest.mark.parametrize("key", [5, None, "", b"tagID"], ids=repr)
+def test_a_partition_key_that_is_no_name_is_invalid_argument_not_a_corrupt_record(
+    key: Any,
+) -> None:
+    record = samples.record("INSERT", new=samples.chain_image("k"))
+    with pytest.raises(InvalidArgument, match=r"partition_key must be a non-empty str") as caught:
+        events.decode(record, partition_key=key)
+    assert repr(key) in str(caught.value)
+    with pytest.raises(InvalidArgument, match=r"partition_key"):
+        events.decode(None, partition_key=key)  # the argument first, then the record

@@ -10,7 +10,7 @@ import pytest
 
 from xor_ack_dynamodb import events
 from xor_ack_dynamodb.dynamodb import loops as _loops
-from xor_ack_dynamodb.errors import CorruptRecord
+from xor_ack_dynamodb.errors import CorruptRecord, InvalidArgument
 
 from . import samples
 
@@ -189,3 +189,16 @@ def test_recent_ids_forget_the_oldest() -> None:
     for event_id in ("a", "b", "c"):
         seen.add(event_id)
     assert "a" not in seen and "b" in seen and "c" in seen and len(seen) == 2
+
+
+@pytest.mark.parametrize("size", [0, -1, "x", 2.5, None, True], ids=repr)
+def test_recent_ids_of_a_size_that_is_no_count_is_invalid_argument(size: Any) -> None:
+    with pytest.raises(InvalidArgument, match=r"RecentIds\(size\) must be an int >= 1") as caught:
+        events.RecentIds(size)
+    assert repr(size) in str(caught.value)
+
+
+@pytest.mark.parametrize("key", [5, b"tagID"], ids=repr)
+def test_a_handler_partition_key_that_is_no_name_is_invalid_argument(key: Any) -> None:
+    with pytest.raises(InvalidArgument, match=r"partition_key must be a non-empty str"):
+        events.StreamHandler(partition_key=key)

@@ -52,8 +52,9 @@ from typing import Any
 
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.loops import item_failed
-from ..errors import CorruptRecord
+from ..errors import CorruptRecord, InvalidArgument
 from ..lifecycle import ChainEvent, Kind
+from .records import check_partition_key
 from .transitions import decode
 
 Callback = Callable[[Any], object]
@@ -68,8 +69,10 @@ class RecentIds:
     """
 
     def __init__(self, size: int = 10_000) -> None:
-        if size < 1:
-            raise ValueError(f"size must be at least 1, not {size!r}")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidArgument(
+                f"RecentIds(size) must be an int >= 1 (how many event ids to keep), not {size!r}"
+            )
         self._size = size
         self._ids: OrderedDict[str, None] = OrderedDict()
 
@@ -126,8 +129,8 @@ class StreamHandler:
         self._callbacks = callbacks
         self._on_event = on_event
         self._on_corrupt = on_corrupt
-        self._partition_key = partition_key or os.environ.get(
-            "XOR_ACK_PARTITION_KEY", DEFAULT_PARTITION_KEY
+        self._partition_key = check_partition_key(
+            partition_key or os.environ.get("XOR_ACK_PARTITION_KEY") or DEFAULT_PARTITION_KEY
         )
         self._seen = seen
         #: Records skipped since this handler was made: not a chain's transition.

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CorruptRecord
+from ..errors import CorruptRecord, InvalidArgument
 
 #: The principal of the records of TTL deletions on AWS (``userIdentity.principalId``).
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -57,12 +57,20 @@ class StreamRecord:
         return f"record {self.sequence_number or '?'} (eventID {self.event_id or '?'})"
 
 
-def _describe(record: object) -> str:
-    if isinstance(record, Mapping):
-        body = record.get("dynamodb")
-        seq = body.get("SequenceNumber") if isinstance(body, Mapping) else None
-        return f"record {seq or '?'} (eventID {record.get('eventID') or '?'})"
-    return f"a {type(record).__name__}, not a stream record"
+def check_partition_key(partition_key: object) -> str:
+    """The table's partition key as ``decode`` and ``StreamHandler`` take it: a non-empty str."""
+    if not isinstance(partition_key, str) or not partition_key:
+        raise InvalidArgument(
+            "partition_key must be a non-empty str (the table's partition key attribute,"
+            f" e.g. 'tagID'), not {partition_key!r}"
+        )
+    return partition_key
+
+
+def _describe(record: Mapping[str, Any]) -> str:
+    body = record.get("dynamodb")
+    seq = body.get("SequenceNumber") if isinstance(body, Mapping) else None
+    return f"record {seq or '?'} (eventID {record.get('eventID') or '?'})"
 
 
 def attribute_value(value: Any, where: str) -> Any:
@@ -122,9 +130,13 @@ def _by_ttl(record: Mapping[str, Any], event_name: str) -> bool:
 
 def parse(record: object) -> StreamRecord:
     """A stream record of either format as a :class:`StreamRecord`; ``CorruptRecord`` if not one."""
-    name = _describe(record)
     if not isinstance(record, Mapping):
-        raise CorruptRecord(name, "is not a mapping")
+        raise CorruptRecord(
+            "record ?",
+            f"is a {type(record).__name__}, not a mapping (a record of a stream event's Records"
+            " list, or of GetRecords)",
+        )
+    name = _describe(record)
     try:
         body = record["dynamodb"]
         if not isinstance(body, Mapping):

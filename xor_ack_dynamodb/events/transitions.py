@@ -35,7 +35,7 @@ from ..lifecycle import (
     Kind,
     failure,
 )
-from .records import StreamRecord, parse
+from .records import StreamRecord, check_partition_key, parse
 
 State: TypeAlias = Literal["absent", "live", "acked", "failed", "timed_out"]
 Removal: TypeAlias = Literal["ttl", "caller"]
@@ -150,5 +150,7 @@ def decode(record: object, partition_key: str = DEFAULT_PARTITION_KEY) -> list[C
     chain past its ``expires_at`` gives two (``expired`` for the old chain, then
     ``created``).  Raises :class:`~xor_ack_dynamodb.errors.CorruptRecord`, naming the
     record, for anything else: decode each record of a batch on its own.
+    ``InvalidArgument`` for a ``partition_key`` that is not a non-empty str.
     """
-    return events_of(parse(record), partition_key)
+    key = check_partition_key(partition_key)  # the caller's argument before the record
+    return events_of(parse(record), key)
