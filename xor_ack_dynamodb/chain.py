@@ -39,17 +39,26 @@ def check_token(token: object) -> bytes | None:
         return None
     if isinstance(token, str):
         try:
-            token = token.encode("utf-8")
+            data = token.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise InvalidToken(
                 f"a str token must be encodable as UTF-8 (no lone surrogates), not {token!r}"
             ) from exc
-    if not isinstance(token, (bytes, bytearray)) or not 1 <= len(token) <= MAX_TOKEN_BYTES:
+        size = f"{len(data)} bytes of UTF-8"
+    elif isinstance(token, (bytes, bytearray)):
+        data, size = bytes(token), f"{len(token)} bytes"
+    else:  # named by its type: a memoryview's repr is its address
+        raise InvalidToken(
+            f"a token must be bytes or a str (1 to {MAX_TOKEN_BYTES} bytes),"
+            f" not a{'n' if type(token).__name__[0] in 'aeiou' else ''} {type(token).__name__}"
+        )
+    if not 1 <= len(data) <= MAX_TOKEN_BYTES:
+        shown = repr(token) if len(repr(token)) <= 80 else f"{repr(token)[:60]}..."
         raise InvalidToken(
             f"a token must be 1 to {MAX_TOKEN_BYTES} bytes (or a str of as many UTF-8 bytes),"
-            f" not {token!r}"
+            f" not {shown} ({size})"
         )
-    return hashlib.blake2b(bytes(token), digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
+    return hashlib.blake2b(data, digest_size=WRITE_TOKEN_BYTES, person=b"xor-ack").digest()
 
 
 @dataclass(frozen=True)
