@@ -9,14 +9,26 @@ the rest of the vocabulary (``errors``, ``stamps``).
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass
+from numbers import Real
 
-from .errors import InvalidToken
+from .errors import InvalidArgument, InvalidToken
 from .stamps import Stamp
 
 MAX_TOKEN_BYTES = 16
 WRITE_TOKEN_BYTES = 8
+
+
+def moment_of(call: str, now: object) -> float:
+    """The moment ``call`` (``overdue(now)``, ...) is asked about: ``now`` (epoch seconds,
+    a finite number) or, for None, the clock's; ``InvalidArgument`` for anything else."""
+    if now is None:
+        return write_moment(time.time())
+    if isinstance(now, bool) or not isinstance(now, Real) or not math.isfinite(now):
+        raise InvalidArgument(f"{call} takes epoch seconds (a finite number) or None, not {now!r}")
+    return write_moment(float(now))
 
 
 def write_moment(now: float) -> float:
@@ -97,7 +109,7 @@ class ChainState:
 
     def overdue(self, now: float | None = None) -> bool:
         """Live past its deadline: no write lands on it any more, a sweep fails it ("timeout")."""
-        moment = write_moment(time.time() if now is None else now)
+        moment = moment_of("overdue(now)", now)
         return self.live and self.deadline is not None and self.deadline <= moment
 
     def holds(self, token: bytes | str) -> bool:
@@ -111,7 +123,7 @@ class ChainState:
 
     def expired(self, now: float | None = None) -> bool:
         """Past its TTL (``expires_at``): as good as deleted, whatever TTL has done yet."""
-        moment = write_moment(time.time() if now is None else now)
+        moment = moment_of("expired(now)", now)
         return self.expires_at is not None and self.expires_at <= moment
 
 
