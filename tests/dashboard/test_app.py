@@ -464,7 +464,7 @@ async def test_bad_forms_get_a_clear_4xx_page(
 
 
 def _tags(html: str) -> list[str]:
-    return re.findall(r'<tr data-tag="([^"]*)">', html)
+    return re.findall(r'<tr data-tag="([^"]*)"[^>]*>', html)
 
 
 def _next(html: str) -> str | None:

@@ -474,3 +474,42 @@ async def test_an_action_on_a_tag_with_a_line_break_acts_on_that_chain(
     assert await _text(page, "#chain-state") == "failed"
     assert changed(touched, snapshot(server.endpoint, server.table)) == {tag}
     await page.close()
+
+
+async def test_a_tag_with_a_carriage_return_or_a_nul_updates_live(
+    session: Any, server: Server
+) -> None:
+    """HTML turns an attribute's CR (and CR LF) into LF and its NUL into U+FFFD: a row
+    that carried its tag as such never matched the stream's "changed" tags, and stayed
+    stale until a reload; nor did the tag ``__proto__``, a key of every object.  Each row
+    is found here by its link (percent-encoded)."""
+    tags = ["live-cr/a\rb", "live-cr/c\r\nd", "live-cr/e\0f"]
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        for tag in [*tags, "__proto__"]:
+            ack.create(tag, new_stamp(), timeout=3600)
+    page = await session.new_page()
+    await page.goto(server.base + "chains?status=open&prefix=live-cr/")
+    cells = [f'tr:has(a[href$="chain?tag={quote(tag, safe="")}"]) td.num' for tag in tags]
+    assert [await _text(page, cell) for cell in cells] == ["1", "1", "1"]
+    chains = [await session.new_page() for _ in range(2)]
+    for chain, tag in zip(chains, [tags[0], "__proto__"], strict=True):
+        await chain.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+        assert await _text(chain, "#fact-version") == "1"
+    for shown in (page, *chains):
+        await shown.wait_for_selector("#live-state.on")  # every page listens
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        for tag in [*tags, "__proto__"]:
+            ack.stamp(tag, new_stamp())
+    for cell in cells:
+        await page.wait_for_function(
+            "([cell]) => document.querySelector(cell)?.textContent.trim() === '2'",
+            arg=[cell],
+            timeout=5_000,
+        )
+    for chain in chains:
+        await chain.wait_for_function(
+            "() => document.querySelector('#fact-version')?.textContent.trim() === '2'",
+            timeout=5_000,
+        )
+    for shown in (page, *chains):
+        await shown.close()

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import zlib
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from starlette.requests import Request
@@ -25,7 +27,7 @@ from xor_ack_dynamodb.dashboard.inventory import (
     encode_cursor,
 )
 from xor_ack_dynamodb.dashboard.live import Broadcaster
-from xor_ack_dynamodb.dashboard.render import duration, url, when
+from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
 from xor_ack_dynamodb.dashboard.windows import Windows
 from xor_ack_dynamodb.table import INVENTORY_SHARDS
@@ -279,6 +281,27 @@ def test_what_the_pages_print() -> None:
     assert url("/", "chain", tag="a/b c&d=<e>") == "/chain?tag=a%2Fb+c%26d%3D%3Ce%3E"
     chart = per_minute([(NOW + 60 * i, i, 1) for i in range(60)])
     assert chart.top == 100 and len(chart.bars) == 60 and chart.labels[-1][2] == "end"
+
+
+def test_a_rows_tag_key_survives_html_attributes_and_escapes_nothing() -> None:
+    """HTML makes an attribute's CR and CR LF LF, and its NUL U+FFFD: the key the script
+    matches a row by is the tag percent-encoded, which has none of those, nor anything
+    to escape, and decodes (decodeURIComponent) to the tag exactly."""
+    tags = [
+        "a\rb",
+        "a\r\nb",
+        "a\nb",
+        "a\0b",
+        '"><img src=x onerror=alert(1)>',
+        "文/é 𝄞",
+        "x" * 2048,
+    ]
+    for tag in tags:
+        key = tag_key(tag)
+        assert re.fullmatch(r"[A-Za-z0-9_.~%-]+", key) and unquote(key) == tag
+    assert len({tag_key(tag) for tag in tags}) == len(tags)
+    template = Renderer().env.from_string('<tr data-key="{{ tag | tag_key }}">')
+    assert template.render(tag="a\r\nb") == '<tr data-key="a%0D%0Ab">'
 
 
 class FakeIndex:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.requests import Request
@@ -55,6 +55,16 @@ def relative(epoch: float | None, now: float) -> str:
     return f"in {duration(delta)}" if delta >= 0 else f"{duration(-delta)} ago"
 
 
+def tag_key(tag: str) -> str:
+    """The tag percent-encoded (UTF-8): what a page's ``data-key`` holds for the script.
+
+    HTML makes an attribute's CR and CR LF an LF, and its NUL U+FFFD, so ``data-tag``
+    cannot tell such a tag from another; this key has only ``A-Za-z0-9_.~%-`` (nothing to
+    escape, nothing HTML changes), and ``decodeURIComponent`` gives the tag back exactly.
+    """
+    return quote(tag, safe="")
+
+
 def number(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
 
@@ -80,7 +90,12 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.env.filters.update(
-            when=when, duration=duration, number=number, short_hex=short_hex, hex=bytes.hex
+            when=when,
+            duration=duration,
+            number=number,
+            tag_key=tag_key,
+            short_hex=short_hex,
+            hex=bytes.hex,
         )
 
     def render(

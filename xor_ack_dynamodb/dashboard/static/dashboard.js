@@ -48,11 +48,11 @@
         if (html === null) { return; }
         var holder = document.createElement("template");
         holder.innerHTML = html;
-        var fresh = holder.content.querySelectorAll("tr[data-tag]");
-        var shown = live.querySelectorAll("tr[data-tag]");
+        var fresh = holder.content.querySelectorAll("tr[data-key]");
+        var shown = live.querySelectorAll("tr[data-key]");
         for (var i = 0; i < fresh.length; i++) {
           for (var j = 0; j < shown.length; j++) {
-            if (shown[j].getAttribute("data-tag") === fresh[i].getAttribute("data-tag")) {
+            if (shown[j].getAttribute("data-key") === fresh[i].getAttribute("data-key")) {
               shown[j].replaceWith(fresh[i].cloneNode(true));
             }
           }
@@ -67,11 +67,17 @@
     pending = window.setTimeout(function () { pending = null; refresh(); }, delay);
   }
 
+  // The tags the page shows, exactly: from data-key, the tag percent-encoded by the server
+  // (data-tag is for reading: HTML makes an attribute's CR and CR LF an LF, its NUL U+FFFD,
+  // and such a row never matched the tags the stream wrote).  A Set: in an object, the
+  // tag "__proto__" was no key of its own.
   function shownTags() {
-    var found = {};
+    var found = new Set();
     if (!live) { return found; }
-    var nodes = live.querySelectorAll("[data-tag]");
-    for (var i = 0; i < nodes.length; i++) { found[nodes[i].getAttribute("data-tag")] = true; }
+    var nodes = live.querySelectorAll("[data-key]");
+    for (var i = 0; i < nodes.length; i++) {
+      try { found.add(decodeURIComponent(nodes[i].getAttribute("data-key"))); } catch (e) {}
+    }
     return found;
   }
 
@@ -120,7 +126,7 @@
       var shown = shownTags();
       var hits = [];
       for (var i = 0; i < tags.length; i++) {
-        if (Object.prototype.hasOwnProperty.call(shown, tags[i])) { hits.push(tags[i]); }
+        if (shown.has(tags[i])) { hits.push(tags[i]); }
       }
       if (!hits.length) { return; }
       if (live.hasAttribute("data-rows") && hits.length <= 100) { refreshRows(hits); } else { soon(20); }
