@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
 import time
 import zlib
@@ -22,8 +23,9 @@ from starlette.routing import Mount
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dashboard import ConfigError, Dashboard, DashboardConfig
+from xor_ack_dynamodb.dashboard.root_payload import MAX_DEPTH
 from xor_ack_dynamodb.dynamodb.aws import FAIL_FAST_ATTEMPTS
-from xor_ack_dynamodb.fleet import Envelope, root_id, stamp_of
+from xor_ack_dynamodb.fleet import Envelope, SqsSender, root_id, stamp_of
 from xor_ack_dynamodb.table import TableSpec
 
 from .asgi import Client
@@ -631,6 +633,97 @@ async def test_a_replay_whose_root_message_is_not_sent_says_so(ddb_local_endpoin
         assert "DynamoDB" not in answer.text
         state = ack.get("fleet/job-4")
         assert state is not None and state.live  # as the page says
+    finally:
+        await board.close()
+
+
+class FakeSqs:
+    """What ``SqsSender`` calls of an SQS client: the bodies it sends are kept."""
+
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+
+    async def get_queue_attributes(self, **kwargs: Any) -> dict[str, Any]:
+        return {"Attributes": {"QueueArn": "arn:aws:sqs:us-east-1:000000000000:jobs"}}
+
+    async def send_message_batch(self, **kwargs: Any) -> dict[str, Any]:
+        self.bodies += [entry["MessageBody"] for entry in kwargs["Entries"]]
+        return {"Successful": [{"Id": e["Id"]} for e in kwargs["Entries"]]}
+
+
+async def test_a_replay_payload_nested_too_deep_to_send_changes_nothing(
+    ddb_local_endpoint: str,
+) -> None:
+    """A payload a little under 1,000 levels deep was read (json.loads), the chain created
+    again, and then its root message could not be built (json.dumps goes deeper, from
+    deeper in the stack): a 502 "Root message not sent" with the job live and no message
+    to run it.  Every such payload is refused (400) before anything is written."""
+    tag = "fleet/job-7"
+    table_spec = fresh_table(ddb_local_endpoint)
+    sqs = FakeSqs()
+    ack = chains(ddb_local_endpoint, table_spec)
+    ack.create(tag, stamp_of(root_id(tag)))
+    ack.fail(tag, "dead-letter")
+    board = Dashboard(
+        table=table_spec.name,
+        endpoint_url=ddb_local_endpoint,
+        token=TOKEN,
+        replay_send=SqsSender(sqs, "http://127.0.0.1:1/000000000000/jobs"),
+    )
+    try:
+        client = await logged_in(board)
+        confirm = await client.get(f"/actions/replay?tag={tag}")
+        form = {"csrf": confirm.csrf(), "tag": tag}
+        before = snapshot(ddb_local_endpoint, table_spec.name)
+        for depth in range(999, MAX_DEPTH, -1):
+            payload = "[" * depth + "]" * depth
+            answer = await client.post("/actions/replay", form={**form, "payload": payload})
+            assert answer.status == 400, (depth, answer.status, answer.text)
+            assert "nested too deep" in answer.text and "Traceback" not in answer.text
+        assert sqs.bodies == []
+        assert changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
+        nested = "[" * MAX_DEPTH + "]" * MAX_DEPTH  # as deep as may be: sent, and read back
+        done = await client.post("/actions/replay", form={**form, "payload": nested})
+        assert done.status == 303, done.text
+        assert [Envelope.from_json(body).payload for body in sqs.bodies] == [json.loads(nested)]
+    finally:
+        await board.close()
+
+
+@pytest.mark.parametrize("made", [{1, 2}, 10**5000], ids=["set", "huge-int"])
+async def test_a_replay_payload_made_unsendable_changes_nothing(
+    ddb_local_endpoint: str, made: Any
+) -> None:
+    """``replay_payload=`` made a payload its root message cannot carry (not JSON, or not
+    JSON a worker reads back): the chain was created again before the message failed to
+    build, a 502 "Root message not sent".  It is refused before anything is written, with
+    a 500 that names ``replay_payload`` (the dashboard's configuration, not the request)."""
+    tag = "fleet/job-8"
+    table_spec = fresh_table(ddb_local_endpoint)
+    sqs = FakeSqs()
+    ack = chains(ddb_local_endpoint, table_spec)
+    ack.create(tag, stamp_of(root_id(tag)))
+    ack.fail(tag, "dead-letter")
+    board = Dashboard(
+        table=table_spec.name,
+        endpoint_url=ddb_local_endpoint,
+        token=TOKEN,
+        replay_send=SqsSender(sqs, "http://127.0.0.1:1/000000000000/jobs"),
+        replay_payload=lambda tag: made,
+    )
+    try:
+        client = await logged_in(board)
+        confirm = await client.get(f"/actions/replay?tag={tag}")
+        before = snapshot(ddb_local_endpoint, table_spec.name)
+        answer = await client.post("/actions/replay", form={"csrf": confirm.csrf(), "tag": tag})
+        assert answer.status == 500, answer.text  # the dashboard's configuration, named
+        assert (
+            "replay_payload" in answer.text
+            and "nothing was written" in answer.text
+            and "Traceback" not in answer.text
+        )
+        assert sqs.bodies == []
+        assert changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
     finally:
         await board.close()
 

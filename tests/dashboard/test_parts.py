@@ -28,6 +28,7 @@ from xor_ack_dynamodb.dashboard.inventory import (
 )
 from xor_ack_dynamodb.dashboard.live import Broadcaster
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
+from xor_ack_dynamodb.dashboard.root_payload import nesting
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
 from xor_ack_dynamodb.dashboard.windows import Windows
 from xor_ack_dynamodb.table import INVENTORY_SHARDS
@@ -302,6 +303,13 @@ def test_a_rows_tag_key_survives_html_attributes_and_escapes_nothing() -> None:
     assert len({tag_key(tag) for tag in tags}) == len(tags)
     template = Renderer().env.from_string('<tr data-key="{{ tag | tag_key }}">')
     assert template.render(tag="a\r\nb") == '<tr data-key="a%0D%0Ab">'
+
+
+def test_how_deep_json_text_nests() -> None:
+    """Brackets in strings (escaped quotes too) are not nesting; no recursion either."""
+    assert nesting("3") == 0 and nesting('"[{"') == 0 and nesting("[]") == 1
+    assert nesting('{"a":"[[\\"[","b":[[{}]]}') == 4
+    assert nesting("[" * 100_000 + "]" * 100_000) == 100_000
 
 
 class FakeIndex:

@@ -7,7 +7,8 @@ of at most 64 KiB, every field valid.  A refused POST changes nothing.  Each act
 one call of the public client, so its guarantees are the library's: ``fail`` fails only
 the generation the page showed (``chain_id``), ``touch`` only extends a deadline (and
 is refused past it, where the library's would fail the chain), a
-sweep fails each overdue chain once, a replay refuses a live or acked chain.
+sweep fails each overdue chain once, a replay refuses a live or acked chain (and, before
+it writes, a payload its root message cannot carry: ``root_payload``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 from .config import Send
 from .pages import context, dashboard_of, status_word, tag_param
 from .render import base_of, url
+from .root_payload import check_root
 from .security import Refused
 
 MAX_FORM = 64 * 1024
@@ -182,6 +184,10 @@ async def replay(request: Request) -> Response:
             raise Refused(
                 400, "Payload is not JSON", "the root payload is nested too deep to read"
             ) from None
+    # what building and reading the root message does with the payload, before the chain
+    # is created again: a payload it cannot carry was a 502 after that write
+    made = dashboard.config.replay_payload is not None
+    check_root(tag, payload, dashboard.ack.token_window, made=made)
     fleet = Fleet(dashboard.ack, handler=_never_handles, send=_RootSender(send))
     await fleet.replay(tag, payload)
     dashboard.request_count()
