@@ -23,9 +23,9 @@ from starlette.routing import Mount
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dashboard import ConfigError, Dashboard, DashboardConfig
-from xor_ack_dynamodb.dashboard.root_payload import MAX_DEPTH
 from xor_ack_dynamodb.dynamodb.aws import FAIL_FAST_ATTEMPTS
 from xor_ack_dynamodb.fleet import Envelope, SqsSender, root_id, stamp_of
+from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
 from xor_ack_dynamodb.table import TableSpec
 
 from .asgi import Client

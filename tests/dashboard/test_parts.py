@@ -28,9 +28,9 @@ from xor_ack_dynamodb.dashboard.inventory import (
 )
 from xor_ack_dynamodb.dashboard.live import Broadcaster
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
-from xor_ack_dynamodb.dashboard.root_payload import nesting
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
 from xor_ack_dynamodb.dashboard.windows import Windows
+from xor_ack_dynamodb.fleet.payloads import nesting
 from xor_ack_dynamodb.table import INVENTORY_SHARDS
 
 NOW = 1_800_000_000.0

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import xor_ack_dynamodb.fleet as fleet_package
+from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.fleet import (
     Completed,
     Envelope,
@@ -22,8 +23,14 @@ from xor_ack_dynamodb.fleet import (
     stamp_of,
 )
 from xor_ack_dynamodb.fleet.dead_letters import settle_dead_letter
-from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, MarkerMissing, ReplayRefused
+from xor_ack_dynamodb.fleet.errors import (
+    InvalidEnvelope,
+    InvalidPayload,
+    MarkerMissing,
+    ReplayRefused,
+)
 from xor_ack_dynamodb.fleet.markers import page_key
+from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
 
 pytestmark = pytest.mark.ddblocal
 
@@ -202,6 +209,41 @@ async def test_a_continuation_message_carries_a_group_id_sqs_takes_whatever_the_
     assert groups[0] == groups[4] == "batch-7/file-0"  # a tag SQS takes is the group itself
     assert len(set(groups)) == 4  # one group per job
     assert [json.loads(r["MessageBody"])["tag"] for r in sqs.sent] == tags
+
+
+def _nested(depth: int) -> list[Any]:
+    """Lists ``depth`` levels deep (``[]`` is 1), built without recursing."""
+    inner: list[Any] = []
+    for _ in range(depth - 1):
+        inner = [inner]
+    return inner
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({1, 2}, "not JSON data"),
+        (b"bytes", "not JSON data"),
+        (10**5000, "not JSON data"),  # more digits than int to str takes
+        (_nested(MAX_DEPTH + 1), "nested too deep"),
+        (_nested(990), "nested too deep"),  # as deep as a json.loads in a request may read
+    ],
+    ids=["set", "bytes", "huge-int", "just-too-deep", "deep"],
+)
+async def test_a_payload_the_root_message_cannot_carry_makes_no_chain(
+    harness_factory: Any, payload: Any, says: str
+) -> None:
+    """Once the chain was made, then the root message failed to build (``json.dumps``):
+    a live job with no message to run it, stalled until its deadline or a sweep."""
+    async with harness_factory() as h:
+        for call in (h.fleet.submit, h.fleet.replay):
+            with pytest.raises(InvalidPayload, match=says) as refused:
+                await call("job-odd-payload", payload)
+            assert isinstance(refused.value, InvalidArgument)  # caught by meaning, too
+            assert await h.fleet.ack.get("job-odd-payload") is None and h.queue == []
+        deepest = _nested(MAX_DEPTH)
+        await h.fleet.submit("job-odd-payload", deepest)  # as deep as may be: sent, read back
+        assert h.queue.pop().payload == deepest
 
 
 async def test_dead_letter_fails_the_chain_and_replay_counts_only_the_new_run(

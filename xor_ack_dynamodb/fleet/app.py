@@ -35,6 +35,7 @@ from .envelope import Envelope, root_envelope, root_id, stamp_of
 from .errors import MarkerMissing, ReplayRefused, WindowMismatch
 from .markers import DEFAULT_MARKER_TTL, Markers
 from .once import Once, Result, Verdict
+from .payloads import check_payload
 from .telemetry import Telemetry, log
 
 #: A fleet's items keep 64 tokens: 512 bytes, so a chain item stays within one KiB
@@ -182,10 +183,12 @@ class Fleet:
         expired chain under the tag is replaced by a new generation, as ``create`` does
         (``replay`` is the call that refuses a live or acked one).
         ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
-        (default: the fleet's); ``ttl`` must then be longer.  A sender that can say
-        whether it can send (``SqsSender``: its queue exists) is asked first: a job
-        refused for its queue (``QueueUnavailable``) creates no chain.
+        (default: the fleet's); ``ttl`` must then be longer.  A payload the root message
+        cannot carry (``InvalidPayload``: not JSON data, too deep) creates no chain, nor
+        does a job refused for its queue (``QueueUnavailable``: a sender that can say
+        whether it can send, as ``SqsSender`` can, is asked first).
         """
+        check_payload(tag, payload, self.ack.token_window)
         await _ready(self.send)
         root_stamp = stamp_of(root_id(tag))
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import XorAckError, _TagError
+from ..errors import InvalidArgument, XorAckError, _TagError
 
 
 class InvalidEnvelope(XorAckError):
@@ -11,6 +11,19 @@ class InvalidEnvelope(XorAckError):
     Raised before any write; the message changes nothing.  A worker leaves such a
     message to the queue's redrive policy, which moves it to the dead-letter queue.
     """
+
+
+class InvalidPayload(InvalidArgument):
+    """A job's payload its root message cannot carry to a worker (``Fleet.submit``,
+    ``replay``): not JSON data, or nested deeper than ``payloads.MAX_DEPTH`` levels.
+    Raised before the job's chain is made.  ``.why``: what is wrong with it."""
+
+    def __init__(self, why: str, limit: int) -> None:
+        super().__init__(
+            f"the job's payload {why}: pass JSON data (dicts, lists, str, numbers, bools, "
+            f"None) at most {limit} levels deep; no chain was made"
+        )
+        self.why = why
 
 
 class SettingMissing(XorAckError):
