@@ -11,6 +11,7 @@ import click
 
 from ..chain import ChainState
 from ..dynamodb import ListStatus
+from ..errors import InvalidTimeout
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .errors import UserError
 from .options import Verbs, _settings, choice_option, json_option, seconds_option
@@ -209,7 +210,16 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
     Example:
       xor-ack chain touch job-1 --timeout 300
     """
-    state = _settings(ctx).chains().touch(tag, timeout=timeout)
+    try:
+        state = _settings(ctx).chains().touch(tag, timeout=timeout)
+    except InvalidTimeout as exc:
+        if timeout is not None:
+            raise
+        # the library's words name its call (touch(tag, timeout=...)); say the option
+        raise UserError(
+            f'InvalidTimeout: "{tag}" has no idle timeout: pass --timeout SECONDS to say how '
+            "far from now its deadline moves"
+        ) from exc
     click.echo(f"{tag} deadline {_when(state.deadline)}")
 
 
