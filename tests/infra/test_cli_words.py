@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from xor_ack_dynamodb.cli.options import MAX_DEADLINE
+from xor_ack_dynamodb.dynamodb._core.validate import MAX_TIMEOUT
 from xor_ack_dynamodb.table import TableSpec
 
-from .test_cli import assert_user_error, run
+from .test_cli import assert_usage_error, assert_user_error, run
 
 
 def test_touch_of_a_chain_without_idle_timeout_names_the_option_to_pass(
@@ -16,3 +18,35 @@ def test_touch_of_a_chain_without_idle_timeout_names_the_option_to_pass(
     assert_user_error(result, "InvalidTimeout:")
     assert "--timeout SECONDS" in result.stderr
     assert "touch(" not in result.stderr and "timeout=" not in result.stderr
+
+
+def test_a_deadline_over_a_year_is_a_usage_error_and_help_shows_the_year(
+    moto_table: TableSpec, moto_endpoint: str
+) -> None:
+    """The library takes a timeout of at most a year; --help said 100 years (the --ttl's
+    limit), and a value between the two was refused only after the command ran (exit 1)."""
+    base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
+    assert run(*base, "chain", "create", "kept", "0102").exit_code == 0
+    year_and_a_day = str(367 * 86_400)
+    for args in [
+        ("chain", "create", "late", "0102", "--timeout", year_and_a_day),
+        ("chain", "create", "late", "0102", "--idle-timeout", year_and_a_day),
+        ("chain", "touch", "kept", "--timeout", year_and_a_day),
+        ("submit", "late", "--queue-url", "http://127.0.0.1:9/0/q", "--timeout", year_and_a_day),
+        ("submit", "late", "--queue-url", "http://127.0.0.1:9/0/q", "--idle-timeout", "4e7"),
+    ]:
+        result = run(*base, *args)
+        assert_usage_error(result, f"Invalid value for '{args[-2]}'")
+        assert "31622400" in result.stderr, result.stderr
+    assert run(*base, "chain", "get", "late").exit_code == 1  # nothing created
+    for verb, options in [
+        (("chain", "create"), ("--timeout", "--idle-timeout")),
+        (("chain", "touch"), ("--timeout",)),
+        (("submit",), ("--timeout", "--idle-timeout")),
+    ]:
+        shown = " ".join(run(*verb, "--help").output.split())
+        for option in options:
+            its_help = shown.split(f"{option} FLOAT RANGE")[-1].split(" --")[0]
+            assert "0<x<=31622400.0]" in its_help, (verb, option, its_help)
+    assert run(*base, "chain", "create", "long", "0102", "--timeout", "31622400").exit_code == 0
+    assert MAX_DEADLINE == MAX_TIMEOUT  # the options' limit is the library's

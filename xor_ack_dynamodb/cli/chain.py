@@ -14,7 +14,14 @@ from ..dynamodb import ListStatus
 from ..errors import InvalidTimeout
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .errors import UserError
-from .options import Verbs, _settings, choice_option, json_option, seconds_option
+from .options import (
+    Verbs,
+    _settings,
+    choice_option,
+    deadline_option,
+    json_option,
+    seconds_option,
+)
 from .show import _echo_pairs, _when
 
 
@@ -87,8 +94,8 @@ def chain() -> None:
     help="Size of the random stamp made when STAMP is omitted.",
 )
 @seconds_option("--ttl", "Delete the item after SECONDS (garbage collection, after any deadline).")
-@seconds_option("--timeout", "Fail the chain if not acked within SECONDS.")
-@seconds_option(
+@deadline_option("--timeout", "Fail the chain if not acked within SECONDS.")
+@deadline_option(
     "--idle-timeout",
     "Fail the chain if SECONDS pass without a stamp (each stamp moves the deadline).",
 )
@@ -199,7 +206,7 @@ def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
 
 @chain.command("touch")
 @click.argument("tag", callback=_check_tag)
-@seconds_option(
+@deadline_option(
     "--timeout", "Move the deadline to now + SECONDS [default: the chain's idle timeout]."
 )
 @click.pass_context

@@ -92,6 +92,11 @@ MAX_WAIT = 86_400.0
 SECONDS = Finite(min=0, min_open=True, max=MAX_SECONDS)
 #: Seconds between two rounds of a loop, above 0 and at most a day (``sweep --watch``, ...).
 WAIT = Finite(min=0, min_open=True, max=MAX_WAIT)
+#: The longest deadline of a chain (``--timeout``, ``--idle-timeout``): a year, the library's
+#: limit (a deadline is for work, not archives; ``--ttl`` goes to 100 years).
+MAX_DEADLINE = 366 * 86_400.0
+#: A chain's deadline in seconds: above 0 and at most a year.
+DEADLINE = Finite(min=0, min_open=True, max=MAX_DEADLINE)
 
 
 def json_option(help: str = "Print JSON.") -> Callable[[F], F]:
@@ -102,6 +107,11 @@ def json_option(help: str = "Print JSON.") -> Callable[[F], F]:
 def seconds_option(name: str, help: str, default: float | None = None) -> Callable[[F], F]:
     """An option of ``SECONDS``; its default, if it has one, is shown in --help."""
     return typed_option(name, SECONDS, help, default)
+
+
+def deadline_option(name: str, help: str) -> Callable[[F], F]:
+    """A chain's ``--timeout`` or ``--idle-timeout`` (``DEADLINE``): its range shown in --help."""
+    return typed_option(name, DEADLINE, help)
 
 
 def typed_option(

@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from .options import Verb, _settings, json_option, seconds_option, typed_option, url_option
+from .options import (
+    Verb,
+    _settings,
+    deadline_option,
+    json_option,
+    seconds_option,
+    typed_option,
+    url_option,
+)
 
 
 def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
@@ -32,8 +40,8 @@ def _tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "--sqs-endpoint-url",
     "SQS endpoint, e.g. http://127.0.0.1:5000 [default: AWS_ENDPOINT_URL_SQS, else AWS]",
 )
-@seconds_option("--timeout", "Fail the job if it has not completed within SECONDS.")
-@seconds_option("--idle-timeout", "Fail the job if SECONDS pass without a message finishing.")
+@deadline_option("--timeout", "Fail the job if it has not completed within SECONDS.")
+@deadline_option("--idle-timeout", "Fail the job if SECONDS pass without a message finishing.")
 @seconds_option("--ttl", "Delete the chain's item after SECONDS (longer than any deadline).")
 @typed_option(
     "--token-window",
