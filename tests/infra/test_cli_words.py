@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
+
+import boto3
+
 from xor_ack_dynamodb.cli.options import MAX_DEADLINE
 from xor_ack_dynamodb.dynamodb._core.validate import MAX_TIMEOUT
 from xor_ack_dynamodb.table import TableSpec
@@ -50,3 +54,24 @@ def test_a_deadline_over_a_year_is_a_usage_error_and_help_shows_the_year(
             assert "0<x<=31622400.0]" in its_help, (verb, option, its_help)
     assert run(*base, "chain", "create", "long", "0102", "--timeout", "31622400").exit_code == 0
     assert MAX_DEADLINE == MAX_TIMEOUT  # the options' limit is the library's
+
+
+def test_a_table_keyed_otherwise_says_to_pass_its_key(backend: tuple[str, TableSpec]) -> None:
+    """DynamoDB's answer ("One of the required keys was not given a value", or "The provided
+    key element does not match the schema") did not say the table has another key."""
+    endpoint, _ = backend
+    name = f"keyed-{uuid.uuid4().hex[:10]}"
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    base = ("--endpoint-url", endpoint, "--table", name)
+    for verb in [("get", "x"), ("create", "x", "0102"), ("stamp", "x", "0102"), ("delete", "x")]:
+        result = run(*base, "chain", *verb)
+        assert_user_error(result, "ValidationException")
+        assert "--partition-key" in result.stderr, result.stderr
+        assert "xor-ack table describe" in result.stderr, result.stderr
+    assert client.scan(TableName=name)["Count"] == 0

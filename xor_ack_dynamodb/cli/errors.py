@@ -18,6 +18,10 @@ class UserError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=file is None, file=file)
 
 
+#: DynamoDB's answer (AWS and DynamoDB Local, lower case) to a key of another attribute's name.
+_KEY_MISMATCH = ("key element does not match the schema", "required keys was not given a value")
+
+
 def _one_line(text: str) -> str:
     return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
@@ -32,6 +36,11 @@ def explain(exc: BaseException) -> str | None:
         hint = ""
         if code == "ResourceNotFoundException":
             hint = " (create the table with `xor-ack table create`, or pass --table)"
+        elif code == "ValidationException" and any(w in message.lower() for w in _KEY_MISMATCH):
+            hint = (
+                " (the table's partition key is not --partition-key's: "
+                "`xor-ack table describe` names it; pass it as --partition-key, or pass --table)"
+            )
         elif code in ("UnrecognizedClientException", "InvalidSignatureException"):
             hint = " (check the AWS credentials)"
         return f"{code}: {message}{hint}"
