@@ -75,3 +75,23 @@ def test_a_table_keyed_otherwise_says_to_pass_its_key(backend: tuple[str, TableS
         assert "--partition-key" in result.stderr, result.stderr
         assert "xor-ack table describe" in result.stderr, result.stderr
     assert client.scan(TableName=name)["Count"] == 0
+
+
+def test_a_stamp_refused_says_what_to_do(moto_table: TableSpec, moto_endpoint: str) -> None:
+    """The library's bare words ("Buffer is all zeros", "Buffer lengths are not equal",
+    "does not exist" of a chain `chain show` shows acked) said neither why nor what next."""
+    base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
+    assert run(*base, "chain", "create", "two", "0102").exit_code == 0
+    zeros = run(*base, "chain", "stamp", "two", "0000")
+    assert_user_error(zeros, "ZeroBufferNoOp: ")
+    assert "non-zero" in zeros.stderr
+    assert_user_error(run(*base, "chain", "create", "zero", "0000"), "ZeroBufferNoOp: ")
+    longer = run(*base, "chain", "stamp", "two", "010203")
+    assert_user_error(longer, "BufferLengthsUnequal: ")
+    assert "2 bytes" in longer.stderr and "3" in longer.stderr, longer.stderr
+    assert run(*base, "chain", "stamp", "two", "0102").output == "two state 0000 (acked)\n"
+    assert "state:   acked" in run(*base, "chain", "show", "two").output
+    for verb in [("stamp", "two", "0102"), ("touch", "two", "--timeout", "5")]:
+        again = run(*base, "chain", *verb)
+        assert_user_error(again, 'TagNotFound: "two"')
+        assert "already acked" in again.stderr and "xor-ack chain show" in again.stderr

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, get_args
 
 import click
 
 from ..chain import ChainState
 from ..dynamodb import ListStatus
-from ..errors import InvalidTimeout
+from ..errors import BufferLengthsUnequal, InvalidTimeout, TagNotFound, ZeroBufferNoOp
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .errors import UserError
 from .options import (
@@ -77,6 +80,30 @@ def _state_dict(state: ChainState, now: float | None = None) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> Iterator[None]:
+    """The library's refusals of a chain verb, with what to do in the command's words."""
+    try:
+        yield
+    except ZeroBufferNoOp as exc:
+        raise UserError(
+            f"{exc.code}: STAMP {stamp.hex() if stamp else ''} is all zeros, which changes "
+            "nothing: pass a stamp with a non-zero byte"
+        ) from exc
+    except BufferLengthsUnequal as exc:
+        state = _settings(ctx).chains().get(tag)  # a read only, to say the length to use
+        theirs = f"the chain's stamp is {len(state.stamp)} bytes" if state else "it differs"
+        raise UserError(
+            f"{exc.code}: STAMP is {len(stamp or b'')} bytes and {theirs}: pass a stamp as "
+            f"long as the chain's (`xor-ack chain show {shlex.quote(tag)}` shows it)"
+        ) from exc
+    except TagNotFound as exc:
+        raise UserError(
+            f"{exc.code}: {exc}: no live chain under it (never created, deleted, expired or "
+            f"already acked; `xor-ack chain show {shlex.quote(tag)}` tells which)"
+        ) from exc
+
+
 @click.group(cls=Verbs)
 def chain() -> None:
     """Create, stamp, touch, show, list, fail or delete chains by hand (hex stamps)."""
@@ -116,11 +143,12 @@ def chain_create(
       xor-ack chain create job-1 --timeout 600 --ttl 86400 --table my-chains
     """
     value = stamp if stamp is not None else secrets.token_bytes(nbytes)
-    result = (
-        _settings(ctx)
-        .chains()
-        .create(tag, value, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
-    )
+    with _refusals_said(ctx, tag, value):
+        result = (
+            _settings(ctx)
+            .chains()
+            .create(tag, value, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
+        )
     click.echo(f"{tag} created, state {result.hex()}")
 
 
@@ -136,7 +164,8 @@ def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -
     Example:
       xor-ack chain stamp job-1 9f86d081884c7d659a2feaa0c55ad015 --token worker-1
     """
-    result = _settings(ctx).chains().stamp(tag, stamp, token=token)
+    with _refusals_said(ctx, tag, stamp):
+        result = _settings(ctx).chains().stamp(tag, stamp, token=token)
     click.echo(f"{tag} state {result.hex()} ({'acked' if result.acked else 'pending'})")
 
 
@@ -218,7 +247,8 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
       xor-ack chain touch job-1 --timeout 300
     """
     try:
-        state = _settings(ctx).chains().touch(tag, timeout=timeout)
+        with _refusals_said(ctx, tag):
+            state = _settings(ctx).chains().touch(tag, timeout=timeout)
     except InvalidTimeout as exc:
         if timeout is not None:
             raise
