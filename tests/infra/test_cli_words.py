@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import boto3
@@ -95,3 +96,18 @@ def test_a_stamp_refused_says_what_to_do(moto_table: TableSpec, moto_endpoint: s
         again = run(*base, "chain", *verb)
         assert_user_error(again, 'TagNotFound: "two"')
         assert "already acked" in again.stderr and "xor-ack chain show" in again.stderr
+
+
+def test_touch_of_a_chain_without_a_deadline_says_nothing_moved(
+    moto_table: TableSpec, moto_endpoint: str
+) -> None:
+    """It printed "TAG deadline -", as if --timeout had been applied."""
+    base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
+    assert run(*base, "chain", "create", "open-ended", "0102").exit_code == 0
+    result = run(*base, "chain", "touch", "open-ended", "--timeout", "100")
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "open-ended has no deadline (created without --timeout or --idle-timeout): nothing moved\n"
+    )
+    shown = json.loads(run(*base, "chain", "show", "open-ended", "--json").output)
+    assert shown["deadline"] is None

@@ -242,6 +242,9 @@ def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
 def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
     """Push chain TAG's deadline later (Storm's resetTimeout); never earlier.
 
+    A chain created without --timeout or --idle-timeout has no deadline: it is
+    left as it is, and the command says so.
+
     \b
     Example:
       xor-ack chain touch job-1 --timeout 300
@@ -257,6 +260,11 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
             f'InvalidTimeout: "{tag}" has no idle timeout: pass --timeout SECONDS to say how '
             "far from now its deadline moves"
         ) from exc
+    if state.deadline is None:  # the library returns such a chain as it is
+        click.echo(
+            f"{tag} has no deadline (created without --timeout or --idle-timeout): nothing moved"
+        )
+        return
     click.echo(f"{tag} deadline {_when(state.deadline)}")
 
 
