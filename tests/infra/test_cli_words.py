@@ -111,3 +111,21 @@ def test_touch_of_a_chain_without_a_deadline_says_nothing_moved(
     )
     shown = json.loads(run(*base, "chain", "show", "open-ended", "--json").output)
     assert shown["deadline"] is None
+
+
+def test_an_empty_reason_or_token_is_a_usage_error_in_the_options_words(
+    moto_table: TableSpec, moto_endpoint: str
+) -> None:
+    """They were exit 1 in Python's words ("a non-empty str, not ''", "not b''"), though an
+    empty option is a usage error (exit 2) as an empty tag or stamp is."""
+    base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
+    assert run(*base, "chain", "create", "kept-open", "0102").exit_code == 0
+    for args, option in [
+        (("fail", "kept-open", "--reason", ""), "--reason"),
+        (("stamp", "kept-open", "0101", "--token", ""), "--token"),
+    ]:
+        result = run(*base, "chain", *args)
+        assert_usage_error(result, f"Invalid value for '{option}'")
+        assert "str" not in result.stderr and "b''" not in result.stderr, result.stderr
+    shown = json.loads(run(*base, "chain", "show", "kept-open", "--json").output)
+    assert (shown["state"], shown["stamp"]) == ("pending", "0102")

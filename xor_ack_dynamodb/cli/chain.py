@@ -50,6 +50,13 @@ def _check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option that cannot be empty (``--reason``, ``--token``): a usage error if it is."""
+    if value == "":
+        raise click.BadParameter(f"a {param.name} cannot be empty")
+    return value
+
+
 def _state_word(state: ChainState, now: float | None = None) -> str:
     if state.acked:
         return "acked"
@@ -155,7 +162,11 @@ def chain_create(
 @chain.command("stamp")
 @click.argument("tag", callback=_check_tag)
 @click.argument("stamp", callback=_stamp)
-@click.option("--token", help="Idempotency token (1-16 bytes): a re-sent stamp applies once.")
+@click.option(
+    "--token",
+    callback=_not_empty,
+    help="Idempotency token (1-16 bytes): a re-sent stamp applies once.",
+)
 @click.pass_context
 def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -> None:
     """XOR STAMP (hex) into chain TAG and print the new state.
@@ -306,7 +317,9 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
 
 @chain.command("fail")
 @click.argument("tag", callback=_check_tag)
-@click.option("--reason", default="failed", show_default=True, help="Why it failed.")
+@click.option(
+    "--reason", default="failed", show_default=True, callback=_not_empty, help="Why it failed."
+)
 @click.pass_context
 def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
     """Close chain TAG as failed (an acked chain stays acked).
