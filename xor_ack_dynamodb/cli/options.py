@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from ..dynamodb import aws
+from ..dynamodb import MAX_TIMEOUT, aws
 from ..dynamodb.local.server import Backend
 from ..dynamodb.table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
 
@@ -92,9 +92,9 @@ MAX_WAIT = 86_400.0
 SECONDS = Finite(min=0, min_open=True, max=MAX_SECONDS)
 #: Seconds between two rounds of a loop, above 0 and at most a day (``sweep --watch``, ...).
 WAIT = Finite(min=0, min_open=True, max=MAX_WAIT)
-#: The longest deadline of a chain (``--timeout``, ``--idle-timeout``): a year, the library's
-#: limit (a deadline is for work, not archives; ``--ttl`` goes to 100 years).
-MAX_DEADLINE = 366 * 86_400.0
+#: The longest deadline of a chain (``--timeout``, ``--idle-timeout``): the library's
+#: (a deadline is for work, not archives; ``--ttl`` goes to 100 years).
+MAX_DEADLINE = MAX_TIMEOUT
 #: A chain's deadline in seconds: above 0 and at most a year.
 DEADLINE = Finite(min=0, min_open=True, max=MAX_DEADLINE)
 

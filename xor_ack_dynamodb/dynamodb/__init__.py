@@ -19,8 +19,14 @@ nothing else of the package; never the in-memory tracker beside it.
 from __future__ import annotations
 
 from ._core.deadlines import ListStatus
-from ._core.validate import Lifetime
+from ._core.validate import MAX_TIMEOUT, Lifetime
 from .client import XorAckDynamoDB
 from .sync import SyncXorAckDynamoDB
 
-__all__ = ["Lifetime", "ListStatus", "SyncXorAckDynamoDB", "XorAckDynamoDB"]
+__all__ = [
+    "MAX_TIMEOUT",
+    "Lifetime",
+    "ListStatus",
+    "SyncXorAckDynamoDB",
+    "XorAckDynamoDB",
+]
