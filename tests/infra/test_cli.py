@@ -222,7 +222,6 @@ def test_user_mistakes_are_one_line(moto_table: TableSpec, moto_endpoint: str) -
     base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
     assert_user_error(run(*base, "chain", "create", "t", "00" * 8), "ZeroBufferNoOp")
     assert_user_error(run(*base, "chain", "stamp", "t", "ab", "--token", "x" * 17), "InvalidToken")
-    assert_user_error(run(*base, "chain", "create", "x" * 2049), "InvalidTag")
     assert_user_error(
         run("--endpoint-url", moto_endpoint, "--table", "no-such-table", "chain", "get", "x"),
         "ResourceNotFoundException",
@@ -372,6 +371,9 @@ def test_group_options_work_after_the_verb_and_win(moto_endpoint: str) -> None:
         (("chain", "get", "x", "--endpoint-url", "localhost:8000"), "Invalid value for '--endpo"),
         (("chain", "get", "x", "--endpoint-url", "http://h:port"), "Invalid value for '--endpo"),
         (("chain", "create", ""), "Invalid value for 'TAG': a tag cannot be empty"),
+        (("chain", "create", "x" * 2049), "Invalid value for 'TAG': a tag must be at most 2048"),
+        (("chain", "show", "a\udc80"), "Invalid value for 'TAG': a tag must be encodable"),
+        (("submit", "x" * 2049, "{}"), "Invalid value for 'TAG': a tag must be at most 2048"),
         (("chain", "create", "t", "xyz"), "Invalid value for '[STAMP]': 'xyz' is not hexadecimal"),
         (("chain", "stamp", "t", ""), "Invalid value for 'STAMP': a stamp cannot be empty"),
         (("chain", "stamp", "t", "0x"), "Invalid value for 'STAMP': a stamp cannot be empty"),

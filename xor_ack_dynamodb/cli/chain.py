@@ -20,6 +20,7 @@ from .errors import UserError
 from .options import (
     Verbs,
     _settings,
+    check_tag,
     choice_option,
     deadline_option,
     json_option,
@@ -42,12 +43,6 @@ def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> byt
     if not data:
         raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
     return data
-
-
-def _check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if not value:
-        raise click.BadParameter("a tag cannot be empty")
-    return value
 
 
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -117,7 +112,7 @@ def chain() -> None:
 
 
 @chain.command("create")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @click.argument("stamp", required=False, callback=_stamp)
 @click.option(
     "--bytes",
@@ -160,7 +155,7 @@ def chain_create(
 
 
 @chain.command("stamp")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @click.argument("stamp", callback=_stamp)
 @click.option(
     "--token",
@@ -214,7 +209,7 @@ def _from_now(moment: float, now: float) -> str:
 
 
 @chain.command("show")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @json_option()
 @click.pass_context
 def chain_show(ctx: click.Context, tag: str, as_json: bool) -> None:
@@ -231,7 +226,7 @@ def chain_show(ctx: click.Context, tag: str, as_json: bool) -> None:
 
 
 @chain.command("get")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @json_option()
 @click.pass_context
 def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
@@ -245,7 +240,7 @@ def chain_get(ctx: click.Context, tag: str, as_json: bool) -> None:
 
 
 @chain.command("touch")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @deadline_option(
     "--timeout", "Move the deadline to now + SECONDS [default: the chain's idle timeout]."
 )
@@ -316,7 +311,7 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
 
 
 @chain.command("fail")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @click.option(
     "--reason", default="failed", show_default=True, callback=_not_empty, help="Why it failed."
 )
@@ -333,7 +328,7 @@ def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
 
 
 @chain.command("delete")
-@click.argument("tag", callback=_check_tag)
+@click.argument("tag", callback=check_tag)
 @click.pass_context
 def chain_delete(ctx: click.Context, tag: str) -> None:
     """Delete chain TAG's item.

@@ -14,6 +14,7 @@ import click
 from ..dynamodb import MAX_TIMEOUT, aws
 from ..dynamodb.local.server import Backend
 from ..dynamodb.table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
+from ..errors import InvalidTag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -158,6 +159,17 @@ def check_table(ctx: click.Context, param: click.Parameter, value: str | None) -
     if value is not None:
         _check_spec(name=value)
     return value
+
+
+def check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A TAG argument: a usage error unless it is a tag (the library's rule: 1 to 2,048
+    bytes of UTF-8), before anything is sent."""
+    if not value:
+        raise click.BadParameter("a tag cannot be empty")
+    try:
+        return InvalidTag.check(value)
+    except InvalidTag as exc:
+        raise click.BadParameter(str(exc)) from exc
 
 
 def check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

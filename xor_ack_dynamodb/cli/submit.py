@@ -11,6 +11,7 @@ import click
 from .options import (
     Verb,
     _settings,
+    check_tag,
     deadline_option,
     json_option,
     seconds_option,
@@ -26,14 +27,8 @@ def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
         raise click.BadParameter(f"PAYLOAD must be JSON, e.g. '[1, 2]': {exc}") from exc
 
 
-def _tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if not value:
-        raise click.BadParameter("a tag cannot be empty")
-    return value
-
-
 @click.command("submit", cls=Verb)
-@click.argument("tag", callback=_tag)
+@click.argument("tag", callback=check_tag)
 @click.argument("payload", default="null", callback=_payload)
 @url_option("--queue-url", "The work queue the workers read.", required=True)
 @url_option(
