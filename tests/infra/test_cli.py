@@ -150,6 +150,10 @@ def test_table_create_describe_delete(endpoint: str) -> None:
     assert "warning: the partition key is tagID" in run(*other_key, "table", "describe").stderr
     refused = run(*base, "table", "delete", input="n\n")
     assert refused.exit_code == 1 and "Aborted" in refused.output
+    unasked = run(*base, "table", "delete", input="")  # stdin closed: no answer to read
+    assert_user_error(unasked, "table delete asks before it deletes")
+    assert "pass --yes" in unasked.stderr and "Aborted" not in unasked.output
+    assert run(*base, "table", "describe").exit_code == 0  # nothing deleted
     deleted = run(*base, "table", "delete", "--yes")
     assert deleted.exit_code == 0, deleted.output
     assert_user_error(run(*base, "table", "describe"), "ResourceNotFoundException")

@@ -11,6 +11,7 @@ from ..dynamodb.ownership import check_deletable, create_table, delete_table
 from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, ttl_on
 from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
+from .errors import UserError
 from .options import Verbs, _settings, json_option, seconds_option
 from .show import _echo_pairs
 
@@ -221,7 +222,15 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
     client = settings.client()
     check_deletable(client.describe_table(TableName=settings.table)["Table"])  # before asking
     if not yes:
-        click.confirm(f"Delete table {settings.table} and every chain in it?", abort=True)
+        try:
+            sure = click.confirm(f"Delete table {settings.table} and every chain in it?")
+        except click.Abort:  # no answer to read (stdin closed, e.g. piped from nothing)
+            raise UserError(
+                f"table delete asks before it deletes {settings.table} and got no answer: "
+                "nothing deleted; pass --yes to delete without asking"
+            ) from None
+        if not sure:
+            raise click.Abort()  # "n": nothing deleted
     delete_table(client, settings.table, wait=wait)
     if wait:
         click.echo(f"table {settings.table} deleted")
