@@ -329,3 +329,50 @@ def test_a_worker_refuses_bad_settings_with_a_typed_error_naming_them(
     with pytest.raises(InvalidArgument, match=rf"^Worker\({name}=\.\.\.\) is ") as refused:
         Worker(None, None, "https://sqs.example/queue", **given)  # type: ignore[arg-type]
     assert isinstance(refused.value, XorAckError) and isinstance(refused.value, ValueError)
+
+
+async def test_a_job_on_a_fifo_work_queue_is_sent_in_its_group_each_generation_anew(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    # A FIFO queue takes no message without a MessageGroupId: SendMessageBatch was
+    # refused (a raw botocore error) after submit had created the chain, so the job
+    # waited for a root that was never sent, and resubmitting failed the same way.
+    from xor_ack_dynamodb.fleet.completion import group_id
+
+    client = sqs(moto_endpoint)
+    fifo = client.create_queue(QueueName="work-fifo.fifo", Attributes={"FifoQueue": "true"})[
+        "QueueUrl"
+    ]
+
+    def received() -> list[dict[str, Any]]:
+        got = client.receive_message(
+            QueueUrl=fifo,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["MessageGroupId"],
+        ).get("Messages", [])
+        for message in got:
+            client.delete_message(QueueUrl=fifo, ReceiptHandle=message["ReceiptHandle"])
+        return list(got)
+
+    def two_children(message: Message) -> list[int]:
+        return [0, 0] if message.parent_id is None else []
+
+    tag = "fifo job/1"  # a space: no MessageGroupId SQS takes as it is
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, fifo, two_children, []
+    ) as (fleet, _):
+        root = await fleet.submit(tag, None)
+        (message,) = received()
+        assert message["Body"] == root.to_json()
+        assert message["Attributes"]["MessageGroupId"] == group_id(tag)
+        await fleet.handle(root.to_json())
+        assert [m["Body"] for m in received()] == [
+            root.child(i, 0, root.sent, root.window).to_json() for i in range(2)
+        ]
+        # Another generation of the job within SQS's five-minute deduplication interval:
+        # its root (the same identity) is a new message, not a duplicate to drop.
+        await fleet.ack.fail(tag, "test")
+        again = await fleet.replay(tag, None)
+        assert again.chain_id != root.chain_id
+        assert [m["Body"] for m in received()] == [again.to_json()]

@@ -1,16 +1,28 @@
 """Sending envelopes to an SQS queue (aiobotocore): ``SendMessageBatch`` requests of at most
-ten messages and 256 KiB of bodies together."""
+ten messages and 256 KiB of bodies together.
+
+A FIFO queue (URL ending in ``.fifo``) takes no message without a ``MessageGroupId``:
+each message goes in its job's group (``completion.group_id(tag)``, as the job's
+continuation does), so SQS hands a job's messages out one at a time, in order, and
+carries a ``MessageDeduplicationId`` of its identity *and* its chain's generation: a
+re-sent copy within SQS's five minutes is dropped (it is a duplicate anyway), while a
+replayed job's root, the same identity in a new generation, is a new message.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..dynamodb.aws import error_code, error_message
 from ..errors import XorAckError
+from .completion import group_id
 from .envelope import Envelope
+
+T = TypeVar("T")
 
 #: A ``SendMessageBatch``'s bounds: ten entries, and the sum of their bodies (256 KiB, the
 #: limit every SQS has had; 1 MiB since 2025): a larger batch is refused whole.
@@ -67,8 +79,13 @@ class SqsSender:
         self._checked = True
 
     async def __call__(self, envelopes: Sequence[Envelope]) -> None:
-        for chunk in _batches([e.to_json() for e in envelopes]):
-            entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(chunk)]
+        fifo = self.queue_url.endswith(".fifo")
+        bodies = [(e.to_json(), e) for e in envelopes]
+        for chunk in _batches(bodies):
+            entries = [
+                {"Id": str(i), "MessageBody": body, **(_in_group(env) if fifo else {})}
+                for i, (body, env) in enumerate(chunk)
+            ]
             response = await self.sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             failed = response.get("Failed") or []
             if failed:
@@ -80,17 +97,23 @@ class SqsSender:
             self.sent += len(chunk)
 
 
-def _batches(bodies: list[str]) -> list[list[str]]:
-    """``bodies`` in order, cut into batches SQS takes (a body too long for any batch goes
-    alone, and SQS says why it refuses it)."""
-    batches: list[list[str]] = []
+def _in_group(env: Envelope) -> dict[str, str]:
+    """A FIFO message's group (its job's) and deduplication id (its identity and generation)."""
+    dedup = hashlib.blake2b(env.chain_id + env.id, digest_size=32, person=b"xa-fleet-dedup")
+    return {"MessageGroupId": group_id(env.tag), "MessageDeduplicationId": dedup.hexdigest()}
+
+
+def _batches(bodies: list[tuple[str, T]]) -> list[list[tuple[str, T]]]:
+    """``(body, what)`` pairs in order, cut into batches SQS takes (a body too long for any
+    batch goes alone, and SQS says why it refuses it)."""
+    batches: list[list[tuple[str, T]]] = []
     size = 0
-    for body in bodies:
+    for body, what in bodies:
         length = len(body.encode("utf-8", "surrogatepass"))
         if not batches or len(batches[-1]) == BATCH_ENTRIES or size + length > BATCH_BYTES:
             batches.append([])
             size = 0
-        batches[-1].append(body)
+        batches[-1].append((body, what))
         size += length
     return batches
 
