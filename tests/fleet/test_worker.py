@@ -376,3 +376,44 @@ async def test_a_job_on_a_fifo_work_queue_is_sent_in_its_group_each_generation_a
         again = await fleet.replay(tag, None)
         assert again.chain_id != root.chain_id
         assert [m["Body"] for m in received()] == [again.to_json()]
+
+
+async def test_a_message_too_large_for_the_queue_is_refused_before_anything_is_sent(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    # A queue that takes at most 256 KiB a message. A handler's thirteenth child over that
+    # was refused by SQS (a raw botocore error) after its first twelve siblings had gone
+    # out, to run while their parent failed on every receive; a job whose root was over it
+    # had its chain created first, waiting for a root that was never sent.
+    from xor_ack_dynamodb.fleet import MessageTooLarge
+
+    client = sqs(moto_endpoint)
+    small = client.create_queue(QueueName="work-256k", Attributes={"MaximumMessageSize": "262144"})[
+        "QueueUrl"
+    ]
+
+    def one_too_large(message: Message) -> list[Any]:
+        return [1] * 12 + ["x" * 300_000] if message.parent_id is None else []
+
+    def waiting() -> int:
+        found = client.get_queue_attributes(
+            QueueUrl=small, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(found["ApproximateNumberOfMessages"])
+
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, small, one_too_large, []
+    ) as (fleet, _):
+        with pytest.raises(MessageTooLarge, match="over the queue's limit of 262,144") as big:
+            await fleet.submit("too-large-root", "x" * 300_000)
+        assert "no chain was made" in str(big.value)
+        assert await fleet.ack.get("too-large-root") is None and waiting() == 0
+
+        root = await fleet.submit("too-large-child", None)
+        client.purge_queue(QueueUrl=small)
+        before = await fleet.ack.get("too-large-child")
+        with pytest.raises(MessageTooLarge, match="child 12 of") as refused:
+            await fleet.handle(root.to_json())
+        assert "nothing was sent" in str(refused.value)
+        assert waiting() == 0  # not one sibling went out
+        assert await fleet.ack.get("too-large-child") == before

@@ -18,7 +18,7 @@ from .envelope import Envelope, child_id, root_id, stamp_of
 from .errors import InvalidPayload, SettingMissing
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .once import Verdict
-from .sqs import QueueUnavailable, SqsSender, sqs_client
+from .sqs import MessageTooLarge, QueueUnavailable, SqsSender, sqs_client
 from .worker import DaemonThreads, Worker, install_signal_handlers
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Handled",
     "InvalidPayload",
     "Message",
+    "MessageTooLarge",
     "QueueContinuation",
     "QueueUnavailable",
     "SettingMissing",

@@ -57,11 +57,15 @@ def _given(value: float | None, default: float | None) -> float | None:
     return default if value is None else value
 
 
-async def _ready(send: Send) -> None:
-    """Ask a sender with a ``check()`` (``SqsSender``) whether it can send; others can."""
+async def _ready(send: Send, root: Envelope) -> None:
+    """Ask a sender with a ``check()`` (``SqsSender``) whether it can send, and one with a
+    ``fit()`` whether its queue takes the job's root; others can."""
     check = getattr(send, "check", None)
     if check is not None:
         await check()
+    fit = getattr(send, "fit", None)
+    if fit is not None:
+        await fit([root], "no chain was made")
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,8 @@ class Fleet:
         whether it can send, as ``SqsSender`` can, is asked first).
         """
         check_payload(tag, payload, self.ack.token_window)
-        await _ready(self.send)
+        # The root as it will be sent: its chain id (8 bytes) is made by the create.
+        await _ready(self.send, root_envelope(tag, bytes(8), payload, self.ack.token_window))
         root_stamp = stamp_of(root_id(tag))
         try:
             await self.ack.create(

@@ -11,6 +11,7 @@ replayed job's root, the same identity in a new generation, is a new message.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -29,6 +30,10 @@ T = TypeVar("T")
 BATCH_ENTRIES = 10
 BATCH_BYTES = 262_144
 
+#: The largest message any SQS queue takes (1 MiB since 2025); a queue may take less: its
+#: ``MaximumMessageSize``, which the sender asks for once.
+MAX_MESSAGE_BYTES = 1_048_576
+
 #: The codes SQS answers a queue URL that names no queue with (JSON and query protocols).
 _NO_QUEUE = ("QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue")
 
@@ -42,14 +47,34 @@ class QueueUnavailable(XorAckError):
     chain is created (``Fleet.submit``), so nothing was written."""
 
 
+class MessageTooLarge(XorAckError):
+    """A message is larger than its queue takes (the queue's ``MaximumMessageSize``):
+    found before any message of the call was sent (``Fleet.submit``: before the job's
+    chain is made; a handler's children: before the first of them is sent)."""
+
+
+def _what(env: Envelope) -> str:
+    if env.parent is None:
+        return f"the root message of job {env.tag!r}"
+    return f"child {env.index} of message {env.parent.hex()} of job {env.tag!r}"
+
+
 class SqsSender:
-    """Sends envelopes to ``queue_url``; ``sent`` counts the messages."""
+    """Sends envelopes to ``queue_url``; ``sent`` counts the messages.
+
+    Every message of a call is measured against the queue's ``MaximumMessageSize``
+    (asked once; SQS's 1 MiB when the queue does not say) before the first is sent:
+    one too large raises :class:`MessageTooLarge` and none goes out.
+    """
 
     def __init__(self, sqs: Any, queue_url: str) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
         self.sent = 0
         self._checked = False
+        #: The queue's ``MaximumMessageSize`` once known (``None``: not asked yet, or no answer).
+        self.max_message_bytes: int | None = None
+        self._asked = False
 
     async def check(self) -> None:
         """The queue exists and answers (one ``GetQueueAttributes``, once per sender).
@@ -61,8 +86,8 @@ class SqsSender:
         if self._checked:
             return
         try:
-            await self.sqs.get_queue_attributes(
-                QueueUrl=self.queue_url, AttributeNames=["QueueArn"]
+            found = await self.sqs.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["QueueArn", "MaximumMessageSize"]
             )
         except ClientError as exc:
             if error_code(exc) not in _NO_QUEUE:
@@ -77,9 +102,43 @@ class SqsSender:
                 "endpoint; nothing was written"
             ) from exc
         self._checked = True
+        self._learn(found)
+
+    def _learn(self, found: Any) -> None:
+        self._asked = True
+        with contextlib.suppress(KeyError, TypeError, ValueError):  # not said: SQS's bound
+            self.max_message_bytes = int(found["Attributes"]["MaximumMessageSize"])
+
+    async def _limit(self) -> int:
+        """The largest message the queue takes, asked once (SQS's bound if it will not say)."""
+        if not self._asked:
+            try:
+                found = await self.sqs.get_queue_attributes(
+                    QueueUrl=self.queue_url, AttributeNames=["MaximumMessageSize"]
+                )
+            except ClientError:  # an answer (no permission, no queue): do not ask again
+                self._asked = True
+            except BotoCoreError:  # no answer: ask again next time
+                pass
+            else:
+                self._learn(found)
+        return self.max_message_bytes or MAX_MESSAGE_BYTES
+
+    async def fit(self, envelopes: Sequence[Envelope], then: str = "nothing was sent") -> None:
+        """``MessageTooLarge`` (saying ``then``) unless the queue takes every message."""
+        limit = await self._limit()
+        for env in envelopes:
+            size = len(env.to_json().encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise MessageTooLarge(
+                    f"{_what(env)} is {size:,} bytes, over the queue's limit of {limit:,} "
+                    f"({self.queue_url}, its MaximumMessageSize): make the payload smaller "
+                    f"(keep large data elsewhere, S3 say, and pass its key); {then}"
+                )
 
     async def __call__(self, envelopes: Sequence[Envelope]) -> None:
         fifo = self.queue_url.endswith(".fifo")
+        await self.fit(envelopes)
         bodies = [(e.to_json(), e) for e in envelopes]
         for chunk in _batches(bodies):
             entries = [
