@@ -448,3 +448,16 @@ def test_a_fleet_from_the_environment_gives_its_jobs_the_configured_deadline(
     monkeypatch.setenv("XOR_ACK_JOB_TIMEOUT", "ten minutes")
     with pytest.raises(InvalidTimeout, match="XOR_ACK_JOB_TIMEOUT"):
         from_environment()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "0"])
+@pytest.mark.parametrize("name", ["XOR_ACK_JOB_TIMEOUT", "XOR_ACK_JOB_IDLE_TIMEOUT"])
+def test_a_deadline_setting_that_is_no_time_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    # float() takes "nan", "inf" and "-5": they passed, to be refused only when a job was
+    # submitted, as "timeout must be ..." (a name the function's settings do not use), and
+    # never in a function that submits nothing.
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InvalidTimeout, match=f"^{name}={value!r} is not a number of seconds"):
+        from_environment()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -301,14 +302,18 @@ class SweepHandler:
 
 
 def _seconds_from_env(name: str) -> float | None:
-    """An optional number of seconds from the environment; ``InvalidTimeout`` if it is not one."""
+    """An optional number of seconds from the environment; ``InvalidTimeout``, naming the
+    variable, if it is not one above 0 (``float`` alone takes "nan", "inf", "-5")."""
     text = os.environ.get(name, "").strip()
     if not text:
         return None
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError as exc:
         raise InvalidTimeout(f"{name}={text!r} is not a number of seconds") from exc
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidTimeout(f"{name}={text!r} is not a number of seconds above 0")
+    return seconds
 
 
 def _setting(name: str, what: str) -> str:
@@ -328,7 +333,8 @@ def from_environment(
     ``XOR_ACK_PARTITION_KEY`` (default ``tagID``), ``XOR_ACK_CONTINUATION_QUEUE_URL``
     (optional: a ``QueueContinuation`` when no ``continuation`` is given),
     ``XOR_ACK_JOB_TIMEOUT`` / ``XOR_ACK_JOB_IDLE_TIMEOUT`` (optional, seconds: the
-    deadline of the jobs this fleet submits; ``InvalidTimeout`` if not a number).
+    deadline of the jobs this fleet submits; ``InvalidTimeout``, naming the variable, if
+    not a number of seconds above 0, as the function is made).
     ``SettingMissing`` names a required one that is not set, as the fleet is opened.
     """
     timeout = _seconds_from_env("XOR_ACK_JOB_TIMEOUT")
