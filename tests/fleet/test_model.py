@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import re
 from pathlib import Path
@@ -466,3 +467,17 @@ async def test_copies_of_one_message_in_one_write_batch_land_once(harness_factor
         assert verdicts == ["applied", "applied", "duplicate", "duplicate", "duplicate"]
         assert (await h.fleet.handle(third.to_json())).acked
         assert [c.tag for c in h.completed] == ["job-twice"]
+
+
+async def test_a_replay_refused_before_its_create_logs_no_replayed_line(
+    harness_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The "replayed" line went out before submit's checks, so a replay refused for its
+    # payload (or its queue) was logged as replayed though nothing was made or sent.
+    async with harness_factory() as h:
+        with caplog.at_level(logging.INFO, logger="xor_ack_dynamodb.fleet"):
+            with pytest.raises(InvalidPayload):
+                await h.fleet.replay("job-never-replayed", {1, 2})
+            assert not [r for r in caplog.messages if '"event":"replayed"' in r]
+            await h.fleet.replay("job-never-replayed", 0)
+        assert [r for r in caplog.messages if '"event":"replayed"' in r]

@@ -233,8 +233,9 @@ class Fleet:
             raise ReplayRefused(tag, "live")
         if state is not None and state.acked:
             raise ReplayRefused(tag, "acked")
-        log("replayed", tag, None, reason=None if state is None else state.reason)
-        return await self.submit(tag, payload, **lifetime)
+        root = await self.submit(tag, payload, **lifetime)  # refused: nothing made, no line
+        log("replayed", tag, root.message_id, reason=None if state is None else state.reason)
+        return root
 
     # -- messages -----------------------------------------------------------------
 
