@@ -481,3 +481,52 @@ async def test_a_replay_refused_before_its_create_logs_no_replayed_line(
             assert not [r for r in caplog.messages if '"event":"replayed"' in r]
             await h.fleet.replay("job-never-replayed", 0)
         assert [r for r in caplog.messages if '"event":"replayed"' in r]
+
+
+async def _far_job(h: Any, tag: str) -> tuple[list[Envelope], Any]:
+    """A job of ten children with a window of 4: its first children's tokens are in pages."""
+    root = await h.fleet.submit(tag, {"width": 10, "depth": 1})
+    h.queue.clear()
+    await h.fleet.handle(root.to_json())
+    children = list(h.queue)
+    h.queue.clear()
+    for env in children[:-1]:
+        await h.fleet.handle(env.to_json())
+    return children, await h.fleet.ack.get(tag)
+
+
+async def test_page_zero_lives_as_long_as_a_job_may(harness_factory: Any) -> None:
+    # Page 0 (the version at which the window was first full) places every later token for
+    # the whole life of the job, but it expired with the other markers, 14 days after its
+    # write: a job live longer then took a far duplicate for new and applied it twice, and
+    # never acked.
+    async with harness_factory(token_window=4, page_size=2) as h:
+        _, state = await _far_job(h, "job-long-lived")
+        key = page_key("job-long-lived", state.chain_id, 0)
+        item = await h.fleet.ack._client.get_item(
+            TableName=h.fleet.ack.table, Key={"tagID": {"S": key}}, ConsistentRead=True
+        )
+        expires = int(item["Item"]["expires_at"]["N"])
+        assert expires - state.created_at >= 366 * 86_400 - 1  # a year (whole seconds)
+
+
+async def test_a_page_zero_gone_from_a_chain_older_than_its_lifetime_is_refused(
+    harness_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without page 0 a full window was taken as the first full one whatever the chain's age:
+    # once page 0 may have expired, a far duplicate was applied a second time.
+    from xor_ack_dynamodb.fleet import once
+
+    async with harness_factory(token_window=4, page_size=2) as h:
+        children, state = await _far_job(h, "job-older-than-page-0")
+        await h.fleet.ack._client.delete_item(
+            TableName=h.fleet.ack.table,
+            Key={"tagID": {"S": page_key("job-older-than-page-0", state.chain_id, 0)}},
+        )
+        h.fleet.markers._pages.clear()  # a new process: nothing remembered
+        later = state.created_at + 367 * 86_400
+        clock = type("Clock", (), {"time": staticmethod(lambda: later)})
+        monkeypatch.setattr(once, "time", clock, raising=False)
+        with pytest.raises(MarkerMissing):
+            await h.fleet.handle(children[0].to_json())
+        assert await h.fleet.ack.get("job-older-than-page-0") == state  # nothing written

@@ -20,6 +20,11 @@ from ..dynamodb import item as I
 
 #: How long markers outlive their write: SQS keeps a message at most 14 days.
 DEFAULT_MARKER_TTL = 14 * 86_400
+#: How long page 0 outlives its write, at least: it holds the version at which the chain's
+#: window was first full, which places every later token for the whole life of the job,
+#: so it lives as long as a job's deadline may be (a year), not SQS's 14 days.  A chain
+#: older than that without page 0 is refused (``MarkerMissing``), never guessed about.
+FIRST_PAGE_TTL = 366 * 86_400
 _PREFIX = "#xor-ack-fleet/"
 
 
@@ -61,16 +66,27 @@ class Markers:
         self._pages: OrderedDict[str, tuple[bytes, int | None]] = OrderedDict()
         self._cache_size = cache_size
 
+    @property
+    def first_page_ttl(self) -> float:
+        """Seconds page 0 outlives its write: a year, or ``ttl`` if longer."""
+        return max(float(self.ttl), FIRST_PAGE_TTL)
+
     async def _write(
-        self, key: str, chain_id: bytes, tokens: bytes | None = None, version: int | None = None
+        self,
+        key: str,
+        chain_id: bytes,
+        tokens: bytes | None = None,
+        version: int | None = None,
+        ttl: float | None = None,
     ) -> None:
-        """Write the marker ``key`` (an UpdateItem, as every write of the table: one permission)."""
+        """Write the marker ``key`` (an UpdateItem, as every write of the table: one permission);
+        it expires ``ttl`` seconds later (default: the markers' ``ttl``)."""
         now = time.time()
         names = {"#c": I.CHAIN_ID, "#n": I.CREATED_AT, "#e": I.EXPIRES_AT}
         values: dict[str, Any] = {
             ":c": {"B": chain_id},
             ":n": {"N": str(int(now))},
-            ":e": {"N": str(int(now + self.ttl))},
+            ":e": {"N": str(int(now + (self.ttl if ttl is None else ttl)))},
         }
         update = "SET #c = :c, #n = :n, #e = :e"
         if tokens is not None:
@@ -102,7 +118,8 @@ class Markers:
         ``version``: page 0's, the chain's version when its window was first full.
         """
         key = page_key(tag, chain_id, page)
-        await self._write(key, chain_id, tokens, version)
+        ttl = self.first_page_ttl if page == 0 else None  # page 0: for the job's whole life
+        await self._write(key, chain_id, tokens, version, ttl)
         self._remember(key, tokens, version)
 
     async def full_at(self, tag: str, chain_id: bytes) -> int | None:

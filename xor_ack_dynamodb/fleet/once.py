@@ -42,6 +42,7 @@ check and write are one atomic step.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -149,6 +150,8 @@ class Once:
         """The stream position of the first token of ``state``'s (full) window."""
         full_at = await self.markers.full_at(state.tag, state.chain_id)
         if full_at is None:
+            if time.time() - state.created_at >= self.markers.first_page_ttl:
+                raise MarkerMissing(state.tag, 0)  # it may have expired: nothing to place by
             return 1  # no page 0: nothing was evicted yet, this is the first full window
         return state.version - full_at + 1
 
