@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..lifecycle import Acked, Failed
+from .arguments import check_process
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
@@ -78,6 +79,7 @@ class JobSpec:
     marks: CommitMarks | None = None
 
     def __post_init__(self) -> None:
+        check_process(self.process)
         if self.source is None and self.keys is None:
             raise InvalidArgument("give the inputs: a source DataFrame with key=..., or keys=[...]")
         if self.source is not None and not self.key:

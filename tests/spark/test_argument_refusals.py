@@ -1,0 +1,73 @@
+"""A wrong argument to ``track()`` is one typed error before anything is written: no chain
+in the table, nothing beside the output, no report file, no Spark job run for it.
+
+Each case refuses in milliseconds (the session and DynamoDB Local are shared), so they
+are many in one parametrized test; the message names the argument as ``track()`` takes it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle
+
+from xor_ack_dynamodb.spark import InvalidArgument, Sink, SparkTrackingError, TrackerConfig, track
+
+pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
+SCHEMA = "key string, j long"
+KEYS = ["a", "b", "c"]
+
+
+def good(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"key": [key], "j": [len(key)]})
+
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def chains(tracker: TrackerConfig) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = tracker.client().scan(TableName=tracker.table)["Items"]
+    return items
+
+
+def on_session(spark: Any) -> Any:
+    """A function that uses the driver's session: it cannot be shipped to the workers."""
+    return lambda key, rows: spark.range(1).toArrow()
+
+
+#: (case id, track()'s arguments over the defaults, what the message must say)
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("process-not-callable", {"process": "count_words"}, r"process='count_words'.*callable"),
+    ("process-none", {"process": None}, r"process=None.*callable"),
+    ("process-one-argument", {"process": lambda key: None}, r"process=.*\(key, rows\)"),
+    ("process-three-arguments", {"process": lambda k, r, x: None}, r"process=.*\(key, rows\)"),
+    ("process-on-the-session", {"process": on_session}, r"process=.*SparkSession"),
+]
+
+
+@pytest.mark.parametrize(("given", "said"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_wrong_argument_is_refused_before_anything_is_written(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, given: dict[str, Any], said: str
+) -> None:
+    args: dict[str, Any] = {
+        "process": good,
+        "schema": SCHEMA,
+        "sink": Sink(str(tmp_path / "out")),
+        "keys": KEYS,
+        "tracker": tracker,
+        "report": str(tmp_path / "report.jsonl"),
+    }
+    args.update(given)
+    if args["process"] is on_session:
+        args["process"] = on_session(local_spark)
+    with pytest.raises(SparkTrackingError, match=said) as refused:
+        track(local_spark, **args)
+    assert isinstance(refused.value, InvalidArgument) or type(refused.value).__module__.startswith(
+        "xor_ack_dynamodb.spark"
+    )
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
