@@ -47,6 +47,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("process-one-argument", {"process": lambda key: None}, r"process=.*\(key, rows\)"),
     ("process-three-arguments", {"process": lambda k, r, x: None}, r"process=.*\(key, rows\)"),
     ("process-on-the-session", {"process": on_session}, r"process=.*SparkSession"),
+    ("keys-a-string", {"keys": "abc"}, r"keys='abc' is one string: .*keys=\['abc'\]"),
+    ("keys-ints", {"keys": [1, 2]}, r"keys=.*1 \(an int\).*must be a string"),
+    ("keys-none", {"keys": ["a", None]}, r"keys=.*None.*must be a string"),
+    ("keys-bytes", {"keys": [b"a"]}, r"keys=.*b'a' \(a bytes\).*must be a string"),
 ]
 
 

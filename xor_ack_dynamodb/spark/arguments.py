@@ -8,6 +8,7 @@ A wrong argument (a function Spark cannot run, an option of the wrong type) is a
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import InvalidArgument
@@ -45,5 +46,37 @@ def check_process(process: Any) -> None:
         ) from exc
 
 
+def _article(value: Any) -> str:
+    name = type(value).__name__
+    return "None" if value is None else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def _name(process: Any) -> str:
     return getattr(process, "__qualname__", None) or repr(process)
+
+
+def check_keys(keys: Any) -> Sequence[str]:
+    """``keys`` as given when it is a collection of strings (a list, a tuple, ...), or
+    :class:`InvalidArgument`: a single string is not its characters, None is no input's
+    name, and an int or bytes would name its input by how Python prints it."""
+    if isinstance(keys, str | bytes):
+        raise InvalidArgument(
+            f"keys={keys!r} is one string: give the inputs as a list of strings, "
+            f"e.g. keys=[{keys!r}]"
+        )
+    if not isinstance(keys, list | tuple):
+        try:
+            keys = list(keys)
+        except TypeError as exc:
+            raise InvalidArgument(
+                f"keys={keys!r} is not a collection: give the inputs as a list of strings"
+            ) from exc
+    for key in keys:
+        if not isinstance(key, str):
+            raise InvalidArgument(
+                f"keys=[..., {key!r} ({_article(key)}), ...]: each input's key must be a string "
+                "(it names the input's chain and is what process(key, rows) gets): convert "
+                "them, e.g. keys=[str(k) for k in ...], and leave out the ones that are None"
+            )
+    checked: Sequence[str] = keys
+    return checked
