@@ -80,3 +80,63 @@ def check_keys(keys: Any) -> Sequence[str]:
             )
     checked: Sequence[str] = keys
     return checked
+
+
+#: ``track()``'s options that count something (None: the default, where it has one).
+COUNTS = ("max_attempts", "max_errors", "page_size", "input_tasks", "partitions")
+
+
+def check_options(spec: Any) -> None:
+    """Refuse an option of a :class:`~.job_spec.JobSpec` whose type ``track()`` cannot take
+    (a count that is no whole number, a path that is no string, ...), by its name."""
+    from .faults import FaultConfig
+    from .sink import Sink
+    from .tracker import TrackerConfig
+
+    if not isinstance(spec.sink, Sink):
+        raise InvalidArgument(
+            f"sink={spec.sink!r} is not a Sink: give Sink(path=...) for a folder "
+            "or Sink(table=...) for a catalog table"
+        )
+    for name in COUNTS:
+        value = getattr(spec, name)
+        if value is None and name in ("input_tasks", "partitions"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(f"{name}={value!r}: give a whole number >= 1")
+    if spec.partitions is not None and spec.partitions < 1:
+        raise InvalidArgument(
+            f"partitions={spec.partitions!r}: give a whole number >= 1, or None for "
+            "Spark's spark.sql.shuffle.partitions"
+        )
+    for name in ("round_timeout", "chain_timeout"):
+        seconds = getattr(spec, name)
+        if seconds is not None and not _number(seconds):
+            raise InvalidArgument(
+                f"{name}={seconds!r}: give a number of seconds > 0, or None for no limit"
+            )
+    if spec.run_id is not None and not isinstance(spec.run_id, str):
+        raise InvalidArgument(
+            f"run_id={spec.run_id!r}: give a string of letters, digits, '_', '-' and '.', "
+            "or leave it out for a new one"
+        )
+    if spec.report_path is not None and not isinstance(spec.report_path, str):
+        raise InvalidArgument(f"report={spec.report_path!r}: give a file's path, or None")
+    if spec.tracker is not None and not isinstance(spec.tracker, TrackerConfig):
+        raise InvalidArgument(
+            f"tracker={spec.tracker!r} is not a TrackerConfig: give "
+            "TrackerConfig(table=...), or name the table with table=..."
+        )
+    if spec.on_event is not None and not callable(spec.on_event):
+        raise InvalidArgument(
+            f"on_event={spec.on_event!r} is not callable: give a function that takes "
+            "each input's Acked / Failed event, or None"
+        )
+    if not isinstance(spec.faults, FaultConfig):
+        raise InvalidArgument(
+            f"faults={spec.faults!r} is not a FaultConfig: give FaultConfig(...), or None"
+        )
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)

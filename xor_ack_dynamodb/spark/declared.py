@@ -13,6 +13,11 @@ def schema_struct(spark: Any, ddl: str) -> Any:
     """The ``StructType`` of the rows ``ddl`` declares, or :class:`SchemaInvalid`."""
     from pyspark.errors import AnalysisException, ParseException
 
+    if not isinstance(ddl, str):
+        raise SchemaInvalid(
+            f"schema={ddl!r} is not a string: declare the columns your function returns "
+            'as DDL, e.g. "word string, n long"'
+        )
     try:
         struct = spark.createDataFrame([], ddl).schema
     except (ParseException, AnalysisException) as exc:

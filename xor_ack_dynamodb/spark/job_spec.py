@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..lifecycle import Acked, Failed
-from .arguments import check_keys, check_process
+from .arguments import check_keys, check_options, check_process
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
@@ -80,6 +80,7 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         check_process(self.process)
+        check_options(self)
         if self.keys is not None:
             self.keys = check_keys(self.keys)
         if self.source is None and self.keys is None:

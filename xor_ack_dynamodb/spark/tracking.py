@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .conf import chains_config
+from .errors import InvalidArgument
 from .faults import FaultConfig
 from .job import TrackedJob
 from .job_spec import CommitMarks, EventSink, JobSpec
@@ -137,6 +138,8 @@ def job_spec(
     **options: Any,
 ) -> JobSpec:
     """:func:`track`'s arguments as a checked :class:`JobSpec` (the chains' table resolved)."""
+    if report is not None and not isinstance(report, str | os.PathLike):
+        raise InvalidArgument(f"report={report!r}: give a file's path, or None")
     if tracker is None and tracking:
         tracker = chains_config(
             spark,
