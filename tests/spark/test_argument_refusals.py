@@ -93,3 +93,37 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
         "xor_ack_dynamodb.spark"
     )
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"path": 5}, r"Sink\(path=5\).*string"),
+        ({"table": ["db", "t"]}, r"Sink\(table=\['db', 't'\]\).*string"),
+        ({"path": "out", "files": 0}, r"Sink\(files=0\).*>= 1"),
+        ({"path": "out", "files": -1}, r"Sink\(files=-1\).*>= 1"),
+        ({"path": "out", "files": "2"}, r"Sink\(files='2'\).*>= 1"),
+        ({"path": "out", "partition_by": "word"}, r"partition_by=\('word',\)"),
+        ({"path": "out", "partition_by": ("word", 3)}, r"partition_by=.*column names"),
+        ({"path": "out", "partition_by": 3}, r"partition_by=3.*column names"),
+        ({"path": "out", "finish": "sum"}, r"Sink\(finish='sum'\).*callable"),
+        ({"path": "out", "format": None}, r"Sink\(format=None\).*string"),
+    ],
+    ids=[
+        "path-int",
+        "table-list",
+        "files-0",
+        "files-neg",
+        "files-str",
+        "partition-str",
+        "partition-int",
+        "partition-not-a-tuple",
+        "finish-str",
+        "format-none",
+    ],
+)
+def test_a_sink_spark_could_not_write_is_refused_when_it_is_made(
+    given: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=said):
+        Sink(**given)

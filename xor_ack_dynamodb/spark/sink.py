@@ -42,10 +42,37 @@ class Sink:
     partial: bool = False
 
     def __post_init__(self) -> None:
+        for name in ("path", "table", "format"):
+            value = getattr(self, name)
+            if not isinstance(value, str) and (value is not None or name == "format"):
+                raise InvalidArgument(f"Sink({name}={value!r}): give a string")
         if (self.path is None) == (self.table is None):
             raise InvalidArgument("a Sink needs a folder (path=...) or a catalog table (table=...)")
         if self.path is not None and not self.path.strip():
             raise InvalidArgument("Sink(path=...) must not be empty")
+        if self.files is not None and (
+            isinstance(self.files, bool) or not isinstance(self.files, int) or self.files < 1
+        ):
+            raise InvalidArgument(
+                f"Sink(files={self.files!r}): give a whole number >= 1, or None to leave it "
+                "to Spark"
+            )
+        if isinstance(self.partition_by, str):
+            raise InvalidArgument(
+                f"Sink(partition_by={self.partition_by!r}) is one string: give a tuple of "
+                f"column names, e.g. partition_by=({self.partition_by!r},)"
+            )
+        if not isinstance(self.partition_by, tuple | list) or not all(
+            isinstance(column, str) for column in self.partition_by
+        ):
+            raise InvalidArgument(
+                f"Sink(partition_by={self.partition_by!r}): give a tuple of column names"
+            )
+        if self.finish is not None and not callable(self.finish):
+            raise InvalidArgument(
+                f"Sink(finish={self.finish!r}) is not callable: give a function of the "
+                "acked rows' DataFrame, or None to write them as they are"
+            )
 
     @property
     def target(self) -> str:
