@@ -127,3 +127,46 @@ def test_a_sink_spark_could_not_write_is_refused_when_it_is_made(
 ) -> None:
     with pytest.raises(InvalidArgument, match=said):
         Sink(**given)
+
+
+@pytest.mark.parametrize("where", ["missing-table", "unreachable"])
+def test_a_chains_table_that_is_not_there_is_refused_before_any_spark_job(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, where: str
+) -> None:
+    """Checked before the source's keys are listed (a Spark job) or the sink is tried, and
+    in seconds: not after botocore's retries of every chain's create."""
+    import time
+    from dataclasses import replace
+
+    from xor_ack_dynamodb.spark import ChainsTableMissing, DynamoDBFailed
+
+    from .servers import free_port
+
+    if where == "missing-table":
+        config, refusal = replace(tracker, table="no-such-chains"), ChainsTableMissing
+        said = "does not exist"
+    else:
+        nowhere = f"http://127.0.0.1:{free_port()}"
+        config, refusal = replace(tracker, endpoint_url=nowhere), DynamoDBFailed
+        said = r"none of its chains was made"
+    frame = local_spark.createDataFrame([("a", 1)], "name string, v int")
+    status = local_spark.sparkContext.statusTracker()
+    jobs = len(status.getJobIdsForGroup())
+    start = time.monotonic()
+    with pytest.raises(refusal, match=said) as refused:
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out"), format="csv"),
+            source=frame,
+            key="name",
+            tracker=config,
+            report=str(tmp_path / "report.jsonl"),
+        )
+    assert time.monotonic() - start < 30
+    if where == "missing-table":
+        assert "table='no-such-chains'" in str(refused.value)
+        assert "table create" in str(refused.value)
+    assert len(status.getJobIdsForGroup()) == jobs
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []

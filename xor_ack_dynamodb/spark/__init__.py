@@ -14,6 +14,7 @@ from .columns import input_file
 from .conf import chains_config
 from .errors import (
     BatchFailed,
+    ChainsTableMissing,
     DatabaseMissing,
     DynamoDBFailed,
     FinishFailed,
@@ -53,6 +54,7 @@ from .tracking import track
 
 __all__ = [
     "BatchFailed",
+    "ChainsTableMissing",
     "DatabaseMissing",
     "DynamoDBFailed",
     "EventSink",

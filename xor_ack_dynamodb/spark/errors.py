@@ -103,6 +103,11 @@ class TableColumnsDiffer(Refused):
     declared schema's, through ``finish``): its rows could not be inserted."""
 
 
+class ChainsTableMissing(Refused):
+    """The chains' table (``table=`` / ``TrackerConfig(table=...)``) does not exist where
+    the run looks for it: refused before any Spark job, nothing written."""
+
+
 class TrackingNotConfigured(SparkTrackingError):
     """No chains table was named (argument, session conf or environment)."""
 
@@ -164,13 +169,19 @@ class DynamoDBFailed(SparkTrackingError):
         round_: int | None = None,
         left_open: tuple[str, ...] = (),
         acked: int = 0,
+        none_made: bool = False,
     ) -> None:
         where = self.PHASES[phase].format(round=round_)
         chains = (
-            f"{len(left_open)} of its chains could not be failed and may stay open, never stamped "
-            "again (.left_open; fail them with `xor-ack chain fail TAG` once DynamoDB answers)"
-            if left_open
-            else "its open chains were failed"
+            "none of its chains was made"
+            if none_made
+            else (
+                f"{len(left_open)} of its chains could not be failed and may stay open, never "
+                "stamped again (.left_open; fail them with `xor-ack chain fail TAG` once "
+                "DynamoDB answers)"
+                if left_open
+                else "its open chains were failed"
+            )
         )
         earlier = f"; the {acked} inputs acked before are not in the output either" if acked else ""
         if phase == "marks after commit":  # the output is in place: say so, and what follows

@@ -54,6 +54,7 @@ from .paging import Page, ahead, pages, sorted_keys
 from .plan import file_tag
 from .report import InputResult, TrackedReport
 from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, STAGED_PARQUET, TAG, RoundSpec
+from .table_check import check_table
 from .targets import target_for
 from .tracker import chains_for
 
@@ -96,6 +97,8 @@ class TrackedJob:
     def run(self) -> TrackedReport:
         started = time.monotonic()
         spec = self.spec
+        if spec.tracker is not None and spec.marks is None:  # a stream's: when it starts
+            check_table(spec.tracker, self.run_id)  # before any Spark job: in seconds
         if self.connect:
             from .connect_check import check_server
 

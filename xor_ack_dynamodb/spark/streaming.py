@@ -35,6 +35,7 @@ from .sink import Sink
 from .stages import Process
 from .stream_marks import DEFAULT_RETENTION, MAX_RETENTION, StreamMarks, stream_name
 from .stream_marks import batch_path as run_batch_path
+from .table_check import check_table
 
 log = logging.getLogger("xor_ack_dynamodb.spark")
 
@@ -132,6 +133,8 @@ def track_stream(
     check_key(stream, key)
     refuse_reserved(struct.fieldNames())
     tracker = job_spec(spark, process, schema, sink, source=stream, key=key, **options).tracker
+    if tracker is not None:
+        check_table(tracker, stream_id)  # the table there and answering, once
     # The chains' table resolved here, once: a batch may run where the caller's environment
     # is not (over Spark Connect, in the server's Python), so it is given the resolved one.
     given_options = {k: v for k, v in options.items() if k not in CHAINS_OPTIONS}
