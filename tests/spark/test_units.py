@@ -98,7 +98,13 @@ def test_track_takes_the_partition_key_of_the_chains_table(
 
     monkeypatch.setattr(tracking_module, "TrackedJob", Job)
     got = tracking_module.track(
-        FakeSession({}), len, "k string", Sink("/o"), keys=["a"], table="t-1", partition_key="pk"
+        FakeSession({}),
+        lambda key, rows: rows,
+        "k string",
+        Sink("/o"),
+        keys=["a"],
+        table="t-1",
+        partition_key="pk",
     )
     assert got == "ran" and seen[0].tracker.partition_key == "pk"
     assert seen[0].max_errors == 2

@@ -79,7 +79,6 @@ class JobSpec:
     marks: CommitMarks | None = None
 
     def __post_init__(self) -> None:
-        check_process(self.process)
         check_options(self)
         if self.keys is not None:
             self.keys = check_keys(self.keys)
@@ -111,6 +110,7 @@ class JobSpec:
             )
         if self.report_path is not None:
             refuse_report(self.report_path)
+        check_process(self.process)  # last: it pickles the function, the other checks don't
 
 
 def refuse_report(path: str) -> None:
