@@ -69,6 +69,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("tracker-a-name", {"tracker": "chains"}, r"tracker='chains'.*TrackerConfig\(table="),
     ("on-event-str", {"on_event": "log"}, r"on_event='log'.*callable"),
     ("faults-str", {"faults": "often"}, r"faults='often'.*FaultConfig"),
+    ("key-column-int", {"source": "name int"}, r"key='name' is a column of type int.*cast"),
+    ("key-column-array", {"source": "name array<string>"}, r"key='name' .*array<string>"),
 ]
 
 
@@ -85,6 +87,9 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
         "report": str(tmp_path / "report.jsonl"),
     }
     args.update(given)
+    if isinstance(args.get("source"), str):  # a source whose key column is of this type
+        args["source"] = local_spark.createDataFrame([], f"{args['source']}, v int")
+        args.update(keys=None, key="name")
     if args["process"] is on_session:
         args["process"] = on_session(local_spark)
     with pytest.raises(SparkTrackingError, match=said) as refused:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import KeyColumnMissing, SchemaInvalid
+from .errors import InvalidArgument, KeyColumnMissing, SchemaInvalid
 from .output import said
 
 
@@ -43,4 +43,10 @@ def check_key(source: Any, key: str | None) -> None:
             f"key={key!r} names no column of the source DataFrame (its columns: "
             f"{', '.join(columns)}): name the column that says which input each row belongs "
             'to, e.g. .withColumn("file", input_file()) and key="file"'
+        )
+    kind = source.schema[key].dataType.simpleString()
+    if kind != "string":  # the rounds join it with the listed keys, which are strings
+        raise InvalidArgument(
+            f"key={key!r} is a column of type {kind}, and an input's key is a string: "
+            f'cast it, e.g. source.withColumn("{key}", F.col("{key}").cast("string"))'
         )
