@@ -175,3 +175,21 @@ def test_a_chains_table_that_is_not_there_is_refused_before_any_spark_job(
         assert "table create" in str(refused.value)
     assert len(status.getJobIdsForGroup()) == jobs
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("checkpoint", [None, "", "  ", 5, "left out"])
+def test_a_stream_without_a_checkpoint_folder_is_refused_before_it_starts(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, checkpoint: Any
+) -> None:
+    from xor_ack_dynamodb.spark import input_file, track_stream
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("x")
+    stream = local_spark.readStream.text(str(tmp_path / "in")).withColumn("file", input_file())
+    given = {} if checkpoint == "left out" else {"checkpoint": checkpoint}
+    with pytest.raises(InvalidArgument, match=r"checkpoint=.*folder"):
+        track_stream(
+            stream, good, SCHEMA, Sink(str(tmp_path / "out")), key="file", tracker=tracker, **given
+        )
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    assert not local_spark.streams.active

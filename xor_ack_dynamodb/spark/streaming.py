@@ -72,7 +72,7 @@ def track_stream(
     sink: Sink,
     *,
     key: str,
-    checkpoint: str,
+    checkpoint: str | None = None,
     available_now: bool = False,
     on_event: EventSink | None = None,
     name: str | None = None,
@@ -96,6 +96,11 @@ def track_stream(
     from .declared import check_key, schema_struct
     from .tracking import job_spec, tracked_job
 
+    if not isinstance(checkpoint, str) or not checkpoint.strip():
+        raise InvalidArgument(
+            f"checkpoint={checkpoint!r}: give the folder where Spark keeps the query's "
+            "progress (checkpoint=...), one per query, the same at every restart"
+        )
     if sink.path is None:
         raise InvalidArgument(
             "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N): "
