@@ -193,3 +193,33 @@ def test_a_stream_without_a_checkpoint_folder_is_refused_before_it_starts(
         )
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
     assert not local_spark.streams.active
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"table": ""}, r"TrackerConfig: table must be a non-empty str"),
+        ({"table": 5}, r"TrackerConfig: table must be a non-empty str"),
+        ({"table": "t", "partition_key": ""}, r"TrackerConfig: partition_key must"),
+        ({"table": "t", "token_window": 1}, r"TrackerConfig: token_window must"),
+        ({"table": "t", "concurrency": 0}, r"TrackerConfig: concurrency must be an int >= 1"),
+        ({"table": "t", "cache_size": -1}, r"TrackerConfig: cache_size must be an int >= 0"),
+        ({"table": "t", "endpoint_url": "localhost:8000"}, r"endpoint_url='localhost:8000'.*http"),
+        ({"table": "t", "region": ""}, r"TrackerConfig: region="),
+    ],
+    ids=[
+        "table-empty",
+        "table-int",
+        "key-empty",
+        "window-1",
+        "concurrency-0",
+        "cache-neg",
+        "endpoint-no-scheme",
+        "region-empty",
+    ],
+)
+def test_a_tracker_config_the_chains_could_not_use_is_refused_when_it_is_made(
+    given: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=said):
+        TrackerConfig(**given)

@@ -11,8 +11,11 @@ import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+from .. import errors
 from ..chain import ChainState
+from ..dynamodb._core.validate import check_count, check_name, check_token_window
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.sync import SyncXorAckDynamoDB
 from ..errors import (
@@ -24,6 +27,7 @@ from ..errors import (
     TagNotFound,
     UnsettledWrite,
 )
+from .errors import InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,33 @@ class TrackerConfig:
     #: server that checks statement conditions (DynamoDB, DynamoDB Local; not moto).
     partiql: bool = True
 
+    def __post_init__(self) -> None:
+        """Refuse, when it is made, a config no chains client could be built from (the
+        driver builds its own only at the first round's creates, after Spark jobs ran)."""
+        try:
+            check_name("table", self.table)
+            check_name("partition_key", self.partition_key)
+            check_token_window(self.token_window)
+            check_count("concurrency", self.concurrency, 1)
+            check_count("cache_size", self.cache_size, 0)
+        except errors.InvalidArgument as exc:
+            raise InvalidArgument(f"TrackerConfig: {exc}") from exc
+        url = self.endpoint_url
+        if url is not None and not (
+            isinstance(url, str)
+            and urlsplit(url).scheme in ("http", "https")
+            and urlsplit(url).netloc
+        ):
+            raise InvalidArgument(
+                f"TrackerConfig(endpoint_url={url!r}): give a URL such as "
+                "http://127.0.0.1:8000, or None for AWS's endpoint"
+            )
+        if self.region is not None and (not isinstance(self.region, str) or not self.region):
+            raise InvalidArgument(
+                f"TrackerConfig: region={self.region!r}: give an AWS region such as "
+                "'us-east-1', or None for the environment's"
+            )
+
     @property
     def write_concurrency(self) -> int:
         """Requests in flight per task: one transaction at a time when they carry 100 chains.
@@ -89,6 +120,11 @@ class TrackerConfig:
             token_window=self.token_window,
             cache_size=self.cache_size,
         )
+
+
+def _is_url(text: str) -> bool:
+    parts = urlsplit(text)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 _LOCK = threading.Lock()
