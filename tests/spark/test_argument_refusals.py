@@ -7,6 +7,7 @@ are many in one parametrized test; the message names the argument as ``track()``
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,22 @@ def test_a_tracker_config_the_chains_could_not_use_is_refused_when_it_is_made(
 ) -> None:
     with pytest.raises(InvalidArgument, match=said):
         TrackerConfig(**given)
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"drop_rate": "0.1"}, r"drop_rate must be between 0 and 1, got '0.1'"),
+        ({"crash_rate": None}, r"crash_rate must be between 0 and 1, got None"),
+        ({"crash_rate": math.nan}, r"crash_rate must be between 0 and 1, got nan"),
+        ({"seed": "7"}, r"seed must be an int, got '7'"),
+    ],
+    ids=["drop-str", "crash-none", "crash-nan", "seed-str"],
+)
+def test_a_fault_config_of_the_wrong_type_is_refused_when_it_is_made(
+    given: dict[str, Any], said: str
+) -> None:
+    from xor_ack_dynamodb.spark import FaultConfig
+
+    with pytest.raises(InvalidArgument, match=said):
+        FaultConfig(**given)

@@ -44,8 +44,11 @@ class FaultConfig:
     def __post_init__(self) -> None:
         for name in ("crash_rate", "drop_rate"):
             rate = getattr(self, name)
-            if not 0.0 <= rate <= 1.0:
+            number = not isinstance(rate, bool) and isinstance(rate, int | float)
+            if not number or not 0.0 <= rate <= 1.0:
                 raise InvalidArgument(f"{name} must be between 0 and 1, got {rate!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InvalidArgument(f"seed must be an int, got {self.seed!r}")
 
     @classmethod
     def rate(cls, rate: float, seed: int = 0) -> FaultConfig:
