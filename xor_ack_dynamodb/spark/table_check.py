@@ -10,18 +10,34 @@ skips the check: the creates say what is wrong then.
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from .errors import ChainsTableMissing, DynamoDBFailed
 from .output import said
 from .tracker import TrackerConfig
+
+_LOCK = threading.Lock()
+#: One fail-fast client per config, made on first use: a run in a long-lived driver does
+#: not pay for a new botocore client each time (tens of milliseconds).
+_CLIENTS: dict[TrackerConfig, Any] = {}
+
+
+def _client(tracker: TrackerConfig) -> Any:
+    from ..dynamodb.aws import fail_fast_config
+
+    with _LOCK:
+        client = _CLIENTS.get(tracker)
+        if client is None:
+            client = _CLIENTS[tracker] = tracker.client(fail_fast_config())
+        return client
 
 
 def check_table(tracker: TrackerConfig, run_id: str) -> None:
     """Refuse the run if ``tracker``'s table is missing or DynamoDB does not answer."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from ..dynamodb.aws import fail_fast_config
-
-    client = tracker.client(fail_fast_config())
+    client = _client(tracker)
     try:
         client.describe_table(TableName=tracker.table)
     except ClientError as exc:
