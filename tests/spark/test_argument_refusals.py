@@ -17,23 +17,11 @@ from pyspark import cloudpickle
 
 from xor_ack_dynamodb.spark import InvalidArgument, Sink, SparkTrackingError, TrackerConfig, track
 
+from .test_refusals import KEYS, SCHEMA, chains, good
+
 pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
-SCHEMA = "key string, j long"
-KEYS = ["a", "b", "c"]
-
-
-def good(key: str, rows: Any) -> Any:
-    import pyarrow as pa
-
-    return pa.table({"key": [key], "j": [len(key)]})
-
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-def chains(tracker: TrackerConfig) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = tracker.client().scan(TableName=tracker.table)["Items"]
-    return items
 
 
 def on_session(spark: Any) -> Any:

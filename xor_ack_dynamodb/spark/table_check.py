@@ -10,27 +10,19 @@ skips the check: the creates say what is wrong then.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from .errors import ChainsTableMissing, DynamoDBFailed
 from .output import said
-from .tracker import TrackerConfig
-
-_LOCK = threading.Lock()
-#: One fail-fast client per config, made on first use: a run in a long-lived driver does
-#: not pay for a new botocore client each time (tens of milliseconds).
-_CLIENTS: dict[TrackerConfig, Any] = {}
+from .tracker import TrackerConfig, kept_client
 
 
 def _client(tracker: TrackerConfig) -> Any:
+    """The driver's fail-fast client for the check (kept: a run in a long-lived driver
+    does not make a new one each time)."""
     from ..dynamodb.aws import fail_fast_config
 
-    with _LOCK:
-        client = _CLIENTS.get(tracker)
-        if client is None:
-            client = _CLIENTS[tracker] = tracker.client(fail_fast_config())
-        return client
+    return kept_client("check", tracker, lambda: tracker.client(fail_fast_config()))
 
 
 def check_table(tracker: TrackerConfig, run_id: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -128,16 +129,24 @@ def _is_url(text: str) -> bool:
 
 
 _LOCK = threading.Lock()
-_CLIENTS: dict[TrackerConfig, SyncXorAckDynamoDB] = {}
+#: This process's clients, by what they are for and their config: made on first use.
+_CLIENTS: dict[tuple[str, TrackerConfig], Any] = {}
+
+
+def kept_client(kind: str, config: TrackerConfig, make: Callable[[], Any]) -> Any:
+    """The ``kind`` client of ``config`` in this process, made by ``make`` on first use and
+    kept: a new botocore client costs tens of milliseconds (a task, a run)."""
+    with _LOCK:
+        client = _CLIENTS.get((kind, config))
+        if client is None:
+            client = _CLIENTS[(kind, config)] = make()
+        return client
 
 
 def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
     """This worker's client for ``config`` (made on first use, then reused by every task)."""
-    with _LOCK:
-        client = _CLIENTS.get(config)
-        if client is None:
-            client = _CLIENTS[config] = config.chains()
-        return client
+    client: SyncXorAckDynamoDB = kept_client("chains", config, config.chains)
+    return client
 
 
 def stamp_once(
