@@ -563,19 +563,28 @@ async def test_a_row_whose_chain_is_gone_is_swapped_for_one_that_says_so(
         await board.close()
 
 
+def failed_fleet_job(
+    endpoint: str, tag: str, send: Any, **options: Any
+) -> tuple[Dashboard, TableSpec, SyncXorAckDynamoDB]:
+    """A fleet job's chain, as ``Fleet.submit`` makes it, failed by its dead letter, and a
+    dashboard that may replay it through ``send`` (its table, its chains client too)."""
+    table_spec = fresh_table(endpoint)
+    ack = chains(endpoint, table_spec)
+    ack.create(tag, stamp_of(root_id(tag)))
+    ack.fail(tag, "dead-letter")
+    board = Dashboard(
+        table=table_spec.name, endpoint_url=endpoint, token=TOKEN, replay_send=send, **options
+    )
+    return board, table_spec, ack
+
+
 async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> None:
-    table_spec = fresh_table(ddb_local_endpoint)
     sent: list[Envelope] = []
 
     async def send(envelopes: Sequence[Envelope]) -> None:
         sent.extend(envelopes)
 
-    ack = chains(ddb_local_endpoint, table_spec)
-    ack.create("fleet/job-9", stamp_of(root_id("fleet/job-9")))  # as Fleet.submit makes it
-    ack.fail("fleet/job-9", "dead-letter")
-    board = Dashboard(
-        table=table_spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN, replay_send=send
-    )
+    board, _, ack = failed_fleet_job(ddb_local_endpoint, "fleet/job-9", send)
     try:
         client = await logged_in(board)
         page = await client.get("/chain?tag=fleet/job-9")
@@ -611,18 +620,11 @@ async def test_a_replay_whose_root_message_is_not_sent_says_so(ddb_local_endpoin
     again with no message to run it."""
     from botocore.exceptions import ClientError
 
-    table_spec = fresh_table(ddb_local_endpoint)
-
     async def send(envelopes: Sequence[Envelope]) -> None:
         error = {"Error": {"Code": "AccessDenied", "Message": "not allowed to send"}}
         raise ClientError(error, "SendMessageBatch")
 
-    ack = chains(ddb_local_endpoint, table_spec)
-    ack.create("fleet/job-4", stamp_of(root_id("fleet/job-4")))
-    ack.fail("fleet/job-4", "dead-letter")
-    board = Dashboard(
-        table=table_spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN, replay_send=send
-    )
+    board, _, ack = failed_fleet_job(ddb_local_endpoint, "fleet/job-4", send)
     try:
         client = await logged_in(board)
         confirm = await client.get("/actions/replay?tag=fleet/job-4")
@@ -659,17 +661,9 @@ async def test_a_replay_payload_nested_too_deep_to_send_changes_nothing(
     deeper in the stack): a 502 "Root message not sent" with the job live and no message
     to run it.  Every such payload is refused (400) before anything is written."""
     tag = "fleet/job-7"
-    table_spec = fresh_table(ddb_local_endpoint)
     sqs = FakeSqs()
-    ack = chains(ddb_local_endpoint, table_spec)
-    ack.create(tag, stamp_of(root_id(tag)))
-    ack.fail(tag, "dead-letter")
-    board = Dashboard(
-        table=table_spec.name,
-        endpoint_url=ddb_local_endpoint,
-        token=TOKEN,
-        replay_send=SqsSender(sqs, "http://127.0.0.1:1/000000000000/jobs"),
-    )
+    send = SqsSender(sqs, "http://127.0.0.1:1/000000000000/jobs")
+    board, table_spec, _ = failed_fleet_job(ddb_local_endpoint, tag, send)
     try:
         client = await logged_in(board)
         confirm = await client.get(f"/actions/replay?tag={tag}")
@@ -699,17 +693,10 @@ async def test_a_replay_payload_made_unsendable_changes_nothing(
     build, a 502 "Root message not sent".  It is refused before anything is written, with
     a 500 that names ``replay_payload`` (the dashboard's configuration, not the request)."""
     tag = "fleet/job-8"
-    table_spec = fresh_table(ddb_local_endpoint)
     sqs = FakeSqs()
-    ack = chains(ddb_local_endpoint, table_spec)
-    ack.create(tag, stamp_of(root_id(tag)))
-    ack.fail(tag, "dead-letter")
-    board = Dashboard(
-        table=table_spec.name,
-        endpoint_url=ddb_local_endpoint,
-        token=TOKEN,
-        replay_send=SqsSender(sqs, "http://127.0.0.1:1/000000000000/jobs"),
-        replay_payload=lambda tag: made,
+    send = SqsSender(sqs, "http://127.0.0.1:1/000000000000/jobs")
+    board, table_spec, _ = failed_fleet_job(
+        ddb_local_endpoint, tag, send, replay_payload=lambda tag: made
     )
     try:
         client = await logged_in(board)
