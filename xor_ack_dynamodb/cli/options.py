@@ -7,7 +7,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
-from urllib.parse import urlsplit
 
 import click
 
@@ -132,12 +131,7 @@ def url_option(name: str, help: str, *, required: bool = False) -> Callable[[F],
 def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    parts = urlsplit(value)
-    try:
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        parts = urlsplit("")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if not aws.is_endpoint_url(value):
         raise click.BadParameter(f"{value!r} is not an http(s) URL, e.g. http://127.0.0.1:8000")
     return value
 

@@ -135,6 +135,19 @@ def endpoint_url(explicit: str | None = None) -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
+def is_endpoint_url(value: object) -> bool:
+    """An endpoint botocore can send to: an http(s) URL with a host and, if any, a port
+    that is a number."""
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 def is_loopback(url: str | None) -> bool:
     """True for an endpoint on this machine's loopback (DynamoDB Local, moto)."""
     if not url:

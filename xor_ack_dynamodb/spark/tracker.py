@@ -12,11 +12,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import errors
 from ..chain import ChainState
 from ..dynamodb._core.validate import check_count, check_name, check_token_window
+from ..dynamodb.aws import is_endpoint_url
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.sync import SyncXorAckDynamoDB
 from ..errors import (
@@ -75,11 +75,7 @@ class TrackerConfig:
         except errors.InvalidArgument as exc:
             raise InvalidArgument(f"TrackerConfig: {exc}") from exc
         url = self.endpoint_url
-        if url is not None and not (
-            isinstance(url, str)
-            and urlsplit(url).scheme in ("http", "https")
-            and urlsplit(url).netloc
-        ):
+        if url is not None and not is_endpoint_url(url):
             raise InvalidArgument(
                 f"TrackerConfig(endpoint_url={url!r}): give a URL such as "
                 "http://127.0.0.1:8000, or None for AWS's endpoint"
@@ -121,11 +117,6 @@ class TrackerConfig:
             token_window=self.token_window,
             cache_size=self.cache_size,
         )
-
-
-def _is_url(text: str) -> bool:
-    parts = urlsplit(text)
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 _LOCK = threading.Lock()
