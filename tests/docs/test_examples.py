@@ -127,6 +127,10 @@ def _run(argv: list[str], block: Block, endpoint: str, cwd: Path, **env: str) ->
             f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}",
             pytrace=False,
         )
+    # What the user sees besides the example's own output: no warning about the library's
+    # folders (a run's staging folders are named ``.OUTPUT.xor-ack-RUN``).
+    ours = [line for line in done.stderr.splitlines() if ".xor-ack-" in line]
+    assert not ours, f"{block.where}: the example's stderr names the library's folders: {ours}"
 
 
 @pytest.mark.ddblocal

@@ -3,9 +3,10 @@
 After each page, its acked ``(round, input id)`` pairs are written as one small
 Parquet file under ``ROWS/_acked/_xa_page=N`` (the rows root is never read whole
 with it: names starting with ``_`` and holding no ``=`` are not data to Spark's
-readers).  A round's staged rows are in ``ROWS/_xa_round=K/_xa_page=P``: folder
-names Spark reads back as columns, so they are the library's own (``_xa_``), which
-no user column may take (:func:`refuse_reserved`).  A local
+readers; the pairs are read through their ``_xa_page=N`` folders, which are).  A
+round's staged rows are in ``ROWS/_xa_round=K/_xa_page=P``: folder names Spark
+reads back as columns, so they are the library's own (``_xa_``), which no user
+column may take (:func:`refuse_reserved`).  A local
 rows root is written by the driver with pyarrow; a Hadoop URI, or any folder
 over Spark Connect (the client shares no disk with the server), by a Spark job.
 At the end, the output is the staged rows of those pairs only (a join), read
@@ -56,6 +57,8 @@ class AckedLedger:
         self.folder = f"{rows_root}/{ACKED}"
         self.rows_root = rows_root
         self.pairs = 0
+        #: The page folders written, in order: one path per page, not per input.
+        self.pages: list[str] = []
 
     def add(self, page: int, pairs: Sequence[tuple[int, int]]) -> None:
         """Page ``page``'s acked pairs (round, input id); none: nothing written."""
@@ -63,6 +66,8 @@ class AckedLedger:
             return
         self.pairs += len(pairs)
         folder = f"{self.folder}/{PAGE}={page:06d}"
+        if folder not in self.pages:  # a page written again replaces its folder
+            self.pages.append(folder)
         if self.by_spark or is_remote(folder):
             frame = self.spark.createDataFrame(list(pairs), PAIRS_DDL)
             frame.coalesce(1).write.mode("overwrite").parquet(folder)
@@ -84,5 +89,12 @@ class AckedLedger:
             return self.spark.createDataFrame([], schema)
         staged_ddl = f"{schema}, {STAGED_DDL}, {ROUND} int, {PAGE} int"
         staged = self.spark.read.schema(staged_ddl).parquet(self.rows_root)
-        pairs = self.spark.read.schema(f"{PAIRS_DDL}, {PAGE} int").parquet(self.folder)
+        # Through the page folders it wrote (one path per page): given the ``_acked`` folder
+        # itself Spark warns "All paths were ignored" (though it reads it), and given a glob
+        # that it looks for a metadata folder: warnings in the user's log.
+        pairs = (
+            self.spark.read.schema(f"{PAIRS_DDL}, {PAGE} int")
+            .option("basePath", self.folder)
+            .parquet(*self.pages)
+        )
         return staged.join(pairs.select(ROUND, ID), [ROUND, ID]).select(*columns)
