@@ -4,7 +4,8 @@
 
 1. decode the envelope, read the chain: a duplicate or a message of a closed chain
    (acked, failed, another generation) ends here, before the user's code runs;
-2. run the user's handler on the payload; it returns the children's payloads;
+2. run the user's handler on the payload; it returns the children's payloads (an
+   iterable, or None: ``children.py``; anything else fails the job);
 3. send the children (their identities and stamps derived from this message's);
 4. write ``own ^ children`` once for this message's identity (``once.py``);
 5. if that write (or an earlier copy's) acked the chain, run the continuation.
@@ -30,9 +31,10 @@ from ..dynamodb import Lifetime, XorAckDynamoDB
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import AmbiguousWrite, ChainFailed, TagExists, TagNotFound
 from ..stamps import Stamp, xor
+from .children import children_of
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of
-from .errors import MarkerMissing, ReplayRefused, WindowMismatch
+from .errors import InvalidChildren, MarkerMissing, ReplayRefused, WindowMismatch
 from .markers import DEFAULT_MARKER_TTL, Markers
 from .once import Once, Result, Verdict
 from .payloads import check_payload
@@ -240,7 +242,11 @@ class Fleet:
     # -- messages -----------------------------------------------------------------
 
     async def handle(self, body: str | bytes | Envelope, receive_count: int = 1) -> Handled:
-        """Handle one delivered message (see the module docstring); raise to have it retried."""
+        """Handle one delivered message (see the module docstring); raise to have it retried.
+
+        A handler that returns no children's payloads (``InvalidChildren``: a str, bytes, a
+        dict, no iterable) fails the job's chain with the error's reason, then raises it.
+        """
         env = body if isinstance(body, Envelope) else Envelope.from_json(body)
         if env.window is not None and env.window != self.ack.token_window:
             raise WindowMismatch(env.tag, env.window, self.ack.token_window)
@@ -263,7 +269,11 @@ class Fleet:
             result = await asyncio.to_thread(self.handler, message)
             if inspect.isawaitable(result):
                 result = await result
-        payloads = list(result or ())
+        try:
+            payloads = children_of(result, env.tag, env.message_id)
+        except InvalidChildren as refused:  # the same on every receive: the job ends here
+            await self._fail_job(env, refused.reason)
+            raise
         # A child's lower bound is its parent's, not the version read now: this run may
         # be a re-run whose earlier run sent the same children, and they may have landed.
         window = self.ack.token_window
@@ -285,6 +295,16 @@ class Fleet:
         self.telemetry.count("retries", races)
         self.telemetry.count("writes", races + (outcome.verdict is Verdict.APPLIED))
         return await self._settled(env, outcome, len(children))
+
+    async def _fail_job(self, env: Envelope, reason: str) -> None:
+        """Fail the generation of ``env``'s chain; one replayed or closed since stays as is."""
+        try:
+            state = await self.ack.fail(env.tag, reason, chain_id=env.chain_id)
+        except (TagNotFound, ChainFailed):
+            return
+        if state.failed:
+            self.telemetry.count("chains", outcome="failed")
+            log("invalid-children", env.tag, env.message_id, reason=reason)
 
     async def _settled(self, env: Envelope, result: Result, children: int = 0) -> Handled:
         verdict = result.verdict

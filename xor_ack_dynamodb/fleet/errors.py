@@ -26,6 +26,29 @@ class InvalidPayload(InvalidArgument):
         self.why = why
 
 
+class InvalidChildren(_TagError, TypeError):
+    """A handler returned something that is not its children's payloads: a str, bytes or
+    a dict (iterable, but each character, byte or key would have been a child job), or
+    no iterable at all.  The handler's mistake, the same on every receive: no child is
+    sent, the message's stamp is not written, and ``Fleet.handle`` fails the job's chain
+    (this generation) with ``.reason`` before it raises.  ``.returned``: the type's name.
+    Also a ``TypeError``.
+    """
+
+    def __init__(self, tag: str, message_id: str, returned: str) -> None:
+        self.returned = returned
+        #: What the job's chain is failed with.
+        self.reason = (
+            f"the handler returned a {returned} for message {message_id}, not its children:"
+            " return a list of the children's payloads ([] or None for no children)"
+        )
+        super().__init__(
+            tag,
+            f'"{tag}": {self.reason}. The job is failed and no child was sent; fix the '
+            "handler, then replay the job (Fleet.replay)",
+        )
+
+
 class SettingMissing(XorAckError):
     """A function made ``from_environment`` lacks a variable it needs (see the message)."""
 

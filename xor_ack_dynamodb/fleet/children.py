@@ -1,0 +1,31 @@
+"""What a handler returns: its children's payloads, read before any child is sent.
+
+``None`` is no children; any other iterable (a list, a tuple, a generator) is read
+once, in order, each item a child's payload.  A str, bytes or a mapping is iterable
+too, but no handler means a child per character, byte or key: returning ``"ok"``
+once made two child jobs, ``"o"`` and ``"k"``.  Those, and a value that is no
+iterable at all, are refused (``InvalidChildren``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidChildren
+
+#: Iterable, but never a list of children.
+_NOT_CHILDREN = (str, bytes, bytearray, memoryview, Mapping)
+
+
+def children_of(result: object, tag: str, message_id: str) -> list[Any]:
+    """The children's payloads a handler returned; ``InvalidChildren`` if it returned none."""
+    if result is None:
+        return []
+    if isinstance(result, _NOT_CHILDREN):
+        raise InvalidChildren(tag, message_id, type(result).__name__)
+    try:
+        found = iter(result)  # type: ignore[call-overload]
+    except TypeError as exc:
+        raise InvalidChildren(tag, message_id, type(result).__name__) from exc
+    return list(found)
