@@ -126,9 +126,13 @@ class SqsSender:
 
     async def fit(self, envelopes: Sequence[Envelope], then: str = "nothing was sent") -> None:
         """``MessageTooLarge`` (saying ``then``) unless the queue takes every message."""
+        await self._fit([(e.to_json(), e) for e in envelopes], then)
+
+    async def _fit(self, bodies: list[tuple[str, Envelope]], then: str) -> None:
+        """``fit`` on the messages' bodies, serialized once for the check and the send."""
         limit = await self._limit()
-        for env in envelopes:
-            size = len(env.to_json().encode("utf-8", "surrogatepass"))
+        for body, env in bodies:
+            size = len(body.encode("utf-8", "surrogatepass"))
             if size > limit:
                 raise MessageTooLarge(
                     f"{_what(env)} is {size:,} bytes, over the queue's limit of {limit:,} "
@@ -138,8 +142,8 @@ class SqsSender:
 
     async def __call__(self, envelopes: Sequence[Envelope]) -> None:
         fifo = self.queue_url.endswith(".fifo")
-        await self.fit(envelopes)
         bodies = [(e.to_json(), e) for e in envelopes]
+        await self._fit(bodies, "nothing was sent")
         for chunk in _batches(bodies):
             entries = [
                 {"Id": str(i), "MessageBody": body, **(_in_group(env) if fifo else {})}
