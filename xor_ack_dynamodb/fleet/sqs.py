@@ -81,14 +81,13 @@ class SqsSender:
 
         ``Fleet.submit`` asks before it creates a job's chain: a queue URL that names no
         queue, or an SQS that cannot be reached, raises :class:`QueueUnavailable` and
-        leaves no chain waiting for a root that was never sent.
+        leaves no chain waiting for a root that was never sent.  A sender whose queue
+        already answered (its size, asked before a send) is not asked again.
         """
         if self._checked:
             return
         try:
-            found = await self.sqs.get_queue_attributes(
-                QueueUrl=self.queue_url, AttributeNames=["QueueArn", "MaximumMessageSize"]
-            )
+            found = await self._ask()
         except ClientError as exc:
             if error_code(exc) not in _NO_QUEUE:
                 raise
@@ -101,11 +100,17 @@ class SqsSender:
                 f"SQS cannot be reached for queue {self.queue_url} ({exc}): check the SQS "
                 "endpoint; nothing was written"
             ) from exc
-        self._checked = True
         self._learn(found)
 
+    async def _ask(self) -> Any:
+        """The queue's attributes: the one request ``check`` and ``_limit`` share."""
+        return await self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["QueueArn", "MaximumMessageSize"]
+        )
+
     def _learn(self, found: Any) -> None:
-        self._asked = True
+        """An answer of the queue: it exists (``check`` holds), and maybe says its size."""
+        self._asked = self._checked = True
         with contextlib.suppress(KeyError, TypeError, ValueError):  # not said: SQS's bound
             self.max_message_bytes = int(found["Attributes"]["MaximumMessageSize"])
 
@@ -113,9 +118,7 @@ class SqsSender:
         """The largest message the queue takes, asked once (SQS's bound if it will not say)."""
         if not self._asked:
             try:
-                found = await self.sqs.get_queue_attributes(
-                    QueueUrl=self.queue_url, AttributeNames=["MaximumMessageSize"]
-                )
+                found = await self._ask()
             except ClientError:  # an answer (no permission, no queue): do not ask again
                 self._asked = True
             except BotoCoreError:  # no answer: ask again next time
