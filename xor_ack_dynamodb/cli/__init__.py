@@ -19,12 +19,14 @@ when they run.
 Every command takes ``--endpoint-url``, ``--region``, ``--table`` and
 ``--partition-key``, before or after the command (``xor-ack --table T chain get X``
 is ``xor-ack chain get X --table T``); given in both places, the one after the
-command wins.  Otherwise the standard AWS environment counts (``AWS_ENDPOINT_URL_DYNAMODB``,
-``AWS_ENDPOINT_URL``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, ``AWS_PROFILE``, ...; the
-order is in ``aws``).  A usage error (an empty or invalid option or argument) prints one
-``error: ...`` line on stderr and exits 2, before anything is created; a user mistake
-(missing table, unreachable endpoint, ...) prints one such line and exits 1.  No command
-prints a traceback (``XOR_ACK_DEBUG=1`` shows the one of an unexpected error).
+command wins (``local start|status|stop`` refuse ``--endpoint-url``: they act on the server
+``local start`` runs, whose port is ``--port``).  Otherwise the standard AWS environment
+counts (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``, ``AWS_REGION`` /
+``AWS_DEFAULT_REGION``, ``AWS_PROFILE``, ...; the order is in ``aws``).  A usage error
+(an empty or invalid option or argument) prints one ``error: ...`` line on stderr and
+exits 2, before anything is created; a user mistake (missing table, unreachable endpoint,
+...) prints one such line and exits 1.  No command prints a traceback (``XOR_ACK_DEBUG=1``
+shows the one of an unexpected error).
 """
 
 from __future__ import annotations

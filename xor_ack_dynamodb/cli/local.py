@@ -4,21 +4,69 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import click
+from click.core import ParameterSource
 
+from ..dynamodb.aws import is_loopback
 from ..dynamodb.local import Backend, ServerState, server_status, start_detached, stop_detached
 from ..dynamodb.local.server import _answers
 from ..dynamodb.ownership import create_table
 from ..dynamodb.table import TTL_ATTRIBUTE
-from .options import WAIT, Settings, Verbs, _settings, backend_option
+from .options import WAIT, Settings, Verb, Verbs, _settings, backend_option
 from .show import _echo_pairs, _when
 
 #: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
 NOT_RUNNING = 3
 
 
-@click.group(cls=Verbs)
+def _given(ctx: click.Context, name: str) -> str | None:
+    """Option ``name``'s value if given on the command line, after the verb or before it."""
+    for where in (ctx, ctx.find_root()):
+        if where.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            return str(where.params[name])
+    return None
+
+
+class LocalVerb(Verb):
+    """A ``local`` command: it talks to no DynamoDB of the user's, so an ``--endpoint-url``
+    (before or after its name) is refused, not ignored, before anything starts or stops;
+    its --help does not list it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.name == "endpoint_url" and isinstance(param, click.Option):
+                param.hidden = True
+
+    def invoke(self, ctx: click.Context) -> Any:
+        url = _given(ctx, "endpoint_url")
+        if url is not None:
+            where = f"--endpoint-url is not for `xor-ack local {self.name}`"
+            if self.name == "start":
+                port = urlsplit(url).port if is_loopback(url) else None
+                raise click.UsageError(
+                    f"{where}, which starts a server on 127.0.0.1 and prints its URL: "
+                    f"pass --port {port or 'N'} to pick its port",
+                    ctx,
+                )
+            raise click.UsageError(
+                f"{where}, which acts on the server `xor-ack local start` started, wherever "
+                "it listens: leave --endpoint-url out",
+                ctx,
+            )
+        return super().invoke(ctx)
+
+
+class LocalVerbs(Verbs):
+    """The ``local`` group: ``LocalVerb`` commands."""
+
+    command_class = LocalVerb
+
+
+@click.group(cls=LocalVerbs)
 def local() -> None:
     """Run DynamoDB Local on 127.0.0.1 without Docker.
 

@@ -1,0 +1,59 @@
+"""`xor-ack local start|status|stop` and the connection options every command takes: one they
+do not use is refused (exit 2) before anything starts or stops, never silently ignored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from xor_ack_dynamodb.cli import NOT_RUNNING
+from xor_ack_dynamodb.local import stop_detached
+
+from .test_cli import assert_usage_error, run
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "run"
+    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(folder))
+    yield folder
+    stop_detached(folder)
+
+
+def test_local_start_refuses_an_endpoint_url_and_names_the_port_option(run_dir: Path) -> None:
+    """`--endpoint-url http://127.0.0.1:9000 local start` started a server on a free port
+    (not 9000) and said nothing of the URL it was given."""
+    for args in [
+        ("--endpoint-url", "http://127.0.0.1:9000", "local", "start", "--backend", "moto"),
+        ("local", "start", "--backend", "moto", "--endpoint-url", "http://localhost:9000"),
+    ]:
+        result = run(*args)
+        assert_usage_error(result, "--endpoint-url is not for `xor-ack local start`")
+        assert "pass --port 9000" in result.stderr, result.stderr
+        assert result.stdout == ""  # no export line to eval
+        assert run("local", "status").exit_code == NOT_RUNNING  # nothing started
+    remote = run("--endpoint-url", "https://dynamodb.eu-west-1.amazonaws.com", "local", "start")
+    assert_usage_error(remote, "--endpoint-url is not for `xor-ack local start`")
+    assert "pass --port N" in remote.stderr, remote.stderr
+    assert run("local", "status").exit_code == NOT_RUNNING
+
+
+def test_local_status_and_stop_refuse_an_endpoint_url_and_stop_nothing(run_dir: Path) -> None:
+    """`--endpoint-url URL local stop` stopped the one server, wherever it listened."""
+    started = run("local", "start", "--backend", "moto")
+    assert started.exit_code == 0, started.output
+    other = "http://127.0.0.1:9"
+    for verb, args in [
+        ("stop", ("--endpoint-url", other, "local", "stop")),
+        ("stop", ("local", "stop", "--endpoint-url", other)),
+        ("status", ("--endpoint-url", other, "local", "status")),
+        ("status", ("local", "status", "--endpoint-url", other)),
+    ]:
+        result = run(*args)
+        assert_usage_error(result, f"--endpoint-url is not for `xor-ack local {verb}`")
+        assert "leave --endpoint-url out" in result.stderr, result.stderr
+        assert result.stdout == ""
+    assert run("local", "status").exit_code == 0  # still running
+    assert run("local", "stop").exit_code == 0
