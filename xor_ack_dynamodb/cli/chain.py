@@ -26,7 +26,7 @@ from .options import (
     json_option,
     seconds_option,
 )
-from .show import _echo_pairs, _when
+from .show import _echo_pairs, _when, shown
 
 
 def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
@@ -151,7 +151,7 @@ def chain_create(
             .chains()
             .create(tag, value, ttl=ttl, timeout=timeout, idle_timeout=idle_timeout)
         )
-    click.echo(f"{tag} created, state {result.hex()}")
+    click.echo(f"{shown(tag)} created, state {result.hex()}")
 
 
 @chain.command("stamp")
@@ -172,7 +172,7 @@ def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -
     """
     with _refusals_said(ctx, tag, stamp):
         result = _settings(ctx).chains().stamp(tag, stamp, token=token)
-    click.echo(f"{tag} state {result.hex()} ({'acked' if result.acked else 'pending'})")
+    click.echo(f"{shown(tag)} state {result.hex()} ({'acked' if result.acked else 'pending'})")
 
 
 def _show(ctx: click.Context, tag: str, as_json: bool) -> None:
@@ -184,8 +184,8 @@ def _show(ctx: click.Context, tag: str, as_json: bool) -> None:
         click.echo(json.dumps(_state_dict(state, now), indent=2))
         return
     pairs: list[tuple[str, object]] = [
-        ("tag", state.tag),
-        ("state", _state_word(state, now) + (f" ({state.reason})" if state.reason else "")),
+        ("tag", shown(state.tag)),
+        ("state", _state_word(state, now) + _reason(state)),
         ("stamp", state.stamp.hex()),
         ("version", state.version),
         ("created", _when(state.created_at)),
@@ -201,6 +201,11 @@ def _show(ctx: click.Context, tag: str, as_json: bool) -> None:
         pairs.append(("failed", _when(state.failed_at)))
     pairs.append(("expires", _when(state.expires_at)))
     _echo_pairs(pairs)
+
+
+def _reason(state: ChainState) -> str:
+    """`` (REASON)`` after a state word, if the chain has a reason."""
+    return f" ({shown(state.reason)})" if state.reason else ""
 
 
 def _from_now(moment: float, now: float) -> str:
@@ -268,10 +273,11 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
         ) from exc
     if state.deadline is None:  # the library returns such a chain as it is
         click.echo(
-            f"{tag} has no deadline (created without --timeout or --idle-timeout): nothing moved"
+            f"{shown(tag)} has no deadline (created without --timeout or --idle-timeout): "
+            "nothing moved"
         )
         return
-    click.echo(f"{tag} deadline {_when(state.deadline)}")
+    click.echo(f"{shown(tag)} deadline {_when(state.deadline)}")
 
 
 @chain.command("list")
@@ -289,7 +295,9 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
 
     One Query per index shard and page, then the chains themselves, read
     consistently: what is listed is what the items say now.  Text output is one
-    line per chain (tag, state, deadline or failure), then a count on stderr.
+    line per chain (tag, state, deadline or failure), then a count on stderr; a
+    tag or reason with a newline, tab or other control character (or starting
+    with a quote) is printed quoted and escaped, 'as\\nhere' (--json: as it is).
 
     \b
     Example:
@@ -302,10 +310,11 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
         if as_json:
             click.echo(json.dumps(_state_dict(state, now), separators=(",", ":")))
         elif state.failed:
-            click.echo(f"{state.tag}\tfailed\t{_when(state.failed_at)}\t{state.reason}")
+            reason = shown(state.reason or "")
+            click.echo(f"{shown(state.tag)}\tfailed\t{_when(state.failed_at)}\t{reason}")
         else:
             due = "-" if state.deadline is None else _when(state.deadline)
-            click.echo(f"{state.tag}\t{_state_word(state, now)}\t{due}")
+            click.echo(f"{shown(state.tag)}\t{_state_word(state, now)}\t{due}")
     if not as_json:
         click.echo(f"{count} {status} chain(s)", err=True)
 
@@ -324,7 +333,7 @@ def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
       xor-ack chain fail job-1 --reason "worker lost"
     """
     state = _settings(ctx).chains().fail(tag, reason)
-    click.echo(f"{tag} {_state_word(state)}" + (f" ({state.reason})" if state.reason else ""))
+    click.echo(f"{shown(tag)} {_state_word(state)}{_reason(state)}")
 
 
 @chain.command("delete")
@@ -338,4 +347,4 @@ def chain_delete(ctx: click.Context, tag: str) -> None:
       xor-ack chain delete job-1
     """
     _settings(ctx).chains().delete(tag)
-    click.echo(f"{tag} deleted")
+    click.echo(f"{shown(tag)} deleted")

@@ -12,6 +12,7 @@ from ..events.follow import arn_of, streams_client
 from ..events.follow import follow as follow_stream
 from ..lifecycle import ChainEvent
 from .options import Finite, Settings, Verbs, _settings, json_option, typed_option
+from .show import shown
 from .signals import stop_on_signals
 
 
@@ -21,15 +22,21 @@ def _stamp_time(seconds: float) -> str:
 
 
 def event_line(event: ChainEvent) -> str:
-    """One line per event: time, kind, tag, what the kind adds, the chain id."""
+    """One line per event: time, kind, tag, what the kind adds, the chain id (``shown``)."""
     fields = event.as_dict()
     extra = [
-        f"{name}={value:.3f}s" if name == "latency" and value is not None else f"{name}={value}"
+        f"{name}={_field(name, value)}"
         for name, value in fields.items()
         if name not in ("kind", "id", "tag", "time", "chain_id")
     ]
     chain = [f"chain={fields['chain_id']}"] if fields["chain_id"] else []
-    return " ".join([_stamp_time(event.time), f"{event.kind:<9}", event.tag, *extra, *chain])
+    return " ".join([_stamp_time(event.time), f"{event.kind:<9}", shown(event.tag), *extra, *chain])
+
+
+def _field(name: str, value: object) -> str:
+    if name == "latency" and value is not None:
+        return f"{value:.3f}s"
+    return shown(value) if isinstance(value, str) else str(value)
 
 
 def streams(settings: Settings) -> tuple[Any, str]:

@@ -1,10 +1,23 @@
-"""How the verbs print: aligned ``key: value`` lines, times in UTC."""
+"""How the verbs print: aligned ``key: value`` lines, times in UTC, values on one line."""
 
 from __future__ import annotations
 
 import time
 
 import click
+
+
+def shown(value: str) -> str:
+    """A value of the user's or of the table's (a tag, a reason) as text output prints it.
+
+    As it is when every character of it prints and it does not start with a quote; else
+    Python's ``repr``, quoted and escaped (``'two\\nlines'``, ``'\\x1b[2J'``): always one
+    line, no terminal control sequence, no tab to shift a column, and never mistaken for
+    a plain value (no plain one starts with a quote).  JSON output prints values exactly.
+    """
+    if value and value.isprintable() and value[0] not in "'\"":
+        return value
+    return repr(value)
 
 
 def _when(seconds: float | None) -> str:

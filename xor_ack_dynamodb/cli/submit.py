@@ -18,6 +18,7 @@ from .options import (
     typed_option,
     url_option,
 )
+from .show import shown
 
 
 def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
@@ -78,7 +79,7 @@ def submit(
     if as_json:
         click.echo(root.to_json())
     else:
-        click.echo(f"{tag} submitted: root message {root.message_id} sent to {queue_url}")
+        click.echo(f"{shown(tag)} submitted: root message {root.message_id} sent to {queue_url}")
 
 
 def _handles_nothing(message: Any) -> list[Any]:

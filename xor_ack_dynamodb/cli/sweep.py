@@ -12,7 +12,7 @@ from ..dynamodb.loops import item_failed
 from ..sweeper import SweepSummary, sweep_once
 from .errors import UserError, explain
 from .options import WAIT, Verb, _settings, json_option
-from .show import _when
+from .show import _when, shown
 from .signals import stop_on_signals as _stop_on_signals
 
 
@@ -27,7 +27,8 @@ def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> N
         click.echo(json.dumps(line, separators=(",", ":")))
         return
     for state in failed:
-        click.echo(f"{state.tag} failed ({state.reason}) at {_when(state.failed_at)}")
+        reason = shown(state.reason or "")
+        click.echo(f"{shown(state.tag)} failed ({reason}) at {_when(state.failed_at)}")
     click.echo(f"swept {summary.table}: {summary.failed} chain(s) failed ({summary.seconds:g} s)")
 
 
