@@ -150,3 +150,62 @@ def test_submit_says_the_tag_on_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
     for tag, shown in TAGS.items():
         said = _lines(run("--table", "jobs", "submit", tag, "--queue-url", queue))
         assert said == [f"{shown} submitted: root message m-1 sent to {queue}"]
+
+
+def _error_lines(result: Result, count: int = 1) -> list[str]:
+    text = result.stderr
+    assert "\r" not in text and "\x1b" not in text and "\u202e" not in text, repr(text)
+    lines = text.splitlines()
+    assert len(lines) == count, lines
+    assert all(line.startswith("error: ") for line in lines), lines
+    return lines
+
+
+def test_an_error_line_naming_a_tag_stays_one_line_without_control_characters() -> None:
+    """The error of a missing tag printed the tag as it is: two lines for a newline, a
+    terminal escape sent to the terminal."""
+    result = run("--table", "jobs", "chain", "show", "gone\x1b[2J\nnext\r")
+    assert result.exit_code == 1, result.output
+    (line,) = _error_lines(result)
+    assert line.startswith('error: "gone\\x1b[2J\\nnext\\r" does not exist'), line
+
+
+def test_a_sweep_error_line_shows_the_tag_as_the_output_does(
+    chains: _Chains, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    from xor_ack_dynamodb.errors import SweepIncomplete
+
+    refused = ClientError(
+        {"Error": {"Code": "ValidationException", "Message": "bad\x1b[2J item"}}, "UpdateItem"
+    )
+
+    def sweep() -> list[ChainState]:
+        raise SweepIncomplete({}, {"two\nlines": refused, "plain": refused})
+
+    monkeypatch.setattr(chains, "sweep", sweep)
+    result = run("--table", "jobs", "sweep")
+    assert result.exit_code == 1, result.output
+    assert _error_lines(result, 3)[:2] == [
+        f"error: {shown}: ValidationException: bad\\x1b[2J item (left for the next sweep)"
+        for shown in ("'two\\nlines'", "plain")
+    ]
+
+
+def test_a_record_events_follow_skips_is_one_warning_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xor_ack_dynamodb.cli import events as events_verb
+    from xor_ack_dynamodb.errors import CorruptItem
+
+    def follow(client: Any, arn: str, **options: Any) -> Any:
+        yield {}, CorruptItem("two\nlines\x1b[2J", "stamp", "is empty")
+        yield {}, [Created("two\nlines", b"\x0a", 0.0)]
+
+    monkeypatch.setattr(events_verb, "streams", lambda settings: (None, "arn:stream"))
+    monkeypatch.setattr(events_verb, "follow_stream", follow)
+    result = run("--table", "jobs", "events", "follow", "--count", "1")
+    assert _lines(result) == ["1970-01-01T00:00:00.000Z created   'two\\nlines' chain=0a"]
+    assert "\x1b" not in result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("warning: CorruptItem: "), warning
+    assert "two; lines\\x1b[2J" in warning, warning  # the library's message, one line

@@ -26,7 +26,7 @@ from .options import (
     json_option,
     seconds_option,
 )
-from .show import _echo_pairs, _when, shown
+from .show import _echo_pairs, _when, escaped, shown
 
 
 def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
@@ -178,7 +178,7 @@ def chain_stamp(ctx: click.Context, tag: str, stamp: bytes, token: str | None) -
 def _show(ctx: click.Context, tag: str, as_json: bool) -> None:
     state = _settings(ctx).chains().get(tag)
     if state is None:
-        raise UserError(f'"{tag}" does not exist (never created, deleted or expired)')
+        raise UserError(f'"{escaped(tag)}" does not exist (never created, deleted or expired)')
     now = time.time()
     if as_json:
         click.echo(json.dumps(_state_dict(state, now), indent=2))
@@ -268,8 +268,8 @@ def chain_touch(ctx: click.Context, tag: str, timeout: float | None) -> None:
             raise
         # the library's words name its call (touch(tag, timeout=...)); say the option
         raise UserError(
-            f'InvalidTimeout: "{tag}" has no idle timeout: pass --timeout SECONDS to say how '
-            "far from now its deadline moves"
+            f'InvalidTimeout: "{escaped(tag)}" has no idle timeout: pass --timeout SECONDS to '
+            "say how far from now its deadline moves"
         ) from exc
     if state.deadline is None:  # the library returns such a chain as it is
         click.echo(

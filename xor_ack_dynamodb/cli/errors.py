@@ -9,13 +9,14 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from ..dynamodb.aws import error_code, error_message
 from ..errors import XorAckError
+from .show import escaped
 
 
 class UserError(click.ClickException):
     """A mistake the user can fix: one ``error: ...`` line on stderr, exit 1."""
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=file is None, file=file)
+        click.echo(f"error: {_one_line(self.format_message())}", err=file is None, file=file)
 
 
 #: DynamoDB's answer (AWS and DynamoDB Local, lower case) to a key of another attribute's name.
@@ -23,7 +24,9 @@ _KEY_MISMATCH = ("key element does not match the schema", "required keys was not
 
 
 def _one_line(text: str) -> str:
-    return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    """``text`` (an error's message) as one line: its lines joined with ``; ``, and any other
+    character that does not print escaped (``escaped``): a tag in it is no terminal escape."""
+    return escaped("; ".join(part.strip() for part in text.strip().splitlines() if part.strip()))
 
 
 def explain(exc: BaseException) -> str | None:

@@ -11,6 +11,7 @@ import click
 from ..events.follow import arn_of, streams_client
 from ..events.follow import follow as follow_stream
 from ..lifecycle import ChainEvent
+from .errors import _one_line
 from .options import Finite, Settings, Verbs, _settings, json_option, typed_option
 from .show import shown
 from .signals import stop_on_signals
@@ -99,7 +100,7 @@ def events_follow(
             on_ready=lambda: click.echo(f"following {arn} (Ctrl-C or SIGTERM stops)", err=True),
         ):
             if isinstance(decoded, Exception):
-                click.echo(f"warning: {decoded.code}: {decoded}", err=True)
+                click.echo(f"warning: {decoded.code}: {_one_line(str(decoded))}", err=True)
                 continue
             for event in decoded:
                 click.echo(json.dumps(event.as_dict()) if as_json else event_line(event))

@@ -20,6 +20,12 @@ def shown(value: str) -> str:
     return repr(value)
 
 
+def escaped(text: str) -> str:
+    """``text`` with each character that does not print (a control character, a bidi
+    override, ...) escaped as ``repr`` escapes it: for a value inside a message's line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _when(seconds: float | None) -> str:
     if seconds is None:
         return "-"

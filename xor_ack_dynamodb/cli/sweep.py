@@ -10,7 +10,7 @@ import click
 from ..chain import ChainState
 from ..dynamodb.loops import item_failed
 from ..sweeper import SweepSummary, sweep_once
-from .errors import UserError, explain
+from .errors import UserError, _one_line, explain
 from .options import WAIT, Verb, _settings, json_option
 from .show import _when, shown
 from .signals import stop_on_signals as _stop_on_signals
@@ -18,7 +18,7 @@ from .signals import stop_on_signals as _stop_on_signals
 
 def _said(exc: BaseException) -> str:
     """An error in one line: the user's kind (``explain``), else its type and message."""
-    return explain(exc) or f"{type(exc).__name__}: {exc}"
+    return explain(exc) or _one_line(f"{type(exc).__name__}: {exc}")
 
 
 def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> None:
@@ -66,7 +66,7 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
         summary = SweepSummary.of(table, failed, time.monotonic() - started, errors=errors)
         _report(summary, failed, as_json)
         for tag, exc in errors.items():
-            click.echo(f"error: {tag}: {_said(exc)} (left for the next sweep)", err=True)
+            click.echo(f"error: {shown(tag)}: {_said(exc)} (left for the next sweep)", err=True)
         return summary.failed, len(errors)
 
     if watch is None:
