@@ -27,6 +27,16 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto server: one line per request
 
+#: The JVMs the tests start (Spark's, in this process and in the commands and servers they
+#: start) each run seconds to minutes of tiny jobs: the JIT's first tier alone (no C2
+#: compiles) takes about 40 % less CPU for a short Spark run (README's Spark example: 37 ->
+#: 21 CPU-seconds, on 2 CPUs); the suite is bound by CPU.  Spark's launcher passes
+#: SPARK_SUBMIT_OPTS to a driver (and a Connect server) and SPARK_DAEMON_JAVA_OPTS to a
+#: standalone master and worker; ``spark/servers.submit`` gives the executors the same.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    os.environ.setdefault(_name, TEST_JVM_OPTIONS)
+
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:

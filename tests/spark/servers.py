@@ -209,6 +209,10 @@ def submit(url: str, script: Path, args: list[str], env: dict[str, str], timeout
         "--conf", "spark.sql.shuffle.partitions=8",
         str(script), *args,
     ]  # fmt: skip
+    # The executors' JVMs take the drivers' options (tests/conftest.py: SPARK_SUBMIT_OPTS).
+    jvm = env.get("SPARK_SUBMIT_OPTS")
+    if jvm:
+        cmd[1:1] = ["--conf", f"spark.executor.extraJavaOptions={jvm}"]
     return subprocess.run(
         cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
