@@ -117,3 +117,34 @@ def test_the_lambda_handler_reports_the_message_and_fails_its_job(
         assert handler(batch([root.to_json()], counts=[2]), None) == {"batchItemFailures": []}
     finally:
         handler.environment.close()
+
+
+@pytest.mark.parametrize(
+    ("children", "index", "kind"),
+    [
+        ([1, {"a", "b"}], 1, "set"),
+        ([b"raw"], 0, "bytes"),
+        ([{"n": float("nan")}, object()], 1, "object"),
+    ],
+    ids=["set", "bytes", "object"],
+)
+async def test_a_child_that_is_no_json_data_fails_the_job_and_sends_no_child(
+    harness_factory: Any, children: list[Any], index: int, kind: str
+) -> None:
+    """A child's payload travels as JSON: one that cannot (a set, bytes, an object) raised a
+    bare TypeError from the sender on every receive until the queue gave up on it."""
+
+    def handler(message: Message) -> Any:
+        return children if message.parent_id is None else []
+
+    async with harness_factory(handler) as h:
+        root = await h.fleet.submit("job-bad-child", None)
+        h.queue.clear()
+        with pytest.raises(InvalidChildren) as refused:
+            await h.fleet.handle(root.to_json())
+        assert (refused.value.returned, refused.value.child) == (kind, index)
+        assert f"child {index} " in str(refused.value) and "JSON data" in str(refused.value)
+        assert h.queue == [] and h.completed == []
+        state = await h.fleet.ack.get("job-bad-child")
+        assert state is not None and state.failed and f"child {index} " in (state.reason or "")
+        assert (await h.fleet.handle(root.to_json())).verdict is Verdict.CLOSED

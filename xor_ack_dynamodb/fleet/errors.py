@@ -28,19 +28,26 @@ class InvalidPayload(InvalidArgument):
 
 class InvalidChildren(_TagError, TypeError):
     """A handler returned something that is not its children's payloads: a str, bytes or
-    a dict (iterable, but each character, byte or key would have been a child job), or
-    no iterable at all.  The handler's mistake, the same on every receive: no child is
-    sent, the message's stamp is not written, and ``Fleet.handle`` fails the job's chain
-    (this generation) with ``.reason`` before it raises.  ``.returned``: the type's name.
-    Also a ``TypeError``.
+    a dict (iterable, but each character, byte or key would have been a child job), no
+    iterable at all, or a child whose payload is no JSON data (``.child``: its index).
+    The handler's mistake, the same on every receive: no child is sent, the message's
+    stamp is not written, and ``Fleet.handle`` fails the job's chain (this generation)
+    with ``.reason`` before it raises.  ``.returned``: the type's name (the child's, for
+    a child).  Also a ``TypeError``.
     """
 
-    def __init__(self, tag: str, message_id: str, returned: str) -> None:
+    def __init__(
+        self, tag: str, message_id: str, returned: str, *, child: int | None = None, why: str = ""
+    ) -> None:
         self.returned = returned
+        self.child = child
         #: What the job's chain is failed with.
         self.reason = (
             f"the handler returned a {returned} for message {message_id}, not its children:"
             " return a list of the children's payloads ([] or None for no children)"
+            if child is None
+            else f"the handler's child {child} of message {message_id} {why}: return JSON "
+            "data (dicts, lists, str, numbers, bools, None) as each child's payload"
         )
         super().__init__(
             tag,
