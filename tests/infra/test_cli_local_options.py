@@ -57,3 +57,26 @@ def test_local_status_and_stop_refuse_an_endpoint_url_and_stop_nothing(run_dir: 
         assert result.stdout == ""
     assert run("local", "status").exit_code == 0  # still running
     assert run("local", "stop").exit_code == 0
+
+
+def test_local_commands_refuse_table_options_they_do_not_use(run_dir: Path) -> None:
+    """`local status --table T --region R --partition-key K` exited as if they meant
+    something, and `local start --table T` (without --create-table) made no table T."""
+    for flag, value in [("--table", "mine"), ("--partition-key", "k"), ("--region", "eu-west-1")]:
+        for args in [
+            (flag, value, "local", "status"),
+            ("local", "status", flag, value),
+            ("local", "stop", flag, value),
+        ]:
+            result = run(*args)
+            verb = args[args.index("local") + 1]
+            assert_usage_error(result, f"{flag} is not for `xor-ack local {verb}`")
+            assert f"leave {flag} out" in result.stderr, result.stderr
+        start = run("local", "start", "--backend", "moto", flag, value)
+        assert_usage_error(start, f"{flag} is for the table --create-table makes")
+        assert start.stdout == ""
+        assert run("local", "status").exit_code == NOT_RUNNING  # nothing started
+    made = run("--table", "mine", "local", "start", "--backend", "moto", "--create-table")
+    assert made.exit_code == 0, made.output
+    assert "table mine ready" in made.stderr
+    assert run("local", "stop").exit_code == 0

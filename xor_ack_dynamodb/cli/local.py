@@ -30,10 +30,20 @@ def _given(ctx: click.Context, name: str) -> str | None:
     return None
 
 
+#: The connection options only ``local start --create-table`` uses (for its table).
+_TABLE_OPTIONS = (
+    ("table", "--table"),
+    ("partition_key", "--partition-key"),
+    ("region", "--region"),
+)
+
+
 class LocalVerb(Verb):
     """A ``local`` command: it talks to no DynamoDB of the user's, so an ``--endpoint-url``
     (before or after its name) is refused, not ignored, before anything starts or stops;
-    its --help does not list it."""
+    its --help does not list it.  ``--table``, ``--partition-key`` and ``--region`` are
+    refused the same way where no table is made (all but ``start --create-table``); their
+    environment variables are not (a shell may set them for the other commands)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -57,6 +67,21 @@ class LocalVerb(Verb):
                 "it listens: leave --endpoint-url out",
                 ctx,
             )
+        if not (self.name == "start" and ctx.params.get("with_table")):
+            for name, flag in _TABLE_OPTIONS:
+                if _given(ctx, name) is None:
+                    continue
+                if self.name == "start":
+                    raise click.UsageError(
+                        f"{flag} is for the table --create-table makes, and `xor-ack local "
+                        f"start` was not given --create-table: add it, or leave {flag} out",
+                        ctx,
+                    )
+                raise click.UsageError(
+                    f"{flag} is not for `xor-ack local {self.name}`, which uses no table: "
+                    f"leave {flag} out",
+                    ctx,
+                )
         return super().invoke(ctx)
 
 
