@@ -136,3 +136,24 @@ def test_task_of_is_where_repartition_puts_each_input(local_spark: Any) -> None:
     frame = local_spark.createDataFrame([(i,) for i in ids], f"{ID} int").repartition(16, ID)
     placed = frame.select(ID, F.spark_partition_id().alias("task")).collect()
     assert task_of(ids, 16) == {r[ID]: r["task"] for r in placed}
+
+
+@pytest.mark.parametrize("isolated", [False, True], ids=["in the task", "isolated"])
+def test_a_table_with_columns_the_schema_does_not_declare_is_a_bad_output(isolated: bool) -> None:
+    """Extra columns were dropped without a word (Spark's applyInPandas refuses them too:
+    a column the schema lacks is most often a misnamed one whose values would be lost)."""
+    from xor_ack_dynamodb.spark.sandbox import user_rows
+
+    def extra(key: str, rows: Any) -> Any:
+        return pa.table({"word": ["x"], "n": [1], "count": [1]})
+
+    def reordered(key: str, rows: Any) -> Any:  # the declared columns, in another order
+        return pa.table({"n": [1], "word": ["x"]})
+
+    got = user_rows(extra, "file:/e", None, SCHEMA, isolated=isolated)
+    assert got.table is None and got.failure == (
+        "bad output: the function returned the column 'count', which the schema does not "
+        "declare (word: string, n: int64): drop it, or declare it (input file:/e)"
+    )
+    fine = user_rows(reordered, "file:/e", None, SCHEMA, isolated=isolated)
+    assert fine.failure is None and fine.table.column_names == ["word", "n"]

@@ -74,6 +74,19 @@ def _checked(result: Rows, key: str, schema: Any) -> Rows:
         return Rows(
             failure=bad_output(key, f"the function returned {type(out).__name__}, not a table")
         )
+    extra = [name for name in out.column_names if name not in schema.names]
+    if extra:  # Spark's applyInPandas refuses them too: most often a misnamed column
+        one = len(extra) == 1
+        declared = ", ".join(f"{field.name}: {field.type}" for field in schema)
+        return Rows(
+            failure=bad_output(
+                key,
+                f"the function returned the column{'' if one else 's'} "
+                f"{', '.join(repr(name) for name in extra)}, which the schema does not "
+                f"declare ({declared}): drop {'it' if one else 'them'}, or declare "
+                f"{'it' if one else 'them'}",
+            )
+        )
     try:
         return Rows(table=out.select(list(schema.names)).cast(schema))
     except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
