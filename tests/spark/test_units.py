@@ -348,3 +348,43 @@ def test_the_drivers_commit_stamp_reads_a_chain_that_answered_and_stops_on_anyth
     else:
         with pytest.raises(type(outcome)):
             chains.commit("run", {"t": 7})
+
+
+def test_a_report_file_a_killed_run_left_is_removed_by_the_next_run_and_a_live_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """A driver killed mid-run left its hidden ``.NAME.<hex>.partial`` beside the report,
+    and every such run added one."""
+    import os
+    import subprocess
+    import sys
+
+    from xor_ack_dynamodb.spark.report_stream import ABANDONED_AFTER, Endings
+
+    report = tmp_path / "run.jsonl"
+    killed = (
+        "import os, sys\n"
+        "from xor_ack_dynamodb.spark.report_stream import Endings\n"
+        "from xor_ack_dynamodb.spark.report import InputResult\n"
+        "e = Endings(sys.argv[1])\n"
+        "e.add(InputResult('a', 'acked', 1, ['acked']))\n"
+        "e._file.flush()\n"
+        "os._exit(9)  # no close, no abandon: as a SIGKILL leaves it\n"
+    )
+    done = subprocess.run([sys.executable, "-c", killed, str(report)], check=False)
+    assert done.returncode == 9
+    [left] = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    live = Endings(tmp_path / "run.jsonl")  # another run writing the same report, alive
+    live.add(InputResult("b", "acked", 1, ["acked"]))
+    old = os.stat(left).st_mtime - ABANDONED_AFTER - 1
+    [mine] = [p for p in tmp_path.iterdir() if p.name.endswith(".partial") and p != left]
+    for path in (left, mine):
+        os.utime(path, (old, old))  # both old enough; only the killed run's is unlocked
+    user = tmp_path / ".run.jsonl.mine.partial"  # not the library's name pattern
+    user.write_text("the user's\n")
+    nxt = Endings(report)
+    nxt.add(InputResult("c", "acked", 1, ["acked"]))
+    assert not left.exists() and mine.exists() and user.read_text() == "the user's\n"
+    nxt.close({"ok": True})
+    live.close({"ok": True})
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == [user.name]

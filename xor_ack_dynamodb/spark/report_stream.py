@@ -12,7 +12,9 @@ file is written as a hidden temporary file beside it (made at the first line, so
 run refused before any input ended makes none), renamed onto ``PATH`` with the
 summary (written to disk first, so that a machine lost just after leaves the whole
 file, not an empty one): a run that raises before then leaves a former ``PATH`` as it
-was, and its temporary file is removed when the report is dropped.
+was, and its temporary file is removed when the report is dropped.  The temporary
+file is locked (``flock``) while its run writes; one that a killed run left behind
+(unlocked, older than a minute) is removed by the next run writing the same report.
 
 Reading back (``TrackedReport.inputs``, ``.failed``, ``endings()``) streams the
 lines from the start, one at a time; ``.inputs`` builds the whole list, as the
@@ -22,10 +24,13 @@ report always did (O(N), only when asked).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import re
 import tempfile
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -33,6 +38,29 @@ from typing import IO, Any
 
 #: The key of a report file's last line, the run's summary.
 SUMMARY = "summary"
+
+
+#: How old an unlocked temporary report file must be to be taken as abandoned: a writer
+#: locks its file microseconds after making it, never a minute.
+ABANDONED_AFTER = 60.0
+
+
+def _remove_abandoned(folder: str, name: str) -> None:
+    """Remove the temporary files of runs that wrote report ``name`` and were killed (no
+    process holds their lock); only files of this module's exact name pattern."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}\.partial")
+    with contextlib.suppress(OSError):
+        found = [entry for entry in os.listdir(folder) if pattern.fullmatch(entry)]
+        for entry in found:
+            path = os.path.join(folder, entry)
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live run's
+                    if time.time() - os.fstat(fd).st_mtime > ABANDONED_AFTER:
+                        os.unlink(path)
+                finally:
+                    os.close(fd)
 
 
 class Endings:
@@ -65,7 +93,11 @@ class Endings:
                 partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.partial")
                 flags = os.O_RDWR | os.O_CREAT | os.O_EXCL  # the umask's mode, as open() gives
                 self._opened = os.fdopen(os.open(partial, flags, 0o666), "w+", encoding="utf-8")
+                # Locked while this run writes it: a run that finds it unlocked knows its
+                # writer is gone (killed before it could rename or remove it).
+                fcntl.flock(self._opened.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._partial = partial
+                _remove_abandoned(folder, name)
         return self._opened
 
     def add(self, entry: Any) -> None:
