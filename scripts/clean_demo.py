@@ -7,12 +7,16 @@ count's output (``counts``) and report (``report.json``), and its DynamoDB Local
 (``dynamodb``) and state (``run``).  Each goes only if it shows it is the demo's, by the
 same marks the commands check before they replace their own output: the sample's marker
 file, the output's manifest naming every entry, a report's fields, the data folder's
-``.made-by-make-demo``, and a state folder holding only the server's own files.  Anything
+``.made-by-make-demo``, and a state folder holding only the server's own files.  A demo
+stopped mid-run also leaves its run's hidden staging folders and report file: they go,
+unless a staging folder keeps the output the run was replacing (``previous``).  Anything
 else stays where it is and is named; OUT itself goes only once nothing else is in it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -21,7 +25,7 @@ from pathlib import Path
 from xor_ack_dynamodb.pipeline.corpus import is_sample
 from xor_ack_dynamodb.pipeline.paths import is_report
 from xor_ack_dynamodb.spark.errors import Refused
-from xor_ack_dynamodb.spark.paths import OutputAction, judge_output, local_listing
+from xor_ack_dynamodb.spark.paths import STAGING_MARK, OutputAction, judge_output, local_listing
 
 #: The files ``xor-ack local`` keeps in its state folder (a stopped server leaves no state).
 RUN_FILES = {"local-dynamodb.lock", "local-dynamodb.log"}
@@ -49,11 +53,34 @@ DEMO: dict[str, Callable[[Path], bool]] = {
 }
 
 
+#: What a demo run stopped mid-way leaves beside its output: its staging folders
+#: (``.counts.xor-ack-RUN``, ``...-check``) and its report's temporary file.
+_STAGING = re.compile(rf"\.counts\.{re.escape(STAGING_MARK)}[0-9A-Za-z_-]+")
+_PARTIAL = re.compile(r"\.report\.json\.[0-9a-f]{12}\.partial")
+
+
+def _is_left_by_a_stopped_run(path: Path) -> bool:
+    """A staging folder (unless it keeps the former output, ``previous``: its only copy),
+    or a report's temporary file no running demo holds locked."""
+    if path.is_symlink():
+        return False
+    if _STAGING.fullmatch(path.name):
+        return path.is_dir() and not (path / "previous").exists()
+    if not (_PARTIAL.fullmatch(path.name) and path.is_file()):
+        return False
+    with path.open("rb") as file:
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a demo still writing it
+            return False
+    return True
+
+
 def clean(out: Path) -> list[str]:
     """Remove what make demo made in folder ``out``; return what stays there (sorted names)."""
     kept: list[str] = []
     for entry in sorted(out.iterdir()):
-        ours = DEMO.get(entry.name)
+        ours = DEMO.get(entry.name, _is_left_by_a_stopped_run)
         if ours is not None and ours(entry):
             if entry.is_dir():
                 shutil.rmtree(entry)

@@ -70,6 +70,44 @@ def test_make_clean_removes_what_make_demo_made_and_the_folder(venv: Path, tmp_p
     assert not venv.exists()
 
 
+def test_make_clean_removes_what_a_killed_make_demo_left_hidden(venv: Path, tmp_path: Path) -> None:
+    """A demo stopped mid-run leaves its run's hidden staging folders and report file beside
+    its output: make clean kept them, and OUT with them."""
+    out = tmp_path / "out"
+    _demo_out(out)
+    staged = out / ".counts.xor-ack-3f56dcba41dc" / "rows" / "_xa_round=1"
+    staged.mkdir(parents=True)
+    (staged / "part-0.parquet").write_bytes(b"PAR1")
+    (out / ".counts.xor-ack-3f56dcba41dc-check").mkdir()
+    (out / ".report.json.0123456789ab.partial").write_text('{"key": "a"}\n')
+
+    done = _clean(venv, out, tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+
+
+def test_make_clean_keeps_a_former_output_a_killed_run_displaced(
+    venv: Path, tmp_path: Path
+) -> None:
+    """Killed between the commit's renames, a run keeps the former output in its staging
+    folder's ``previous``: the only copy of it, so make clean names it and keeps it."""
+    out = tmp_path / "out"
+    _demo_out(out)
+    (out / "counts").rename(tmp_path / "former")
+    staging = out / ".counts.xor-ack-3f56dcba41dc"
+    staging.mkdir()
+    (tmp_path / "former").rename(staging / "previous")
+
+    done = _clean(venv, out, tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert f"kept in {out} what make demo did not make there: .counts.xor-ack-3f56dcba41dc" in (
+        done.stdout
+    )
+    assert (staging / "previous" / "part-00000.csv").exists()
+
+
 def test_make_clean_keeps_what_make_demo_did_not_make(venv: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     _demo_out(out)
