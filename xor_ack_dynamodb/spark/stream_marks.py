@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,7 +41,7 @@ from ..errors import ChainFailed, ChainMoved, CreateManyFailed, TagExists, TagNo
 from .chain_batches import asking
 from .files import Files
 from .keyed import Keyed
-from .tracker import TrackerConfig
+from .tracker import TrackerConfig, kept_client
 
 if TYPE_CHECKING:
     from .report import TrackedReport
@@ -55,9 +54,6 @@ DEFAULT_RETENTION = 30 * 86_400.0
 MAX_RETENTION = MAX_TTL
 #: What marks a folder of a micro-batch: ``batch=000003-RUN``.
 BATCH_PREFIX = "batch="
-
-_LOCK = threading.Lock()
-_CLIENTS: dict[tuple[TrackerConfig, float], SyncXorAckDynamoDB] = {}
 
 
 def stream_name(output: str) -> str:
@@ -73,18 +69,19 @@ def batch_path(output: str, batch_id: int, run_id: str) -> str:
 
 def _client(tracker: TrackerConfig, retention: float) -> SyncXorAckDynamoDB:
     """This process's marks client: acked marks stay readable ``retention`` seconds."""
-    with _LOCK:
-        client = _CLIENTS.get((tracker, retention))
-        if client is None:
-            client = _CLIENTS[(tracker, retention)] = SyncXorAckDynamoDB(
-                tracker.client(),
-                table=tracker.table,
-                partition_key=tracker.partition_key,
-                token_window=tracker.token_window,
-                tombstone_ttl=retention,
-                cache_size=CHUNK,
-            )
-        return client
+
+    def make() -> SyncXorAckDynamoDB:
+        return SyncXorAckDynamoDB(
+            tracker.client(),
+            table=tracker.table,
+            partition_key=tracker.partition_key,
+            token_window=tracker.token_window,
+            tombstone_ttl=retention,
+            cache_size=CHUNK,
+        )
+
+    client: SyncXorAckDynamoDB = kept_client(f"marks/{retention!r}", tracker, make)
+    return client
 
 
 @dataclass
