@@ -149,6 +149,35 @@ def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]  # no checkpoint, no output
 
 
+def test_a_relative_checkpoint_over_spark_connect_is_refused_before_anything_is_written(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sink's folder was refused when relative over Spark Connect, the checkpoint was
+    sent as given: the server kept the query's progress in its own working directory."""
+    from pyspark.sql import functions as F
+
+    from xor_ack_dynamodb.spark import RelativePath
+    from xor_ack_dynamodb.spark import commit as commit_module
+
+    monkeypatch.chdir(tmp_path)
+    inbox = make_corpus(tmp_path / "inbox", files=1, lines=2)
+    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    monkeypatch.setattr(commit_module, "is_connect", lambda spark: True)  # as over Connect
+    with pytest.raises(RelativePath, match="checkpoint 'progress' is relative"):
+        track_stream(
+            stream,
+            count_file,
+            SCHEMA,
+            Sink(str(tmp_path / "counts")),
+            key="file",
+            checkpoint="progress",
+            table=chains_env,
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
+
+
 def test_a_stream_s_report_keeps_every_batch_s_endings(
     local_spark: Any, tmp_path: Path, chains_env: str
 ) -> None:

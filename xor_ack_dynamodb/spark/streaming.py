@@ -134,6 +134,9 @@ def track_stream(
     # Every check a batch's job makes, before Spark writes the checkpoint: a refusal there
     # would stop the query with a StreamingQueryException and a checkpoint already begun.
     spark = stream.sparkSession
+    # As the sink's folder: absolute; over Spark Connect a relative one is refused (the
+    # server would keep the query's progress in its own working directory).
+    checkpoint = resolver(spark)(checkpoint, "checkpoint")
     struct = schema_struct(spark, schema)
     check_key(stream, key)
     refuse_reserved(struct.fieldNames())
