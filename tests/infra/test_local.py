@@ -19,12 +19,13 @@ import boto3
 import pytest
 
 from xor_ack_dynamodb import local
-from xor_ack_dynamodb.dynamodb.local import install
+from xor_ack_dynamodb.dynamodb.local import install, launcher
 from xor_ack_dynamodb.local import (
     LocalDynamoDB,
     LocalDynamoDBError,
     ServerState,
     dynamodb_local_command,
+    install_dynamodb_local,
     server_status,
     start_detached,
     state_file,
@@ -67,7 +68,9 @@ def test_dynamodb_local_listens_on_loopback_only(ddb_local_endpoint: str) -> Non
     assert _only_loopback(_port(ddb_local_endpoint)), _listen_addresses(_port(ddb_local_endpoint))
 
 
-def test_command_line() -> None:
+def test_command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XOR_ACK_CACHE_DIR", str(tmp_path))  # no launcher compiled there
+    monkeypatch.setattr(launcher, "_javac", lambda: None)  # and no JDK compiler: source mode
     jar = Path("/x/DynamoDBLocal.jar")
     memory = dynamodb_local_command(jar, port=8123)
     assert memory[-5:] == ["-inMemory", "-port", "8123", "-sharedDb", "-disableTelemetry"]
@@ -76,6 +79,36 @@ def test_command_line() -> None:
     on_disk = dynamodb_local_command(jar, port=8123, data_dir=Path("/data"))
     assert on_disk[-6:] == ["-dbPath", "/data", "-port", "8123", "-sharedDb", "-disableTelemetry"]
     assert "-inMemory" not in on_disk
+
+
+@pytest.mark.ddblocal
+def test_the_launcher_is_compiled_once_and_dynamodb_local_starts_from_its_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In source mode ``java`` compiled the launcher at every start (1.3-2.8 CPU-seconds)."""
+    jar = install_dynamodb_local()
+    folder = launcher.compiled_launcher(jar, root=tmp_path)
+    assert folder is not None and (folder / "LoopbackDynamoDBLocal.class").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # no temporary folder left
+
+    def no_compile(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(launcher.subprocess, "run", no_compile)
+    assert launcher.compiled_launcher(jar, root=tmp_path) == folder
+    monkeypatch.setenv("XOR_ACK_CACHE_DIR", str(tmp_path))
+    command = dynamodb_local_command(jar, port=8123)
+    assert command[command.index("-cp") + 1 :][:2] == [
+        f"{jar}{os.pathsep}{folder}",
+        "LoopbackDynamoDBLocal",
+    ]
+    monkeypatch.undo()
+    db = LocalDynamoDB(backend="dynamodb-local")  # the cache's class: the suite's own
+    with db:
+        cmdline = Path(f"/proc/{db.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"LoopbackDynamoDBLocal" in cmdline and str(local.LAUNCHER).encode() not in cmdline
+        client = boto3.client("dynamodb", endpoint_url=db.endpoint_url, region_name="us-east-1")
+        assert "TableNames" in client.list_tables()
 
 
 def test_falls_back_to_moto_where_java_is_missing_and_says_so(

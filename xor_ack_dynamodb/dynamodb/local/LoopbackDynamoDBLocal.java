@@ -1,8 +1,9 @@
 // Starts DynamoDB Local bound to one host (loopback by default) instead of every interface.
 // DynamoDB Local has no option for the bind address; its Jetty server is built with a port only,
 // so this launcher builds the server through DynamoDB Local's own ServerRunner and sets the host on
-// the connector before starting it. Run in Java's single-file source mode, so nothing is compiled
-// ahead of time. Arguments are DynamoDB Local's own (-inMemory, -sharedDb, -port, ...).
+// the connector before starting it. Compiled once into the cache folder (launcher.py), or run in
+// Java's single-file source mode where javac is missing. Arguments are DynamoDB Local's own
+// (-inMemory, -sharedDb, -port, ...).
 import java.lang.reflect.Field;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Server;

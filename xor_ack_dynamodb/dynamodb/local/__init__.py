@@ -42,8 +42,8 @@ from .install import (
     java_problem,
     java_version,
 )
+from .launcher import LAUNCHER
 from .server import (
-    LAUNCHER,
     Backend,
     Kind,
     LocalDynamoDB,

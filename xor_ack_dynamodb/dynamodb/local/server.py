@@ -17,9 +17,7 @@ from types import TracebackType
 from typing import IO, Any, Literal
 
 from .install import LocalDynamoDBError, install_dynamodb_local, java_problem
-
-#: Starts DynamoDB Local bound to one host; it is package data beside the package's modules.
-LAUNCHER = Path(__file__).parent / "LoopbackDynamoDBLocal.java"
+from .launcher import launcher_arguments
 
 Backend = Literal["dynamodb-local", "moto", "auto"]
 Kind = Literal["dynamodb-local", "moto"]
@@ -87,9 +85,7 @@ def dynamodb_local_command(
         "java",
         f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
         f"-Dxorack.bindHost={host}",
-        "-cp",
-        str(jar),
-        str(LAUNCHER),
+        *launcher_arguments(jar),
         *args,
     ]
 
