@@ -22,7 +22,6 @@ from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
 from xor_ack_dynamodb.cli import local as local_verbs
 from xor_ack_dynamodb.dynamodb import ownership as ownership_module
 from xor_ack_dynamodb.dynamodb import table as table_module
-from xor_ack_dynamodb.local import stop_detached
 from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, describe_table
 
 
@@ -246,14 +245,6 @@ def test_explain_botocore_setup_errors() -> None:
         "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"
     )
     assert explain(ValueError("a bug")) is None
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "run"
-    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(folder))
-    yield folder
-    stop_detached(folder)
 
 
 def test_local_start_status_stop(run_dir: Path) -> None:

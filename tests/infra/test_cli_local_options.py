@@ -3,23 +3,11 @@ do not use is refused (exit 2) before anything starts or stops, never silently i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from xor_ack_dynamodb.cli import NOT_RUNNING
-from xor_ack_dynamodb.local import stop_detached
 
 from .test_cli import assert_usage_error, run
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "run"
-    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(folder))
-    yield folder
-    stop_detached(folder)
 
 
 def test_local_start_refuses_an_endpoint_url_and_names_the_port_option(run_dir: Path) -> None:

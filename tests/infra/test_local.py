@@ -150,14 +150,6 @@ def test_a_data_dir_that_cannot_be_made_is_refused_saying_so(tmp_path: Path) -> 
     assert afile.read_text() == ""
 
 
-@pytest.fixture
-def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "run"
-    monkeypatch.setenv("XOR_ACK_RUN_DIR", str(folder))
-    yield folder
-    stop_detached(folder)  # never leave a server behind, whatever the test did
-
-
 def test_detached_moto_start_status_stop(run_dir: Path) -> None:
     assert server_status() is None
     state = start_detached(backend="moto")
