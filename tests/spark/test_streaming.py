@@ -178,6 +178,40 @@ def test_a_relative_checkpoint_over_spark_connect_is_refused_before_anything_is_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
 
 
+def test_a_stream_tries_its_sink_s_format_once_not_in_every_micro_batch(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each micro-batch wrote a probe of the format into OUTPUT/.batch=...-check: a Spark
+    job per batch, and a folder a watcher stopped (Ctrl-C) mid-probe left in OUTPUT."""
+    from xor_ack_dynamodb.spark import output as output_module
+
+    probed: list[str] = []
+    real = output_module.probe_format
+
+    def counted(spark: Any, struct: Any, sink: Sink, scratch: str, files: Any) -> None:
+        probed.append(scratch)
+        real(spark, struct, sink, scratch, files)
+
+    monkeypatch.setattr(output_module, "probe_format", counted)
+    inbox = make_corpus(tmp_path / "inbox", files=3, lines=3, seed=2)
+    out = tmp_path / "counts"
+    query = track_stream(
+        file_stream(local_spark, inbox, per_trigger=2),
+        count_file,
+        SCHEMA,
+        counts_sink(out),  # CSV with options: a format that is tried
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=chains_env,
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+    assert len(list(out.glob("batch=*"))) >= 2
+    assert len(probed) == 1 and ".counts.xor-ack-" in probed[0], probed  # beside OUTPUT
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("batch=")) == []
+
+
 def test_a_stream_s_report_keeps_every_batch_s_endings(
     local_spark: Any, tmp_path: Path, chains_env: str
 ) -> None:

@@ -62,7 +62,7 @@ class Target(Protocol):
     rows_root: str
     files: Files
 
-    def check(self, struct: Any) -> None: ...
+    def check(self, struct: Any, *, probe: bool = True) -> None: ...
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written: ...
     def cleanup(self) -> None: ...
 
@@ -92,13 +92,15 @@ class FolderTarget:
         #: Set when the staging folder holds the former output: ``cleanup`` leaves it.
         self.keep_staging = False
 
-    def check(self, struct: Any) -> None:
+    def check(self, struct: Any, *, probe: bool = True) -> None:
         """Refuse before anything is read or written (``paths.judge_output``, a former
         output left displaced by a run stopped mid-commit), and what the commit could not
-        write (``struct``: the declared schema)."""
+        write (``struct``: the declared schema; ``probe=False``: the format is not tried
+        again, a stream tried it when it started)."""
         self._refuse_displaced()
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
-        output.check(self.files.spark, struct, self.sink, f"{self.staging}-check", self.files)
+        scratch = f"{self.staging}-check"
+        output.check(self.files.spark, struct, self.sink, scratch, self.files, probe=probe)
 
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
         """Write ``rows`` into the output as the rules allow (see the module docstring)."""

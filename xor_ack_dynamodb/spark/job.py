@@ -103,7 +103,8 @@ class TrackedJob:
             from .connect_check import check_server
 
             check_server(self.spark)  # the server's Python can run the tasks at all
-        self.target.check(self.out_struct)
+        # A stream's batch: the stream probed its sink's format when it started.
+        self.target.check(self.out_struct, probe=spec.marks is None)
         listing, known = sorted_keys(spec.source, spec.key, spec.keys, self._keyless)
         if spec.marks is not None:
             listing, known = spec.marks.unmarked(listing), None

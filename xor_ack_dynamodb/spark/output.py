@@ -55,11 +55,16 @@ def check_partitions(spark: Any, columns: tuple[str, ...], sink: Sink) -> None:
         )
 
 
-def check(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> None:
+def check(
+    spark: Any, struct: Any, sink: Sink, scratch: str, files: Files, *, probe: bool = True
+) -> None:
     """Refuse what the commit could not write: ``partition_by`` columns the output lacks, a
-    ``finish`` that fails, a format Spark cannot write (``probe``, in ``scratch``)."""
+    ``finish`` that fails, a format Spark cannot write (``probe_format``, in ``scratch``; not with
+    ``probe=False``: a stream's micro-batches, whose sink the stream probed when it started,
+    and whose scratch folder would be inside the stream's output)."""
     check_partitions(spark, columns(spark, struct, sink), sink)
-    probe(spark, struct, sink, scratch, files)
+    if probe:
+        probe_format(spark, struct, sink, scratch, files)
 
 
 #: Spark's own file formats that write columns of every type a declared schema can
@@ -68,7 +73,7 @@ def check(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> No
 WRITES_EVERY_COLUMN = frozenset({"parquet", "orc", "json"})
 
 
-def probe(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> None:
+def probe_format(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files) -> None:
     """Refuse a sink Spark cannot write: ``write`` (the commit's own) of no rows of the
     declared ``struct`` to ``scratch``, a folder of the run's that is removed after.
 

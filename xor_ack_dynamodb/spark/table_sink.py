@@ -51,12 +51,12 @@ class TableTarget:
             location = self.spark.conf.get("spark.sql.warehouse.dir")
         return str(location)
 
-    def check(self, struct: Any) -> None:
+    def check(self, struct: Any, *, probe: bool = True) -> None:
         """Refuse before the first chain what the commit could not write: a table in a
         database the catalog lacks, an existing table whose columns are not the output's
         (``struct``, the declared schema, through ``finish``), a new one partitioned by a
-        column the output lacks.  (A new table's format is not tried: ``saveAsTable``
-        takes formats a folder does not, e.g. ``hive``.)"""
+        column the output lacks.  (A new table's format is never tried, whatever ``probe``
+        says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
         columns = output.columns(self.spark, struct, self.sink)
         if not self.exists():
             database = ".".join(self.table.split(".")[:-1])
