@@ -124,3 +124,22 @@ def test_the_diagram_in_the_design_doc_matches_the_imports() -> None:
         text=True,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+#: What the repository's root holds, tracked: a new entry is a decision, made here.
+ROOT_ENTRIES = {
+    ".ci", ".gitignore", "LICENSE", "Makefile", "README.md", "benchmarks", "docker-compose.yml",
+    "docs", "infra", "pyproject.toml", "scripts", "tests", "xor_ack_dynamodb",
+}  # fmt: skip
+
+
+def test_the_repository_root_tracks_only_the_project_s_own_entries() -> None:
+    """Spark checkpoints of relative paths ('5', 'relative-cp': the JVM resolves them in its
+    working directory, the repository) were committed with the work of a stop."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=False
+    )
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    tracked = {name.split(b"/", 1)[0].decode() for name in listed.stdout.split(b"\0") if name}
+    assert tracked <= ROOT_ENTRIES, sorted(tracked - ROOT_ENTRIES)
