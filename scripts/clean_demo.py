@@ -15,7 +15,6 @@ else stays where it is and is named; OUT itself goes only once nothing else is i
 
 from __future__ import annotations
 
-import fcntl
 import re
 import shutil
 import sys
@@ -26,6 +25,7 @@ from xor_ack_dynamodb.pipeline.corpus import is_sample
 from xor_ack_dynamodb.pipeline.paths import is_report
 from xor_ack_dynamodb.spark.errors import Refused
 from xor_ack_dynamodb.spark.paths import STAGING_MARK, OutputAction, judge_output, local_listing
+from xor_ack_dynamodb.spark.report_stream import is_partial_of, unlocked_since
 
 #: The files ``xor-ack local`` keeps in its state folder (a stopped server leaves no state).
 RUN_FILES = {"local-dynamodb.lock", "local-dynamodb.log"}
@@ -56,7 +56,6 @@ DEMO: dict[str, Callable[[Path], bool]] = {
 #: What a demo run stopped mid-way leaves beside its output: its staging folders
 #: (``.counts.xor-ack-RUN``, ``...-check``) and its report's temporary file.
 _STAGING = re.compile(rf"\.counts\.{re.escape(STAGING_MARK)}[0-9A-Za-z_-]+")
-_PARTIAL = re.compile(r"\.report\.json\.[0-9a-f]{12}\.partial")
 
 
 def _is_left_by_a_stopped_run(path: Path) -> bool:
@@ -66,14 +65,9 @@ def _is_left_by_a_stopped_run(path: Path) -> bool:
         return False
     if _STAGING.fullmatch(path.name):
         return path.is_dir() and not (path / "previous").exists()
-    if not (_PARTIAL.fullmatch(path.name) and path.is_file()):
+    if not (is_partial_of("report.json", path.name) and path.is_file()):
         return False
-    with path.open("rb") as file:
-        try:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # a demo still writing it
-            return False
-    return True
+    return unlocked_since(str(path)) is not None  # else a demo still writing it
 
 
 def clean(out: Path) -> list[str]:

@@ -45,22 +45,42 @@ SUMMARY = "summary"
 ABANDONED_AFTER = 60.0
 
 
+def partial_name(name: str) -> str:
+    """A new temporary file's name for report ``name``: ``.NAME.<12 hex>.partial``."""
+    return f".{name}.{uuid.uuid4().hex[:12]}.partial"
+
+
+def is_partial_of(name: str, entry: str) -> bool:
+    """Whether ``entry`` is named as a temporary file of report ``name`` (``partial_name``)."""
+    return re.fullmatch(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}\.partial", entry) is not None
+
+
+def unlocked_since(path: str) -> float | None:
+    """The mtime of the temporary file ``path`` if no process holds its lock (its writer is
+    gone), else None; None too for a file that cannot be opened (or is a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return os.fstat(fd).st_mtime
+    except OSError:  # held: a live run's
+        return None
+    finally:
+        os.close(fd)
+
+
 def _remove_abandoned(folder: str, name: str) -> None:
     """Remove the temporary files of runs that wrote report ``name`` and were killed (no
-    process holds their lock); only files of this module's exact name pattern."""
-    pattern = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}\.partial")
+    process holds their lock); only files named as ``partial_name`` names them."""
     with contextlib.suppress(OSError):
-        found = [entry for entry in os.listdir(folder) if pattern.fullmatch(entry)]
-        for entry in found:
+        for entry in [e for e in os.listdir(folder) if is_partial_of(name, e)]:
             path = os.path.join(folder, entry)
-            with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live run's
-                    if time.time() - os.fstat(fd).st_mtime > ABANDONED_AFTER:
-                        os.unlink(path)
-                finally:
-                    os.close(fd)
+            since = unlocked_since(path)
+            if since is not None and time.time() - since > ABANDONED_AFTER:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
 
 class Endings:
@@ -90,7 +110,7 @@ class Endings:
                 )
             else:
                 folder, name = os.path.split(os.path.abspath(self.path))
-                partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.partial")
+                partial = os.path.join(folder, partial_name(name))
                 flags = os.O_RDWR | os.O_CREAT | os.O_EXCL  # the umask's mode, as open() gives
                 self._opened = os.fdopen(os.open(partial, flags, 0o666), "w+", encoding="utf-8")
                 # Locked while this run writes it: a run that finds it unlocked knows its
