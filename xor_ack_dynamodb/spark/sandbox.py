@@ -76,15 +76,13 @@ def _checked(result: Rows, key: str, schema: Any) -> Rows:
         )
     extra = [name for name in out.column_names if name not in schema.names]
     if extra:  # Spark's applyInPandas refuses them too: most often a misnamed column
-        one = len(extra) == 1
+        columns, them = ("column", "it") if len(extra) == 1 else ("columns", "them")
         declared = ", ".join(f"{field.name}: {field.type}" for field in schema)
         return Rows(
             failure=bad_output(
                 key,
-                f"the function returned the column{'' if one else 's'} "
-                f"{', '.join(repr(name) for name in extra)}, which the schema does not "
-                f"declare ({declared}): drop {'it' if one else 'them'}, or declare "
-                f"{'it' if one else 'them'}",
+                f"the function returned the {columns} {', '.join(repr(n) for n in extra)}, "
+                f"which the schema does not declare ({declared}): drop {them}, or declare {them}",
             )
         )
     try:
