@@ -31,6 +31,8 @@ WRONG = [
     ({}, "dict"),
     (5, "int"),
     (True, "bool"),
+    ({"a", "b"}, "set"),
+    (frozenset({1, 2}), "frozenset"),
 ]
 
 
@@ -54,6 +56,8 @@ async def test_a_handler_that_returns_no_children_fails_its_job_and_sends_none(
         assert refused.value.returned == kind
         says = str(refused.value)
         assert f"returned a {kind}" in says and "return a list of the children's payloads" in says
+        if "set" in kind:  # why a set is no list of children
+            assert "a set's order differs between processes" in says
         assert h.queue == [] and h.completed == []  # not one child went out; not acked
         state = await h.fleet.ack.get("job-wrong-return")
         assert state is not None and state.failed and not state.acked

@@ -28,7 +28,8 @@ class InvalidPayload(InvalidArgument):
 
 class InvalidChildren(_TagError, TypeError):
     """A handler returned something that is not its children's payloads: a str, bytes or
-    a dict (iterable, but each character, byte or key would have been a child job), no
+    a dict (iterable, but each character, byte or key would have been a child job), a set
+    (its order differs between processes, and a child is named by its place), no
     iterable at all, or a child whose payload is no JSON data (``.child``: its index).
     The handler's mistake, the same on every receive: no child is sent, the message's
     stamp is not written, and ``Fleet.handle`` fails the job's chain (this generation)
@@ -43,11 +44,11 @@ class InvalidChildren(_TagError, TypeError):
         self.child = child
         #: What the job's chain is failed with.
         self.reason = (
-            f"the handler returned a {returned} for message {message_id}, not its children:"
-            " return a list of the children's payloads ([] or None for no children)"
-            if child is None
-            else f"the handler's child {child} of message {message_id} {why}: return JSON "
+            f"the handler's child {child} of message {message_id} {why}: return JSON "
             "data (dicts, lists, str, numbers, bools, None) as each child's payload"
+            if child is not None
+            else f"the handler returned a {returned} for message {message_id}, not its children"
+            f"{why}: return a list of the children's payloads ([] or None for no children)"
         )
         super().__init__(
             tag,
