@@ -8,6 +8,7 @@ such a value as Python's repr (quoted, escaped), a plain one as it is; JSON is e
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -17,6 +18,8 @@ from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.cli import Settings
 from xor_ack_dynamodb.cli import submit as submit_verb
 from xor_ack_dynamodb.cli.events import event_line
+from xor_ack_dynamodb.cli.show import argument
+from xor_ack_dynamodb.errors import TagNotFound
 from xor_ack_dynamodb.lifecycle import Created, Failed
 
 from .test_cli import run
@@ -209,3 +212,24 @@ def test_a_record_events_follow_skips_is_one_warning_line(monkeypatch: pytest.Mo
     (warning,) = result.stderr.splitlines()
     assert warning.startswith("warning: CorruptItem: "), warning
     assert "two; lines\\x1b[2J" in warning, warning  # the library's message, one line
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_a_command_an_error_names_gives_bash_the_tag_back_exactly(
+    tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing tag's error says `xor-ack chain show TAG`: for a tag with a newline it
+    was shlex-quoted, then escaped on the error line, so the command named another tag."""
+
+    def missing(self: Any, tag: str, stamp: bytes, token: str | None = None) -> Stamp:
+        raise TagNotFound(tag)
+
+    monkeypatch.setattr(_Chains, "stamp", missing)
+    result = run("--table", "jobs", "chain", "stamp", tag, "0102")
+    assert result.exit_code == 1, result.output
+    (line,) = _error_lines(result)
+    word = argument(tag)
+    assert f"`xor-ack chain show {word}` tells which" in line, line
+    assert word.isprintable()
+    said = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
+    assert said.stdout.decode() == tag

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from .options import (
     json_option,
     seconds_option,
 )
-from .show import _echo_pairs, _when, escaped, shown
+from .show import _echo_pairs, _when, argument, escaped, shown
 
 
 def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
@@ -97,12 +96,12 @@ def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> 
         theirs = f"the chain's stamp is {len(state.stamp)} bytes" if state else "it differs"
         raise UserError(
             f"{exc.code}: STAMP is {len(stamp or b'')} bytes and {theirs}: pass a stamp as "
-            f"long as the chain's (`xor-ack chain show {shlex.quote(tag)}` shows it)"
+            f"long as the chain's (`xor-ack chain show {argument(tag)}` shows it)"
         ) from exc
     except TagNotFound as exc:
         raise UserError(
             f"{exc.code}: {exc}: no live chain under it (never created, deleted, expired or "
-            f"already acked; `xor-ack chain show {shlex.quote(tag)}` tells which)"
+            f"already acked; `xor-ack chain show {argument(tag)}` tells which)"
         ) from exc
 
 

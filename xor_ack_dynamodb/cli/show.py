@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import click
@@ -24,6 +25,36 @@ def escaped(text: str) -> str:
     """``text`` with each character that does not print (a control character, a bidi
     override, ...) escaped as ``repr`` escapes it: for a value inside a message's line."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def argument(value: str) -> str:
+    """``value`` as one shell word that gives it back exactly, on one line: for the
+    commands a message tells the user to run.
+
+    ``shlex.quote`` when every character prints; else bash's ``$'...'`` (also zsh's and
+    ksh's), each character that does not print as its escape (``$'two\\nlines'``), which
+    the error line then shows as it is.
+    """
+    if value.isprintable():
+        return shlex.quote(value)
+    return "$'" + "".join(_ansi_c(c) for c in value) + "'"
+
+
+#: The escapes ``$'...'`` reads by name, for the common control characters.
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _ansi_c(c: str) -> str:
+    if c in "\\'":
+        return "\\" + c
+    if c in _NAMED:
+        return _NAMED[c]
+    if c.isprintable():
+        return c
+    code = ord(c)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _when(seconds: float | None) -> str:
