@@ -641,3 +641,48 @@ def test_every_verb_shows_an_example_and_the_option_rule() -> None:
         example = rf"^  Example:\n    .*xor-ack {' '.join(path)}"
         assert re.search(example, text, re.MULTILINE), text
         assert "given in both places, the one after the command wins" in text, text
+
+
+def test_table_output_shows_an_odd_partition_key_on_one_line(endpoint: str) -> None:
+    """A partition key with a newline or an escape printed as it is: two lines, or an
+    escape sent to the terminal, and describe's hint named another key."""
+    name = _table()
+    key = "key\n\x1b[2Jx"
+    base = ("--endpoint-url", endpoint, "--table", name)
+    created = run(*base, "--partition-key", key, "table", "create")
+    assert created.exit_code == 0, created.output
+    assert created.stdout.splitlines()[0].startswith(
+        f"table {name} created: key 'key\\n\\x1b[2Jx' (S), "
+    )
+    again = run(*base, "--partition-key", key, "table", "create")
+    assert again.stdout == f"table {name} already exists, checked: key 'key\\n\\x1b[2Jx' (S)\n"
+    described = run(*base, "table", "describe")
+    assert described.exit_code == 0, described.output
+    assert "key:                 'key\\n\\x1b[2Jx' (S)\n" in described.stdout
+    warning = [line for line in described.stderr.splitlines() if "partition key" in line]
+    assert warning == [
+        "warning: the partition key is 'key\\n\\x1b[2Jx', not tagID: "
+        "pass --partition-key $'key\\n\\x1b[2Jx'"
+    ]
+    assert "\x1b" not in described.output + created.output + again.output
+    assert run(*base, "--partition-key", key, "table", "delete", "--yes").exit_code == 0
+
+
+def test_local_output_shows_a_data_dir_with_a_newline_on_one_line(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """`local start` and `local status` printed --data-dir as it is: a newline in it split
+    the line (`status` is read by scripts, one `key: value` per line)."""
+    data = tmp_path / "da\nta"
+    started = run("local", "start", "--backend", "dynamodb-local", "--data-dir", str(data))
+    assert started.exit_code == 0, started.output
+    try:
+        (said,) = [line for line in started.stderr.splitlines() if "running at" in line]
+        assert f"data in {str(data)!r}" in said, said
+        status = run("local", "status")
+        assert status.exit_code == 0, status.output
+        lines = status.stdout.splitlines()
+        assert len(lines) == 7 and all(": " in line for line in lines), lines
+        assert f"data:      {str(data)!r}" in lines
+    finally:
+        assert run("local", "stop").exit_code == 0

@@ -16,7 +16,7 @@ from ..dynamodb.local.server import _answers
 from ..dynamodb.ownership import create_table
 from ..dynamodb.table import TTL_ATTRIBUTE
 from .options import WAIT, Settings, Verb, Verbs, _settings, backend_option
-from .show import _echo_pairs, _when
+from .show import _echo_pairs, _when, shown
 
 #: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
 NOT_RUNNING = 3
@@ -142,7 +142,7 @@ def local_start(
     settings = _settings(ctx)
     spec = settings.spec() if with_table else None  # a bad one: refused before starting
     state = start_detached(backend=backend, port=port, data_dir=data_dir, startup_timeout=timeout)
-    where = f"data in {state.data_dir}" if state.data_dir else "in memory"
+    where = f"data in {shown(str(state.data_dir))}" if state.data_dir else "in memory"
     click.echo(
         f"{_kind_name(state)} running at {state.endpoint_url} (pid {state.pid}, {where}); "
         "stop it with `xor-ack local stop`",
@@ -159,7 +159,8 @@ def local_start(
             click.echo(f"stopped the {_kind_name(state)}: the table step failed", err=True)
             raise
         click.echo(
-            f"table {spec.name} ready (key {spec.partition_key}, TTL on {TTL_ATTRIBUTE})", err=True
+            f"table {spec.name} ready (key {shown(spec.partition_key)}, TTL on {TTL_ATTRIBUTE})",
+            err=True,
         )
     click.echo(f"export AWS_ENDPOINT_URL_DYNAMODB={state.endpoint_url}")
 
@@ -191,10 +192,10 @@ def local_status() -> None:
             ("server", _kind_name(state)),
             ("endpoint", state.endpoint_url),
             ("pid", state.pid),
-            ("data", state.data_dir or "in memory"),
+            ("data", shown(str(state.data_dir)) if state.data_dir else "in memory"),
             ("up since", _when(state.started_at)),
             ("answering", "yes" if answering else "no"),
-            ("log", state.log_file),
+            ("log", shown(str(state.log_file))),
         ]
     )
 

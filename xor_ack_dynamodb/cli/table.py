@@ -13,7 +13,7 @@ from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
 from .errors import UserError
 from .options import Verbs, _settings, json_option, seconds_option
-from .show import _echo_pairs
+from .show import _echo_pairs, argument, shown
 
 _UPGRADE_HINT = "run `xor-ack table upgrade` to add it"
 
@@ -70,7 +70,7 @@ def table_create(
             client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
         )
         click.echo(
-            f"table {spec.name} created: key {spec.partition_key} (S), "
+            f"table {spec.name} created: key {shown(spec.partition_key)} (S), "
             + (f"TTL on {TTL_ATTRIBUTE}, " if has_ttl else "")
             + f"{spec.billing_mode}, stream {STREAM_VIEW}, indexes {', '.join(INDEXES)}"
         )
@@ -84,7 +84,7 @@ def table_create(
     table = client.describe_table(TableName=spec.name)["Table"]
     ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
     changes = plan_upgrade(spec, table, ttl)  # refuses a TTL or stream it cannot use
-    click.echo(f"table {spec.name} already exists, checked: key {spec.partition_key} (S)")
+    click.echo(f"table {spec.name} already exists, checked: key {shown(spec.partition_key)} (S)")
     for change in changes:
         click.echo(
             f"warning: table {spec.name} needs: {change} (`xor-ack table upgrade` does it)",
@@ -174,7 +174,7 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             ("table", info.name),
             ("arn", info.arn or "-"),
             ("status", info.status),
-            ("key", f"{info.partition_key} ({info.partition_key_type})"),
+            ("key", f"{shown(info.partition_key)} ({info.partition_key_type})"),
             ("billing", capacity),
             ("ttl", ttl),
             ("deletion protection", "on" if info.deletion_protection else "off"),
@@ -186,8 +186,8 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
     )
     if info.partition_key != settings.partition_key:
         click.echo(
-            f"warning: the partition key is {info.partition_key}, not {settings.partition_key}: "
-            f"pass --partition-key {info.partition_key}",
+            f"warning: the partition key is {shown(info.partition_key)}, not "
+            f"{shown(settings.partition_key)}: pass --partition-key {argument(info.partition_key)}",
             err=True,
         )
     # what `table upgrade` adds, in its order (an UNKNOWN TTL status is no sign either way)
