@@ -247,3 +247,39 @@ def test_dynamodb_that_stops_answering_around_a_stream_batchs_marks_says_where_t
             after = StreamMarks(local_spark, via, "stream-q", str(out), "r3")
             assert list(after.unmarked(iter(KEYS))) == ["b"]  # a and c committed by r2
             assert after.skipped == 2
+
+
+def test_a_server_that_cannot_run_the_chains_statements_is_named_with_the_setting_it_needs(
+    local_spark: Any,
+    tmp_path: Path,
+    moto_endpoint: str,
+    moto_table: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """moto's server answers the chains' PartiQL statements with an HTML page (HTTP 500):
+    the run stopped, after botocore's retries (40 s), saying `<!doctype html>` and not a
+    word of the setting that works there."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    moto = TrackerConfig(
+        table=moto_table.name,
+        endpoint_url=moto_endpoint,
+        region="us-east-1",
+        local_credentials=True,
+    )
+    out = tmp_path / "out"
+    with pytest.raises(DynamoDBFailed) as stopped:
+        track(local_spark, one_row(), "v long", Sink(str(out)), keys=KEYS, tracker=moto)
+    error = stopped.value
+    assert error.phase == "create" and isinstance(error.__cause__, ClientError)
+    assert "as moto's server does, which cannot run them; with such a server, pass " in str(error)
+    assert "tracker=TrackerConfig(..., partiql=False)" in str(error)
+    assert not out.exists()
+    report = track(
+        local_spark,
+        one_row(),
+        "v long",
+        Sink(str(out)),
+        keys=KEYS,
+        tracker=replace(moto, partiql=False),
+    )
+    assert report.acked == len(KEYS)

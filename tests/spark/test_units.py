@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.errors import (
@@ -37,7 +38,7 @@ from xor_ack_dynamodb.spark import (
     track_stream,
 )
 from xor_ack_dynamodb.spark import tracking as tracking_module
-from xor_ack_dynamodb.spark.chain_batches import RoundChains, Unanswered, dynamodb_error
+from xor_ack_dynamodb.spark.chain_batches import RoundChains, Unanswered, dynamodb_error, said_of
 from xor_ack_dynamodb.spark.digest import MOD, row_sum, rows_stamp
 from xor_ack_dynamodb.spark.isolation import Isolation
 from xor_ack_dynamodb.spark.keyed import Keyed
@@ -388,3 +389,21 @@ def test_a_report_file_a_killed_run_left_is_removed_by_the_next_run_and_a_live_o
     nxt.close({"ok": True})
     live.close({"ok": True})
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == [user.name]
+
+
+def test_a_dynamodb_error_on_the_statements_gets_no_word_of_moto() -> None:
+    """Only a bare HTTP status (no DynamoDB error name) is said to be another server's page."""
+    named = ClientError(
+        {"Error": {"Code": "InternalServerError", "Message": "Internal server error"}},
+        "BatchExecuteStatement",
+    )
+    assert said_of(named) == (
+        "ClientError: An error occurred (InternalServerError) when calling the "
+        "BatchExecuteStatement operation: Internal server error"
+    )
+    page = ClientError(
+        {"Error": {"Code": "500", "Message": "<!doctype html>"}}, "BatchExecuteStatement"
+    )
+    assert "an HTTP 500 page, as moto's server does" in said_of(page)
+    elsewhere = ClientError({"Error": {"Code": "500", "Message": "x"}}, "BatchGetItem")
+    assert "moto" not in said_of(elsewhere)

@@ -52,6 +52,7 @@ from ..lifecycle import Acked, Failed, failure
 from .digest import rows_stamp, stage_token
 from .isolation import retryable
 from .keyed import Keyed
+from .output import said
 from .tracker import TrackerConfig, chain_answer, stamp_once
 
 #: Requests in flight from the driver to DynamoDB (each up to 25 chains).
@@ -78,6 +79,26 @@ def dynamodb_error(exc: BaseException) -> BaseException | None:
     if isinstance(exc, (CreateManyFailed, GetManyFailed, StampManyFailed)):
         errors = list(exc.errors.values())
     return next((e for e in errors if isinstance(e, DYNAMODB_ERRORS)), None)
+
+
+def said_of(cause: BaseException) -> str:
+    """What DynamoDB's error says (``output.said``), and what to do when the answer to the
+    chains' PartiQL statements was no DynamoDB error at all.
+
+    DynamoDB names each error (``InternalServerError``, ...); botocore puts the bare HTTP
+    status in its place when the body is not DynamoDB's JSON, as moto's server answers a
+    statement with parameters (an HTML page, status 500, after botocore's retries).
+    """
+    text = said(cause)
+    if isinstance(cause, ClientError) and cause.operation_name == "BatchExecuteStatement":
+        code = str(cause.response.get("Error", {}).get("Code", ""))
+        if code.isdigit():
+            text += (
+                f" (not a DynamoDB error: the endpoint answered the chains' PartiQL statements "
+                f"with an HTTP {code} page, as moto's server does, which cannot run them; with "
+                "such a server, pass tracker=TrackerConfig(..., partiql=False))"
+            )
+    return text
 
 
 @contextlib.contextmanager

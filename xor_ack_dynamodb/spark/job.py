@@ -39,7 +39,7 @@ from typing import Any
 from ..errors import CreateManyFailed, TagExists
 from ..lifecycle import Acked, Failed
 from . import declared, output, stages
-from .chain_batches import RoundChains, Unanswered
+from .chain_batches import RoundChains, Unanswered, said_of
 from .check import committed_sums
 from .commit import Counts
 from .errors import DynamoDBFailed, Incurable, RoundTimedOut, RunIdInUse
@@ -186,7 +186,7 @@ class TrackedJob:
         """The run's error when DynamoDB failed the driver: where, and what it left."""
         return DynamoDBFailed(
             lost.phase,
-            output.said(lost.cause),
+            said_of(lost.cause),
             run_id=self.run_id,
             round_=self._round_no if lost.phase in ("create", "commit check", "judge") else None,
             left_open=tuple(self._chains.left_open if self._chains is not None else ()),
