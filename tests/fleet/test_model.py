@@ -530,3 +530,19 @@ async def test_a_page_zero_gone_from_a_chain_older_than_its_lifetime_is_refused(
         with pytest.raises(MarkerMissing):
             await h.fleet.handle(children[0].to_json())
         assert await h.fleet.ack.get("job-older-than-page-0") == state  # nothing written
+
+
+async def test_a_submit_writes_the_chain_once_and_reads_nothing(harness_factory: Any) -> None:
+    """A submit read back the chain it had just created (a GetItem per job) for its id."""
+    async with harness_factory() as h:
+        before = dict(h.fleet.ack.stats.requests)
+        root = await h.fleet.submit("job-one-request", {"width": 0, "depth": 0})
+        sent = {
+            op: count - before.get(op, 0)
+            for op, count in h.fleet.ack.stats.requests.items()
+            if count != before.get(op, 0)
+        }
+        assert sent == {"UpdateItem": 1}, sent
+        state = await h.fleet.ack.get("job-one-request")
+        assert state is not None and root.chain_id == state.chain_id
+        assert [m.message_id for m in h.queue] == [root.message_id]

@@ -210,7 +210,8 @@ class Fleet:
             state = await self.ack.get(tag)
             if state is None or state.version != 1 or state.stamp != root_stamp:
                 raise
-        state = await self.ack.get(tag)
+        # The chain id: the create's own state, held by the client (no read), else read.
+        state = (await self.ack.known_many([tag]))[tag]
         if state is None:
             raise TagNotFound(tag)
         root = root_envelope(tag, state.chain_id, payload, self.ack.token_window)
