@@ -26,6 +26,7 @@ from xor_ack_dynamodb.dashboard.inventory import (
     decode_cursor,
     encode_cursor,
 )
+from xor_ack_dynamodb.dashboard.kept_cursors import KeptCursors
 from xor_ack_dynamodb.dashboard.live import Broadcaster
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
@@ -493,3 +494,22 @@ async def test_a_stream_error_does_not_read_the_stream_again_from_its_start(
     assert story is not None
     assert [entry.what for entry in story.entries] == ["created"]
     assert [event.kind for event in heard] == ["created"]
+
+
+def test_a_cursor_too_long_for_a_link_is_kept_under_one_short_name() -> None:
+    kept = KeptCursors(kept=2)
+    assert kept.named(None) is None and kept.named("short") == "short"
+    assert kept.cursor("short") == "short"
+    first, second, third = ("a" * 3_000, "b" * 3_000, "c" * 3_000)
+    name = kept.named(first)
+    assert name is not None and name.startswith("~") and len(name) == 17
+    assert kept.named(first) == name and kept.cursor(name) == first
+    second_name = kept.named(second)
+    kept.cursor(name)  # used again: the most recent
+    kept.named(third)  # drops the least recently used: the second
+    assert kept.cursor(name) == first
+    with pytest.raises(BadCursor, match="no longer kept by the dashboard"):
+        kept.cursor("~never-made")
+    with pytest.raises(BadCursor):
+        kept.cursor(second_name or "")
+    assert kept.named(second) not in (None, second_name)  # kept anew, under a new name

@@ -169,13 +169,14 @@ async def list_rows(
 ) -> tuple[list[Row], str | None, int, int]:
     """Up to ``size`` chains of the list after ``cursor``, each read as it is now.
 
-    Returns the rows, the next cursor (None: the end), the queries sent and the entries
-    left out (closed since the index saw them, or of another reason).
+    Returns the rows, the next cursor as the page's link carries it (``KeptCursors``;
+    None: the end), the queries sent and the entries left out (closed since the index
+    saw them, or of another reason).
     """
     budget = dashboard.config.query_budget
     rows: list[Row] = []
     queries = skipped = 0
-    after: str | None = cursor or None
+    after: str | None = dashboard.cursors.cursor(cursor) if cursor else None
     while len(rows) < size:
         page = await dashboard.inventory.page(
             status, size=size - len(rows), cursor=after, prefix=prefix, budget=budget - queries
@@ -196,7 +197,7 @@ async def list_rows(
         after = page.cursor
         if after is None or page.queries == 0:
             break
-    return rows, after, queries, skipped
+    return rows, dashboard.cursors.named(after), queries, skipped
 
 
 #: Rows one request may ask for by tag.

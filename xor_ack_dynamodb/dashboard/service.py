@@ -29,6 +29,7 @@ from .counts import Count, Counts
 from .follower import Follower, StreamStatus
 from .history import History, Story
 from .inventory import Inventory
+from .kept_cursors import KeptCursors
 from .live import Broadcaster
 from .render import Renderer
 from .security import TOKEN_PARAM, Guard
@@ -54,6 +55,7 @@ class Dashboard:
         self.windows = Windows()
         self.history = History(self.config.history_tags, self.config.history_entries)
         self.stream = StreamStatus()
+        self.cursors = KeptCursors()
         self._ack: XorAckDynamoDB | None = None
         self._inventory: Inventory | None = None
         self._counts: Counts | None = None
