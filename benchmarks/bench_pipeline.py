@@ -63,6 +63,7 @@ from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
 from xor_ack_dynamodb.pipeline.spark import build_session
+from xor_ack_dynamodb.spark.paging import DEFAULT_PAGE_SIZE
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
 from xor_ack_dynamodb.table import TableSpec
 
@@ -138,7 +139,9 @@ def files_mode(
     try:
         # DynamoDB Local's JIT compiles its write path over thousands of writes, whose CPU
         # would otherwise land in the tracked runs: the same requests, many, first.
-        warm = keys_run(spark, args.warm_up, work / "warm-keys", tracker, proxy, 10_000, ddb_pid)
+        warm = keys_run(
+            spark, args.warm_up, work / "warm-keys", tracker, proxy, args.page_size, ddb_pid
+        )
         print(
             f"warm-up DynamoDB Local: {args.warm_up:,} inputs as keys, {warm['wall']:.1f} s",
             file=sys.stderr,
@@ -397,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keys", type=int, nargs="*", help="inputs as keys: these N")
-    parser.add_argument("--page-size", type=int, default=10_000)
+    parser.add_argument(
+        "--page-size", type=int, default=DEFAULT_PAGE_SIZE, help="default: track()'s"
+    )
     parser.add_argument("--list-files", type=int, help="list this many small files")
     parser.add_argument("--warm-up", type=int, default=5_000, help="inputs of the warm-up runs")
     parser.add_argument(

@@ -21,8 +21,11 @@ from typing import Any
 
 from .errors import InvalidArgument
 
-#: Inputs per page: their chains, entries and marker rows are what the driver holds.
-DEFAULT_PAGE_SIZE = 10_000
+#: Inputs per page: their chains, entries and marker rows are what the driver holds, for
+#: this page and the next (created ahead).  5,000: at 100,000 inputs as keys the driver's
+#: Python grew about 30 MiB less than with 10,000, and the run was no slower
+#: (``benchmarks/results/pipeline-keys.md``); a costly source is read once per page.
+DEFAULT_PAGE_SIZE = 5_000
 
 
 @dataclass(frozen=True)
