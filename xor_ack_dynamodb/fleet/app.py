@@ -210,10 +210,10 @@ class Fleet:
             state = await self.ack.get(tag)
             if state is None or state.version != 1 or state.stamp != root_stamp:
                 raise
-        # The chain id: the create's own state, held by the client (no read), else read.
-        state = (await self.ack.known_many([tag]))[tag]
-        if state is None:
-            raise TagNotFound(tag)
+        else:  # the chain id: the create's own state, held by the client (no read)
+            state = (await self.ack.known_many([tag]))[tag]
+            if state is None:
+                raise TagNotFound(tag)
         root = root_envelope(tag, state.chain_id, payload, self.ack.token_window)
         await self.send([root])
         log("submitted", tag, root.message_id)
