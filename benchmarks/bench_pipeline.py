@@ -28,7 +28,8 @@ of ``--warm-up`` inputs (5,000): DynamoDB Local is a JVM whose JIT is still comp
 its write path after a few thousand writes (its CPU per create fell from 3.7 to 1.3 ms
 over its first 6,000 here), which DynamoDB does not have to do.  ``--memory N``: the driver's
 peak RSS (its Python and its JVM) of one run each in a fresh driver process: tracked
-over 10 inputs (the empty run), tracked over N, untracked over N.  ``--list-files N``:
+over 10 inputs (the empty run), tracked over N, untracked over N (``--driver-memory
+512m``: each with that driver heap, Spark's default being 1g).  ``--list-files N``:
 N small files listed both ways.
 
     python benchmarks/bench_pipeline.py --keys 1000 10000 100000 --reps 3
@@ -301,6 +302,7 @@ def memory_mode(
         child = json.dumps(
             {"inputs": inputs, "tracked": tracked, "endpoint": proxy.endpoint_url}
             | {"table": tracker.table, "master": master, "page_size": args.page_size}
+            | {"driver_memory": args.driver_memory}
         )
         done = subprocess.run(
             [sys.executable, __file__, "--one-run", child],
@@ -323,6 +325,7 @@ def memory_mode(
         )
 
     where = "a standalone cluster (2 workers of 1 core)" if master != args.master else master
+    heap = args.driver_memory or "Spark's default (1g)"
 
     def total(label: str) -> float:
         memory = runs[label]["memory"]
@@ -330,7 +333,8 @@ def memory_mode(
 
     print(
         f"\nThe driver's peak RSS, one run per fresh driver process, {where}, page size "
-        f"{args.page_size:,}, Python {platform.python_version()}, load average {load()} "
+        f"{args.page_size:,}, driver heap {heap}, Python {platform.python_version()}, "
+        f"load average {load()} "
         "at the end\n"
     )
     print("| run | inputs | Python MiB | JVM MiB | both MiB | both vs the empty run | exact |")
@@ -364,8 +368,10 @@ def one_run_child(args: argparse.Namespace) -> int:
     tracker = bench_tracker(given["table"], given["endpoint"])
     master = given["master"]
     extra = {}
+    if given["driver_memory"]:  # the driver JVM's -Xmx, set before it starts
+        extra["spark.driver.memory"] = given["driver_memory"]
     if master.startswith("spark://"):  # the driver here, the executors in the workers
-        extra = {
+        extra |= {
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.ui.enabled": "false",
@@ -424,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--no-stream", action="store_true", help="the table without its stream (see pipeline_scale)"
+    )
+    parser.add_argument(
+        "--driver-memory",
+        help="--memory with this driver heap (spark.driver.memory, e.g. 512m) in every run",
     )
     parser.add_argument("--one-run", help=argparse.SUPPRESS)  # a child of --memory
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
