@@ -29,7 +29,8 @@ its write path after a few thousand writes (its CPU per create fell from 3.7 to 
 over its first 6,000 here), which DynamoDB does not have to do.  ``--memory N``: the driver's
 peak RSS (its Python and its JVM) of one run each in a fresh driver process: tracked
 over 10 inputs (the empty run), tracked over N, untracked over N (``--driver-memory
-512m``: each with that driver heap, Spark's default being 1g).  ``--list-files N``:
+512m``: each with that driver heap, Spark's default being 1g).  ``--keys N --repeat R``:
+R tracked runs in one driver, its Python's memory after each.  ``--list-files N``:
 N small files listed both ways.
 
     python benchmarks/bench_pipeline.py --keys 1000 10000 100000 --reps 3
@@ -360,6 +361,49 @@ def memory_mode(
     }
 
 
+def repeat_mode(
+    args: argparse.Namespace, work: Path, tracker: TrackerConfig, proxy: Any
+) -> dict[str, Any]:
+    """``--repeat R``: R tracked runs over ``--keys`` inputs in one driver (as a long-lived
+    driver, or ``track_stream``'s one ``track()`` per batch, makes them), the driver's
+    Python after each: its RSS and the heap Python itself holds (``tracemalloc``)."""
+    import gc
+    import tracemalloc
+
+    n = args.keys[0]
+    spark = build_session(args.master, shuffle_partitions=2)
+    runs = []
+    try:
+        tracemalloc.start()
+        for i in range(args.repeat):
+            run = keys_run(spark, n, work / "out", tracker, proxy, args.page_size)
+            gc.collect()
+            run["python_traced_mib"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 2)
+            runs.append(run)
+            print(
+                f"run {i + 1}: {run['wall']:.1f} s, exact {run['exact']}, driver Python RSS "
+                f"{run['memory']['python_after_mib']:.1f} MiB, traced "
+                f"{run['python_traced_mib']:.2f} MiB",
+                file=sys.stderr,
+            )
+    finally:
+        tracemalloc.stop()
+        spark.stop()
+    print(
+        f"\n{args.repeat} tracked runs of {n:,} inputs as keys in one driver, {args.master}, "
+        f"page size {args.page_size:,}, Python {platform.python_version()}, load average "
+        f"{load()} at the end\n"
+    )
+    print("| run | s | exact | driver Python RSS after, MiB | held by Python (traced), MiB |")
+    print("| ---: | ---: | --- | ---: | ---: |")
+    for i, run in enumerate(runs, 1):
+        print(
+            f"| {i} | {run['wall']:.1f} | {'yes' if run['exact'] else 'NO'} "
+            f"| {run['memory']['python_after_mib']:.1f} | {run['python_traced_mib']:.2f} |"
+        )
+    return {"runs": runs}
+
+
 def one_run_child(args: argparse.Namespace) -> int:
     """One keys run in this fresh process (``--memory``'s child); its figures as JSON."""
     given = json.loads(args.one_run)
@@ -435,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
         "--driver-memory",
         help="--memory with this driver heap (spark.driver.memory, e.g. 512m) in every run",
     )
+    parser.add_argument(
+        "--repeat", type=int, help="with --keys N: this many tracked runs in one driver"
+    )
     parser.add_argument("--one-run", help=argparse.SUPPRESS)  # a child of --memory
     parser.add_argument("--json", type=Path, help="also write every run's numbers here")
     args = parser.parse_args(argv)
@@ -460,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
                     result["memory"] = memory_mode(args, tracker, proxy, url)
             elif args.memory:
                 result["memory"] = memory_mode(args, tracker, proxy, args.master)
+            elif args.repeat and args.keys:
+                result["repeat"] = repeat_mode(args, work, tracker, proxy)
             elif args.list_files:
                 spark = build_session(args.master, shuffle_partitions=2)
                 try:
