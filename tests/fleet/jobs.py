@@ -25,7 +25,7 @@ from typing import Any
 
 import boto3
 
-from xor_ack_dynamodb.fleet import Completed, Message, child_id, root_id
+from xor_ack_dynamodb.fleet import Completed, Envelope, Message, root_id
 
 
 def children_of(seed: int, depth: int) -> list[dict[str, int]]:
@@ -48,8 +48,9 @@ def tree_messages(tag: str) -> list[tuple[bytes, dict[str, int], bytes | None, i
     while todo:
         message = todo.pop()
         messages.append(message)
-        for i, child in enumerate(children_of(message[1]["seed"], message[1]["depth"])):
-            todo.append((child_id(message[0], i), child, message[0], i))
+        parent = Envelope(tag, b"\x01" * 8, message[0])
+        for child in parent.children(children_of(message[1]["seed"], message[1]["depth"]), 1):
+            todo.append((child.id, child.payload, message[0], child.index))
     return messages
 
 

@@ -59,7 +59,7 @@ class ScriptedChain:
 
 def messages(n: int) -> list[Envelope]:
     root = root_id(TAG)
-    return [Envelope(TAG, CHAIN, child_id(root, i), parent=root, index=i) for i in range(n)]
+    return [Envelope(TAG, CHAIN, child_id(root, payload=i), parent=root, index=i) for i in range(n)]
 
 
 def setup(n: int) -> tuple[ScriptedChain, Once, list[Envelope]]:

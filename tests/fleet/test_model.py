@@ -39,11 +39,31 @@ pytestmark = pytest.mark.ddblocal
 def test_identities_are_derived_deterministically() -> None:
     root = root_id("job-1")
     assert root == root_id("job-1") != root_id("job-2")
-    assert child_id(root, 0) == child_id(root, 0) != child_id(root, 1)
+    assert child_id(root, payload="a") == child_id(root, payload="a") != child_id(root, payload="b")
+    # A child is named by its payload as JSON carries it: keys in any order, a tuple as a list.
+    assert child_id(root, payload={"a": 1, "b": (2,)}) == child_id(root, payload={"b": [2], "a": 1})
+    assert child_id(root, payload=1) != child_id(root, payload="1") != child_id(root, payload=1.0)
+    assert child_id(root, payload="a", occurrence=1) != child_id(root, payload="a")
+    assert child_id(root_id("job-2"), payload="a") != child_id(root, payload="a")
+    with pytest.raises(InvalidEnvelope):
+        child_id(root, payload="a", occurrence=-1)
     assert len(stamp_of(root)) == 16 and any(stamp_of(root))
     env = Envelope("job-1", b"\x01" * 8, root, {"a": [1]}, sent=3)
     assert Envelope.from_json(env.to_json()) == env
-    assert env.child(2, "x", 5).id == child_id(root, 2)
+    kids = env.children(["x", "y", "x"], 5)
+    assert [k.id for k in kids] == [
+        child_id(root, payload="x"),
+        child_id(root, payload="y"),
+        child_id(root, payload="x", occurrence=1),
+    ]
+    assert [(k.index, k.parent, k.sent, k.window) for k in kids] == [
+        (0, root, 5, None),
+        (1, root, 5, None),
+        (2, root, 5, None),
+    ]
+    # In another order, the same children: each payload keeps its identity.
+    again = env.children(["y", "x", "x"], 5)
+    assert {(k.id, k.payload) for k in again} == {(k.id, k.payload) for k in kids}
 
 
 @pytest.mark.parametrize(
@@ -143,6 +163,76 @@ async def test_a_parent_that_dies_after_sending_reannounces_the_same_children(
         assert last.verdict is Verdict.APPLIED and last.acked
         assert (await h.fleet.handle(h.queue[-1].to_json())).verdict is not Verdict.APPLIED
         assert len(h.completed) == 1
+
+
+async def _killed_after_sending(h: Any, root: Envelope) -> None:
+    """``root`` handled by a process killed between sending its children and its write."""
+    real_apply = h.fleet.once.apply
+
+    async def die(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("killed between sending the children and stamping")
+
+    h.fleet.once.apply = die
+    try:
+        with pytest.raises(RuntimeError):
+            await h.fleet.handle(root.to_json())
+    finally:
+        h.fleet.once.apply = real_apply
+
+
+async def test_a_parent_whose_children_come_in_another_order_when_run_again_runs_each_once(
+    harness_factory: Any,
+) -> None:
+    # A child was named by its place: a parent killed after sending its children, whose
+    # handler returned them in another order when it ran again (a set, results gathered as
+    # they finish), gave child 0's name to another payload. Delivered in this order, the
+    # two copies of "a" took both names, "b" was dropped as a duplicate, and the job acked.
+    ran: list[Any] = []
+    orders = iter([["a", "b"], ["b", "a"]])
+
+    def handler(message: Any) -> list[Any]:
+        if message.parent_id is None:
+            return next(orders)
+        ran.append(message.payload)
+        return []
+
+    async with harness_factory(handler) as h:
+        await h.fleet.submit("job-order", None)
+        root = h.queue.pop()
+        await _killed_after_sending(h, root)
+        again = await h.fleet.handle(root.to_json(), receive_count=2)
+        assert again.verdict is Verdict.APPLIED and not again.acked
+        assert sorted(e.payload for e in h.queue) == ["a", "a", "b", "b"]
+        await h.drain(lambda q: next((i for i, e in enumerate(q) if e.payload == "a"), 0))
+        assert sorted(ran) == ["a", "b"]  # each child once
+        assert [c.tag for c in h.completed] == ["job-order"]
+
+
+async def test_a_parent_whose_children_differ_when_run_again_does_not_ack_its_job(
+    harness_factory: Any,
+) -> None:
+    # Its earlier run's child is not the one its write announced: that child ran in its
+    # place (same name) and the job acked, though the announced child never ran.
+    ran: list[Any] = []
+    runs = iter([[{"at": 1}], [{"at": 2}]])
+
+    def handler(message: Any) -> list[Any]:
+        if message.parent_id is None:
+            return next(runs)
+        ran.append(message.payload)
+        return []
+
+    async with harness_factory(handler) as h:
+        await h.fleet.submit("job-differs", None)
+        root = h.queue.pop()
+        await _killed_after_sending(h, root)
+        await h.fleet.handle(root.to_json(), receive_count=2)
+        assert [e.payload for e in h.queue] == [{"at": 1}, {"at": 2}]
+        handled = await h.drain()
+        assert [x.verdict for x in handled] == [Verdict.APPLIED, Verdict.APPLIED]
+        state = await h.fleet.ack.get("job-differs")
+        assert state is not None and state.live and not state.acked  # fails at its deadline
+        assert h.completed == []
 
 
 async def test_a_continuation_whose_process_died_runs_on_the_redelivery(

@@ -368,7 +368,7 @@ async def test_a_job_on_a_fifo_work_queue_is_sent_in_its_group_each_generation_a
         assert message["Attributes"]["MessageGroupId"] == group_id(tag)
         await fleet.handle(root.to_json())
         assert [m["Body"] for m in received()] == [
-            root.child(i, 0, root.sent, root.window).to_json() for i in range(2)
+            child.to_json() for child in root.children([0, 0], root.sent, root.window)
         ]
         # Another generation of the job within SQS's five-minute deduplication interval:
         # its root (the same identity) is a new message, not a duplicate to drop.

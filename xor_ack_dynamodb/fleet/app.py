@@ -13,7 +13,8 @@
 Children are sent before the write: a message whose process dies in between is
 delivered again and announces the same children with the same stamps, so the
 chain is never short of a stamp, and re-sent children are duplicates, applied once.
-The handler must be deterministic in the children it returns for a payload.
+The handler must return the same children's payloads for a payload, in any order
+(a child is named by its payload, ``envelope.child_id``).
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ class Fleet:
         # A child's lower bound is its parent's, not the version read now: this run may
         # be a re-run whose earlier run sent the same children, and they may have landed.
         window = self.ack.token_window
-        children = [env.child(i, p, env.sent, window) for i, p in enumerate(payloads)]
+        children = env.children(payloads, env.sent, window)
         if children:
             await self.send(children)
         value = env.stamp if not children else xor(env.stamp, *(c.stamp for c in children))

@@ -1,16 +1,17 @@
 """What a handler returns: its children's payloads, read before any child is sent.
 
-``None`` is no children; any other iterable (a list, a tuple, a generator) is read
-once, in order, each item a child's payload.  A str, bytes or a mapping is iterable
-too, but no handler means a child per character, byte or key: returning ``"ok"``
-once made two child jobs, ``"o"`` and ``"k"``.  A set is iterable in an order that
-differs between processes (str hashes are salted per process), and a child's id is
-its place (``envelope.child_id``): a job delivered again after some of its children
-went out would name other payloads with the same ids, so one child is sent twice and
-another never.  Those, and a value that is no iterable at all, are refused
-(``InvalidChildren``); so is a child whose payload cannot travel as JSON
+``None`` is no children; any other iterable (a list, a tuple, a generator, a set) is
+read once, each item a child's payload.  A str, bytes or a mapping is iterable too,
+but no handler means a child per character, byte or key: returning ``"ok"`` once made
+two child jobs, ``"o"`` and ``"k"``.  Those, and a value that is no iterable at all,
+are refused (``InvalidChildren``); so is a child whose payload cannot travel as JSON
 (``payloads.check_payload``), which once raised a bare ``TypeError`` from the sender
 on every receive until the queue gave up on it.
+
+The order of the children does not matter: a child is named by its payload
+(``envelope.child_id``), so a set, whose order differs between processes, or a
+generator yielding results as they finish, names the same children when its job runs
+again.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from .payloads import check_payload
 
 #: Iterable, but never a list of children.
 _NOT_CHILDREN = (str, bytes, bytearray, memoryview, Mapping)
-#: Iterable in no order that holds from one process to the next.
-_UNORDERED = (set, frozenset)
 
 
 def children_of(result: object, tag: str, message_id: str) -> list[Any]:
@@ -33,9 +32,6 @@ def children_of(result: object, tag: str, message_id: str) -> list[Any]:
         return []
     if isinstance(result, _NOT_CHILDREN):
         raise InvalidChildren(tag, message_id, type(result).__name__)
-    if isinstance(result, _UNORDERED):
-        why = " (a set's order differs between processes, and a child is named by its place)"
-        raise InvalidChildren(tag, message_id, type(result).__name__, why=why)
     try:
         found = iter(result)  # type: ignore[call-overload]
     except TypeError as exc:

@@ -1,11 +1,20 @@
 """The message envelope: which chain a message belongs to, who it is, what it carries.
 
 A message's identity is 16 bytes.  A root's is derived from its chain's tag, a
-child's from its parent's identity and its index among the parent's children
-(BLAKE2b), and a message's stamp from its identity.  So a parent that runs again
-(a re-delivery, a Lambda retry, a worker killed half-way) announces the same
-children with the same identities and the same stamps: re-sent children are
-duplicates, recognised as such, not new work.
+child's from its parent's identity and its payload (BLAKE2b; children with equal
+payloads are told apart by how many such siblings came before them), and a
+message's stamp from its identity.  So a parent that runs again (a re-delivery, a
+Lambda retry, a worker killed half-way) announces the same children with the same
+identities and the same stamps, in whatever order it returns them this time:
+re-sent children are duplicates, recognised as such, not new work.
+
+A child's identity is not its place among its siblings: a parent whose children come
+in another order when it runs again (a set, a dict's keys, results gathered as they
+finish) would then give one child's identity to another's payload, so one child runs
+twice and the other never, while the job acks.  A parent whose children differ when
+it runs again (a timestamp in a payload) gives them other identities: the children of
+its earlier run are not the ones its write expects, the job's chain never reaches
+zero, and the job fails when its deadline passes (or is seen stalled), not acked.
 
 On the wire an envelope is a JSON object::
 
@@ -32,6 +41,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,11 +64,27 @@ def root_id(tag: str) -> bytes:
     return _digest(tag.encode("utf-8", "surrogatepass"), b"xa-fleet-root")
 
 
-def child_id(parent: bytes, index: int) -> bytes:
-    """The identity of child ``index`` (0-based) of the message ``parent``."""
-    if index < 0:
-        raise InvalidEnvelope(f"a child index is >= 0, not {index}")
-    return _digest(bytes(parent) + index.to_bytes(8, "big"), b"xa-fleet-child")
+def canonical_payload(payload: Any) -> bytes:
+    """``payload`` as JSON text that equal JSON data always gives: as the message carries it
+    (``to_json``), read back, then written with its objects' keys sorted."""
+    carried = json.loads(json.dumps(payload, separators=(",", ":")))
+    return json.dumps(carried, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
+def child_id(parent: bytes, *, payload: Any, occurrence: int = 0) -> bytes:
+    """The identity of the child of the message ``parent`` that carries ``payload``.
+
+    ``occurrence``: how many of its siblings before it carry an equal payload (0-based),
+    so that a parent may send the same payload more than once.
+    """
+    if isinstance(occurrence, bool) or not isinstance(occurrence, int) or occurrence < 0:
+        raise InvalidEnvelope(f"a child's occurrence is an int >= 0, not {occurrence!r}")
+    return _content_id(parent, canonical_payload(payload), occurrence)
+
+
+def _content_id(parent: bytes, canonical: bytes, occurrence: int) -> bytes:
+    content = occurrence.to_bytes(8, "big") + canonical
+    return _digest(bytes(parent) + content, b"xa-fleet-content")
 
 
 def stamp_of(message_id: bytes) -> Stamp:
@@ -90,19 +117,31 @@ class Envelope:
         """The identity as hex: what logs, tokens and deduplication ids use."""
         return self.id.hex()
 
-    def child(self, index: int, payload: Any, sent: int, window: int | None = None) -> Envelope:
-        """The envelope of child ``index``, sent when the chain was at version ``sent`` or later
-        by a fleet of token window ``window`` (default: this message's)."""
-        return Envelope(
-            tag=self.tag,
-            chain_id=self.chain_id,
-            id=child_id(self.id, index),
-            payload=payload,
-            parent=self.id,
-            index=index,
-            sent=sent,
-            window=self.window if window is None else window,
-        )
+    def children(
+        self, payloads: Sequence[Any], sent: int, window: int | None = None
+    ) -> list[Envelope]:
+        """The envelopes of this message's children, one per payload (``index``: its place),
+        sent when the chain was at version ``sent`` or later by a fleet of token window
+        ``window`` (default: this message's)."""
+        seen: Counter[bytes] = Counter()
+        envelopes = []
+        for index, payload in enumerate(payloads):
+            key = canonical_payload(payload)
+            identity = _content_id(self.id, key, seen[key])
+            seen[key] += 1
+            envelopes.append(
+                Envelope(
+                    tag=self.tag,
+                    chain_id=self.chain_id,
+                    id=identity,
+                    payload=payload,
+                    parent=self.id,
+                    index=index,
+                    sent=sent,
+                    window=self.window if window is None else window,
+                )
+            )
+        return envelopes
 
     def to_json(self) -> str:
         return json.dumps(

@@ -28,8 +28,7 @@ class InvalidPayload(InvalidArgument):
 
 class InvalidChildren(_TagError, TypeError):
     """A handler returned something that is not its children's payloads: a str, bytes or
-    a dict (iterable, but each character, byte or key would have been a child job), a set
-    (its order differs between processes, and a child is named by its place), no
+    a dict (iterable, but each character, byte or key would have been a child job), no
     iterable at all, or a child whose payload is no JSON data (``.child``: its index).
     The handler's mistake, the same on every receive: no child is sent, the message's
     stamp is not written, and ``Fleet.handle`` fails the job's chain (this generation)
