@@ -17,6 +17,7 @@ from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.fleet import (
     Completed,
     Envelope,
+    Handled,
     QueueContinuation,
     Verdict,
     child_id,
@@ -165,8 +166,25 @@ async def test_a_parent_that_dies_after_sending_reannounces_the_same_children(
         assert len(h.completed) == 1
 
 
-async def _killed_after_sending(h: Any, root: Envelope) -> None:
-    """``root`` handled by a process killed between sending its children and its write."""
+def _root_returning(*runs: list[Any], ran: list[Any]) -> Any:
+    """A handler whose root returns ``runs`` in turn, one per run; each child's payload is
+    appended to ``ran``."""
+    todo = iter(runs)
+
+    def handler(message: Any) -> list[Any]:
+        if message.parent_id is None:
+            return next(todo)
+        ran.append(message.payload)
+        return []
+
+    return handler
+
+
+async def _root_run_twice(h: Any, tag: str) -> Handled:
+    """Submit ``tag``; its root is handled by a process killed between sending its children
+    and its write, then delivered again."""
+    await h.fleet.submit(tag, None)
+    root = h.queue.pop()
     real_apply = h.fleet.once.apply
 
     async def die(*args: Any, **kwargs: Any) -> Any:
@@ -178,6 +196,8 @@ async def _killed_after_sending(h: Any, root: Envelope) -> None:
             await h.fleet.handle(root.to_json())
     finally:
         h.fleet.once.apply = real_apply
+    handled: Handled = await h.fleet.handle(root.to_json(), receive_count=2)
+    return handled
 
 
 async def test_a_parent_whose_children_come_in_another_order_when_run_again_runs_each_once(
@@ -188,19 +208,8 @@ async def test_a_parent_whose_children_come_in_another_order_when_run_again_runs
     # they finish), gave child 0's name to another payload. Delivered in this order, the
     # two copies of "a" took both names, "b" was dropped as a duplicate, and the job acked.
     ran: list[Any] = []
-    orders = iter([["a", "b"], ["b", "a"]])
-
-    def handler(message: Any) -> list[Any]:
-        if message.parent_id is None:
-            return next(orders)
-        ran.append(message.payload)
-        return []
-
-    async with harness_factory(handler) as h:
-        await h.fleet.submit("job-order", None)
-        root = h.queue.pop()
-        await _killed_after_sending(h, root)
-        again = await h.fleet.handle(root.to_json(), receive_count=2)
+    async with harness_factory(_root_returning(["a", "b"], ["b", "a"], ran=ran)) as h:
+        again = await _root_run_twice(h, "job-order")
         assert again.verdict is Verdict.APPLIED and not again.acked
         assert sorted(e.payload for e in h.queue) == ["a", "a", "b", "b"]
         await h.drain(lambda q: next((i for i, e in enumerate(q) if e.payload == "a"), 0))
@@ -211,25 +220,15 @@ async def test_a_parent_whose_children_come_in_another_order_when_run_again_runs
 async def test_a_parent_whose_children_differ_when_run_again_does_not_ack_its_job(
     harness_factory: Any,
 ) -> None:
-    # Its earlier run's child is not the one its write announced: that child ran in its
-    # place (same name) and the job acked, though the announced child never ran.
+    # Its earlier run's child is not the one its write announced: that child ran under the
+    # same name and the job acked, though the announced child never ran.
     ran: list[Any] = []
-    runs = iter([[{"at": 1}], [{"at": 2}]])
-
-    def handler(message: Any) -> list[Any]:
-        if message.parent_id is None:
-            return next(runs)
-        ran.append(message.payload)
-        return []
-
-    async with harness_factory(handler) as h:
-        await h.fleet.submit("job-differs", None)
-        root = h.queue.pop()
-        await _killed_after_sending(h, root)
-        await h.fleet.handle(root.to_json(), receive_count=2)
+    async with harness_factory(_root_returning([{"at": 1}], [{"at": 2}], ran=ran)) as h:
+        await _root_run_twice(h, "job-differs")
         assert [e.payload for e in h.queue] == [{"at": 1}, {"at": 2}]
         handled = await h.drain()
         assert [x.verdict for x in handled] == [Verdict.APPLIED, Verdict.APPLIED]
+        assert ran == [{"at": 1}, {"at": 2}]
         state = await h.fleet.ack.get("job-differs")
         assert state is not None and state.live and not state.acked  # fails at its deadline
         assert h.completed == []
