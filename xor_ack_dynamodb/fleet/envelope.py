@@ -9,9 +9,9 @@ identities and the same stamps, in whatever order it returns them this time:
 re-sent children are duplicates, recognised as such, not new work.
 
 A child's identity is not its place among its siblings: a parent whose children come
-in another order when it runs again (a set, a dict's keys, results gathered as they
-finish) would then give one child's identity to another's payload, so one child runs
-twice and the other never, while the job acks.  A parent whose children differ when
+in another order when it runs again (a set, results gathered as they finish) would
+then give one child's identity to another's payload, so one child runs twice and the
+other never, while the job acks.  A parent whose children differ when
 it runs again (a timestamp in a payload) gives them other identities: the children of
 its earlier run are not the ones its write expects, the job's chain never reaches
 zero, and the job fails when its deadline passes (or is seen stalled), not acked.
