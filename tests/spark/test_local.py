@@ -40,3 +40,50 @@ def test_faults_replayed_until_every_input_is_acked_and_counts_exact(
     assert replayed, "the faults caused no replay: the test proves nothing"
     assert read_counts(out) == dict(independent_count(corpus))
     assert all(i.history[-1] == "acked" for i in report.inputs)
+
+
+def noisy() -> Any:
+    """A function returning one row of random bytes, another on every call, as one that
+    reads a clock would (a closure: pickled by value, the workers cannot import tests)."""
+
+    def rows_of(key: str, rows: Any) -> Any:
+        import os
+
+        import pyarrow as pa  # type: ignore[import-untyped]
+
+        return pa.table({"n": pa.array([int.from_bytes(os.urandom(4), "big")], pa.int64())})
+
+    return rows_of
+
+
+def test_an_input_whose_attempts_returned_different_rows_fails_saying_so(
+    local_spark: Any, tmp_path: Path, tracker: Any
+) -> None:
+    # Two attempts of one task that returned different rows both stamp the chain, which then
+    # cannot reach zero whatever was committed: the input failed as "not zero when its round
+    # ended", which says nothing of why.
+    from xor_ack_dynamodb.spark import Sink, track
+
+    keys = [f"input-{i}" for i in range(8)]
+    report = track(
+        local_spark,
+        noisy(),
+        "n long",
+        Sink(str(tmp_path / "out"), format="parquet"),
+        keys=keys,
+        tracker=tracker,
+        # Every task's first attempt crashes, before its stamp or after (seed 3: both).
+        faults=FaultConfig(crash_rate=1.0, max_attempt=1, seed=3),
+        max_attempts=1,
+    )
+    said = {e.key: e.history for e in report.inputs}
+    differing = [k for k, h in said.items() if h != ["acked"]]
+    assert differing and len(differing) < len(keys), said  # crashed after the stamp: not acked
+    assert all(
+        said[k]
+        == [
+            "incomplete: its task ran more than once and the attempts returned different rows "
+            "(is the function deterministic?)"
+        ]
+        for k in differing
+    ), said

@@ -297,7 +297,7 @@ class RoundChains:
             latency = (state.acked_at or state.updated_at) - state.created_at
             tell(Acked(tag, state.chain_id, state.acked_at or 0.0, latency))
             return "acked", False
-        reason = job or "incomplete: not zero when its round ended"
+        reason = job or _incomplete(state)
         try:
             with asking("judge"):
                 closed = self.chains.fail(tag, reason=reason)
@@ -314,6 +314,26 @@ class RoundChains:
 
 def _why(state: ChainState) -> str:
     return state.reason or "failed"
+
+
+#: A chain's writes after a round that went as planned: the create, the produce stamp of
+#: the attempt of its task that ran, and the commit check's stamp.
+PLANNED_WRITES = 3
+
+
+def _incomplete(state: ChainState | None) -> str:
+    """Why a chain is not zero after a round whose job ran (what it tells of the cause).
+
+    A chain with more writes than a round makes was stamped by two attempts of its task
+    with different stamps (an attempt's stamp sent again lands once): they returned
+    different rows, and no committed output can match both.
+    """
+    if state is not None and state.version > PLANNED_WRITES:
+        return (
+            "incomplete: its task ran more than once and the attempts returned different "
+            "rows (is the function deterministic?)"
+        )
+    return "incomplete: not zero when its round ended"
 
 
 def _each(fn: Callable[[Any], object], items: Sequence[Any], concurrency: int) -> None:
