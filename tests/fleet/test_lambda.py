@@ -422,6 +422,50 @@ def test_a_fleet_from_an_environment_without_its_table_or_queue_names_the_variab
         asyncio.run(open_it())
 
 
+def test_the_work_function_with_a_queue_that_does_not_exist_runs_no_handler(
+    moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The work function found a wrong XOR_ACK_QUEUE_URL only when it sent a handler's
+    # children: after the handler's work, again on every delivery of the message until the
+    # dead-letter queue took it.
+    from xor_ack_dynamodb.fleet import QueueUnavailable
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    queue = boto3.client("sqs", endpoint_url=moto_endpoint, region_name="us-east-1")
+    url = queue.create_queue(QueueName="work-queue-right")["QueueUrl"]
+    monkeypatch.setenv("XOR_ACK_TABLE", moto_table.name)
+    monkeypatch.setenv("XOR_ACK_QUEUE_URL", url)
+    ran: list[Any] = []
+
+    def handler(message: Message) -> list[int]:
+        ran.append(message.payload)
+        return [1]
+
+    async def submitted() -> tuple[Envelope, Any]:
+        async with from_environment()() as fleet:
+            root = await fleet.submit("wrong-queue-job", 0)
+            return root, await fleet.ack.get("wrong-queue-job")
+
+    async def chain() -> Any:
+        async with from_environment()() as fleet:
+            return await fleet.ack.get("wrong-queue-job")
+
+    root, before = asyncio.run(submitted())
+    monkeypatch.setenv("XOR_ACK_QUEUE_URL", url.replace("-right", "-wrong"))
+    work = SqsBatchHandler(from_environment(handler))
+    try:
+        with pytest.raises(QueueUnavailable) as refused:
+            work(batch([root.to_json()]), None)
+    finally:
+        work.environment.close()
+    says = str(refused.value)
+    assert says.startswith("XOR_ACK_QUEUE_URL, where the handler's children go: queue ")
+    assert "work-queue-wrong does not exist" in says and says.endswith("no handler ran")
+    assert ran == [] and asyncio.run(chain()) == before  # its job as it was
+
+
 def test_a_fleet_from_the_environment_gives_its_jobs_the_configured_deadline(
     moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -336,6 +336,11 @@ def from_environment(
     deadline of the jobs this fleet submits; ``InvalidTimeout``, naming the variable, if
     not a number of seconds above 0, as the function is made).
     ``SettingMissing`` names a required one that is not set, as the fleet is opened.
+    With a ``handler`` (the work queue's function) the queue is asked first, once per
+    execution environment: one that does not exist, or an SQS that cannot be reached, is
+    ``QueueUnavailable`` before any handler runs (it found it only at its first
+    children's send, after the handler's work, on every delivery until the dead-letter
+    queue took the message).
     """
     timeout = _seconds_from_env("XOR_ACK_JOB_TIMEOUT")
     idle_timeout = _seconds_from_env("XOR_ACK_JOB_IDLE_TIMEOUT")
@@ -343,18 +348,27 @@ def from_environment(
     @contextlib.asynccontextmanager
     async def open_fleet() -> Any:
         from .completion import QueueContinuation
-        from .sqs import SqsSender, sqs_client
+        from .sqs import QueueUnavailable, SqsSender, sqs_client
 
         async with sqs_client() as sqs:
             then = continuation
             target = os.environ.get("XOR_ACK_CONTINUATION_QUEUE_URL")
             if then is None and target:
                 then = QueueContinuation(sqs, target)
+            table = _setting("XOR_ACK_TABLE", "the chains table")
+            send = SqsSender(sqs, _setting("XOR_ACK_QUEUE_URL", "the work queue's URL"))
+            if handler is not None:
+                try:
+                    await send.check()
+                except QueueUnavailable as exc:
+                    raise QueueUnavailable(
+                        f"XOR_ACK_QUEUE_URL, where the handler's children go: {exc}; no handler ran"
+                    ) from exc
             async with Fleet.connect(
-                table=_setting("XOR_ACK_TABLE", "the chains table"),
+                table=table,
                 partition_key=os.environ.get("XOR_ACK_PARTITION_KEY", "tagID"),
                 handler=handler or (lambda message: []),
-                send=SqsSender(sqs, _setting("XOR_ACK_QUEUE_URL", "the work queue's URL")),
+                send=send,
                 continuation=then,
                 timeout=timeout,
                 idle_timeout=idle_timeout,
