@@ -422,6 +422,20 @@ def test_a_fleet_from_an_environment_without_its_table_or_queue_names_the_variab
         asyncio.run(open_it())
 
 
+def _environment(
+    monkeypatch: pytest.MonkeyPatch, moto_endpoint: str, table: TableSpec, queue_name: str
+) -> str:
+    """A function's environment on moto: its table, and a new queue ``queue_name`` (its URL)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    queue = boto3.client("sqs", endpoint_url=moto_endpoint, region_name="us-east-1")
+    url: str = queue.create_queue(QueueName=queue_name)["QueueUrl"]
+    monkeypatch.setenv("XOR_ACK_TABLE", table.name)
+    monkeypatch.setenv("XOR_ACK_QUEUE_URL", url)
+    return url
+
+
 def test_the_work_function_with_a_queue_that_does_not_exist_runs_no_handler(
     moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -430,13 +444,7 @@ def test_the_work_function_with_a_queue_that_does_not_exist_runs_no_handler(
     # dead-letter queue took it.
     from xor_ack_dynamodb.fleet import QueueUnavailable
 
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_endpoint)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    queue = boto3.client("sqs", endpoint_url=moto_endpoint, region_name="us-east-1")
-    url = queue.create_queue(QueueName="work-queue-right")["QueueUrl"]
-    monkeypatch.setenv("XOR_ACK_TABLE", moto_table.name)
-    monkeypatch.setenv("XOR_ACK_QUEUE_URL", url)
+    url = _environment(monkeypatch, moto_endpoint, moto_table, "work-queue-right")
     ran: list[Any] = []
 
     def handler(message: Message) -> list[int]:
@@ -469,13 +477,7 @@ def test_the_work_function_with_a_queue_that_does_not_exist_runs_no_handler(
 def test_a_fleet_from_the_environment_gives_its_jobs_the_configured_deadline(
     moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_endpoint)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", moto_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    queue = boto3.client("sqs", endpoint_url=moto_endpoint, region_name="us-east-1")
-    url = queue.create_queue(QueueName="env-deadline")["QueueUrl"]
-    monkeypatch.setenv("XOR_ACK_TABLE", moto_table.name)
-    monkeypatch.setenv("XOR_ACK_QUEUE_URL", url)
+    _environment(monkeypatch, moto_endpoint, moto_table, "env-deadline")
     monkeypatch.setenv("XOR_ACK_JOB_TIMEOUT", "600")
     monkeypatch.setenv("XOR_ACK_JOB_IDLE_TIMEOUT", "60")
 
