@@ -134,21 +134,28 @@ async def test_duplicates_far_beyond_the_token_window_are_applied_once(
         assert len(h.completed) == 1
 
 
+async def _killed_after_sending(h: Any, root: Envelope) -> None:
+    """``root`` handled by a process killed between sending its children and its write."""
+    real_apply = h.fleet.once.apply
+
+    async def die(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("killed between sending the children and stamping")
+
+    h.fleet.once.apply = die
+    try:
+        with pytest.raises(RuntimeError):
+            await h.fleet.handle(root.to_json())
+    finally:
+        h.fleet.once.apply = real_apply
+
+
 async def test_a_parent_that_dies_after_sending_reannounces_the_same_children(
     harness_factory: Any,
 ) -> None:
     async with harness_factory(token_window=4, page_size=2) as h:
         await h.fleet.submit("job-rerun", {"width": 12, "depth": 1})
         root = h.queue.pop()
-        real_apply = h.fleet.once.apply
-
-        async def die(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("killed between sending the children and stamping")
-
-        h.fleet.once.apply = die  # type: ignore[method-assign]
-        with pytest.raises(RuntimeError):
-            await h.fleet.handle(root.to_json())
-        h.fleet.once.apply = real_apply  # type: ignore[method-assign]
+        await _killed_after_sending(h, root)
         first = list(h.queue)
         h.queue.clear()
         for env in first[:-1]:  # the orphans run first and land before their parent
@@ -185,17 +192,7 @@ async def _root_run_twice(h: Any, tag: str) -> Handled:
     and its write, then delivered again."""
     await h.fleet.submit(tag, None)
     root = h.queue.pop()
-    real_apply = h.fleet.once.apply
-
-    async def die(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("killed between sending the children and stamping")
-
-    h.fleet.once.apply = die
-    try:
-        with pytest.raises(RuntimeError):
-            await h.fleet.handle(root.to_json())
-    finally:
-        h.fleet.once.apply = real_apply
+    await _killed_after_sending(h, root)
     handled: Handled = await h.fleet.handle(root.to_json(), receive_count=2)
     return handled
 
