@@ -161,8 +161,11 @@ class _Server:
         self.port = free_port()
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
         data_dir.mkdir(parents=True, exist_ok=True)
+        # its temporary files (killed: never removed by the JVM) in pytest's folder
+        scratch = data_dir.parent / "scratch"
+        scratch.mkdir(exist_ok=True)
         self.cmd = dynamodb_local_command(
-            install_dynamodb_local(), port=self.port, data_dir=data_dir
+            install_dynamodb_local(), port=self.port, data_dir=data_dir, scratch=scratch
         )
         self.cmd[1:1] = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]  # starts twice as fast
         self.proc: subprocess.Popen[bytes] | None = None

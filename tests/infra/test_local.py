@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -124,14 +125,26 @@ def test_falls_back_to_moto_where_java_is_missing_and_says_so(
     assert "using moto's server instead" in err
 
 
-def test_pid_is_dynamodb_locals_java_process_while_it_runs() -> None:
+def test_pid_is_dynamodb_locals_java_process_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also: DynamoDB Local's own temporary files (its SQLite library, copied out at its
+    first request and removed by the JVM only on a clean exit) are in a folder of the
+    server's, removed by ``stop`` even after a SIGKILL."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     db = LocalDynamoDB(backend="dynamodb-local")
     assert db.pid is None
     with db:
         assert db.pid is not None
         cmdline = Path(f"/proc/{db.pid}/cmdline").read_bytes().split(b"\0")
         assert Path(cmdline[0].decode()).name == "java"
+        boto3.client(
+            "dynamodb", endpoint_url=db.endpoint_url, region_name="us-east-1"
+        ).list_tables()
+        assert [p.parent.parent for p in tmp_path.rglob("*sqlite4java*")] == [tmp_path]
+        os.kill(db.pid, signal.SIGKILL)  # no shutdown hook runs
     assert db.pid is None
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_reference_backend_refuses_to_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,7 +261,12 @@ def test_two_starts_at_once_leave_one_server_which_stop_stops(run_dir: Path) -> 
 
 
 def test_detached_dynamodb_local_keeps_a_data_dir(run_dir: Path, tmp_path: Path) -> None:
+    """Also: its temporary files are in the state folder's ``local-dynamodb-tmp`` (what a
+    killed server left there goes at the next start), removed when it is stopped."""
     data = tmp_path / "data"
+    scratch = run_dir / "local-dynamodb-tmp"
+    scratch.mkdir(parents=True)
+    (scratch / "sqlite-392-left-by-a-killed-server.so").write_bytes(b"")
     state = start_detached(backend="dynamodb-local", data_dir=data)
     spec = TableSpec(name=f"kept-{uuid.uuid4().hex[:8]}")
     try:
@@ -258,9 +276,11 @@ def test_detached_dynamodb_local_keeps_a_data_dir(run_dir: Path, tmp_path: Path)
             assert _only_loopback(_port(state.endpoint_url))
         client = boto3.client("dynamodb", endpoint_url=state.endpoint_url, region_name="us-east-1")
         create_table(client, spec)
+        assert [p.name.endswith("-libsqlite4java.so") for p in scratch.iterdir()] == [True]
     finally:
         assert stop_detached() == state
     assert not _listen_addresses(_port(state.endpoint_url))
+    assert not scratch.exists()
     again = start_detached(backend="dynamodb-local", data_dir=data)
     try:
         client = boto3.client("dynamodb", endpoint_url=again.endpoint_url, region_name="eu-west-1")

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +75,12 @@ def run_dir() -> Path:
 
 def state_file(directory: Path | None = None) -> Path:
     return (directory or run_dir()) / "local-dynamodb.json"
+
+
+def _scratch(directory: Path | None = None) -> Path:
+    """The detached DynamoDB Local's temporary folder (``dynamodb_local_command``'s
+    ``scratch``): made by the start, removed once the server has stopped."""
+    return (directory or run_dir()) / "local-dynamodb-tmp"
 
 
 def _running(pid: int) -> bool:
@@ -205,7 +212,12 @@ def _start(
     if kind == "dynamodb-local" and jar is not None:
         if data is not None:
             _make_data_dir(data)
-        cmd = dynamodb_local_command(jar, port=port, host=host, data_dir=data)
+        scratch = _scratch(directory)
+        # No server runs (checked above, under the start lock): whatever a killed one left
+        # in its temporary folder is dead weight.
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir()
+        cmd = dynamodb_local_command(jar, port=port, host=host, data_dir=data, scratch=scratch)
         what = "DynamoDB Local"
     else:
         if problem is not None:
@@ -236,6 +248,7 @@ def _start(
         _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what)
     except BaseException:  # also Ctrl-C: never leave a server that no state file records
         _terminate(proc)
+        shutil.rmtree(_scratch(directory), ignore_errors=True)
         raise
     _DETACHED[proc.pid] = proc
     state = ServerState(
@@ -271,5 +284,6 @@ def stop_detached(directory: Path | None = None, *, timeout: float = 10.0) -> Se
     child = _DETACHED.pop(state.pid, None)
     if child is not None:
         child.poll()
+    shutil.rmtree(_scratch(directory), ignore_errors=True)
     state_file(directory).unlink(missing_ok=True)
     return state

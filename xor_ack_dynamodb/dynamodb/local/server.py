@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -73,16 +74,29 @@ def _answers(endpoint_url: str) -> bool:
 
 
 def dynamodb_local_command(
-    jar: Path, *, port: int, host: str = "127.0.0.1", data_dir: Path | None = None
+    jar: Path,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    data_dir: Path | None = None,
+    scratch: Path | None = None,
 ) -> list[str]:
-    """The ``java`` command that runs DynamoDB Local on ``host:port`` through the launcher."""
+    """The ``java`` command that runs DynamoDB Local on ``host:port`` through the launcher.
+
+    ``scratch``: the JVM's temporary folder.  DynamoDB Local copies its SQLite library
+    (0.9 MB) there at every start and removes it only on a clean exit: a server killed
+    with SIGKILL leaves it behind, so the callers give each server a folder of its own
+    and remove that folder once the server has stopped, however it stopped.
+    """
     args = ["-port", str(port), "-sharedDb", "-disableTelemetry"]
     if data_dir is None:
         args.insert(0, "-inMemory")
     else:
         args[:0] = ["-dbPath", str(data_dir)]
+    temp = [] if scratch is None else [f"-Djava.io.tmpdir={scratch}"]
     return [
         "java",
+        *temp,
         f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
         f"-Dxorack.bindHost={host}",
         *launcher_arguments(jar),
@@ -170,6 +184,7 @@ class LocalDynamoDB:
     _proc: subprocess.Popen[bytes] | None = field(init=False, default=None, repr=False)
     _moto: Any = field(init=False, default=None, repr=False)
     _log: IO[bytes] | None = field(init=False, default=None, repr=False)
+    _scratch: Path | None = field(init=False, default=None, repr=False)
 
     def __enter__(self) -> LocalDynamoDB:
         return self.start()
@@ -212,14 +227,17 @@ class LocalDynamoDB:
 
     def _start_dynamodb_local(self, jar: Path) -> LocalDynamoDB:
         port = _port_for(self.host, self.port)
-        cmd = dynamodb_local_command(jar, port=port, host=self.host, data_dir=self.data_dir)
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self._proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        self._scratch = Path(tempfile.mkdtemp(prefix="xor-ack-dynamodb-local-"))
+        cmd = dynamodb_local_command(
+            jar, port=port, host=self.host, data_dir=self.data_dir, scratch=self._scratch
         )
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self.endpoint_url = f"http://{self.host}:{port}"
         self.kind = "dynamodb-local"
         try:
+            self._proc = subprocess.Popen(
+                cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
             _wait_until_answering(
                 self._proc,
                 self.endpoint_url,
@@ -265,3 +283,6 @@ class LocalDynamoDB:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._scratch is not None:  # the server has ended: its temporary files with it
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
