@@ -7,16 +7,20 @@ import json
 import logging
 import random
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import xor_ack_dynamodb.fleet as fleet_package
+from xor_ack_dynamodb.dynamodb import XorAckDynamoDB
 from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.fleet import (
+    FLEET_TOKEN_WINDOW,
     Completed,
     Envelope,
+    Fleet,
     Handled,
     QueueContinuation,
     Verdict,
@@ -30,9 +34,14 @@ from xor_ack_dynamodb.fleet.errors import (
     InvalidPayload,
     MarkerMissing,
     ReplayRefused,
+    TombstoneTooShort,
+    UnsuitableClient,
 )
-from xor_ack_dynamodb.fleet.markers import page_key
+from xor_ack_dynamodb.fleet.markers import DEFAULT_MARKER_TTL, page_key
 from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
+from xor_ack_dynamodb.table import TableSpec
+
+from .conftest import Harness, tree
 
 pytestmark = pytest.mark.ddblocal
 
@@ -273,6 +282,60 @@ async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still
         assert after is not None and after.acked
         assert not await h.fleet.complete("job-dead-ack")
         assert [c.tag for c in h.completed] == ["job-dead-ack"]
+
+
+async def test_an_acked_job_still_continues_from_a_dead_letter_kept_thirteen_days(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """The acked chain is the only record that its job still owes its continuation: the
+    fleet's client keeps it as long as the fleet's messages may be delivered (14 days),
+    not the client's default day, after which the letter was deleted and the job never
+    continued."""
+    later = [0.0]
+    h = Harness()
+    async with Fleet.connect(
+        table=ddb_table.name,
+        endpoint_url=ddb_local_endpoint,
+        region_name="us-east-1",
+        handler=tree,
+        send=h.send,
+        continuation=h.continuation,
+    ) as made:
+        assert made.ack.tombstone_ttl == DEFAULT_MARKER_TTL
+    async with XorAckDynamoDB.connect(  # the same client, with a clock the test moves
+        table=ddb_table.name,
+        endpoint_url=ddb_local_endpoint,
+        region_name="us-east-1",
+        token_window=FLEET_TOKEN_WINDOW,
+        tombstone_ttl=made.ack.tombstone_ttl,
+        clock=lambda: time.time() + later[0],
+    ) as ack:
+        h.fleet = Fleet(ack, handler=tree, send=h.send, continuation=h.continuation)
+        await h.fleet.submit("job-late", {"width": 0, "depth": 0})  # the root is the job
+        root = h.queue.pop().to_json()
+        h.fail_continuation = 6  # down for every receive, and at the first drain
+        for receive in range(1, 6):
+            with pytest.raises(RuntimeError):
+                await h.fleet.handle(root, receive_count=receive)
+        kept = await settle_dead_letter(h.fleet, root, "worker.dead_letters", "m-1")
+        assert isinstance(kept, RuntimeError) and h.completed == []
+        later[0] = 13 * 86_400.0  # the dead-letter queue keeps the letter 14 days
+        assert await settle_dead_letter(h.fleet, root, "worker.dead_letters", "m-1") is None
+        assert [c.tag for c in h.completed] == ["job-late"]
+
+
+async def test_a_fleet_with_a_continuation_refuses_a_client_that_forgets_acked_jobs_sooner(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    async with XorAckDynamoDB.connect(
+        table=ddb_table.name, endpoint_url=ddb_local_endpoint, region_name="us-east-1"
+    ) as ack:  # the client's default: an acked chain is kept one day
+        h = Harness()
+        with pytest.raises(TombstoneTooShort) as refused:
+            Fleet(ack, handler=tree, send=h.send, continuation=h.continuation)
+        assert isinstance(refused.value, UnsuitableClient)
+        assert "tombstone_ttl=1.2096e+06 or more, or use Fleet.connect" in str(refused.value)
+        Fleet(ack, handler=tree, send=h.send)  # no continuation owed: nothing to keep
 
 
 async def test_a_continuation_message_carries_a_group_id_sqs_takes_whatever_the_tag() -> None:

@@ -270,6 +270,11 @@ class ClientBase(Generic[ClientT]):
         return self._core.token_window
 
     @property
+    def tombstone_ttl(self) -> float:
+        """Seconds an acked or failed chain stays readable after the write that closed it."""
+        return self._core.tombstone_ttl
+
+    @property
     def client(self) -> ClientT:
         """The DynamoDB client this wraps (aiobotocore's or boto3's), for requests of your own."""
         return self._client

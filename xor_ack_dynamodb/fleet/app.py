@@ -28,14 +28,20 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ..chain import ChainState
-from ..dynamodb import Lifetime, XorAckDynamoDB
+from ..dynamodb import DEFAULT_TOMBSTONE_TTL, Lifetime, XorAckDynamoDB
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import AmbiguousWrite, ChainFailed, TagExists, TagNotFound
 from ..stamps import Stamp, xor
 from .children import children_of
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of
-from .errors import InvalidChildren, MarkerMissing, ReplayRefused, WindowMismatch
+from .errors import (
+    InvalidChildren,
+    MarkerMissing,
+    ReplayRefused,
+    TombstoneTooShort,
+    WindowMismatch,
+)
 from .markers import DEFAULT_MARKER_TTL, Markers
 from .once import Once, Result, Verdict
 from .payloads import check_payload
@@ -133,6 +139,8 @@ class Fleet:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> None:
+        if continuation is not None and ack.tombstone_ttl < marker_ttl:
+            raise TombstoneTooShort(ack.tombstone_ttl, marker_ttl)
         self.ack = ack
         self.timeout = timeout
         self.idle_timeout = idle_timeout
@@ -157,13 +165,20 @@ class Fleet:
         token_window: int = FLEET_TOKEN_WINDOW,
         **options: Any,
     ) -> AsyncIterator[Fleet]:
-        """A fleet over its own DynamoDB client; ``options`` are the constructor's."""
+        """A fleet over its own DynamoDB client; ``options`` are the constructor's.
+
+        The client keeps an acked chain readable as long as the fleet's markers live
+        (``marker_ttl``, 14 days by default): as long as a message of the job may still be
+        delivered, and with it a continuation still owed (``TombstoneTooShort``).
+        """
+        marker_ttl = options.get("marker_ttl", DEFAULT_MARKER_TTL)
         async with XorAckDynamoDB.connect(
             table=table,
             partition_key=partition_key,
             endpoint_url=endpoint_url,
             region_name=region_name,
             token_window=token_window,
+            tombstone_ttl=max(DEFAULT_TOMBSTONE_TTL, marker_ttl),
         ) as ack:
             yield cls(ack, **options)
 

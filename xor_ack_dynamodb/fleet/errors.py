@@ -98,6 +98,29 @@ class UnsuitableClient(XorAckError):
     """The DynamoDB client given to a fleet does not meet its needs (see the message)."""
 
 
+class TombstoneTooShort(UnsuitableClient):
+    """A fleet with a continuation was given a client that forgets acked chains sooner
+    than the fleet's messages can be delivered (``tombstone_ttl`` below ``marker_ttl``).
+
+    The acked chain is the only record that a job still owes its continuation: once it
+    expires, a kept dead letter or a re-delivery of the acking message finds no chain and
+    is deleted, and the job never continues.  Raised by ``Fleet(...)``, before anything
+    is read or written: connect the client with ``tombstone_ttl`` at least ``marker_ttl``
+    (14 days by default, SQS's longest retention), as ``Fleet.connect`` does.
+    """
+
+    def __init__(self, tombstone_ttl: float, marker_ttl: float) -> None:
+        super().__init__(
+            f"the client keeps an acked chain {tombstone_ttl:g} s (tombstone_ttl), less than "
+            f"the fleet's messages may still be delivered ({marker_ttl:g} s, marker_ttl): a "
+            "job whose continuation failed would be forgotten and never continue. Connect "
+            f"the client with tombstone_ttl={marker_ttl:g} or more, or use Fleet.connect, "
+            "which does; nothing was read or written"
+        )
+        self.tombstone_ttl = tombstone_ttl
+        self.marker_ttl = marker_ttl
+
+
 class WindowMismatch(UnsuitableClient):
     """A message was sent by a fleet whose token window differs from this fleet's client.
 
