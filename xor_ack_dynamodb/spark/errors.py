@@ -123,12 +123,17 @@ class Incurable(SparkTrackingError):
     A module missing where the tasks run, a Python the executors cannot start, a function
     that returns no table for any input.  The message says what to install or fix and where
     (the client, the Spark Connect server, the workers); ``report`` is the run's report so far
-    (None when the check before the first round failed).
+    (None when the check before the first round failed).  ``output_at_fault``: the function
+    returned no rows table for any input: the inputs' own results, not where the tasks run,
+    are at fault (``track_stream(stop_on_failure=False)`` goes on past such a batch).
     """
 
-    def __init__(self, message: str, report: object | None = None) -> None:
+    def __init__(
+        self, message: str, report: object | None = None, *, output_at_fault: bool = False
+    ) -> None:
         super().__init__(message)
         self.report = report
+        self.output_at_fault = output_at_fault
 
 
 class DynamoDBFailed(SparkTrackingError):

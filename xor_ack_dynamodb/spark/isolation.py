@@ -154,6 +154,12 @@ def returned(
     return done
 
 
+def output_at_fault(outcomes: Sequence[str]) -> bool:
+    """Did every input fail for what the function returned for it (no rows table)?  Then
+    the inputs' own results are at fault, not where the tasks run."""
+    return bool(outcomes) and all(o.startswith(BAD_OUTPUT) for o in outcomes)
+
+
 def incurable(job_error: str | None, outcomes: Sequence[str], acked: int, where: str) -> str | None:
     """The message that stops the run, if every input failed with an error no replay cures.
 
@@ -167,10 +173,10 @@ def incurable(job_error: str | None, outcomes: Sequence[str], acked: int, where:
         return _setup_problem(job_error, where)
     if not all(retryable(o) for o in outcomes):
         return None
-    bad = [o for o in outcomes if o.startswith(BAD_OUTPUT)]
-    if len(bad) == len(outcomes):
+    if output_at_fault(outcomes):
         return (
-            f"the function returned no rows table for any input ({bad[0][len(BAD_OUTPUT) :]}): "
+            f"the function returned no rows table for any input "
+            f"({outcomes[0][len(BAD_OUTPUT) :]}): "
             "fix the function (in the job's code, on the client) to return a pyarrow.Table "
             "with the declared columns"
         )

@@ -45,7 +45,7 @@ from .commit import Counts
 from .errors import DynamoDBFailed, Incurable, RoundTimedOut, RunIdInUse
 from .files import is_connect
 from .input_tasks import default_input_tasks
-from .isolation import Isolation, incurable, returned, task_of
+from .isolation import Isolation, incurable, output_at_fault, returned, task_of
 from .job_spec import JobSpec
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
@@ -87,6 +87,7 @@ class TrackedJob:
         self._following: Page | None = None  # the next page, once listed
         #: Why the run stopped early (an error no replay cures), once it did.
         self._stopped: str | None = None
+        self._output_at_fault = False  # what _stopped says: the function's output, every input
         self._round_inputs = 0
         self._round_no: int | None = None  # the round under way, for an error's message
         self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
@@ -298,6 +299,8 @@ class TrackedJob:
         said = [outcome for outcome, _ in outcomes]
         text = None if error is None else str(error)
         message = incurable(text, said, said.count("acked"), where)
+        if message is not None and self._stopped is None:
+            self._output_at_fault = text is None and output_at_fault(said)
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):
             entry = entries[i]
@@ -326,7 +329,7 @@ class TrackedJob:
             self.spec.observer.round_ended(summary, self.report)
         if self._stopped is not None and self.report.acked == 0:
             self.report.finish()  # nothing to commit: stop, the output untouched
-            raise Incurable(self._stopped, self.report)
+            raise Incurable(self._stopped, self.report, output_at_fault=self._output_at_fault)
         return still
 
     def _source_columns(self) -> tuple[str, ...]:

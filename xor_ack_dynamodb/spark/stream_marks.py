@@ -37,8 +37,16 @@ from typing import TYPE_CHECKING, Any
 from ..chain import ChainState
 from ..dynamodb._core.validate import MAX_TTL
 from ..dynamodb.sync import SyncXorAckDynamoDB
-from ..errors import ChainFailed, ChainMoved, CreateManyFailed, TagExists, TagNotFound
+from ..errors import (
+    ChainFailed,
+    ChainMoved,
+    CreateManyFailed,
+    InvalidTag,
+    TagExists,
+    TagNotFound,
+)
 from .chain_batches import asking
+from .errors import InvalidArgument
 from .files import Files
 from .keyed import Keyed
 from .tracker import TrackerConfig, kept_client
@@ -60,6 +68,30 @@ def stream_name(output: str) -> str:
     """A stream's default name: its output's, hashed (the same after a restart)."""
     digest = hashlib.sha256(output.rstrip("/").encode("utf-8", "surrogateescape"))
     return "stream-" + digest.hexdigest()[:16]
+
+
+def _hashed_tag(name: str, key: str) -> str:
+    """A mark's tag when ``NAME/commit/KEY`` would be too long: the key hashed."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    return f"{name}/commit/sha256:{digest}"
+
+
+def check_stream_name(name: object) -> str:
+    """``track_stream(name=...)``: a non-empty str whose marks' tags fit DynamoDB's key
+    (``InvalidArgument`` otherwise, before the query starts)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(
+            f"name={name!r}: give the stream's name, a non-empty str, the same at every "
+            "restart (or leave it out: the output's, hashed)"
+        )
+    try:
+        InvalidTag.check(_hashed_tag(name, ""))  # the longest tag a mark of it may get
+    except InvalidTag as exc:
+        raise InvalidArgument(
+            f"name={name[:40]!r}...: the stream's marks are tagged NAME/commit/KEY, and "
+            f"with this name a tag would be too long ({exc}): give a shorter name"
+        ) from exc
+    return name
 
 
 def batch_path(output: str, batch_id: int, run_id: str) -> str:
@@ -105,8 +137,7 @@ class StreamMarks:
         tag = f"{self.name}/commit/{key}"
         if len(tag.encode("utf-8", "surrogateescape")) <= 1024:
             return tag
-        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
-        return f"{self.name}/commit/sha256:{digest}"
+        return _hashed_tag(self.name, key)
 
     def stamp(self, key: str, run_id: str) -> bytes:
         """``M(run, KEY)``: a mark created with it and stamped with it is zero: committed."""

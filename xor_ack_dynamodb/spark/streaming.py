@@ -22,18 +22,25 @@ import math
 import os
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from .commit import resolver
-from .errors import BatchFailed, InvalidArgument
+from .errors import BatchFailed, Incurable, InvalidArgument
 from .files import Files
 from .job_spec import RUN_ID_MAX, EventSink
 from .ledger import refuse_reserved
 from .output import check as output_check
 from .paths import qualified, staging_path
+from .report import TrackedReport
 from .sink import Sink
 from .stages import Process
-from .stream_marks import DEFAULT_RETENTION, MAX_RETENTION, StreamMarks, stream_name
+from .stream_marks import (
+    DEFAULT_RETENTION,
+    MAX_RETENTION,
+    StreamMarks,
+    check_stream_name,
+    stream_name,
+)
 from .stream_marks import batch_path as run_batch_path
 from .table_check import check_table
 
@@ -128,6 +135,8 @@ def track_stream(
             f"run of a micro-batch, and a run's id has at most {RUN_ID_MAX}: give at most "
             f"{RUN_ID_MAX - 1 - FRESH} characters"
         )
+    if name is not None:
+        check_stream_name(name)
     folder = sink.path
     output = qualified(folder)
     stream_id = name or stream_name(output)
@@ -178,7 +187,17 @@ def track_stream(
             marks=marks,
             **settings,
         )
-        report = job.run()
+        try:
+            report = job.run()
+        except Incurable as exc:
+            # Every input of the batch failed for what the function returned for it: the
+            # inputs' own failure, which stop_on_failure=False goes on past, as it does in a
+            # batch where other inputs were acked.  What is wrong where the tasks run stops.
+            at_fault = exc.output_at_fault and isinstance(exc.report, TrackedReport)
+            if stop_on_failure or marks is None or not at_fault:
+                raise
+            report = cast(TrackedReport, exc.report)
+            marks.before_commit(report)
         if not report.ok:
             names = ", ".join(i.key for i in report.failed[:3])
             said = (

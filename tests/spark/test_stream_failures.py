@@ -1,0 +1,114 @@
+"""A tracked stream's failures: what stop_on_failure=False goes on past, what is refused first.
+
+- ``stop_on_failure=False``: a micro-batch whose every input's function returned no table
+  (``Incurable`` in a batch job) fails those inputs and the query goes on, as it does
+  when the same input shares its batch with acked ones.
+- A ``name=`` the marks cannot use is refused before Spark writes the checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.spark import InvalidArgument, Sink, track_stream
+from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
+
+from .conftest import read_counts
+
+
+def _inbox(tmp_path: Path, files: dict[str, str]) -> Path:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for age, (name, text) in enumerate(files.items()):
+        (inbox / name).write_text(text)
+        os.utime(inbox / name, (1_000_000 + age, 1_000_000 + age))  # in this order
+    return inbox
+
+
+def _stream(spark: Any, inbox: Path, per_trigger: int | None = None) -> Any:
+    from pyspark.sql import functions as F
+
+    reader = spark.readStream
+    if per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", per_trigger)
+    return reader.text(str(inbox)).select("value", F.col("_metadata.file_path").alias("file"))
+
+
+def _sink(out: Path) -> Sink:
+    return Sink(str(out), format="csv", options={"header": "true"}, finish=total_by_word, files=1)
+
+
+def _total(out: Path) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for folder in sorted(out.glob("batch=*")):
+        total.update(read_counts(folder))
+    return total
+
+
+def _none_for(bad: str) -> Any:
+    """The word count's function, returning no table for the file named ``bad``."""
+
+    def count(key: str, rows: Any) -> Any:
+        if key.endswith(bad):
+            return None
+        return count_file(key, rows)
+
+    return count
+
+
+def test_stop_on_failure_false_goes_on_past_a_batch_whose_only_input_fails(
+    local_spark: Any, tmp_path: Path, chains_env: str
+) -> None:
+    """One file per micro-batch; the function returns no table for a.txt.  In a batch with
+    other inputs a.txt would be failed after its replays and the query would go on
+    (``stop_on_failure=False``); alone in its batch, its first round makes the run
+    ``Incurable``, which stops the query, and every restart runs that batch again."""
+    inbox = _inbox(tmp_path, {"a.txt": "one two\n", "b.txt": "three four\n"})
+    out = tmp_path / "out"
+    query = track_stream(
+        _stream(local_spark, inbox, per_trigger=1),
+        _none_for("a.txt"),
+        SCHEMA,
+        _sink(out),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=chains_env,
+        stop_on_failure=False,
+    )
+    try:
+        query.awaitTermination(240)
+    except Exception as exc:  # the query stopped
+        pytest.fail(f"stop_on_failure=False, yet the query stopped: {str(exc).splitlines()[0]}")
+    assert query.exception() is None
+    assert _total(out) == {"three": 1, "four": 1}  # b.txt, in the batch after a.txt's
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [(123, "a non-empty str"), ("", "a non-empty str"), ("s" * 2_100, "give a shorter name")],
+    ids=["not a string", "empty", "too long a tag"],
+)
+def test_a_stream_name_the_marks_cannot_use_is_refused_before_the_checkpoint_is_written(
+    local_spark: Any, tmp_path: Path, chains_env: str, name: Any, said: str
+) -> None:
+    inbox = _inbox(tmp_path, {"a.txt": "one two\n"})
+    checkpoint = tmp_path / "checkpoint"
+    with pytest.raises(InvalidArgument, match=said):
+        track_stream(
+            _stream(local_spark, inbox),
+            count_file,
+            SCHEMA,
+            _sink(tmp_path / "out"),
+            key="file",
+            checkpoint=str(checkpoint),
+            available_now=True,
+            table=chains_env,
+            name=name,
+        )
+    assert not checkpoint.exists() and not (tmp_path / "out").exists()
