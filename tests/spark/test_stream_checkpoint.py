@@ -18,7 +18,9 @@ import pytest
 
 from xor_ack_dynamodb.events import Acked, Failed
 from xor_ack_dynamodb.spark import InputResult, Sink, TrackedReport, track_stream
+from xor_ack_dynamodb.spark.errors import TornBatch
 from xor_ack_dynamodb.spark.examples.wordcount import SCHEMA, count_file, total_by_word
+from xor_ack_dynamodb.spark.paths import MANIFEST, manifest_text
 from xor_ack_dynamodb.spark.stream_marks import StreamMarks, batch_path
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
 
@@ -134,6 +136,18 @@ def marks_of(tracker: TrackerConfig, tmp_path: Path) -> Any:
     return make
 
 
+def _commit(folder: Path, *, torn: bool = False) -> None:
+    """A batch folder as a run's rename leaves it: its rows, ``_SUCCESS``, its manifest
+    naming them; ``torn``: as a rename interrupted on an object store leaves it, the
+    rows' file not there yet."""
+    folder.mkdir(parents=True)
+    (folder / "_SUCCESS").write_text("")
+    if not torn:
+        (folder / "part-00000.csv").write_text("word,n\n")
+    text = manifest_text("run", "", ["_SUCCESS", "part-00000.csv"])
+    (folder / MANIFEST).write_text(text)
+
+
 def _report(**statuses: str) -> TrackedReport:
     report = TrackedReport("r", "out", True)
     report.inputs = [InputResult(key, status, 1) for key, status in statuses.items()]
@@ -146,7 +160,7 @@ def test_a_run_that_stopped_after_its_rename_committed_and_one_before_did_not(
     first = marks_of("run-a")
     assert list(first.unmarked(iter(["a", "b", "c"]))) == ["a", "b", "c"]
     first.before_commit(_report(a="acked", b="acked", c="failed"))
-    (tmp_path / batch_path(str(tmp_path / "out"), 0, "run-a")).mkdir(parents=True)
+    _commit(Path(batch_path(str(tmp_path / "out"), 0, "run-a")))
     # run-a stopped here: renamed into place, its marks of a and b still live
     second = marks_of("run-b")
     assert list(second.unmarked(iter(["a", "b", "c", "d"]))) == ["c", "d"]
@@ -155,6 +169,29 @@ def test_a_run_that_stopped_after_its_rename_committed_and_one_before_did_not(
     third = marks_of("run-c")
     assert list(third.unmarked(iter(["a", "c", "d"]))) == ["c", "d"]
     third.before_commit(_report(c="acked", d="acked"))
-    (tmp_path / batch_path(str(tmp_path / "out"), 1, "run-c")).mkdir(parents=True)
+    _commit(Path(batch_path(str(tmp_path / "out"), 1, "run-c")))
     third.after_commit(_report(c="acked", d="acked"))
     assert list(marks_of("run-d").unmarked(iter(["a", "b", "c", "d", "e"]))) == ["e"]
+
+
+def test_a_batch_folder_torn_by_an_interrupted_rename_stops_the_query_until_moved_away(
+    marks_of: Any, tmp_path: Path
+) -> None:
+    """On S3A or GCS a folder's rename copies object by object: a driver killed half-way
+    leaves the folder, named for its run, without some of its rows.  Taken as committed,
+    its inputs would be left out; processed again, the rows that did arrive would be in
+    the output twice.  The next run stops, naming the folder, before it marks anything
+    more; moved away, its inputs are processed again."""
+    first = marks_of("run-a")
+    assert list(first.unmarked(iter(["a", "b"]))) == ["a", "b"]
+    first.before_commit(_report(a="acked", b="acked"))
+    torn = Path(batch_path(str(tmp_path / "out"), 0, "run-a"))
+    _commit(torn, torn=True)  # the driver was killed during the rename
+    with pytest.raises(TornBatch, match="lacks 1 of its files") as stopped:
+        list(marks_of("run-b").unmarked(iter(["a", "b"])))
+    assert stopped.value.folder == str(torn) and stopped.value.missing == ["part-00000.csv"]
+    (torn / MANIFEST).unlink()  # the manifest not copied yet, either
+    with pytest.raises(TornBatch, match="lacks its manifest"):
+        list(marks_of("run-c").unmarked(iter(["a", "b"])))
+    shutil.move(str(torn), str(tmp_path / "aside"))  # what the message says to do
+    assert list(marks_of("run-d").unmarked(iter(["a", "b"]))) == ["a", "b"]

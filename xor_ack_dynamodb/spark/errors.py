@@ -247,6 +247,26 @@ class InputsInterleaved(SparkTrackingError):
     run the user's function twice over parts of one input."""
 
 
+class TornBatch(SparkTrackingError):
+    """A micro-batch folder of a stream's output that a run committed (its inputs' marks
+    name that run) lacks entries its manifest names, or the manifest: its rename was
+    interrupted on a store whose folder rename is not atomic (S3A, GCS).  Its inputs are
+    neither taken as committed nor processed again, which would leave its rows in the
+    output twice: the query stops before its batch commits anything.  Move the folder out of
+    the output (``.folder``), then restart: its inputs are processed again."""
+
+    def __init__(self, folder: str, missing: list[str] | None) -> None:
+        lacks = "its manifest" if missing is None else f"{len(missing)} of its files"
+        super().__init__(
+            f"micro-batch folder {folder} is torn: it lacks {lacks} (a rename interrupted "
+            "on a store whose rename is not atomic); the output is untouched: move that "
+            "folder out of the output, then restart the query, which processes its inputs "
+            "again"
+        )
+        self.folder = folder
+        self.missing = missing
+
+
 class OutputDisplaced(SparkTrackingError):
     """The new output could not be renamed into place, nor the former one back (the
     output's path was taken meanwhile): the former output is kept where the message

@@ -200,6 +200,20 @@ def manifest_files(text: str | None) -> list[str] | None:
     return files
 
 
+def missing_entries(listing: Listing | None) -> list[str] | None:
+    """What a folder the library committed lacks of what its manifest names, at any depth
+    (``listing`` with its tree); None: no manifest of this library at all.  An empty list
+    is a whole folder.  A folder renamed into place is whole where the rename is atomic
+    (a local disk, HDFS); on a store that copies object by object (S3A, GCS), a rename
+    interrupted half-way leaves some of it, or its manifest, out."""
+    if listing is None or not listing.is_dir:
+        return None
+    files = manifest_files(listing.manifest)
+    if files is None:
+        return None
+    return sorted(set(files) - set(listing.tree or listing.names))
+
+
 def is_tree(text: str | None) -> bool:
     """A manifest whose ``files`` name every entry at any depth (``TREE_FORMAT``)."""
     data = manifest(text) or {}

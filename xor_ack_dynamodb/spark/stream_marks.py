@@ -21,8 +21,11 @@ has a mark, one chain ``S/commit/KEY`` in the chains' table, and a micro-batch
 
 A crash between any two steps leaves marks that step 1 of the next run reads
 right: the rename is the commit point, and a live mark's run either has its
-folder or not.  Marks are kept for ``retention`` seconds (their TTL, then the
-acked tombstone's): an input seen again after that is processed again.
+folder or not.  Where the rename is not atomic (S3A, GCS copy object by object),
+a crash during it leaves a torn folder: step 1 finds it lacking what its manifest
+names and stops (``TornBatch``) rather than guess.  Marks are kept for
+``retention`` seconds (their TTL, then the acked tombstone's): an input seen
+again after that is processed again.
 """
 
 from __future__ import annotations
@@ -46,9 +49,10 @@ from ..errors import (
     TagNotFound,
 )
 from .chain_batches import asking
-from .errors import InvalidArgument
+from .errors import InvalidArgument, TornBatch
 from .files import Files
 from .keyed import Keyed
+from .paths import missing_entries
 from .tracker import TrackerConfig, kept_client
 
 if TYPE_CHECKING:
@@ -131,7 +135,8 @@ class StreamMarks:
         self.keyed = Keyed(self.name)
         self.chains = _client(self.tracker, self.retention)
         self.skipped = 0
-        self._committed_runs: set[str] | None = None
+        self._committed_runs: dict[str, str] | None = None
+        self._whole: set[str] = set()
 
     def tag(self, key: str) -> str:
         tag = f"{self.name}/commit/{key}"
@@ -181,25 +186,37 @@ class StreamMarks:
             return False
         if state.acked:
             return True
-        for run in self._runs():
+        for run, folder in self._runs().items():
             if state.stamp == self.stamp(key, run):  # that run committed its folder
+                self._check_whole(folder)
                 self._ack(state, self.stamp(key, run))
                 return True
         with contextlib.suppress(ChainFailed, TagNotFound):  # its run stopped: not committed
             self.chains.fail(state.tag, reason="not committed", chain_id=state.chain_id)
         return False
 
-    def _runs(self) -> set[str]:
-        """The runs whose batch folders are in the output (listed once per micro-batch)."""
+    def _runs(self) -> dict[str, str]:
+        """The runs whose batch folders are in the output, each with its folder's path
+        (listed once per micro-batch)."""
         if self._committed_runs is None:
             listing = Files(self.spark, self.output).listing(self.output)
             names = listing.names if listing is not None and listing.is_dir else ()
+            base = self.output.rstrip("/")
             self._committed_runs = {
-                name.split("-", 1)[1]
+                name.split("-", 1)[1]: f"{base}/{name}"
                 for name in names
                 if name.startswith(BATCH_PREFIX) and "-" in name
             }
         return self._committed_runs
+
+    def _check_whole(self, folder: str) -> None:
+        """``TornBatch`` unless ``folder`` holds all its manifest names (once per folder)."""
+        if folder in self._whole:
+            return
+        missing = missing_entries(Files(self.spark, self.output).listing(folder, tree=True))
+        if missing != []:
+            raise TornBatch(folder, missing)
+        self._whole.add(folder)
 
     def _ack(self, state: ChainState, value: bytes) -> None:
         (outcome,) = self.chains.stamp_on_each([(state, value, b"commit")])
