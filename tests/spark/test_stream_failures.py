@@ -1,9 +1,10 @@
-"""A tracked stream's failures: what stop_on_failure=False goes on past, what is refused first.
+"""A tracked stream's edges: what stop_on_failure=False goes on past, what is refused first.
 
 - ``stop_on_failure=False``: a micro-batch whose every input's function returned no table
   (``Incurable`` in a batch job) fails those inputs and the query goes on, as it does
   when the same input shares its batch with acked ones.
 - A ``name=`` the marks cannot use is refused before Spark writes the checkpoint.
+- A relative output is resolved once, when the stream starts.
 """
 
 from __future__ import annotations
@@ -112,3 +113,34 @@ def test_a_stream_name_the_marks_cannot_use_is_refused_before_the_checkpoint_is_
             name=name,
         )
     assert not checkpoint.exists() and not (tmp_path / "out").exists()
+
+
+def test_a_relative_output_stays_where_it_was_when_the_driver_changes_directory(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marks know the output as it was resolved when the stream started; each batch's
+    folder is under that same folder, whatever the driver's working directory is by the
+    time the batch runs (here: changed while the first batch runs, as a notebook's %cd)."""
+    inbox = _inbox(tmp_path, {"a.txt": "one two\n", "b.txt": "three four\n"})
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def move_on(event: Any) -> None:  # on the driver, in the first batch
+        os.chdir(tmp_path / "elsewhere")
+
+    query = track_stream(
+        _stream(local_spark, inbox, per_trigger=1),
+        count_file,
+        SCHEMA,
+        _sink(Path("out")),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=chains_env,
+        on_event=move_on,
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+    assert not (tmp_path / "elsewhere" / "out").exists()
+    assert len(list((tmp_path / "out").glob("batch=*"))) == 2
+    assert _total(tmp_path / "out") == {"one": 1, "two": 1, "three": 1, "four": 1}

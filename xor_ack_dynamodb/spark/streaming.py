@@ -30,7 +30,7 @@ from .files import Files
 from .job_spec import RUN_ID_MAX, EventSink
 from .ledger import refuse_reserved
 from .output import check as output_check
-from .paths import qualified, staging_path
+from .paths import is_relative, qualified, staging_path
 from .report import TrackedReport
 from .sink import Sink
 from .stages import Process
@@ -157,6 +157,9 @@ def track_stream(
     given_options = {k: v for k, v in options.items() if k not in CHAINS_OPTIONS}
     # The sink as each batch's commit writes it, tried beside the output (then removed).
     resolved = resolver(spark)(folder, "the sink's folder")
+    # Each batch's folder under the output as resolved now: a relative one made absolute
+    # against the working directory of today, not of the batch's time (a notebook's %cd).
+    base = resolved if is_relative(folder) else folder
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
     output_check(spark, struct, sink, scratch, Files(spark))
 
@@ -167,11 +170,11 @@ def track_stream(
         run_id = batch_run_id(settings.pop("run_id", None))
         if tracker is not None:
             marks = StreamMarks(spark, tracker, stream_id, output, run_id, retention)
-            path = run_batch_path(folder, batch_id, run_id)
+            path = run_batch_path(base, batch_id, run_id)
             target = replace(sink, path=path)
             settings["tracker"] = tracker
         else:
-            path = batch_path(folder, batch_id)
+            path = batch_path(base, batch_id)
             target = replace(sink, path=path, overwrite=True)
         if settings.get("report") is not None:  # one file per batch run, none replaced
             settings["report"] = batch_report(settings["report"], path)
