@@ -788,3 +788,75 @@ def test_a_config_that_cannot_work_is_refused() -> None:
     with pytest.raises(ConfigError, match="count_every"):
         DashboardConfig(count_every=0)
     assert DashboardConfig().token != DashboardConfig().token  # random by default
+
+
+async def test_a_chain_that_is_no_fleet_job_is_not_replayed_by_its_url(
+    ddb_local_endpoint: str,
+) -> None:
+    """The page offers Replay for fleet jobs only; the confirmation and the action, reached
+    by their URLs, refuse the rest too (a chain another writer made, or none at all),
+    before anything is written or sent."""
+    sent: list[Envelope] = []
+
+    async def send(envelopes: Sequence[Envelope]) -> None:
+        sent.extend(envelopes)
+
+    board, table_spec, ack = failed_fleet_job(ddb_local_endpoint, "fleet/job-1", send)
+    ack.create("plain", new_stamp())  # some other producer's chain
+    ack.fail("plain", "lost")
+    try:
+        client = await logged_in(board)
+        csrf = (await client.get("/actions/replay?tag=fleet/job-1")).csrf()
+        before = snapshot(ddb_local_endpoint, table_spec.name)
+        for tag in ("plain", "never-was"):
+            confirm = await client.get(f"/actions/replay?tag={tag}")
+            assert confirm.status == 409 and "Not a fleet job" in confirm.text
+            answer = await client.post(
+                "/actions/replay", form={"csrf": csrf, "tag": tag, "payload": "null"}
+            )
+            assert answer.status == 409 and "Not a fleet job" in answer.text, answer.text
+        assert (
+            sent == [] and changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
+        )
+    finally:
+        await board.close()
+
+
+async def test_the_page_of_an_unexpected_error_carries_the_security_headers(
+    ddb_local_endpoint: str,
+) -> None:
+    """An error nothing expected (here: ``replay_payload=`` raising) is answered by
+    Starlette outside the middleware that adds the headers: the 500 page adds them."""
+
+    async def send(envelopes: Sequence[Envelope]) -> None:
+        raise AssertionError("nothing is sent")
+
+    def payload_of(tag: str) -> object:
+        raise RuntimeError("the operator's replay_payload has a bug")
+
+    board, _, _ = failed_fleet_job(
+        ddb_local_endpoint, "fleet/job-2", send, replay_payload=payload_of
+    )
+    started: list[dict[str, str]] = []
+    try:
+        client = await logged_in(board)
+        csrf = (await client.get("/actions/replay?tag=fleet/job-2")).csrf()
+
+        async def app(scope: Any, receive: Any, send_: Any) -> None:
+            async def keep(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    headers = {k.decode(): v.decode() for k, v in message.get("headers", [])}
+                    started.append({**headers, ":status": str(message["status"])})
+                await send_(message)
+
+            await board.app(scope, receive, keep)
+
+        client.app = app
+        with pytest.raises(RuntimeError):  # Starlette raises it again, for the server's log
+            await client.post("/actions/replay", form={"csrf": csrf, "tag": "fleet/job-2"})
+        [headers] = started
+        assert headers[":status"] == "500"
+        assert headers["x-frame-options"] == "DENY" and "content-security-policy" in headers
+        assert headers["referrer-policy"] == "same-origin"
+    finally:
+        await board.close()

@@ -22,11 +22,12 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from xor_ack_dynamodb import ChainState
 from xor_ack_dynamodb.errors import SweepIncomplete, TagNotFound
 from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
 from .config import Send
-from .pages import context, dashboard_of, status_word, tag_param
+from .pages import context, dashboard_of, fleet_job, status_word, tag_param
 from .render import base_of, url
 from .root_payload import check_root
 from .security import Refused
@@ -93,8 +94,21 @@ async def confirm(request: Request) -> Response:
         if action == "replay":
             if not dashboard.config.replays:
                 raise Refused(404, "No replays", "this dashboard was started without a queue")
+            _refuse_unless_fleet_job(dashboard, tag, state)
             values["payload_given"] = dashboard.config.replay_payload is not None
     return dashboard.renderer.render(request, "confirm.html", context(request, "confirm", **values))
+
+
+def _refuse_unless_fleet_job(dashboard: Any, tag: str, state: ChainState | None) -> None:
+    """Replay is for a job ``Fleet.submit`` made (what the chain's page offers it for): a
+    chain another writer made, or none at all, is not replaced by a fleet job."""
+    if not fleet_job(tag, state, dashboard.story(tag)):
+        raise Refused(
+            409,
+            "Not a fleet job",
+            f"{tag!r} was not made by Fleet.submit (its first stamp is not its root "
+            "message's), so it is not replayed as one; replay it where it was made",
+        )
 
 
 def _back_to_chain(request: Request, tag: str, done: str) -> Response:
@@ -170,6 +184,7 @@ async def replay(request: Request) -> Response:
     if not dashboard.config.replays or send is None:
         raise Refused(404, "No replays", "this dashboard was started without a queue")
     tag = tag_param(request, form)
+    _refuse_unless_fleet_job(dashboard, tag, await dashboard.ack.get(tag))
     if dashboard.config.replay_payload is not None:
         payload = dashboard.config.replay_payload(tag)
     else:

@@ -30,23 +30,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import actions, errors, pages
 from .render import STATIC, base_of
-from .security import COOKIE, Refused
+from .security import COOKIE, HEADERS, Refused
 
 if TYPE_CHECKING:
     from .service import Dashboard
 
-HEADERS = [
-    (
-        b"content-security-policy",
-        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    ),
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    # same-origin, not no-referrer: with no-referrer browsers send "Origin: null" on a form's
-    # POST, and the Origin check needs the real one; other sites still get no Referer
-    (b"referrer-policy", b"same-origin"),
-]
 ACTIONS = {"fail": actions.fail, "touch": actions.touch, "sweep": actions.sweep}
 
 

@@ -22,7 +22,7 @@ from xor_ack_dynamodb.fleet.errors import ReplayRefused
 
 from .inventory import BadCursor
 from .render import Renderer
-from .security import Refused
+from .security import HEADERS, Refused
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 
@@ -97,9 +97,12 @@ async def handle(request: Request, exc: Exception) -> Response:
     if refused.status >= 500:
         log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     renderer: Renderer = request.app.state.dashboard.renderer
-    return renderer.render(
+    response = renderer.render(
         request,
         "error.html",
         {"error": refused, "page": "error"},
         status=refused.status,
     )
+    if not isinstance(exc, HANDLED):  # answered by Starlette outside the Guarded middleware
+        response.raw_headers.extend(HEADERS)
+    return response

@@ -27,6 +27,22 @@ from urllib.parse import urlencode, urlsplit
 from starlette.datastructures import URL
 from starlette.requests import Request
 
+#: On every response (the Guarded middleware; the 500 page, made outside it, by
+#: ``errors.handle``).
+HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    # same-origin, not no-referrer: with no-referrer browsers send "Origin: null" on a form's
+    # POST, and the Origin check needs the real one; other sites still get no Referer
+    (b"referrer-policy", b"same-origin"),
+]
+
+
 COOKIE = "xor_ack_dashboard"
 CSRF_FIELD = "csrf"
 #: The query parameter that carries the token in the URL the command prints.
