@@ -337,3 +337,35 @@ def test_input_tasks_is_how_many_tasks_run_the_function(
     assert sorted(row["key"] for row in rows) == keys
     # local[2] would get 16 by default (three per core, at least 16): here the 24 inputs ran in 3.
     assert {row["task"] for row in rows} == {0, 1, 2}
+
+
+def test_rows_whose_key_is_not_valid_utf8_are_in_their_input_not_lost(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """Keys whose bytes are not UTF-8 (a Latin-1 writer's "café", 63 61 66 E9): the driver
+    gets them as Python strings, U+FFFD for the bad byte, and the rows are joined on that
+    same form, so they reach their input; two keys that differ only in bad bytes are one
+    input.  Joined on the raw bytes, the rows matched no input, and it was acked empty."""
+    from pyspark.sql import functions as F
+
+    data = str(tmp_path / "source")
+    raw = F.when(F.col("id") < 2, F.lit("636166E9")).when(F.col("id") < 3, F.lit("636166E8"))
+    local_spark.range(6).select(
+        F.when(F.col("id") < 3, F.unhex(raw).cast("string")).otherwise(F.lit("ok")).alias("key"),
+        F.col("id").alias("v"),
+    ).write.parquet(data)
+    out = tmp_path / "out"
+    report = track(
+        local_spark,
+        pass_through(),
+        "v long",
+        Sink(str(out), format="parquet"),
+        source=local_spark.read.parquet(data),
+        key="key",
+        tracker=tracker,
+        partitions=2,
+    )
+    assert report.ok and report.null_key_rows == 0, report.summary()
+    assert [e.key for e in report.inputs] == ["caf\ufffd", "ok"]
+    values = sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect())
+    assert values == [0, 1, 2, 3, 4, 5]  # every row, once

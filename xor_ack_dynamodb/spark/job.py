@@ -50,7 +50,7 @@ from .job_spec import JobSpec
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
 from .ledger import AckedLedger, refuse_reserved, rows_dir
-from .paging import Page, ahead, pages, sorted_keys
+from .paging import Page, ahead, key_of, pages, sorted_keys
 from .plan import file_tag
 from .report import InputResult, TrackedReport
 from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, STAGED_PARQUET, TAG, RoundSpec
@@ -344,8 +344,10 @@ class TrackedJob:
         if self.spec.source is None:
             grouped = markers
         else:
+            assert self.spec.key is not None  # a source comes with its key column
             rows = (
-                self.spec.source.withColumnRenamed(self.spec.key, INPUT)
+                self.spec.source.withColumn(INPUT, key_of(self.spec.key))
+                .drop(self.spec.key)
                 .join(F.broadcast(keys_df.drop(CREATED)), INPUT)
                 .withColumn(MARKER, F.lit(False))
             )

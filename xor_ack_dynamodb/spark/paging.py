@@ -63,13 +63,24 @@ def sorted_keys(
 
     assert key is not None
     # Named apart from any source column: a key column called ``count`` stays unambiguous.
-    column = F.col(key).cast("string").alias("_xa_key")
+    column = key_of(key).alias("_xa_key")
     listed = (
         source.groupBy(column)
         .agg(F.count(F.lit(1)).alias("_xa_rows"))
         .orderBy(F.col("_xa_key").asc_nulls_first())
     )
     return _listed(listed.toLocalIterator(), keyless), None
+
+
+def key_of(column: str) -> Any:
+    """A source row's input key, as the listing names inputs and the rounds join rows with
+    them: the column as a string, its bytes made valid UTF-8 (U+FFFD for each malformed
+    one).  The driver's keys are Python strings, which the JVM decodes that way; joined on
+    the raw bytes, the rows of a key that is no valid UTF-8 (a Latin-1 writer's) matched no
+    input, and the input was acked with none of its rows."""
+    from pyspark.sql import functions as F
+
+    return F.make_valid_utf8(F.col(column).cast("string"))
 
 
 def _listed(rows: Iterator[Any], keyless: Callable[[int], None]) -> Iterator[str]:
