@@ -149,7 +149,14 @@ class TableSpec:
                 f"table name {self.name!r} is not valid: 3 to 255 characters of "
                 "a-z, A-Z, 0-9, '_', '-' and '.'"
             )
-        if not self.partition_key or len(self.partition_key.encode()) > 255:
+        try:
+            size = len(self.partition_key.encode())
+        except UnicodeEncodeError as exc:  # a lone surrogate: a non-UTF-8 byte of argv
+            raise InvalidTableSpec(
+                f"partition key {self.partition_key!r} is not valid: 1 to 255 bytes of UTF-8 "
+                "(no lone surrogates)"
+            ) from exc
+        if not self.partition_key or size > 255:
             raise InvalidTableSpec(
                 f"partition key {self.partition_key!r} is not valid: 1 to 255 bytes"
             )
