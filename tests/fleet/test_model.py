@@ -285,29 +285,23 @@ async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still
 
 
 async def test_an_acked_job_still_continues_from_a_dead_letter_kept_thirteen_days(
-    ddb_local_endpoint: str, ddb_table: TableSpec
+    ddb_local_endpoint: str, ddb_table: TableSpec, harness_factory: Any
 ) -> None:
     """The acked chain is the only record that its job still owes its continuation: the
     fleet's client keeps it as long as the fleet's messages may be delivered (14 days),
     not the client's default day, after which the letter was deleted and the job never
     continued."""
+    async with harness_factory() as made:  # Fleet.connect's client
+        tombstone = made.fleet.ack.tombstone_ttl
+        assert tombstone == DEFAULT_MARKER_TTL
     later = [0.0]
     h = Harness()
-    async with Fleet.connect(
-        table=ddb_table.name,
-        endpoint_url=ddb_local_endpoint,
-        region_name="us-east-1",
-        handler=tree,
-        send=h.send,
-        continuation=h.continuation,
-    ) as made:
-        assert made.ack.tombstone_ttl == DEFAULT_MARKER_TTL
     async with XorAckDynamoDB.connect(  # the same client, with a clock the test moves
         table=ddb_table.name,
         endpoint_url=ddb_local_endpoint,
         region_name="us-east-1",
         token_window=FLEET_TOKEN_WINDOW,
-        tombstone_ttl=made.ack.tombstone_ttl,
+        tombstone_ttl=tombstone,
         clock=lambda: time.time() + later[0],
     ) as ack:
         h.fleet = Fleet(ack, handler=tree, send=h.send, continuation=h.continuation)
