@@ -354,3 +354,21 @@ def test_a_taken_port_is_refused_and_nothing_is_started(run_dir: Path, taken_por
     assert not state_file().exists()
     with pytest.raises(LocalDynamoDBError, match=f"port {taken_port} "):
         LocalDynamoDB(backend="moto", port=taken_port).start()
+
+
+def test_a_relative_run_dir_as_make_demo_gives_serves_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make demo`` runs ``XOR_ACK_RUN_DIR=out/run xor-ack local start``: the server runs in
+    that folder, so its temporary folder must be named absolute (relative, DynamoDB Local
+    found no place for its SQLite library and answered every table request with a 500)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XOR_ACK_RUN_DIR", "out/run")
+    state = start_detached(backend="dynamodb-local", data_dir=Path("out/dynamodb"))
+    try:
+        client = boto3.client("dynamodb", endpoint_url=state.endpoint_url, region_name="us-east-1")
+        create_table(client, TableSpec(name="relative-run-dir"))
+        assert any((tmp_path / "out/run/local-dynamodb-tmp").glob("*sqlite4java*"))
+    finally:
+        assert stop_detached() == state
+    assert not (tmp_path / "out/run/local-dynamodb-tmp").exists()

@@ -79,8 +79,9 @@ def state_file(directory: Path | None = None) -> Path:
 
 def _scratch(directory: Path | None = None) -> Path:
     """The detached DynamoDB Local's temporary folder (``dynamodb_local_command``'s
-    ``scratch``): made by the start, removed once the server has stopped."""
-    return (directory or run_dir()) / "local-dynamodb-tmp"
+    ``scratch``): made by the start, removed once the server has stopped.  Absolute: the
+    server runs in the state folder, where a relative one would name another folder."""
+    return ((directory or run_dir()) / "local-dynamodb-tmp").resolve()
 
 
 def _running(pid: int) -> bool:
