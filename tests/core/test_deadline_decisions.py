@@ -15,6 +15,8 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xor_ack_dynamodb import xor
 from xor_ack_dynamodb.chain import ChainState
@@ -87,6 +89,44 @@ def test_a_chain_created_with_a_timeout_is_in_the_open_index_with_its_deadline()
     assert "#i" in call.params["UpdateExpression"].split("REMOVE")[1]
     assert "#fs" in call.params["UpdateExpression"].split("REMOVE")[1]
     assert core.cached(TAG) is not None and core.cached(TAG).deadline == 960.0  # type: ignore[union-attr]
+
+
+def test_a_ttl_a_fraction_of_a_millisecond_past_the_timeout_still_expires_after_it() -> None:
+    # 900.999 + 10.0008 rounds to the deadline 911.0; 900.999 + 10.0009 rounds up to the
+    # expiry 911: expired at the moment it is overdue, no timeout could ever land
+    core, _ = chains(900.999)
+    (call,) = drive(
+        core.create(TAG, ROOT, timeout=10.0008, ttl=10.0009), [("update_item", ok)]
+    ).calls
+    assert values(call)[":dl"] == {"N": "911.0"}
+    assert values(call)[":exp"] == {"N": "912"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    now=st.integers(0, 10**10).map(lambda ms: ms / 1000),
+    timeout=st.floats(0.001, 10**5),
+    extra=st.floats(1e-9, 10.0),
+    idle=st.booleans(),
+)
+def test_every_created_chain_expires_after_its_first_deadline(
+    now: float, timeout: float, extra: float, idle: bool
+) -> None:
+    core, _ = chains(now)
+    lifetime = {"idle_timeout" if idle else "timeout": timeout, "ttl": timeout + extra}
+    if lifetime["ttl"] <= timeout:  # the float sum did not move: not a ttl the API takes
+        return
+    (call,) = drive(core.create(TAG, ROOT, **lifetime), [("update_item", ok)]).calls
+    assert int(values(call)[":exp"]["N"]) > float(values(call)[":dl"]["N"])
+
+
+def test_an_idle_stamp_keeps_an_old_expiry_on_the_deadline_after_it() -> None:
+    # an item written before expiries were kept past the deadline: expiry == deadline
+    core, _ = chains(900.0)
+    live = item(ROOT, deadline=920, idle_timeout=50, expires_at=920)
+    ran = drive(stamp(core), [("get_item", got(live)), ("update_item", ok)])
+    assert values(ran.calls[1])[":dl"] == {"N": "950.0"}
+    assert values(ran.calls[1])[":exp"] == {"N": "951"}
 
 
 def test_a_chain_without_a_deadline_is_in_the_open_index_never_due() -> None:

@@ -59,6 +59,18 @@ def _n(number: float | int) -> AttributeValue:
     return {"N": str(number)}
 
 
+def _after_deadline(expiry: int, deadline: float) -> int:
+    """An expiry (whole seconds) that comes after the deadline (milliseconds) it follows.
+
+    The deadline is rounded to the millisecond and the expiry up to the second, so a
+    ``ttl`` less than a millisecond longer than the ``timeout`` could round to the
+    deadline's own second: the chain would be expired at the moment it is overdue, and
+    no timeout could land (a timeout is refused by an expired chain).  So the expiry is
+    at least the second after the deadline.
+    """
+    return max(expiry, math.floor(deadline) + 1)
+
+
 class Requests:
     """The configuration of one table's core, and the DynamoDB requests it sends.
 
@@ -128,13 +140,17 @@ class Requests:
             (I.OPEN_SHARD, Value(":os", _n(I.shard_of(tag)))),
         ]
         remove = [I.ACKED_AT, I.FAILED_AT, I.REASON, I.FAILED_SHARD]
+        span = first_deadline(lifetime)
+        deadline_at = None if span is None else round(now + span, 3)
         if ttl is not None:
-            sets.append((I.EXPIRES_AT, Value(":exp", self._expiry(now, ttl))))
+            expiry = math.ceil(now + ttl)
+            if deadline_at is not None:
+                expiry = _after_deadline(expiry, deadline_at)
+            sets.append((I.EXPIRES_AT, Value(":exp", _n(expiry))))
         else:
             remove.append(I.EXPIRES_AT)
-        span = first_deadline(lifetime)
-        if span is not None:
-            deadline = Value(":dl", _n(round(now + span, 3)))
+        if deadline_at is not None:
+            deadline = Value(":dl", _n(deadline_at))
             sets += [(I.DEADLINE, deadline), (I.DUE_AT, deadline)]
         else:
             sets.append((I.DUE_AT, Value(":due", _n(I.NEVER_DUE))))
@@ -189,7 +205,9 @@ class Requests:
         sets += [(I.DEADLINE, value), (I.DUE_AT, value)]
         expires_at = state.expires_at
         if expires_at is not None and state.deadline is not None and deadline > state.deadline:
-            expires_at = float(math.ceil(expires_at + deadline - state.deadline))
+            expires_at = float(
+                _after_deadline(math.ceil(expires_at + deadline - state.deadline), deadline)
+            )
             sets.append((I.EXPIRES_AT, Value(":exp", _n(int(expires_at)))))
         return expires_at
 
