@@ -21,13 +21,14 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+import aioboto3
 import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.chain import ChainState
 from xor_ack_dynamodb.dynamodb._batches import (
     MAX_BATCH_STATEMENTS,
@@ -42,7 +43,7 @@ from xor_ack_dynamodb.dynamodb._core.effects import ClientStats
 from xor_ack_dynamodb.dynamodb._core.expressions import PLACEHOLDERS, Compare, Exists, Update, Value
 from xor_ack_dynamodb.dynamodb._core.many import Chains
 from xor_ack_dynamodb.errors import AmbiguousWrite, InterruptedWrite, InvalidArgument
-from xor_ack_dynamodb.retry import RetryPolicy
+from xor_ack_dynamodb.retry import RetryPolicy, botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -648,3 +649,53 @@ def test_sync_batch_sender_interrupted_tells_the_others_their_stamps_may_have_la
             assert isinstance(error, AmbiguousWrite) and error.tag == tag
             again = direct.stamp(tag, kids[tag][0], token=tag)  # found applied
             assert again == kids[tag][1] and direct.get(tag).version == 2
+
+
+class _Gated:
+    """An async DynamoDB client whose UpdateItem waits for ``open`` (the slot stays taken)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.open, self.sent = inner, asyncio.Event(), asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def update_item(self, **params: Any) -> Any:
+        self.sent.set()
+        await self.open.wait()
+        return await self.inner.update_item(**params)
+
+
+async def test_a_caller_cancelled_while_its_write_waits_for_a_slot_sends_nothing(
+    local: tuple[str, TableSpec],
+) -> None:
+    """As for a stamp queued to be merged: cancelled before its batch left, it is not sent
+    (the caller, told CancelledError, may stamp again without applying it twice)."""
+    endpoint, spec = local
+    async with aioboto3.Session().client(
+        "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=botocore_config()
+    ) as raw:
+        gated = _Gated(raw)
+        gated.open.set()
+        ack = XorAckDynamoDB(gated, table=spec.name, **BATCHING)
+        roots = {tag: new_stamp() for tag in ("first", "second", "third")}
+        for tag, root in roots.items():
+            await ack.create(tag, root)
+            await ack.get(tag)  # remembered: each stamp below is its write alone
+        gated.open.clear()
+        first = asyncio.create_task(ack.stamp("first", new_stamp()))
+        await asyncio.wait_for(gated.sent.wait(), 5)  # the one slot is taken
+        second = asyncio.create_task(ack.stamp("second", new_stamp()))
+        third = asyncio.create_task(ack.stamp("third", new_stamp()))
+        assert ack._batcher is not None
+        while len(ack._batcher.plan.waiting) < 2:
+            await asyncio.sleep(0.005)
+        second.cancel()
+        gated.open.set()
+        await first
+        await third
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        await ack.drain()
+        assert (await ack.get("second")).stamp == roots["second"]  # type: ignore[union-attr]
+        assert (await ack.get("third")).version == 2  # type: ignore[union-attr]

@@ -96,9 +96,13 @@ class Sending(ClientBase["DynamoDBClient"]):
     async def _flush(self, writes: list[Write]) -> None:
         """Send writes (one, or a batch), hand each its result, and start what waited."""
         assert self._batcher is not None
+        # A caller cancelled while its write waited is left out: its stamp is not sent
+        # (as for a stamp still queued to be merged).  The request's slot is still freed.
+        writes = [write for write in writes if not write.waiter.done()]
         results: list[Any] = [asyncio.CancelledError()] * len(writes)
         try:
-            results = await self._run(self._batcher.send(writes))
+            if writes:
+                results = await self._run(self._batcher.send(writes))
         except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
             results = [exc] * len(writes)
         finally:  # (or a cancellation) still reaches every waiter, and nothing stays queued
