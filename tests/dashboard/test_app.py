@@ -86,7 +86,7 @@ async def test_the_token_opens_a_session_and_leaves_the_url(dashboard: Dashboard
     client = Client(dashboard.app)
     answer = await client.get(f"/chains?status=failed&token={TOKEN}")
     assert answer.status == 303
-    assert answer.headers["location"] == "http://127.0.0.1:8321/chains?status=failed"
+    assert answer.headers["location"] == "/chains?status=failed"  # a path: behind a proxy too
     cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     assert (await client.get("/chains?status=failed")).status == 200
@@ -167,7 +167,7 @@ async def test_a_dashboard_on_another_loopback_address_answers_to_it(
         client.host = "127.0.0.2:8321"
         answer = await client.get(f"/?token={TOKEN}")
         assert answer.status == 303, answer.text
-        assert answer.headers["location"] == "http://127.0.0.2:8321/"
+        assert answer.headers["location"] == "/"
         assert (await client.get("/")).status == 200
         client.host = "evil.example:8321"  # a name that resolves to 127.0.0.2: still refused
         assert (await client.get("/")).status == 400

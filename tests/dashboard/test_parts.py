@@ -206,6 +206,28 @@ def _request(cookie: str = "", headers: dict[str, str] | None = None) -> Request
     return Request(scope)
 
 
+@pytest.mark.parametrize(
+    ("path", "query", "expected"),
+    [
+        ("/chains", b"status=failed&token=", "/chains?status=failed"),
+        ("/", b"token=", "/"),
+        ("//evil.example/", b"token=", "/evil.example/"),  # not //host: another site
+    ],
+)
+def test_the_login_redirect_is_a_path_on_this_site(path: str, query: bytes, expected: str) -> None:
+    token = "a-token-of-enough-length"
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "scheme": "https",  # as a proxy's X-Forwarded-Proto makes it
+        "path": path,
+        "query_string": query + token.encode(),
+        "headers": [(b"host", b"127.0.0.1:8321")],
+        "server": ("127.0.0.1", 8321),
+    }
+    assert Guard(token).login(Request(scope)) == expected
+
+
 def test_sessions_are_signed_by_the_token() -> None:
     guard = Guard("a-token-of-enough-length", LOOPBACK_HOSTS)
     session = guard.new_session()

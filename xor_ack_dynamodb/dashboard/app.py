@@ -81,14 +81,14 @@ class Guarded:
             return None
         target = guard.login(request)
         if target is not None:
-            response = RedirectResponse(str(target), status_code=303)
+            response = RedirectResponse(target, status_code=303)
             response.set_cookie(
                 COOKIE,
                 guard.new_session(),
                 path=base_of(request),
                 httponly=True,
                 samesite="strict",
-                secure=request.url.scheme == "https",
+                secure=self.dashboard.secure_cookie(request),
             )
             return response
         if request.method in ("GET", "HEAD"):

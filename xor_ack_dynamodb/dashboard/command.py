@@ -75,6 +75,13 @@ def _root(ctx: click.Context, name: str, given: Any, default: Any) -> Any:
     help=f"Access token, at least 16 characters [env: {TOKEN_ENV}; default: a random one, "
     "in the printed link].",
 )
+@click.option(
+    "--public-url",
+    metavar="URL",
+    help="The address people open when a proxy serves the dashboard (it ends TLS): "
+    "https://chains.example.com, or with the path the proxy serves it under "
+    "(passed on without it).",
+)
 @click.option("--read-only", is_flag=True, help="Show the chains, offer no actions.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the link in a web browser.")
 @click.option(
@@ -111,6 +118,7 @@ def dashboard(
     host: str,
     port: int,
     token: str | None,
+    public_url: str | None,
     read_only: bool,
     open_browser: bool,
     count_every: float,
@@ -159,10 +167,11 @@ def dashboard(
             count_every=count_every,
             replay_queue_url=replay_queue_url,
             sqs_endpoint_url=sqs_endpoint_url,
+            public_url=public_url,
             **options,
         )
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise click.UsageError(str(exc).replace("public_url", "--public-url", 1)) from exc
     asyncio.run(_check_table(config))
     if config.replays and config.replay_queue_url:
         asyncio.run(_check_replay_queue(config))
@@ -273,11 +282,14 @@ def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
 
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    link = dashboard.login_url(f"http://{shown}:{bound_port}")
+    public = config.public
+    served = f"http://{shown}:{bound_port}"
+    link = dashboard.login_url(served if public is None else str(public))
     where = config.endpoint_url or "AWS"
     click.echo(
         f"xor-ack dashboard: table {config.table} at {where}"
-        f"{' (read-only)' if config.read_only else ''}; Ctrl-C stops it. Open:",
+        f"{' (read-only)' if config.read_only else ''}"
+        f"{'' if public is None else f'; served on {served} for {public}'}; Ctrl-C stops it. Open:",
         err=True,
     )
     click.echo(link)
@@ -292,6 +304,7 @@ def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
             access_log=False,
             timeout_graceful_shutdown=2,
             lifespan="on",
+            root_path="" if public is None else public.prefix,
         )
     )
     server.run(sockets=[sock])

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
@@ -45,6 +46,54 @@ def _host_name(host: str) -> str:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
         return host.lower()
+
+
+@dataclass(frozen=True)
+class PublicUrl:
+    """Where people open a dashboard that a proxy serves (``--public-url``): an http(s)
+    origin and, if the proxy serves it under one, a path prefix.
+
+    Its origin is accepted on actions (``Origin``), its host name in ``Host``, and the
+    printed link names it.  The proxy passes requests on without the prefix.
+    """
+
+    origin: str
+    host: str
+    prefix: str
+
+    @classmethod
+    def parse(cls, url: str) -> PublicUrl:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigError(f"public_url {url!r} is not a URL: {exc}") from exc
+        problem = None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = "it must start with https:// (or http://) and a host name"
+        elif parts.username is not None or parts.password is not None:
+            problem = "it must not carry a user name or password"
+        elif parts.query or parts.fragment or url.endswith(("?", "#")):
+            problem = "it must not carry a query (?...) or a fragment (#...)"
+        elif any(not segment for segment in parts.path.strip("/").split("/")[1:]):
+            problem = "its path must not hold empty segments (//)"
+        if problem is not None:
+            raise ConfigError(
+                f"public_url {url!r}: {problem}; give the address people open, as "
+                "https://chains.example.com or https://example.com/chains"
+            )
+        host = parts.hostname or ""
+        shown = f"[{host}]" if ":" in host else host
+        netloc = shown if port is None else f"{shown}:{port}"
+        prefix = parts.path.rstrip("/")
+        return cls(origin=f"{parts.scheme}://{netloc}", host=host, prefix=prefix)
+
+    @property
+    def secure(self) -> bool:
+        return self.origin.startswith("https://")
+
+    def __str__(self) -> str:
+        return f"{self.origin}{self.prefix}/"
 
 
 def new_token() -> str:
@@ -86,9 +135,16 @@ class DashboardConfig:
     sqs_endpoint_url: str | None = None
     #: How a replay's root payload is made from the tag (else the form asks for JSON).
     replay_payload: Callable[[str], Any] | None = field(default=None, repr=False)
+    #: Where people open it when a proxy serves it (``https://chains.example.com``, with a
+    #: path prefix if the proxy serves it under one): see :class:`PublicUrl`.
+    public_url: str | None = None
 
     def __post_init__(self) -> None:
         TableSpec(name=self.table, partition_key=self.partition_key)  # InvalidTableSpec
+        if self.public_url is not None:
+            if not isinstance(self.public_url, str):
+                raise ConfigError(f"public_url must be a str, not {self.public_url!r}")
+            PublicUrl.parse(self.public_url)  # ConfigError now, not at the first request
         if not isinstance(self.token, str) or len(self.token) < MIN_TOKEN_LENGTH:
             raise ConfigError(
                 f"the access token must be at least {MIN_TOKEN_LENGTH} characters "
@@ -108,6 +164,19 @@ class DashboardConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
                 raise ConfigError(f"{name} must be an int from {least} to {most}, not {value!r}")
+
+    @property
+    def public(self) -> PublicUrl | None:
+        """``public_url``, parsed (``ConfigError`` if it is not an http(s) address)."""
+        return None if self.public_url is None else PublicUrl.parse(self.public_url)
+
+    @property
+    def trusted_hosts(self) -> tuple[str, ...] | None:
+        """``allowed_hosts`` and the public URL's host (``None``: any host)."""
+        public = self.public
+        if self.allowed_hosts is None or public is None:
+            return self.allowed_hosts
+        return tuple(dict.fromkeys((*self.allowed_hosts, public.host)))
 
     @property
     def replays(self) -> bool:

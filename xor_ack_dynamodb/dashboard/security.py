@@ -9,9 +9,11 @@
   A restart with the same token keeps sessions; a new token ends them.
 - **Actions** are POSTs from a cookie session with the session's CSRF token (an HMAC of
   the session id) in the form, from the same origin (``Origin`` and ``Sec-Fetch-Site``,
-  when the browser sends them).  ``--read-only`` refuses every action.
+  when the browser sends them; or from ``--public-url``'s origin, behind a proxy).
+  ``--read-only`` refuses every action.
 - **The Host** header must be one of ``allowed_hosts`` (loopback names for a dashboard
-  bound to loopback): a page elsewhere whose name resolves to 127.0.0.1 is refused.
+  bound to loopback, and ``--public-url``'s host): a page elsewhere whose name resolves
+  to 127.0.0.1 is refused.
 
 Every check compares secrets in constant time (``hmac.compare_digest``).
 """
@@ -22,9 +24,8 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from starlette.datastructures import URL
 from starlette.requests import Request
 
 #: On every response (the Guarded middleware; the 500 page, made outside it, by
@@ -69,6 +70,9 @@ class Guard:
 
     token: str = field(repr=False)
     allowed_hosts: tuple[str, ...] | None = None
+    #: Origins accepted on actions besides the request's own: a proxy's public one, which
+    #: the request does not show when the proxy names the dashboard by its own address.
+    trusted_origins: tuple[str, ...] = ()
     _key: bytes = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -118,9 +122,10 @@ class Guard:
                 f"this dashboard answers to {', '.join(self.allowed_hosts)} only, not to {host!r}",
             )
 
-    def login(self, request: Request) -> URL | None:
+    def login(self, request: Request) -> str | None:
         """For ``?token=`` in the URL: where to redirect once the cookie is set (the same
-        page without the token); ``Refused`` for a wrong token; None without one."""
+        page without the token, as a path: behind a proxy the request's own scheme, host and
+        port are not the browser's); ``Refused`` for a wrong token; None without one."""
         given = request.query_params.get(TOKEN_PARAM)
         if given is None:
             return None
@@ -129,7 +134,8 @@ class Guard:
                 401, "Wrong token", "the token in this link is not this dashboard's token"
             )
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_PARAM]
-        return request.url.replace(query=urlencode(rest) if rest else "")
+        path = "/" + request.url.path.lstrip("/")  # never "//host": another site
+        return urlunsplit(("", "", path, urlencode(rest) if rest else "", ""))
 
     def check_read(self, request: Request) -> None:
         if self.session_of(request) is None and not self.bearer_of(request):
@@ -153,7 +159,7 @@ class Guard:
         site = request.headers.get("sec-fetch-site")
         origin = request.headers.get("origin")
         if (site is not None and site not in ("same-origin", "none")) or (
-            origin is not None and origin != _origin_of(request)
+            origin is not None and origin not in (_origin_of(request), *self.trusted_origins)
         ):
             raise Refused(403, "Cross-site request", "actions are taken from this dashboard only")
         given = form.get(CSRF_FIELD, "")

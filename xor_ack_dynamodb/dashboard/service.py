@@ -19,6 +19,8 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
+from starlette.requests import Request
+
 from xor_ack_dynamodb import XorAckDynamoDB, events
 from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
 from xor_ack_dynamodb.errors import StreamNotEnabled
@@ -46,7 +48,12 @@ class Dashboard:
 
     def __init__(self, config: DashboardConfig | None = None, **options: Any) -> None:
         self.config = replace(config, **options) if config else DashboardConfig(**options)
-        self.guard = Guard(self.config.token, self.config.allowed_hosts)
+        public = self.config.public
+        self.guard = Guard(
+            self.config.token,
+            self.config.trusted_hosts,
+            trusted_origins=() if public is None else (public.origin,),
+        )
         self.renderer = Renderer(
             table=self.config.table, read_only=self.config.read_only, page="", csrf=""
         )
@@ -72,6 +79,12 @@ class Dashboard:
     @property
     def token(self) -> str:
         return self.config.token
+
+    def secure_cookie(self, request: Request) -> bool:
+        """Is the session cookie ``Secure``: the request came over https, or people open the
+        dashboard at an https ``public_url`` (a proxy that ends TLS talks http to it)."""
+        public = self.config.public
+        return request.url.scheme == "https" or (public is not None and public.secure)
 
     def login_url(self, base_url: str) -> str:
         """``base_url`` (where the dashboard is served) with the token: opens a session.
