@@ -163,6 +163,43 @@ def test_an_output_path_taken_during_the_rename_keeps_the_former_output_where_it
     assert (out / "theirs.txt").read_text() == "another writer's"
 
 
+@pytest.mark.parametrize("rename", ["previous", "output"])
+def test_an_interruption_as_a_commit_rename_returns_keeps_the_former_output(
+    local_spark: Any,
+    tracker: TrackerConfig,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    rename: str,
+) -> None:
+    """Ctrl-C (raised by the command's handler as the rename's call returns) just after
+    the former output was moved aside: it was outside the commit's ``try``, so the run's
+    cleanup deleted it with the staging folder.  Now it goes back to the output's path;
+    once the new output is in place, it stays in ``previous`` and the next run says so."""
+    base = tmp_path / "w"
+    out = base / "out"
+    run = {"keys": KEYS, "tracker": tracker}
+    assert track(local_spark, good, SCHEMA, Sink(str(out)), **run).ok
+    before = snapshot(out)
+    real = Files.rename
+
+    def interrupted(self: Files, source: str, target: str) -> None:
+        real(self, source, target)
+        if target.endswith("/previous" if rename == "previous" else "/out"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Files, "rename", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), **run)
+    monkeypatch.undo()
+    if rename == "previous":  # back in place, byte for byte, and nothing left beside it
+        assert snapshot(out) == before and [p.name for p in base.iterdir()] == ["out"]
+    else:  # the new output landed: the former one is kept, and named by the next run
+        with pytest.raises(OutputDisplaced, match="which now holds its output") as kept:
+            track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), **run)
+        previous = Path(local_path(kept.value.previous))
+        assert snapshot(previous) == {**before, "<beside>": snapshot(previous)["<beside>"]}
+
+
 def test_a_table_gets_each_input_once_and_only_from_a_complete_run_unless_partial(
     local_spark: Any, tracker: TrackerConfig, tmp_path: Path
 ) -> None:

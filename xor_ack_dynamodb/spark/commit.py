@@ -139,24 +139,45 @@ class FolderTarget:
         if action is OutputAction.REPLACE_EMPTY:
             self.files.remove_empty_folder(self.output)
         elif action is OutputAction.REPLACE_OURS:
-            previous = f"{self.staging}/previous"
-            self.files.rename(self.output, previous)
-            try:
-                self.files.rename(staged, self.output)
-            except BaseException as failed:
-                try:
-                    self.files.rename(previous, self.output)
-                except BaseException as stuck:  # the path was taken: keep the former output
-                    self.keep_staging = True
-                    raise OutputDisplaced(
-                        f"the new output could not be put at {self.path} ({failed}), nor the "
-                        f"former one back ({stuck}): the former output is kept, untouched, "
-                        f"in {previous}; move it back to {self.path} by hand",
-                        previous,
-                    ) from stuck
-                raise
+            self._swap(staged, f"{self.staging}/previous")
             return
         self.files.rename(staged, self.output)
+
+    def _swap(self, staged: str, previous: str) -> None:
+        """Move the former output aside to ``previous``, the new one into place.
+
+        From the first rename until the output is whole again, ``cleanup`` keeps the
+        staging folder: an interruption as a rename returns (a signal raised there) must
+        not delete the former output with it.  On any failure before the new output is in
+        place the former one goes back; if it cannot, or the new one is in place already,
+        it stays in ``previous`` (the next run refuses with ``OutputDisplaced``, saying
+        where it is).
+        """
+        self.keep_staging = True
+        try:
+            self.files.rename(self.output, previous)
+            self.files.rename(staged, self.output)
+        except BaseException as failed:
+            if self.files.listing(previous) is None:  # never moved: still at the output's path
+                self.keep_staging = False
+                raise
+            if self.files.listing(staged) is None:  # the new output is in place: the former
+                raise  # stays in ``previous``, and the next run says where it is
+            try:
+                self.files.rename(previous, self.output)
+            except BaseException as stuck:  # the path was taken: keep the former output
+                raise OutputDisplaced(
+                    f"the new output could not be put at {self.path} ({failed}), nor the "
+                    f"former one back ({stuck}): the former output is kept, untouched, "
+                    f"in {previous}; move it back to {self.path} by hand",
+                    previous,
+                ) from stuck
+            self.keep_staging = False
+            raise
+        self.keep_staging = False
+        # The former output is replaced: removed now, not left for ``cleanup``, which a run
+        # with ``keep_staging`` skips (the next run would take it for a displaced output).
+        self.files.delete(previous)
 
     def _refuse_displaced(self) -> None:
         """Refuse while a run's staging folder holds the output it replaced (``previous``).
