@@ -155,6 +155,47 @@ def test_every_name_counts_and_odd_files_fail_alone(
     json.loads(report.to_json())  # valid JSON even with a name that is not UTF-8
 
 
+def test_a_file_failed_while_listed_makes_the_output_incomplete_like_any_failure(
+    spark: Any, tracker: Any, tmp_path: Path
+) -> None:
+    """A broken link (failed before any round) was left out of both numbers of the
+    commit: the run was "complete", so its output got ``_SUCCESS`` and replaced a
+    former one with ``--overwrite``, while the file's words were missing."""
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a.txt").write_text("to be or not to be\n", "utf-8")
+    target = tmp_path / "mounted.txt"
+    (root / "b.txt").symlink_to(target)
+    out = tmp_path / "o" / "counts"
+    first = run(spark, tracker, root, tmp_path / "o")
+    assert [f.status for f in first.inputs] == ["acked", "failed"]
+    assert first.output_state == "partial" and not (out / "_SUCCESS").exists()
+    assert json.loads((out / "_XOR_ACK_MANIFEST.json").read_text("utf-8"))["complete"] is False
+    target.write_text("precious words\n", "utf-8")  # the link works: a complete output
+    assert run(spark, tracker, root, tmp_path / "o", overwrite=True).output_state == "complete"
+    good = {p.name: p.read_bytes() for p in out.iterdir()}
+    target.unlink()  # broken again: the complete output stays byte-identical
+    again = run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    assert again.output_state == "kept" and not again.ok
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == good
+
+
+def test_a_finished_run_that_kept_its_staging_does_not_block_the_next_one(
+    spark: Any, tracker: Any, tmp_path: Path
+) -> None:
+    """``--keep-staging`` kept the replaced output in ``previous`` too: the next run took
+    it for one stopped mid-commit and refused, telling the user to move the OLD counts
+    back over the new, complete ones."""
+    root = tmp_path / "in"
+    generate(root, files=2, lines=3, seed=4)
+    run(spark, tracker, root, tmp_path / "o")
+    kept = run(spark, tracker, root, tmp_path / "o", overwrite=True, keep_staging=True)
+    assert kept.output_state == "complete"
+    assert not list((tmp_path / "o").glob(".counts.xor-ack-*/previous"))
+    assert list((tmp_path / "o").glob(".counts.xor-ack-*/rows"))  # what it is asked to keep
+    assert run(spark, tracker, root, tmp_path / "o", overwrite=True).ok
+
+
 def test_overwrite_replaces_only_our_output_and_a_failed_commit_keeps_it(
     spark: Any, tracker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

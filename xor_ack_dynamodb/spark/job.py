@@ -119,9 +119,9 @@ class TrackedJob:
                 self._page(page)
             t = time.monotonic()
             rows = self.ledger.acked_rows(spec.schema, self.columns)
-            before = len(spec.failed_before)
-            inputs = self.report.listed - before
-            counts = Counts(inputs, inputs - (self.report.failed_count - before))
+            # Inputs that failed before any round failed too: the output is not complete.
+            inputs = self.report.listed
+            counts = Counts(inputs, inputs - self.report.failed_count)
             if spec.marks is not None:
                 spec.marks.before_commit(self.report)
             written = self.target.commit(rows, counts, self.run_id)
