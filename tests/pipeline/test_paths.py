@@ -103,6 +103,12 @@ def _refusals(t: Path) -> list[tuple[list[str], str]]:
         ([i, "-o", str(t / "o"), "--report", str(t / "counts" / "mine.csv")], "exists"),
         ([i, "-o", str(t / "o"), "--report", str(t / "in-file" / "r.json")], "not a folder"),
         ([i, "-o", str(t / "o"), "--report", str(t / "in-file" / "a" / "r.json")], "not a folder"),
+        # a report named at a folder the run makes: found before, not after the counts
+        ([i, "-o", str(t / "new" / "counts"), "--report", str(t / "new")], "writes in"),
+        (
+            [i, "-o", str(t / "o"), "--work-dir", str(t / "w" / "r"), "--report", str(t / "w")],
+            "writes in",
+        ),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "in")], "--work-dir"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "o" / "rows")], "--work-dir"),
         ([i, "-o", str(t / "in-file" / "o")], "FolderUnwritable: output"),

@@ -52,6 +52,12 @@ def check_paths(
                 f"report {report} is in the output {output}, which holds only the counts "
                 "(it is replaced as a whole); choose a --report beside it"
             )
+        if _inside(target, where) or (work_dir is not None and _inside(_real(work_dir), where)):
+            raise PathsOverlap(
+                f"report {report} is a folder the run writes in (it holds the output "
+                f"{output}{' or the --work-dir' if work_dir is not None else ''}): name a "
+                "file for --report beside them"
+            )
     if work_dir is not None:
         rows = _real(work_dir)
         if _inside(rows, source) or _inside(rows, target):
