@@ -185,6 +185,44 @@ def test_str_subclass_tags_work(Ack: type[PyAck]) -> None:
     assert ack.stamp(Tag("t"), b"\x01") is True
 
 
+def test_add_and_stamp_take_their_arguments_by_name(Ack: type[PyAck]) -> None:
+    """``tag=`` / ``stamp=``, as ``PyAck`` and the stubs (``_ackcore.pyi``) declare them: the
+    C core's methods used to refuse them (``Core.add() takes no keyword arguments``)."""
+    ack = Ack()
+    events = Events(ack)
+    assert ack.add(tag="t", stamp=b"\x05" * 8) is False
+    assert ack.stamp(stamp=b"\x01" * 8, tag="t") is False
+    assert ack.stamp("t", stamp=b"\x04" * 8) is True
+    assert events.take() == [("acked", "t")]
+    # By name, the calls that are not the plain case reach the same slow path.
+    assert ack.stamp(tag="u", stamp=bytearray(b"\x01")) is False
+    assert ack.stats.unclaimed == 1
+    with pytest.raises(ZeroBufferNoOp):
+        ack.add(tag="v", stamp=b"\x00")
+    with pytest.raises(InvalidTag):
+        ack.add(stamp=b"\x01", tag="")
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error"),
+    [
+        pytest.param(("t",), {}, "missing", id="stamp missing"),
+        pytest.param((), {"stamp": b"\x01"}, "missing", id="tag missing"),
+        pytest.param(("t", b"\x01", b"\x01"), {}, "positional argument", id="three arguments"),
+        pytest.param(("t",), {"tag": "u"}, "multiple values for argument 'tag'", id="tag twice"),
+        pytest.param(("t",), {"stamps": b"\x01"}, "unexpected keyword argument", id="misspelt"),
+    ],
+)
+@pytest.mark.parametrize("verb", ["add", "stamp"])
+def test_add_and_stamp_refuse_arguments_that_do_not_bind_and_change_nothing(
+    Ack: type[PyAck], verb: str, args: tuple[Any, ...], kwargs: dict[str, Any], error: str
+) -> None:
+    ack = Ack()
+    with pytest.raises(TypeError, match=error):
+        getattr(ack, verb)(*args, **kwargs)
+    assert len(ack) == 0 and ack.stats == Ack().stats
+
+
 # -- a finished tag is forgotten -------------------------------------------------
 
 
@@ -463,6 +501,38 @@ def test_high_water_validation(Ack: type[PyAck]) -> None:
             Ack(timeout=bad_timeout)  # type: ignore[arg-type]
     assert Ack(high_water=5).high_water == 5 and Ack().high_water is None
     assert Ack(buckets=4).buckets == 4
+
+
+@pytest.mark.parametrize("huge", [10**400, -(10**400), 10**5000], ids=["1e400", "-1e400", "1e5000"])
+def test_an_int_too_big_for_a_float_is_refused_with_invalid_timeout(
+    Ack: type[PyAck], huge: int
+) -> None:
+    """An int passes the type check and used to overflow in ``math.isfinite`` (a raw
+    ``OverflowError``); 10**5000 is one whose repr Python refuses (over 4300 digits)."""
+    with pytest.raises(InvalidTimeout, match="timeout must be a finite number of seconds"):
+        Ack(timeout=huge)
+    with pytest.raises(InvalidTimeout, match="interval must be a finite number of seconds"):
+        Ack(timeout=1.0).ticking(huge)
+    with pytest.raises(InvalidTimeout):
+        Ack().ticking(huge)
+
+
+@pytest.mark.parametrize("high_water", [sys.maxsize - 1, sys.maxsize, 2**63, 10**30], ids=str)
+def test_a_high_water_no_dict_can_reach_is_no_limit_on_both_cores(
+    Ack: type[PyAck], high_water: int
+) -> None:
+    """The C core keeps the mark as a ``Py_ssize_t``: ``Ack(high_water=2**63)`` raised a raw
+    ``OverflowError`` there while ``PyAck`` took it.  Both take it now, as no limit."""
+    ack = Ack(high_water=high_water)
+    assert ack.high_water == high_water
+    events = Events(ack)
+    assert ack.add("t", b"\x01" * 8) is False
+    assert ack.stamp("u", b"\x01") is False  # an early stamp is kept, not dropped
+    assert ack.add("w", bytearray(b"\x02")) is False  # the slow path's check too
+    assert ack.stamp("t", b"\x01" * 8) is True
+    assert events.take() == [("acked", "t")]
+    stats = ack.stats
+    assert stats.overflowed == stats.dropped == 0 and stats.unclaimed == 1 and len(ack) == 1
 
 
 def test_an_absurd_number_of_buckets_is_refused_not_allocated(Ack: type[PyAck]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+from array import array
 from collections.abc import Hashable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -89,6 +90,38 @@ def test_id_stamp_errors() -> None:
         id_stamp(2**63)
     with pytest.raises(ValueError):
         id_from_stamp(b"\x01")
+
+
+def _released_view() -> memoryview:
+    view = memoryview(bytes(8))
+    view.release()
+    return view
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(5, id="an int"),
+        pytest.param("abcdefgh", id="a str of 8 characters"),
+        pytest.param(None, id="None"),
+        pytest.param([1] * 8, id="a list of 8 ints"),
+        pytest.param(b"\x01" * 9, id="9 bytes"),
+        pytest.param(memoryview(array("H", range(8))), id="8 items of 2 bytes"),
+        pytest.param(_released_view(), id="a released memoryview"),
+    ],
+)
+def test_id_from_stamp_refuses_anything_but_8_bytes_with_invalid_argument(bad: Any) -> None:
+    """A non-bytes used to get a raw ``TypeError`` (``len()``, ``int.from_bytes``), and a
+    memoryview of 8 wide items was read as its 16 bytes."""
+    with pytest.raises(InvalidArgument, match="id stamp"):
+        id_from_stamp(bad)
+
+
+def test_id_from_stamp_reads_any_bytes_like_by_its_bytes() -> None:
+    stamp = id_stamp(-5)
+    assert id_from_stamp(bytearray(stamp)) == id_from_stamp(memoryview(stamp)) == -5
+    wide = memoryview(array("H", [1, 2, 3, 4]))  # 4 items, 8 bytes
+    assert id_from_stamp(wide) == int.from_bytes(wide.tobytes(), "big", signed=True)
 
 
 def test_tuple_ref_wire_format() -> None:

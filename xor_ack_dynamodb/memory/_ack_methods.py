@@ -12,6 +12,7 @@ this module decides what the tracker makes of it (events and counters).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
@@ -57,14 +58,31 @@ def _checked(tag: object, stamp: object) -> tuple[str, int, int]:
 
 
 def _positive_seconds(name: str, value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    """``value`` as seconds (a finite number > 0, not a bool); else ``InvalidTimeout``.
+
+    An int too big for a float (``10**400``) is refused alike, not an ``OverflowError``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidTimeout(f"{name} must be a finite number of seconds > 0, not {value!r}")
-    return float(value)
+    try:
+        seconds = float(value)
+    except OverflowError as exc:  # not repr'd: an int of over 4300 digits cannot be
+        raise InvalidTimeout(
+            f"{name} must be a finite number of seconds > 0, not an int too big for a float"
+        ) from exc
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidTimeout(f"{name} must be a finite number of seconds > 0, not {value!r}")
+    return seconds
+
+
+def _core_high_water(high_water: int | None) -> int:
+    """The cores' copy of the high-water mark: -1 for no limit.
+
+    A mark of ``sys.maxsize`` or more is no limit either (no dict holds that many
+    entries), so both cores treat it as -1: the C core keeps the mark as a
+    ``Py_ssize_t``, and would overflow on it.  ``Ack.high_water`` still reports the value given.
+    """
+    return -1 if high_water is None or high_water >= sys.maxsize else high_water
 
 
 #: The attributes that only the Python side uses (the core's are in ``_ackcore.Core``).
@@ -130,7 +148,7 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         self._chains = generations.entries
         self._buckets = generations.buckets
         self._gen = generations.gen
-        self._high_water = -1 if generations.high_water is None else generations.high_water
+        self._high_water = _core_high_water(generations.high_water)
         self._acked_listeners = ()
         self._added = self._acked = self._pending = 0
         self._ack_time_total = self._ack_time_max = 0.0

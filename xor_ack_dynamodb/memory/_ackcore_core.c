@@ -210,17 +210,69 @@ done:
 typedef PyObject *(*FastPath)(CoreObject *self, PyObject *tag, PyObject *stamp,
                               PyObject *const *args, Py_ssize_t nargs);
 
-/* add() and stamp(): a TypeError for a wrong number of arguments; the fast path
- * ``fast`` for arguments and containers it takes; otherwise Python's slow path
- * (``slow``) answers the call. */
+/* The arguments of a call of add() or stamp() that is not two positional ones:
+ * ``tag`` and ``stamp`` by position or by name (as PyAck and the stubs take them),
+ * into ``bound``; -1 with a TypeError, as Python's, for a call that does not bind. */
+static int
+bind_tag_and_stamp(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames, PyObject *bound[2])
+{
+    static const char *const params[2] = {"tag", "stamp"};
+    if (nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 positional arguments but %zd were given",
+                     name, nargs);
+        return -1;
+    }
+    bound[0] = bound[1] = NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        bound[i] = args[i];
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k); /* always a str */
+        int slot = -1;
+        for (int j = 0; j < 2 && slot < 0; j++) {
+            if (PyUnicode_CompareWithASCIIString(key, params[j]) == 0) {
+                slot = j;
+            }
+        }
+        if (slot < 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", name,
+                         key);
+            return -1;
+        }
+        if (bound[slot] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", name,
+                         params[slot]);
+            return -1;
+        }
+        bound[slot] = args[nargs + k];
+    }
+    for (int j = 0; j < 2; j++) {
+        if (bound[j] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", name,
+                         params[j], j + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* add() and stamp() (METH_FASTCALL | METH_KEYWORDS): a TypeError for arguments that
+ * do not bind to (tag, stamp); the fast path ``fast`` for arguments and containers it
+ * takes; otherwise Python's slow path (``slow``) answers the call.  The plain call,
+ * two positional arguments, costs one test more than before keywords were taken. */
 static PyObject *
 fast_or_slow(CoreObject *self, const char *name, PyObject *slow, FastPath fast,
-             PyObject *const *args, Py_ssize_t nargs)
+             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (tag, stamp), %zd given", name,
-                     nargs);
-        return NULL;
+    PyObject *bound[2];
+    if (kwnames != NULL || nargs != 2) {
+        if (bind_tag_and_stamp(name, args, nargs, kwnames, bound) < 0) {
+            return NULL;
+        }
+        args = bound;
+        nargs = 2;
     }
     if (PyUnicode_CheckExact(args[0]) && PyUnicode_GET_LENGTH(args[0]) > 0
         && PyBytes_Check(args[1]) && PyDict_CheckExact(self->chains)
@@ -231,7 +283,7 @@ fast_or_slow(CoreObject *self, const char *name, PyObject *slow, FastPath fast,
 }
 
 PyDoc_STRVAR(core_add_doc,
-"add(tag, stamp) -> bool\n\n"
+"add($self, /, tag, stamp)\n--\n\n"
 "Start the chain ``tag`` with ``stamp``; True if the add completed it.");
 
 static PyObject *
@@ -283,7 +335,7 @@ add_fast(CoreObject *self, PyObject *tag, PyObject *stamp, PyObject *const *args
 }
 
 PyDoc_STRVAR(core_stamp_doc,
-"stamp(tag, stamp) -> bool\n\n"
+"stamp($self, /, tag, stamp)\n--\n\n"
 "XOR ``stamp`` into the chain ``tag``; True if this stamp completed it.");
 
 static PyObject *
@@ -348,17 +400,21 @@ stamp_fast(CoreObject *self, PyObject *tag, PyObject *stamp, PyObject *const *ar
 
 /* The methods add() and stamp(): ``core_add`` and ``core_stamp``. */
 #define FAST_METHOD(name)                                                                  \
-    static PyObject *core_##name(CoreObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    static PyObject *core_##name(CoreObject *self, PyObject *const *args, Py_ssize_t nargs, \
+                                 PyObject *kwnames)                                        \
     {                                                                                      \
-        return fast_or_slow(self, #name, str_##name##_slow, name##_fast, args, nargs);     \
+        return fast_or_slow(self, #name, str_##name##_slow, name##_fast, args, nargs,      \
+                            kwnames);                                                      \
     }
 
 FAST_METHOD(add)
 FAST_METHOD(stamp)
 
+#define FAST_CALL (METH_FASTCALL | METH_KEYWORDS)
+
 static PyMethodDef core_methods[] = {
-    {"add", (PyCFunction)(void (*)(void))core_add, METH_FASTCALL, core_add_doc},
-    {"stamp", (PyCFunction)(void (*)(void))core_stamp, METH_FASTCALL, core_stamp_doc},
+    {"add", (PyCFunction)(void (*)(void))core_add, FAST_CALL, core_add_doc},
+    {"stamp", (PyCFunction)(void (*)(void))core_stamp, FAST_CALL, core_stamp_doc},
     {NULL},
 };
 

@@ -81,8 +81,21 @@ def id_stamp(value: int) -> Stamp:
     return Stamp(check_id(value).to_bytes(ID_BYTES, "big", signed=True))
 
 
-def id_from_stamp(stamp: bytes) -> int:
-    """The inverse of :func:`id_stamp`."""
+def id_from_stamp(stamp: bytes | bytearray | memoryview) -> int:
+    """The inverse of :func:`id_stamp`; ``InvalidArgument`` for anything but 8 bytes.
+
+    A memoryview counts by its bytes (``nbytes``), whatever its format, as stamps do.
+    """
+    if isinstance(stamp, (bytearray, memoryview)):
+        try:
+            stamp = bytes(stamp)
+        except ValueError as exc:  # a released memoryview
+            raise InvalidArgument(f"an id stamp cannot be read: {exc}") from exc
+    elif not isinstance(stamp, bytes):
+        raise InvalidArgument(
+            f"an id stamp is {ID_BYTES} bytes (bytes, bytearray or memoryview), "
+            f"not {type(stamp).__name__}"
+        )
     if len(stamp) != ID_BYTES:
         raise InvalidArgument(f"an id stamp is {ID_BYTES} bytes, not {len(stamp)}")
     return int.from_bytes(stamp, "big", signed=True)
