@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import selectors
 import shutil
+import signal
+import subprocess
+import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +85,50 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
 def table_spec(ddb_local_endpoint: str) -> TableSpec:
     """One fresh table per test module on the session's DynamoDB Local."""
     return fresh_table(ddb_local_endpoint)
+
+
+@contextlib.contextmanager
+def dashboard_command(
+    endpoint: str, table: str, token: str, *options: str
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``xor-ack dashboard OPTIONS`` as a user starts it: (the link it prints, the process);
+    stopped with SIGTERM at the end, which it must answer with exit 0 within 15 s."""
+    command = [
+        sys.executable,
+        "-c",
+        "from xor_ack_dynamodb.cli import main; main()",
+        "--endpoint-url",
+        endpoint,
+        "--table",
+        table,
+        "dashboard",
+        *options,
+    ]
+    env = {**os.environ, "XOR_ACK_DASHBOARD_TOKEN": token}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        yield _first_line(process, 60), process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("xor-ack dashboard did not stop within 15 s of SIGTERM")
+        assert code == 0, process.stderr.read() if process.stderr else ""
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            process.kill()
+            pytest.fail(f"xor-ack dashboard printed no link within {timeout} s")
+    line = process.stdout.readline().strip()
+    if not line:
+        _, stderr = process.communicate(timeout=10)
+        pytest.fail(f"xor-ack dashboard exited {process.returncode}: {stderr}")
+    return line

@@ -10,12 +10,8 @@ session cookie, the live stream and an action must work there, and only there.
 from __future__ import annotations
 
 import http.client
-import os
-import signal
 import socket
 import ssl
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +22,7 @@ import pytest
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.table import TableSpec
 
-from .conftest import CHROMIUM_ARGS, changed, chromium_path, missing, snapshot
-from .test_browser import _first_line
+from .conftest import CHROMIUM_ARGS, changed, chromium_path, dashboard_command, missing, snapshot
 from .tls_proxy import TlsProxy, self_signed
 
 pytestmark = [pytest.mark.ddblocal, pytest.mark.browser]
@@ -60,30 +55,9 @@ def served(
         public = f"https://{PUBLIC}:{proxy.port}/ops"
         port = _free_port()
         proxy.upstream = ("127.0.0.1", port)
-        command = [
-            sys.executable,
-            "-c",
-            "from xor_ack_dynamodb.cli import main; main()",
-            "--endpoint-url",
-            ddb_local_endpoint,
-            "--table",
-            table_spec.name,
-            "dashboard",
-            "--port",
-            str(port),
-            "--public-url",
-            public,
-        ]
-        env = {**os.environ, "XOR_ACK_DASHBOARD_TOKEN": TOKEN}
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        try:
-            link = _first_line(process, 60)
-            yield Served(public + "/", link, proxy)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=15) == 0
+        options = ("--port", str(port), "--public-url", public)
+        with dashboard_command(ddb_local_endpoint, table_spec.name, TOKEN, *options) as started:
+            yield Served(public + "/", started[0], proxy)
 
 
 @pytest.fixture(scope="module")

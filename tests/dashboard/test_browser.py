@@ -18,8 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import selectors
-import signal
 import subprocess
 import sys
 import time
@@ -36,7 +34,15 @@ import pytest
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.table import TableSpec, create_table, delete_table
 
-from .conftest import CHROMIUM_ARGS, changed, chromium_path, dynamodb, missing, snapshot
+from .conftest import (
+    CHROMIUM_ARGS,
+    changed,
+    chromium_path,
+    dashboard_command,
+    dynamodb,
+    missing,
+    snapshot,
+)
 
 pytestmark = [pytest.mark.ddblocal, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,20 +65,6 @@ class Server:
         return SyncXorAckDynamoDB.connect(table=self.table, endpoint_url=self.endpoint).__enter__()
 
 
-def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
-    assert process.stdout is not None
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            process.kill()
-            pytest.fail(f"xor-ack dashboard printed no link within {timeout} s")
-    line = process.stdout.readline().strip()
-    if not line:
-        _, stderr = process.communicate(timeout=10)
-        pytest.fail(f"xor-ack dashboard exited {process.returncode}: {stderr}")
-    return line
-
-
 @pytest.fixture(scope="module")
 def table_spec(ddb_local_endpoint: str) -> TableSpec:
     """The default table name, fresh (it is on the screenshots)."""
@@ -87,36 +79,11 @@ def table_spec(ddb_local_endpoint: str) -> TableSpec:
 @pytest.fixture(scope="module")
 def server(ddb_local_endpoint: str, table_spec: TableSpec, population: Any) -> Iterator[Server]:
     """``xor-ack dashboard`` on a free port, as a user starts it."""
-    command = [
-        sys.executable,
-        "-c",
-        "from xor_ack_dynamodb.cli import main; main()",
-        "--endpoint-url",
-        ddb_local_endpoint,
-        "--table",
-        table_spec.name,
-        "dashboard",
-        "--port",
-        "0",
-        "--count-every",
-        "1",
-    ]
-    env = {**os.environ, "XOR_ACK_DASHBOARD_TOKEN": TOKEN}
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-    link = _first_line(process, 60)
-    assert link.endswith(f"/?token={TOKEN}") and link.startswith("http://127.0.0.1:")
-    try:
+    options = ("--port", "0", "--count-every", "1")
+    with dashboard_command(ddb_local_endpoint, table_spec.name, TOKEN, *options) as started:
+        link, process = started
+        assert link.endswith(f"/?token={TOKEN}") and link.startswith("http://127.0.0.1:")
         yield Server(link.split("?")[0], link, process, ddb_local_endpoint, table_spec.name)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            code = process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            pytest.fail("xor-ack dashboard did not stop within 15 s of SIGTERM")
-        assert code == 0, process.stderr.read() if process.stderr else ""
 
 
 @dataclass

@@ -74,6 +74,16 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return found
 
 
+def renames_through(monkeypatch: pytest.MonkeyPatch, hook: Any) -> None:
+    """Every rename of the run's files goes through ``hook(rename, source, target)``."""
+    real = Files.rename
+
+    def rename(self: Files, source: str, target: str) -> None:
+        hook(lambda s, t: real(self, s, t), source, target)
+
+    monkeypatch.setattr(Files, "rename", rename)
+
+
 def keys_in(out: Path) -> list[str]:
     return sorted(pq.read_table(out, columns=["key"]).column("key").to_pylist())
 
@@ -144,15 +154,14 @@ def test_an_output_path_taken_during_the_rename_keeps_the_former_output_where_it
     run = {"keys": KEYS, "tracker": tracker}
     assert track(local_spark, good, SCHEMA, Sink(str(out)), **run).ok
     before = snapshot(out)
-    real = Files.rename
 
-    def racing(self: Files, source: str, target: str) -> None:
+    def racing(rename: Any, source: str, target: str) -> None:
         if source.endswith("/output"):  # the new output's rename: someone is first
             out.mkdir()
             (out / "theirs.txt").write_text("another writer's")
-        real(self, source, target)
+        rename(source, target)
 
-    monkeypatch.setattr(Files, "rename", racing)
+    renames_through(monkeypatch, racing)
     with pytest.raises(OutputDisplaced, match="move it back") as displaced:
         track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), **run)
     previous = Path(local_path(displaced.value.previous))
@@ -180,14 +189,13 @@ def test_an_interruption_as_a_commit_rename_returns_keeps_the_former_output(
     run = {"keys": KEYS, "tracker": tracker}
     assert track(local_spark, good, SCHEMA, Sink(str(out)), **run).ok
     before = snapshot(out)
-    real = Files.rename
 
-    def interrupted(self: Files, source: str, target: str) -> None:
-        real(self, source, target)
+    def interrupted(real: Any, source: str, target: str) -> None:
+        real(source, target)
         if target.endswith("/previous" if rename == "previous" else "/out"):
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(Files, "rename", interrupted)
+    renames_through(monkeypatch, interrupted)
     with pytest.raises(KeyboardInterrupt):
         track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True), **run)
     monkeypatch.undo()
