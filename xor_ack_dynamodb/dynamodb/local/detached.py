@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -267,21 +268,67 @@ def _start(
     return state
 
 
+class _Held:
+    """The recorded server's process, held so that no signal reaches a later process that
+    was given its pid: by a pidfd where the system has them (Linux 5.3+), else by checking
+    it is still that process (its start time, its command) before each signal."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd_open, or it is gone
+            self.fd = os.pidfd_open(state.pid)
+        if self.fd is not None and not _is_our_server(state):  # reused before it was held
+            self.close()
+            self.gone = True
+        else:
+            self.gone = False
+
+    def alive(self) -> bool:
+        if self.gone:
+            return False
+        if self.fd is not None:
+            ready, _, _ = select.select([self.fd], [], [], 0)
+            if not ready:
+                return True
+        # Exited (its main thread, at least: a JVM's other threads may still run its
+        # shutdown on older kernels) or no pidfd: still that process?
+        return _is_our_server(self.state)
+
+    def signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, sig)
+            elif _is_our_server(self.state):
+                os.kill(self.state.pid, sig)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 def stop_detached(directory: Path | None = None, *, timeout: float = 10.0) -> ServerState | None:
-    """Stop the detached server (SIGTERM, then SIGKILL after ``timeout``); None if none ran."""
+    """Stop the detached server (SIGTERM, then SIGKILL after ``timeout``); None if none ran.
+
+    Only that process is signalled, never one that was given its pid since (``_Held``).
+    """
     state = server_status(directory)
     if state is None:
         return None
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(state.pid, sig)
-        deadline = time.monotonic() + wait
-        while _running(state.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not _running(state.pid):
-            break
-    else:
-        raise LocalDynamoDBError(f"local DynamoDB (pid {state.pid}) did not stop")
+    held = _Held(state)
+    try:
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+            held.signal(sig)
+            deadline = time.monotonic() + wait
+            while held.alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not held.alive():
+                break
+        else:
+            raise LocalDynamoDBError(f"local DynamoDB (pid {state.pid}) did not stop")
+    finally:
+        held.close()
     child = _DETACHED.pop(state.pid, None)
     if child is not None:
         child.poll()
