@@ -58,6 +58,25 @@ def test_the_function_runs_the_sweeper_handler_with_the_table_s_settings() -> No
     assert rule["Targets"][0]["Arn"] == "SweeperFunction.Arn"
 
 
+@pytest.mark.parametrize(
+    ("template_name", "function"),
+    [("sweeper.yaml", "SweeperFunction"), ("fleet.yaml", "SweeperFunction")],
+)
+def test_a_failed_sweep_is_not_run_again_by_lambda(template_name: str, function: str) -> None:
+    """The rule's RetryPolicy covers EventBridge handing the event over; Lambda then runs an
+    asynchronous invocation that failed or timed out twice more by default.  A sweep on a
+    backlog that timed out ran three times, beside the next minute's."""
+    template = load_template(ROOT / "infra" / template_name)
+    configs = [
+        resource["Properties"]
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::EventInvokeConfig"
+    ]
+    assert configs == [
+        {"FunctionName": {"Ref": function}, "Qualifier": "$LATEST", "MaximumRetryAttempts": 0}
+    ]
+
+
 @pytest.fixture
 def table_stack(moto_endpoint: str) -> Iterator[Stack]:
     made = Stack(moto_endpoint)
