@@ -162,3 +162,24 @@ def test_no_stream_is_one_line(ddb_local_endpoint: str) -> None:
     result = run("chain", "stats", "--endpoint-url", ddb_local_endpoint, "--table", spec.name)
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: StreamNotEnabled: table {spec.name} has no stream")
+
+
+def test_follow_and_stats_refuse_a_stream_without_both_images(ddb_local_endpoint: str) -> None:
+    """A stream of another view type (here NEW_IMAGE, enabled for another consumer) lacks
+    the image that tells an ack, a failure or a timeout: ``chain stats`` used to print acked
+    0 and every such record as corrupt, with exit 0.  Both verbs refuse it in one line."""
+    db = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    spec = TableSpec(name=f"newimage-{time.time_ns()}")
+    request = spec.create_request()
+    request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    db.create_table(**request)
+    write_chains(chains(ddb_local_endpoint, spec))
+    base = ["--endpoint-url", ddb_local_endpoint, "--table", spec.name]
+    for verb in (["chain", "stats"], ["events", "follow", "--from-start", "--count", "1"]):
+        result = run(*verb, *base)
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(
+            f"error: StreamViewConflict: table {spec.name} already has a stream with view type "
+            "NEW_IMAGE; the chain events need NEW_AND_OLD_IMAGES."
+        ), result.stderr
+        assert len(result.stderr.splitlines()) == 1

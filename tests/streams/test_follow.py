@@ -1,19 +1,25 @@
 """The stream reader's shard handling, against a scripted ``dynamodbstreams`` double: what
 DynamoDB Local (one shard, never split) cannot show -- pages of shards, a split (a child
-read only after its parent), an expired iterator, tailing from LATEST."""
+read only after its parent), an expired iterator, tailing from LATEST, calls that fail."""
 
 from __future__ import annotations
 
+import importlib
 import threading
+import time
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import events
 from xor_ack_dynamodb.dynamodb import loops as _loops
-from xor_ack_dynamodb.errors import CorruptRecord
+from xor_ack_dynamodb.errors import CorruptRecord, StreamReadFailed
 
 from . import samples
+
+#: The module (``events.follow`` is the function): its ``READ_*`` settings.
+follow_module = importlib.import_module("xor_ack_dynamodb.events.follow")
 
 
 class ExpiredIteratorException(Exception):
@@ -86,6 +92,48 @@ class FakeStreams:
         if not (closed and end == len(self.records[shard_id])):
             answer["NextShardIterator"] = f"{shard_id}:{end}"
         return answer
+
+
+class RefusingStreams(FakeStreams):
+    """Also refuses calls as AWS does once botocore's retries are spent: each key of
+    ``throttled`` once (``LimitExceededException``), each of ``denied`` every time
+    (``AccessDeniedException``).  A key is (operation, shard id); "" for DescribeStream."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.throttled: set[tuple[str, str]] = set()
+        self.denied: set[tuple[str, str]] = set()
+
+    def _check(self, operation: str, shard: str) -> None:
+        key = (operation, shard)
+        if key in self.denied:
+            code = "AccessDeniedException"
+        elif key in self.throttled:
+            self.throttled.discard(key)
+            code = "LimitExceededException"
+        else:
+            return
+        raise ClientError({"Error": {"Code": code, "Message": code}}, operation)
+
+    def describe_stream(self, StreamArn: str, ExclusiveStartShardId: str | None = None) -> Any:
+        self._check("DescribeStream", "")
+        return super().describe_stream(StreamArn, ExclusiveStartShardId)
+
+    def get_shard_iterator(self, StreamArn: str, ShardId: str, **kwargs: Any) -> Any:
+        self._check("GetShardIterator", ShardId)
+        return super().get_shard_iterator(StreamArn, ShardId, **kwargs)
+
+    def get_records(self, ShardIterator: str) -> Any:
+        self._check("GetRecords", ShardIterator.rsplit(":", 1)[0])
+        return super().get_records(ShardIterator)
+
+
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The attributes of each ``xor_ack.item_failures`` count, as they are added."""
+    counted: list[dict[str, Any]] = []
+    recorder = type("C", (), {"add": lambda self, n, a: counted.append(a)})()
+    monkeypatch.setattr(_loops, "counter", recorder)
+    return counted
 
 
 def split_stream() -> FakeStreams:
@@ -261,3 +309,173 @@ def test_a_follower_from_now_whose_iterator_expired_before_a_record_skips_the_pa
     seen = followed(fake, lambda: fake.records["s"].extend(fresh), len(fresh))
     assert seen == ["new-0", "new-1", "new-2"]
     assert ("s", "TRIM_HORIZON") in fake.calls  # read again from the oldest, the past skipped
+
+
+@pytest.mark.parametrize(
+    ("fail_once", "throttled"),
+    [
+        ({"parent:0"}, set()),  # the very first GetRecords
+        ({"child:2"}, set()),  # a later page
+        (set(), {("GetShardIterator", "child")}),  # a shard's first iterator
+    ],
+    ids=["first-read", "later-page", "iterator"],
+)
+def test_read_reads_every_record_though_a_read_failed_once(
+    monkeypatch: pytest.MonkeyPatch, fail_once: set[str], throttled: set[tuple[str, str]]
+) -> None:
+    """One GetRecords throttled past botocore's retries used to end ``events.read`` there:
+    ``xor-ack chain stats`` printed the counts of what it had read so far (all zeros for
+    the first read) with exit 0; a throttled GetShardIterator ended it with the error.  The
+    shard is read again from where it was, after a short wait: the same figures."""
+    counted = recorded(monkeypatch)
+    monkeypatch.setattr(follow_module, "READ_BACKOFF", 0.001)
+    batch = samples.life_of_chains()
+    fake = RefusingStreams(split_stream().shards, {"parent": batch[:5], "child": batch[5:]})
+    fake.fail_once.update(fail_once)
+    fake.throttled.update(throttled)
+    summary = events.Summary()
+    got: list[dict[str, Any]] = []
+    for record, decoded in events.read(fake, "arn"):
+        assert isinstance(decoded, list)
+        got.append(record)
+        summary.extend(decoded)
+    assert sequence_numbers(got) == sequence_numbers(batch)
+    assert (summary.created, summary.acked, summary.failed, summary.deleted) == (5, 1, 1, 1)
+    assert len(counted) == 1  # the failure was reported
+
+
+@pytest.mark.parametrize("operation", ["GetRecords", "GetShardIterator"])
+def test_read_gives_up_on_a_shard_it_cannot_read_with_a_typed_error(
+    monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """A shard whose reads always fail (the reader's role may not read it) must neither loop
+    for ever nor give figures without its records: after ``READ_ATTEMPTS`` failures in a
+    row, ``StreamReadFailed`` names it, the last error its cause."""
+    counted = recorded(monkeypatch)
+    monkeypatch.setattr(follow_module, "READ_BACKOFF", 0.0)
+    batch = samples.life_of_chains()
+    fake = RefusingStreams(
+        [
+            {"ShardId": "ok", "SequenceNumberRange": {}},
+            {"ShardId": "denied", "SequenceNumberRange": {}},
+        ],
+        {"ok": batch[:4], "denied": batch[4:]},
+    )
+    fake.denied.add((operation, "denied"))
+    with pytest.raises(StreamReadFailed) as raised:
+        for _ in events.read(fake, "arn"):
+            pass
+    attempts = follow_module.READ_ATTEMPTS
+    assert (raised.value.shard, raised.value.attempts) == ("denied", attempts)
+    assert _loops.code_of(raised.value.__cause__ or Exception()) == "AccessDeniedException"
+    assert counted == [{"loop": "follow", "error": "AccessDeniedException"}] * attempts
+
+
+def test_a_split_is_found_while_another_shard_is_busy() -> None:
+    """``follow`` looked for new shards only after a round in which no shard had records:
+    on a busy table (another shard always giving records) a split's child shard was never
+    found, and ``xor-ack events follow`` never told the events of its keys."""
+
+    class BusyStreams(FakeStreams):
+        """Shard "busy" gets a new record before each GetRecords on it: a table under load."""
+
+        def get_records(self, ShardIterator: str) -> Any:
+            if ShardIterator.startswith("busy:"):
+                image = samples.chain_image(f"busy-{len(self.records['busy'])}")
+                self.records["busy"].append(samples.record("INSERT", new=image))
+            return super().get_records(ShardIterator)
+
+    fake = BusyStreams(
+        [
+            {"ShardId": "busy", "SequenceNumberRange": {}},
+            {"ShardId": "parent", "SequenceNumberRange": {}},
+        ],
+        {"busy": [], "parent": []},
+    )
+
+    def split() -> None:  # once the follower has its position: the parent splits
+        fake.shards[1]["SequenceNumberRange"]["EndingSequenceNumber"] = "9"
+        fake.shards.append(
+            {"ShardId": "child", "ParentShardId": "parent", "SequenceNumberRange": {}}
+        )
+        fake.records["child"] = [samples.record("INSERT", new=samples.chain_image("in-child"))]
+
+    stop = threading.Event()
+    deadline = time.monotonic() + 1.0  # 20 times refresh_every
+    tags: list[str] = []
+    for _record, decoded in events.follow(
+        fake, "arn", interval=0.01, refresh_every=0.05, stop=stop, on_ready=split
+    ):
+        assert isinstance(decoded, list)
+        tags.extend(e.tag for e in decoded)
+        if "in-child" in tags or time.monotonic() > deadline:
+            stop.set()
+    assert "in-child" in tags, f"child never read; {len(tags)} events from the busy shard"
+
+
+def split_after_ready(fake: RefusingStreams) -> None:
+    """What is written once the follower has its position: one record in the parent, then a
+    split, the child holding one record."""
+    fake.records["parent"].append(samples.record("INSERT", new=samples.chain_image("p")))
+    fake.shards[0]["SequenceNumberRange"]["EndingSequenceNumber"] = "9"
+    fake.shards.append({"ShardId": "child", "ParentShardId": "parent", "SequenceNumberRange": {}})
+    fake.records["child"] = [samples.record("INSERT", new=samples.chain_image("c"))]
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [("GetShardIterator", "child"), ("DescribeStream", "")],
+    ids=["new-shard-iterator", "describe-stream"],
+)
+def test_a_failing_look_for_new_shards_does_not_stop_the_follower(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, refused: tuple[str, str]
+) -> None:
+    """A GetShardIterator throttled for a shard just found (a split's child), or a throttled
+    DescribeStream of the periodic look for new shards, used to end ``xor-ack events
+    follow`` with the error.  It is reported, and tried again: the child is read from its
+    first record at the next round (or found at the next look)."""
+    counted = recorded(monkeypatch)
+    fake = RefusingStreams([{"ShardId": "parent", "SequenceNumberRange": {}}], {"parent": []})
+
+    def split() -> None:
+        split_after_ready(fake)
+        fake.throttled.add(refused)
+
+    stop = threading.Event()
+    tags: list[str] = []
+    for _record, decoded in events.follow(
+        fake, "arn", interval=0.01, refresh_every=0.0, stop=stop, on_ready=split
+    ):
+        assert isinstance(decoded, list)
+        tags.extend(e.tag for e in decoded)
+        if len(tags) == 2:
+            stop.set()
+    assert tags == ["p", "c"]
+    assert counted == [{"loop": "follow", "error": "LimitExceededException"}]
+    event = "shard-failed" if refused[0] == "GetShardIterator" else "refresh-failed"
+    assert any(f'"event":"{event}"' in r.message for r in caplog.records)
+    assert ("child", "TRIM_HORIZON") in fake.calls
+
+
+def test_a_follower_from_now_whose_first_iterator_fails_starts_and_skips_the_past(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tailing, a shard's GetShardIterator (LATEST) is throttled as the follower starts: it
+    used to end ``xor-ack events follow`` at once.  The follower starts all the same; the
+    shard is read at the next round from its oldest record, the records made before the
+    follower started skipped (as after an expired iterator), those made since told once."""
+    recorded(monkeypatch)
+    started = 1_800_000_000.0
+    monkeypatch.setattr(time, "time", lambda: started)
+    past = [
+        samples.record("INSERT", new=samples.chain_image(f"old-{i}"), approximate_time=t)
+        for i, t in enumerate([started - 3600, started - 2])
+    ]
+    fake = RefusingStreams([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": list(past)})
+    fake.throttled.add(("GetShardIterator", "s"))
+    fresh = [
+        samples.record("INSERT", new=samples.chain_image(f"new-{i}"), approximate_time=t)
+        for i, t in enumerate([started, started + 30])
+    ]
+    assert followed(fake, lambda: fake.records["s"].extend(fresh), 2) == ["new-0", "new-1"]
+    assert ("s", "TRIM_HORIZON") in fake.calls

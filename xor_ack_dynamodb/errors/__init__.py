@@ -255,6 +255,26 @@ class StreamNotEnabled(XorAckError):
         self.table = table
 
 
+class StreamReadFailed(XorAckError):
+    """A shard of the stream could not be read: its reads failed that many times in a row.
+
+    Raised by ``events.read`` (``xor-ack chain stats``) rather than counting a stream without
+    that shard's records.  ``.shard`` names it, ``.attempts`` the reads that failed in a row;
+    the last read's error (access denied, throttled past botocore's retries, ...) is the
+    ``__cause__``.  A follower (``events.follow``) never raises it: it reports each failure
+    and keeps trying.
+    """
+
+    def __init__(self, shard: str, attempts: int, error: str) -> None:
+        super().__init__(
+            f"shard {shard} of the stream could not be read: {attempts} reads of it in a row "
+            f"failed (last: {error}); nothing is counted without its records. Check that the "
+            "reader may read the stream (GetRecords, GetShardIterator) and try again"
+        )
+        self.shard = shard
+        self.attempts = attempts
+
+
 class InventoryMissing(XorAckError):
     """The table has no inventory index to sweep or list: an earlier release made it."""
 
@@ -329,6 +349,7 @@ __all__ = [
     "StaleLocalData",
     "StampManyFailed",
     "StreamNotEnabled",
+    "StreamReadFailed",
     "StreamViewConflict",
     "SweepIncomplete",
     "TagExists",

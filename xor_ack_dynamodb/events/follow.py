@@ -6,14 +6,20 @@ Local and on AWS.  Within a shard records come in order; a child shard (after a
 split) is read only once its parent is finished, so the records of one tag stay in
 order.  A stream keeps records for 24 hours.
 
-Nothing one record or one shard does stops the reader: a record that is no chain's
+Nothing one record or one shard does stops the follower: a record that is no chain's
 transition comes out as its ``CorruptRecord`` (the caller reports it and goes on), and
-a shard whose ``GetRecords`` fails (throttled, trimmed, a network error) is reported
-(a log line, ``xor_ack.item_failures{loop="follow"}``, ``StreamReader.errors``) and
-read again from where it was at the next round, while the other shards go on.  If
-where it was is past the 24-hour retention (``TrimmedDataAccessException``), the
-shard is read on from its oldest record: the gap is a ``shard-trimmed`` log line, a
-count (``error="TrimmedDataAccessException"``) and ``StreamReader.trimmed``.
+a shard whose ``GetRecords`` or ``GetShardIterator`` fails (throttled, trimmed, a network
+error, also for a shard just found) is reported (a ``shard-failed`` log line,
+``xor_ack.item_failures{loop="follow"}``, ``StreamReader.errors``) and read again from
+where it was at the next round, while the other shards go on; a ``DescribeStream`` that
+fails while the follower looks for new shards is a ``refresh-failed`` line and is tried
+again at the next look.  :func:`read` does not end while a shard's last read failed: it
+tries again after a short wait, and raises :class:`StreamReadFailed` once the same shard
+failed ``READ_ATTEMPTS`` times in a row (access denied), rather than count a stream
+without it.  If where a shard was is past the 24-hour retention
+(``TrimmedDataAccessException``), it is read on from its oldest record: the gap is a
+``shard-trimmed`` log line, a count (``error="TrimmedDataAccessException"``) and
+``StreamReader.trimmed``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from typing import Any
 from ..dynamodb import aws
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.loops import code_of, item_failed
-from ..errors import CorruptRecord, StreamNotEnabled
+from ..dynamodb.table import STREAM_VIEW
+from ..errors import CorruptRecord, StreamNotEnabled, StreamReadFailed, StreamViewConflict
 from ..lifecycle import ChainEvent
 from .transitions import decode
 
@@ -50,18 +57,34 @@ def streams_client(
     return boto3.session.Session().client("dynamodbstreams", **options)
 
 
+#: Reads of one shard that may fail in a row before :func:`read` gives up on the stream.
+READ_ATTEMPTS = 5
+#: :func:`read`'s wait after a round in which a shard failed (seconds): doubled for each
+#: failure in a row of that shard, at most ``READ_BACKOFF_MAX``.
+READ_BACKOFF = 0.2
+READ_BACKOFF_MAX = 2.0
+
+
 def stream_arn(dynamodb: Any, table: str) -> str:
-    """The table's latest stream ARN; :class:`StreamNotEnabled` if it has none."""
+    """The table's latest stream ARN; :class:`StreamNotEnabled` if it has none,
+    :class:`StreamViewConflict` if its view type is not ``NEW_AND_OLD_IMAGES``."""
     return arn_of(dynamodb.describe_table(TableName=table)["Table"])
 
 
 def arn_of(description: Mapping[str, Any]) -> str:
     """The latest stream ARN of a ``DescribeTable`` result's table; :class:`StreamNotEnabled`
-    if it has none."""
+    if it has none, :class:`StreamViewConflict` if the stream's records lack an image the
+    events need (``KEYS_ONLY``, ``NEW_IMAGE``, ``OLD_IMAGE``: each record would read as a
+    corrupt one, or as no transition, and the figures would be wrong)."""
     arn = description.get("LatestStreamArn")
-    enabled = description.get("StreamSpecification", {}).get("StreamEnabled", bool(arn))
+    table = str(description.get("TableName", "?"))
+    stream = description.get("StreamSpecification") or {}
+    enabled = stream.get("StreamEnabled", bool(arn))
     if not arn or not enabled:
-        raise StreamNotEnabled(str(description.get("TableName", "?")))
+        raise StreamNotEnabled(table)
+    view = stream.get("StreamViewType")
+    if view is not None and view != STREAM_VIEW:
+        raise StreamViewConflict(table, str(view), STREAM_VIEW)
     return str(arn)
 
 
@@ -114,6 +137,9 @@ class _Shard:
     since: float | None = None
     #: Read again from its oldest record for a follower from now: skipping the past.
     skipping: bool = False
+    #: Its reads (GetRecords, GetShardIterator) that failed in a row, and the last's error.
+    failures: int = 0
+    error: BaseException | None = None
 
 
 @dataclass
@@ -130,13 +156,19 @@ class StreamReader:
     _shards: dict[str, _Shard] = field(default_factory=dict)
     _started: bool = False
     #: GetRecords (or GetShardIterator) calls that failed, each reported; the reader went on.
+    #: (A failed ``DescribeStream`` of :func:`follow`'s look for new shards counts too.)
     errors: int = 0
     #: Shards re-opened at their oldest record because the reader had fallen past the
     #: stream's 24-hour retention: the records in between are lost; each gap reported.
     trimmed: int = 0
 
     def refresh(self) -> None:
-        """Learn the stream's shards: new ones are read from their first record."""
+        """Learn the stream's shards: new ones are read from their first record.
+
+        ``DescribeStream`` failing raises.  A new shard whose ``GetShardIterator`` fails is
+        reported (:meth:`_failed`) and kept with no iterator: :meth:`poll` asks for one
+        again, from the same position (its oldest record; a shard opened from now at the
+        start skips the records made before, as after an expired iterator)."""
         for shard in shards(self.streams, self.arn):
             shard_id = shard["ShardId"]
             if shard_id in self._shards:
@@ -152,10 +184,30 @@ class StreamReader:
                 position = "LATEST"
                 state.from_now = True
                 state.since = time.time()
-            if position:
-                state.iterator = self._iterator(shard_id, position)
             self._shards[shard_id] = state
+            if position:
+                try:
+                    state.iterator = self._iterator(shard_id, position)
+                except Exception as exc:  # this shard: the others go on, it is tried again
+                    state.broken = True
+                    self._failed(state, exc)
         self._started = True
+
+    def _failed(self, shard: _Shard, exc: BaseException) -> None:
+        """Report one failed read of ``shard`` (a log line, a count, ``errors``)."""
+        self.errors += 1
+        shard.failures += 1
+        shard.error = exc
+        item_failed("follow", exc, logger=__name__, event="shard-failed", shard=shard.shard_id)
+
+    def failing(self) -> list[tuple[str, int, BaseException]]:
+        """The shards to read whose last read failed: (shard id, failures in a row, the last
+        error).  A child whose parent is not read yet waits for it, failed or not."""
+        return [
+            (s.shard_id, s.failures, s.error)
+            for s in self._shards.values()
+            if s.failures and s.error is not None and self._ready(s)
+        ]
 
     def _iterator(self, shard_id: str, position: str, after: str | None = None) -> str | None:
         kwargs: dict[str, Any] = {
@@ -224,6 +276,7 @@ class StreamReader:
                     shard.broken = False
                 if shard.iterator is None:
                     shard.done = True
+                    shard.failures, shard.error = 0, None
                     continue
                 answer = self.streams.get_records(ShardIterator=shard.iterator)
             except self.streams.exceptions.ExpiredIteratorException:
@@ -231,13 +284,11 @@ class StreamReader:
                 more = True
                 continue
             except Exception as exc:  # this shard, this round: the others go on
-                self.errors += 1
                 # A new iterator from TRIM_HORIZON would replay the past to a follower from now.
                 shard.broken = shard.broken or not (shard.from_now and not shard.last_sequence)
-                item_failed(
-                    "follow", exc, logger=__name__, event="shard-failed", shard=shard.shard_id
-                )
+                self._failed(shard, exc)
                 continue
+            shard.failures, shard.error = 0, None
             batch = answer.get("Records", [])
             shard.empty = 0 if batch else shard.empty + 1
             if batch:
@@ -294,26 +345,32 @@ def follow(
 ) -> Iterator[Decoded]:
     """Tail the stream until ``stop`` is set: each record with its events, as they come.
 
-    New shards are looked for every ``refresh_every`` seconds; an idle round waits
-    ``interval`` seconds (``stop.set()`` ends the wait at once).  ``on_ready()`` is
-    called once every shard has its position: a write after it will be seen.
+    New shards are looked for every ``refresh_every`` seconds (wall clock, busy or not: a
+    split's child shard is found while other shards keep giving records); a round after
+    which no shard has more to give waits ``interval`` seconds (``stop.set()`` ends the
+    wait at once).  A failing shard is tried again each round, a failing look for new
+    shards (``DescribeStream``) at the next look; each failure is reported.
+    ``on_ready()`` is called once every shard has its position: a write after it will be
+    seen.
     """
     stop = stop or threading.Event()
     reader = StreamReader(streams, arn, from_start=from_start)
     reader.refresh()
     if on_ready is not None:
         on_ready()
-    waited = 0.0
+    refreshed = time.monotonic()
     while not stop.is_set():
         records, more = reader.poll()
         yield from _decoded(records, partition_key)
-        if more:
-            continue
-        stop.wait(interval)
-        waited += interval
-        if waited >= refresh_every:
-            reader.refresh()
-            waited = 0.0
+        if not more:
+            stop.wait(interval)
+        if not stop.is_set() and time.monotonic() - refreshed >= refresh_every:
+            try:
+                reader.refresh()
+            except Exception as exc:  # the shards known go on; the next look tries again
+                reader.errors += 1
+                item_failed("follow", exc, logger=__name__, event="refresh-failed")
+            refreshed = time.monotonic()
 
 
 def read(
@@ -321,12 +378,25 @@ def read(
 ) -> Iterator[Decoded]:
     """Every record the stream holds now (at most 24 hours' worth), oldest first.
 
-    An open shard counts as read once it answers empty three times in a row.
+    An open shard counts as read once it answers empty three times in a row.  A shard
+    whose read failed is not read yet: it is read again from where it was after a short
+    wait (``READ_BACKOFF``, doubled each time); :class:`StreamReadFailed` (the last error
+    its ``__cause__``) once it failed ``READ_ATTEMPTS`` times in a row, never a count that
+    silently misses its records.
     """
     reader = StreamReader(streams, arn, from_start=True, empty_at_end=3)
     reader.refresh()
     while True:
         records, more = reader.poll()
         yield from _decoded(records, partition_key)
-        if not more:
+        failing = reader.failing()
+        if failing:
+            shard, failures, error = max(failing, key=lambda f: f[1])
+            if failures >= READ_ATTEMPTS:
+                detail = (
+                    str(error) if code_of(error) in str(error) else f"{code_of(error)}: {error}"
+                )
+                raise StreamReadFailed(shard, failures, detail) from error
+            time.sleep(min(READ_BACKOFF * 2 ** (failures - 1), READ_BACKOFF_MAX))
+        elif not more:
             return
