@@ -860,3 +860,31 @@ async def test_the_page_of_an_unexpected_error_carries_the_security_headers(
         assert headers["referrer-policy"] == "same-origin"
     finally:
         await board.close()
+
+
+async def test_a_stream_of_another_view_type_is_said_once_and_the_pages_still_serve(
+    ddb_local_endpoint: str,
+) -> None:
+    """A NEW_IMAGE stream (another consumer's) cannot tell an ack from a failure: the
+    dashboard says so on the overview and runs without windows and histories, as without
+    a stream, instead of failing and retrying it every few seconds."""
+    spec = TableSpec(name=f"newimage-{time.time_ns()}")
+    request = spec.create_request()
+    request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    dynamodb(ddb_local_endpoint).create_table(**request)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        assert (await client.get("/")).status == 200  # the first page starts the dashboard
+        for _ in range(100):
+            if board.stream.error:
+                break
+            await asyncio.sleep(0.05)
+        assert board.stream.error is not None and board.stream.error.startswith(
+            f"no windows, no histories: table {spec.name} already has a stream with view type "
+            "NEW_IMAGE; the chain events need NEW_AND_OLD_IMAGES"
+        )  # said as the state it is, not as an error being retried
+        page = await client.get("/")
+        assert page.status == 200 and "NEW_AND_OLD_IMAGES" in page.text
+    finally:
+        await board.close()

@@ -23,7 +23,7 @@ from starlette.requests import Request
 
 from xor_ack_dynamodb import XorAckDynamoDB, events
 from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
-from xor_ack_dynamodb.errors import StreamNotEnabled
+from xor_ack_dynamodb.errors import StreamNotEnabled, StreamViewConflict
 from xor_ack_dynamodb.events.follow import arn_of
 
 from .config import DashboardConfig, Send
@@ -187,6 +187,9 @@ class Dashboard:
                         f"table {self.config.table} has no stream: no windows, no histories "
                         "(`xor-ack table upgrade` adds it)"
                     )
+                    return
+                except StreamViewConflict as exc:  # its records lack what the events need
+                    self.stream.error = f"no windows, no histories: {exc}"
                     return
                 streams = await asyncio.to_thread(
                     events.streams_client, self.config.endpoint_url, self.config.region_name
