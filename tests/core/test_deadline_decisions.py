@@ -33,6 +33,7 @@ from xor_ack_dynamodb.errors import (
     InvalidTimeout,
     InvalidTTL,
     SweepIncomplete,
+    SweepStopped,
     TagExists,
 )
 from xor_ack_dynamodb.stamps import Stamp
@@ -507,6 +508,32 @@ def test_a_chain_that_cannot_be_failed_does_not_stop_the_sweep() -> None:
     assert [s.tag for s in caught.value.failed] == ["good"]
     assert caught.value.errors == {"hostile": too_large}
     assert "1 of 2 overdue chains could not be failed" in str(caught.value)
+
+
+def test_a_page_unread_after_chains_were_failed_stops_the_sweep_with_them() -> None:
+    """Shard 0's chain failed, shard 1's page throttled: the tombstone made is carried by
+    ``SweepStopped`` (it was lost with a raw ``ClientError``, and no log line named it)."""
+    core, _ = chains(1100.0)
+    throttled = client_error("ProvisionedThroughputExceededException")
+    script: list[Any] = [
+        ("query", {"Items": keys("a")}),
+        ("batch_get_item", {"Responses": {"tbl": [item(ROOT, tag="a", deadline=1000)]}}),
+        ("update_item", {"Attributes": timed_out("a")}),
+        ("query", throttled),
+    ]
+    with pytest.raises(SweepStopped) as caught:
+        drive(core.sweep(), script)
+    assert [s.tag for s in caught.value.failed] == ["a"] and caught.value.errors == {}
+    assert caught.value.shard == 1 and caught.value.__cause__ is throttled
+    assert "stopped at index shard 1" in str(caught.value)
+
+
+def test_a_page_unread_before_anything_was_done_is_dynamodbs_own_error() -> None:
+    core, _ = chains(1100.0)
+    throttled = client_error("ProvisionedThroughputExceededException")
+    with pytest.raises(type(throttled)) as caught:
+        drive(core.sweep(), [("query", throttled)])
+    assert caught.value is throttled
 
 
 def test_list_chains_checks_each_item_and_stops_at_the_limit() -> None:

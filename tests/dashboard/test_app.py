@@ -888,3 +888,29 @@ async def test_a_stream_of_another_view_type_is_said_once_and_the_pages_still_se
         assert page.status == 200 and "NEW_AND_OLD_IMAGES" in page.text
     finally:
         await board.close()
+
+
+async def test_sweep_now_that_stopped_part_way_shows_what_it_failed_and_why(
+    dashboard: Dashboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page of the index throttled after some chains were failed: the page lists those
+    chains and says the sweep stopped (a 502 "DynamoDB refused" used to hide them)."""
+    from botocore.exceptions import ClientError
+
+    from xor_ack_dynamodb.errors import SweepStopped
+
+    client = await logged_in(dashboard)
+    assert (await client.get("/")).status == 200
+    failed = (await dashboard.ack.get("bad/0"), await dashboard.ack.get("bad/1"))
+    throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "Query")
+
+    async def stopped_sweep() -> Any:
+        raise SweepStopped([s for s in failed if s is not None], {}, 5, throttled)
+
+    monkeypatch.setattr(dashboard.ack, "sweep", stopped_sweep)
+    csrf = dashboard.guard.csrf_for(client.cookies["xor_ack_dashboard"])
+    answer = await client.post("/actions/sweep", form={"csrf": csrf})
+    assert answer.status == 200, answer.text
+    assert re.search(r'id="swept-count">2<', answer.text)
+    assert "bad/0" in answer.text and "bad/1" in answer.text
+    assert "The sweep stopped: the sweep stopped at index shard 5" in answer.text

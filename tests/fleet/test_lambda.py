@@ -16,6 +16,7 @@ import boto3
 import pytest
 import yaml
 
+from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.errors import InvalidTimeout
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, SettingMissing
@@ -344,6 +345,35 @@ def test_the_sweeper_fails_a_stalled_job_within_its_roles_actions(
     finally:
         handler.environment.close()
     assert box.done == []
+
+
+def test_a_sweep_stopped_part_way_logs_its_timed_out_jobs_then_fails(
+    ddb_local_endpoint: str, ddb_table: TableSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A page of the index throttled after a job was failed: the job's "timed-out" line is
+    logged (it was not: the error went up without it), and the invocation fails."""
+    from botocore.exceptions import ClientError
+
+    from xor_ack_dynamodb.errors import SweepStopped
+
+    box = Box()
+    handler = SweepHandler(opener(ddb_local_endpoint, ddb_table.name, box))
+    try:
+        assert handler({"source": "aws.events"}, None) == {"swept": 0, "errors": 0}
+        fleet = handler.environment._fleet
+        assert fleet is not None
+        late = ChainState("stalled-job", Stamp(b"\x01" * 16), b"c", 2, (), 1.0, 2.0, 2.0)
+        throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "Query")
+
+        async def stopped() -> Any:
+            raise SweepStopped([late], {}, 3, throttled)
+
+        fleet.ack.sweep = stopped  # type: ignore[method-assign]
+        with caplog.at_level("INFO"), pytest.raises(SweepStopped):
+            handler({"source": "aws.events"}, None)
+        assert '"event":"timed-out","tag":"stalled-job"' in caplog.text
+    finally:
+        handler.environment.close()
 
 
 def test_the_dead_letter_function_reads_pages_within_its_roles_actions(

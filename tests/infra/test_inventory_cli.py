@@ -22,7 +22,7 @@ from xor_ack_dynamodb import ChainState, Stamp, SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.cli import Settings, cli
 from xor_ack_dynamodb.cli import sweep as sweep_verb
 from xor_ack_dynamodb.dynamodb import loops as _loops
-from xor_ack_dynamodb.errors import InventoryMissing, SweepIncomplete
+from xor_ack_dynamodb.errors import InventoryMissing, SweepIncomplete, SweepStopped
 from xor_ack_dynamodb.table import TableMismatch, TableSpec
 
 from .test_cli import assert_usage_error, assert_user_error
@@ -354,6 +354,50 @@ def test_watch_reports_a_chain_it_cannot_fail_and_any_error_and_goes_on(
         "error: hostile: ValidationException: item too large (left for the next sweep)",
         "error: 1 overdue chain(s) could not be failed; sweep again",
     ]
+
+
+def test_a_sweep_stopped_part_way_prints_the_chains_it_failed_then_the_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No server: a sweep whose later page was throttled after it failed a chain.  The
+    chain is printed (it was not: only the error was), the error follows, exit 1; under
+    --watch its chain counts in the total and the watch goes on."""
+    late = ChainState(
+        "late", Stamp(b"\x01" * 8), b"c", 2, (), 1.0, 2.0, failed_at=2.0, reason="timeout"
+    )
+    throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "Query")
+    stopped = SweepStopped([late], {}, 7, throttled)
+    answers: list[Any] = []
+
+    class Chains:
+        def sweep(self) -> list[Any]:
+            answer = answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            return list(answer)
+
+    @contextmanager
+    def stopping() -> Any:
+        yield _Stopping(waits=1)
+
+    monkeypatch.setattr(Settings, "chains", lambda self: Chains())
+    monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
+    answers[:] = [stopped]
+    once = run("--table", "jobs", "sweep")
+    assert once.exit_code == 1
+    assert once.stdout.splitlines()[0].startswith("late failed (timeout) at ")
+    assert "the sweep stopped at index shard 7" in once.stderr
+    answers[:] = [[], stopped]
+    watched = run("--table", "jobs", "sweep", "--watch", "5", "--json")
+    assert watched.exit_code == 0, watched.output
+    lines = [json.loads(line) for line in watched.stdout.splitlines()]
+    assert [(line["failed"], line.get("stopped", "")[:32]) for line in lines] == [
+        (0, ""),
+        (1, "the sweep stopped at index shard"),
+    ]
+    assert watched.stderr.splitlines()[-1] == (
+        "stopped by SIGTERM after 2 sweep(s) of jobs: 1 chain(s) failed"
+    )
 
 
 def test_watch_ends_when_the_first_sweep_fails(moto_endpoint: str) -> None:

@@ -149,3 +149,56 @@ def test_settings_read_table_and_key() -> None:
     spec = sweeper.settings({"XOR_ACK_TABLE": "jobs", "XOR_ACK_PARTITION_KEY": "fileID"})
     assert (spec.name, spec.partition_key) == ("jobs", "fileID")
     assert sweeper.settings({"XOR_ACK_TABLE": "jobs"}).partition_key == "tagID"
+
+
+def test_a_sweep_stopped_part_way_logs_the_chains_it_failed_then_fails(
+    moto_endpoint: str,
+    moto_table: TableSpec,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The log line is the record of which chains timed out (infra/sweeper.yaml keeps the
+    log group for it).  A Query of the last index shard refused after the earlier shards'
+    chains were failed raised out of the handler before anything was printed: those
+    tombstones were in no line.  Now the line names them, says why it stopped (level
+    ERROR), and the invocation fails with ``SweepStopped``."""
+    from botocore.exceptions import ClientError
+
+    from xor_ack_dynamodb.dynamodb.item import INVENTORY_SHARDS, shard_of
+    from xor_ack_dynamodb.errors import SweepStopped
+
+    last = INVENTORY_SHARDS - 1
+    tags = [t for t in (f"late-{i}" for i in range(40)) if shard_of(t) < last][:3]
+    ack = _client(moto_endpoint, moto_table)
+    for tag in tags:
+        ack.create(tag, new_stamp(), timeout=SHORT)
+    time.sleep(OVERDUE_AFTER)
+    monkeypatch.setenv(sweeper.ENV_TABLE, moto_table.name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setattr(sweeper, "_clients", {})
+    real_sync_client = sweeper.aws.sync_client
+
+    def throttled_last_shard(**options: object) -> object:
+        client = real_sync_client(**options)
+
+        def refuse(params: dict[str, object], **_: object) -> None:
+            values = params.get("ExpressionAttributeValues") or {}
+            if values.get(":shard") == {"N": str(last)}:  # type: ignore[union-attr]
+                error = {"Code": "ProvisionedThroughputExceededException", "Message": "slow"}
+                raise ClientError({"Error": error}, "Query")
+
+        client.meta.events.register("provide-client-params.dynamodb.Query", refuse)
+        return client
+
+    monkeypatch.setattr(sweeper.aws, "sync_client", throttled_last_shard)
+    with pytest.raises(SweepStopped) as stopped:
+        sweeper.handler(EVENT, SimpleNamespace(aws_request_id="req-9"))
+    assert sorted(s.tag for s in stopped.value.failed) == sorted(tags)
+    assert isinstance(stopped.value.__cause__, ClientError)
+    (line,) = capsys.readouterr().out.splitlines()
+    logged = json.loads(line)
+    assert logged["level"] == "ERROR" and logged["failed"] == len(tags)
+    assert sorted(logged["tags"]) == sorted(tags)
+    assert logged["stopped"].startswith(f"the sweep stopped at index shard {last}: ")
+    assert all(ack.get(tag).failed for tag in tags)  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ import click
 
 from ..chain import ChainState
 from ..dynamodb.loops import item_failed
+from ..errors import SweepStopped
 from ..sweeper import SweepSummary, sweep_once
 from .errors import UserError, _one_line, explain
 from .options import WAIT, Verb, _settings, json_option
@@ -62,12 +63,20 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
 
     def once() -> tuple[int, int]:
         started = time.monotonic()
-        failed, errors = sweep_once(chains, "sweep")  # a chain's error never ends a sweep
-        summary = SweepSummary.of(table, failed, time.monotonic() - started, errors=errors)
-        _report(summary, failed, as_json)
-        for tag, exc in errors.items():
+        swept = sweep_once(chains, "sweep")  # a chain's error never ends a sweep
+        summary = SweepSummary.of(
+            table,
+            swept.failed,
+            time.monotonic() - started,
+            errors=swept.errors,
+            stopped=swept.stopped,
+        )
+        _report(summary, swept.failed, as_json)
+        for tag, exc in swept.errors.items():
             click.echo(f"error: {shown(tag)}: {_said(exc)} (left for the next sweep)", err=True)
-        return summary.failed, len(errors)
+        if swept.stopped is not None:  # the chains it failed are printed: now the error
+            raise swept.stopped
+        return summary.failed, len(swept.errors)
 
     if watch is None:
         _, left = once()
@@ -80,6 +89,8 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
             try:
                 total += once()[0]
             except Exception as exc:
+                if isinstance(exc, SweepStopped):
+                    total += len(exc.failed)
                 if not sweeps:
                     raise  # the first sweep failed (no table, no access): say so and end
                 # a later one is reported and tried again (throttling, a network blip, a

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from xor_ack_dynamodb import ChainState
-from xor_ack_dynamodb.errors import SweepIncomplete, TagNotFound
+from xor_ack_dynamodb.errors import SweepIncomplete, SweepStopped, TagNotFound
 from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
 from .config import Send
@@ -166,14 +166,23 @@ async def touch(request: Request) -> Response:
 async def sweep(request: Request) -> Response:
     await checked_form(request)
     dashboard = dashboard_of(request)
-    unswept: dict[str, str] = {}
+    errors: dict[str, BaseException] = {}
+    stopped: SweepStopped | None = None
     try:
         failed = await dashboard.ack.sweep()
     except SweepIncomplete as partial:  # the rest were failed: the page says both
-        failed = partial.failed
-        unswept = {tag: f"{type(exc).__name__}: {exc}" for tag, exc in partial.errors.items()}
+        failed, errors = partial.failed, partial.errors
+    except SweepStopped as exc:  # a page of the index unread: what it did, and why it stopped
+        failed, errors, stopped = exc.failed, exc.errors, exc
+    unswept = {tag: f"{type(exc).__name__}: {exc}" for tag, exc in errors.items()}
     dashboard.request_count()
-    values = context(request, "swept", failed=failed, unswept=unswept)
+    values = context(
+        request,
+        "swept",
+        failed=failed,
+        unswept=unswept,
+        stopped=None if stopped is None else str(stopped),
+    )
     return dashboard.renderer.render(request, "swept.html", values)
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chain import ChainState
-from ..errors import SweepIncomplete, XorAckError
+from ..errors import SweepIncomplete, SweepStopped, XorAckError
 from . import aws
 from .item import DEFAULT_PARTITION_KEY
 from .loops import code_of, item_failed
@@ -42,6 +42,7 @@ __all__ = [
     "MAX_TAGS",
     "SweepSummary",
     "SweeperMisconfigured",
+    "Swept",
     "handler",
     "settings",
     "sweep_once",
@@ -70,6 +71,8 @@ class SweepSummary:
     scheduled_at: str | None = None
     #: The chains this sweep could not fail (``SweepIncomplete``), with the error's code.
     left: tuple[tuple[str, str], ...] = ()
+    #: Why it stopped part way (``SweepStopped``), or None: a key of ``as_dict`` only then.
+    stopped: str | None = None
 
     #: The keys of ``as_dict``, in order: ``failed`` counts the chains, ``tags`` lists
     #: at most ``MAX_TAGS`` of them, ``more`` is how many it leaves out; ``errors`` maps
@@ -84,6 +87,7 @@ class SweepSummary:
         seconds: float,
         event: Any = None,
         errors: dict[str, BaseException] | None = None,
+        stopped: SweepStopped | None = None,
     ) -> SweepSummary:
         event = event if isinstance(event, dict) else {}
         return cls(
@@ -93,6 +97,7 @@ class SweepSummary:
             event_id=_text(event.get("id")),
             scheduled_at=_text(event.get("time")),
             left=tuple((tag, code_of(exc)) for tag, exc in (errors or {}).items()),
+            stopped=None if stopped is None else str(stopped),
         )
 
     @property
@@ -114,18 +119,34 @@ class SweepSummary:
     def as_dict(self) -> dict[str, Any]:
         summary = {key: getattr(self, key) for key in self.KEYS}
         summary["tags"] = list(self.tags)
+        if self.stopped is not None:
+            summary["stopped"] = self.stopped
         return summary
 
 
-def sweep_once(client: Any, loop: str) -> tuple[list[ChainState], dict[str, BaseException]]:
-    """One ``sweep()``: the tombstones it made, and the chains it could not fail (each
-    reported: a count of ``xor_ack.item_failures``); a chain's error never ends it."""
+@dataclass(frozen=True)
+class Swept:
+    """What one ``sweep()`` came to: the tombstones it made, the chains it could not fail,
+    and, if a page of the index could not be read, the ``SweepStopped`` that ended it."""
+
+    failed: list[ChainState]
+    errors: dict[str, BaseException]
+    stopped: SweepStopped | None = None
+
+
+def sweep_once(client: Any, loop: str) -> Swept:
+    """One ``sweep()``; the chains it could not fail are each reported (a count of
+    ``xor_ack.item_failures``): a chain's error never ends it.  A sweep that stopped part
+    way is returned with what it did (for the caller to say, then raise ``.stopped``)."""
     try:
-        return client.sweep(), {}
+        return Swept(client.sweep(), {})
     except SweepIncomplete as partial:
-        for tag, exc in partial.errors.items():
-            item_failed(loop, exc, quiet=True, tag=tag)
-        return partial.failed, partial.errors
+        swept = Swept(partial.failed, partial.errors)
+    except SweepStopped as stopped:
+        swept = Swept(stopped.failed, stopped.errors, stopped)
+    for tag, exc in swept.errors.items():
+        item_failed(loop, exc, quiet=True, tag=tag)
+    return swept
 
 
 def _text(value: Any) -> str | None:
@@ -164,12 +185,17 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     """Lambda entry point: one sweep of the table named by ``XOR_ACK_TABLE``."""
     spec = settings()
     started = time.monotonic()
-    failed, errors = sweep_once(_client(spec), "sweeper")
+    swept = sweep_once(_client(spec), "sweeper")
     elapsed = time.monotonic() - started
-    summary = SweepSummary.of(spec.name, failed, elapsed, event, errors).as_dict()
-    line = {"message": "xor-ack sweep", "level": "WARNING" if errors else "INFO", **summary}
+    summary = SweepSummary.of(
+        spec.name, swept.failed, elapsed, event, swept.errors, swept.stopped
+    ).as_dict()
+    level = "ERROR" if swept.stopped else "WARNING" if swept.errors else "INFO"
+    line = {"message": "xor-ack sweep", "level": level, **summary}
     request = getattr(context, "aws_request_id", None)
     if isinstance(request, str):
         line["aws_request_id"] = request
     print(json.dumps(line, separators=(",", ":")), file=sys.stdout, flush=True)
+    if swept.stopped is not None:  # said, with the chains it failed: the invocation fails
+        raise swept.stopped
     return summary

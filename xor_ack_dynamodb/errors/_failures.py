@@ -247,4 +247,34 @@ class SweepIncomplete(_ManyFailed["ChainState"]):
         return list(self.results.values())
 
 
+class SweepStopped(XorAckError):
+    """A sweep stopped part way: a page of the overdue index could not be listed or read,
+    after the sweep had failed chains (or met chains it could not fail).
+
+    The chains of the shards before (and of that shard's earlier pages) were failed:
+    ``.failed`` holds the tombstones this sweep made, so that they are reported (the
+    sweeper's log line is the record of which chains timed out); ``.errors`` the chains
+    it could not fail before it stopped, as ``SweepIncomplete``'s; ``.shard`` the index
+    shard it stopped at.  DynamoDB's error is the ``__cause__``.  The next sweep goes over
+    every shard again.
+    """
+
+    __module__ = _MODULE
+
+    def __init__(
+        self,
+        failed: list[ChainState],
+        errors: Mapping[str, BaseException],
+        shard: int,
+        cause: BaseException,
+    ) -> None:
+        super().__init__(
+            f"the sweep stopped at index shard {shard}: {type(cause).__name__}: {cause} "
+            f"({len(failed)} overdue chain(s) failed before it; the next sweep goes on)"
+        )
+        self.failed = list(failed)
+        self.errors: dict[str, BaseException] = dict(errors)
+        self.shard = shard
+
+
 _ChainTimeout.__name__ = _ChainTimeout.__qualname__ = "ChainTimeout"

@@ -32,7 +32,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from ..dynamodb.loops import item_failed
-from ..errors import CorruptRecord, InvalidArgument, InvalidTimeout, SweepIncomplete
+from ..errors import CorruptRecord, InvalidArgument, InvalidTimeout, SweepIncomplete, SweepStopped
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
@@ -286,15 +286,20 @@ class SweepHandler:
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         async def sweep(fleet: Fleet) -> dict[str, Any]:
             errors: dict[str, BaseException] = {}
+            stopped: SweepStopped | None = None
             try:
                 failed = await fleet.ack.sweep()
             except SweepIncomplete as partial:  # each chain on its own: the rest were swept
                 failed, errors = partial.failed, partial.errors
+            except SweepStopped as exc:  # a page unread: what it did is logged, then raised
+                failed, errors, stopped = exc.failed, exc.errors, exc
             fleet.telemetry.count("chains", len(failed), outcome="timed_out")
             for chain in failed:
                 log("timed-out", chain.tag, None)
-            for tag, exc in errors.items():
-                item_failed("sweep", exc, logger=LOGGER, event="sweep-failed", tag=tag)
+            for tag, error in errors.items():
+                item_failed("sweep", error, logger=LOGGER, event="sweep-failed", tag=tag)
+            if stopped is not None:
+                raise stopped
             return {"swept": len(failed), "errors": len(errors)}
 
         result: dict[str, Any] = self.environment.run(sweep)

@@ -30,6 +30,7 @@ from ...errors import (
     InventoryMissing,
     StaleLocalData,
     SweepIncomplete,
+    SweepStopped,
     XorAckError,
 )
 from .. import item as I
@@ -286,7 +287,8 @@ class Deadlines(Reads):
         and the sweep goes on; at the end, ``SweepIncomplete`` names them (with the
         tombstones made), and so every item of the overdue index this client cannot
         read (``CorruptItem``; left as it is).  A page that cannot be listed or read
-        raises at once.
+        stops it: DynamoDB's error, or ``SweepStopped`` with it once the sweep made
+        tombstones (or met chains it could not fail) that the caller must hear of.
         """
         check_listing("overdue", None, page_size)
         failed: dict[str, ChainState] = {}
@@ -294,9 +296,14 @@ class Deadlines(Reads):
         for shard in range(I.INVENTORY_SHARDS):
             start: dict[str, Any] | None = None
             while True:
-                overdue, corrupt, start = yield from self._checked_page(
-                    "overdue", shard, start, page_size
-                )
+                try:
+                    overdue, corrupt, start = yield from self._checked_page(
+                        "overdue", shard, start, page_size
+                    )
+                except (ClientError, BotoCoreError) as exc:
+                    if not failed and not errors:  # nothing done to tell: DynamoDB's error
+                        raise
+                    raise SweepStopped(list(failed.values()), errors, shard, exc) from exc
                 errors.update(corrupt)
                 for state in overdue:
                     try:
