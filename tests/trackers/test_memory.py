@@ -517,6 +517,22 @@ def test_an_int_too_big_for_a_float_is_refused_with_invalid_timeout(
         Ack().ticking(huge)
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [{"high_water": -(10**5000)}, {"buckets": 10**5000}, {"high_water": 0}],
+    ids=["high_water", "buckets", "small"],
+)
+def test_a_refused_setting_is_named_in_the_refusal_however_large(
+    Ack: type[PyAck], settings: dict[str, int]
+) -> None:
+    """The message showed the value's ``repr``, which Python refuses for an int of over
+    4300 digits: the refusal was a raw ``ValueError`` about integer string conversion."""
+    ((name, value),) = settings.items()
+    with pytest.raises(InvalidArgument, match=f"^{name} must be an int") as refused:
+        Ack(**settings)
+    assert str(refused.value).endswith("not 0" if value == 0 else "int of 16610 bits")
+
+
 @pytest.mark.parametrize("high_water", [sys.maxsize - 1, sys.maxsize, 2**63, 10**30], ids=str)
 def test_a_high_water_no_dict_can_reach_is_no_limit_on_both_cores(
     Ack: type[PyAck], high_water: int

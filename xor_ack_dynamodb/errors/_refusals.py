@@ -10,6 +10,20 @@ from __future__ import annotations
 
 from ._failures import _MODULE, XorAckError
 
+#: Digits of an int a refusal's message shows whole (Python refuses the ``repr`` of one of
+#: over 4300 digits, by default: the refusal would be a raw ``ValueError`` instead).
+_SHOWN_DIGITS = 40
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal's message names it: its ``repr``, a huge int by its size."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = len(str(abs(value))) if value.bit_length() < 14_000 else None
+        if digits is None or digits > _SHOWN_DIGITS:
+            about = f"{digits} digits" if digits is not None else f"{value.bit_length()} bits"
+            return f"{'a negative' if value < 0 else 'an'} int of {about}"
+    return repr(value)
+
 
 class BufferLengthsUnequal(XorAckError):
     """Stamps of different lengths were combined.  Probably a programming bug."""

@@ -33,6 +33,7 @@ from collections.abc import Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import InvalidArgument
+from ..errors._refusals import shown
 
 __all__ = ["Entry", "Generations", "GenerationsConfig", "check_buckets", "check_high_water"]
 
@@ -56,7 +57,7 @@ def check_buckets(value: object) -> int:
     """``value`` as a number of generations (an int from 2 to ``MAX_BUCKETS``); else
     ``InvalidArgument``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_BUCKETS:
-        raise InvalidArgument(f"buckets must be an int from 2 to {MAX_BUCKETS}, not {value!r}")
+        raise InvalidArgument(f"buckets must be an int from 2 to {MAX_BUCKETS}, not {shown(value)}")
     return value
 
 
@@ -65,7 +66,7 @@ def check_high_water(value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(f"high_water must be an int >= 1 or None, not {value!r}")
+        raise InvalidArgument(f"high_water must be an int >= 1 or None, not {shown(value)}")
     return value
 
 

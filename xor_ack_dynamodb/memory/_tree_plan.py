@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
 from ..errors import InvalidArgument
+from ..errors._refusals import shown
 from .acker import IdGenerator, check_id
 
 __all__ = ["Emitted", "FailTree", "Init", "Started", "Step", "TreePlan", "TupleRef", "Xor"]
@@ -146,7 +147,7 @@ def _derived_id(parent: TupleRef, call: bytes, index: int, salt: int) -> int:
 
 def _count(value: int, what: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgument(f"{what} must be an int >= {minimum}, not {value!r}")
+        raise InvalidArgument(f"{what} must be an int >= {minimum}, not {shown(value)}")
     return value
 
 
@@ -156,7 +157,7 @@ _MAX_OFFSET = 2**32 - 1
 
 def _emit_call(offset: int) -> bytes:
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= _MAX_OFFSET:
-        raise InvalidArgument(f"offset must be an int in [0, {_MAX_OFFSET}], not {offset!r}")
+        raise InvalidArgument(f"offset must be an int in [0, {_MAX_OFFSET}], not {shown(offset)}")
     return b"e" + offset.to_bytes(4, "big")
 
 

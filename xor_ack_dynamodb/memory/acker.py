@@ -48,6 +48,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import ClassVar, TypeVar
 
 from ..errors import InvalidArgument, InvalidMessage, TagExists, ZeroBufferNoOp
+from ..errors._refusals import shown
 from ._ack_report import counters_of
 from ._acker_messages import (
     Acked,
@@ -95,7 +96,7 @@ T = TypeVar("T")
 def check_id(value: object, what: str = "id") -> int:
     """``value`` as an int64 (Storm's and FsShelter's id type); ``InvalidArgument`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
-        raise InvalidArgument(f"{what} must be an int64, not {value!r}")
+        raise InvalidArgument(f"{what} must be an int64, not {shown(value)}")
     return value
 
 
@@ -124,7 +125,7 @@ def acker_index(anchor_id: int, ackers: int) -> int:
     Python's ``%`` floors (``-7 % 3 == 2``, .NET gives -1), hence the explicit form.
     """
     if isinstance(ackers, bool) or not isinstance(ackers, int) or ackers < 1:
-        raise InvalidArgument(f"ackers must be an int >= 1, not {ackers!r}")
+        raise InvalidArgument(f"ackers must be an int >= 1, not {shown(ackers)}")
     return abs(check_id(anchor_id, "anchor_id")) % ackers
 
 
