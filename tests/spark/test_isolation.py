@@ -118,6 +118,20 @@ def test_an_error_no_replay_cures_is_said_in_one_line_naming_what_and_where() ->
     assert incurable(None, nones, 1, where) is None
     assert incurable(None, [nones[0], raised("k", ValueError("v"))], 0, where) is None
     assert incurable("Python worker exited unexpectedly (crashed)", ["-"], 0, where) is None
+    denied = 'java.io.IOException: Cannot run program "/opt/py": error=13, Permission denied'
+    assert "'/opt/py'" in (incurable(denied, ["-"], 0, where) or "")
+
+
+@pytest.mark.parametrize("errno", ["error=12, Cannot allocate memory", "error=11, Try again"])
+def test_a_python_worker_that_could_not_be_forked_for_a_moment_is_replayed(errno: str) -> None:
+    """A fork that failed on a busy executor (no memory, too many processes) heals: it was
+    taken for a missing interpreter, the run stopped, and it said to set PYSPARK_PYTHON."""
+    job = (
+        "Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent "
+        f'failure: java.io.IOException: Cannot run program "/usr/bin/python3": {errno}\n'
+        "\tat java.lang.ProcessBuilder.start"
+    )
+    assert incurable(job, ["spark job failed: x", "spark job failed: x"], 0, "the workers") is None
 
 
 def test_the_connect_file_helper_jar_is_built_from_its_source() -> None:
@@ -157,3 +171,20 @@ def test_a_table_with_columns_the_schema_does_not_declare_is_a_bad_output(isolat
     )
     fine = user_rows(reordered, "file:/e", None, SCHEMA, isolated=isolated)
     assert fine.failure is None and fine.table.column_names == ["word", "n"]
+
+
+@pytest.mark.parametrize("isolated", [False, True], ids=["in the task", "isolated"])
+def test_a_null_in_a_not_null_column_is_a_bad_output_of_that_input(isolated: bool) -> None:
+    """pyarrow refuses it with a plain ValueError, which escaped the sandbox: the task
+    failed, and every input in it failed with it, round after round."""
+    from xor_ack_dynamodb.spark.sandbox import user_rows
+
+    strict = pa.schema([pa.field("word", pa.string()), pa.field("n", pa.int32(), False)])
+
+    def null_count(key: str, rows: Any) -> Any:
+        return pa.table({"word": ["x"], "n": pa.array([None], pa.int32())})
+
+    got = user_rows(null_count, "file:/e", None, strict, isolated=isolated)
+    assert got.table is None and got.failure is not None
+    assert got.failure.startswith("bad output: the function returned columns ['word', 'n']")
+    assert "non-nullable" in got.failure and got.failure.endswith("(input file:/e)")

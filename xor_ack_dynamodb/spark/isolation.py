@@ -46,7 +46,9 @@ _MESSAGE = 300
 
 _MISSING = re.compile(r"(ModuleNotFoundError|ImportError): (No module named '?([\w.]+)'?[^\n]*)")
 _IMPORT = re.compile(r"ImportError: ([^\n]+)")
-_NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*')
+#: A worker's Python that is not there (error=2, ENOENT) or may not run (error=13, EACCES):
+#: not a fork that failed for a moment (error=12 ENOMEM, 11 EAGAIN, 24 EMFILE: replayed).
+_NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*?error=(?:2|13),[^\n]*')
 _FAILED_TASK = re.compile(r"Task (\d+) in stage [\d.]+ failed")
 _VERSION = re.compile(r"PYTHON_VERSION_MISMATCH[^\n]*|Python in worker has different version[^\n]*")
 

@@ -87,12 +87,16 @@ def _checked(result: Rows, key: str, schema: Any) -> Rows:
         )
     try:
         return Rows(table=out.select(list(schema.names)).cast(schema))
-    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+    # pa.ArrowException covers ArrowInvalid, ArrowTypeError, ...; a null in a NOT NULL
+    # column is a plain ValueError ("with null values to non-nullable"), which escaped the
+    # sandbox and failed every input of the task with it
+    except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
         return Rows(
             failure=bad_output(
                 key,
                 f"the function returned columns {out.column_names} "
-                f"({', '.join(str(t) for t in out.schema.types)}); declared: {schema}",
+                f"({', '.join(str(t) for t in out.schema.types)}); declared: {schema}"
+                f" ({exc})",
             ).replace("\n", ", ")
         )
 
