@@ -74,6 +74,32 @@ def test_an_existing_table_with_other_columns_is_refused_before_the_first_chain(
     assert local_spark.table(f"{db}.t").count() == 0
 
 
+def test_an_existing_table_whose_types_cannot_take_the_output_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """Only the names were compared: every input ran and acked (its ``Acked`` event sent),
+    then ``insertInto`` refused BIGINT into DATE, with a raw AnalysisException."""
+    db = database(local_spark, tmp_path)
+    local_spark.sql(f"CREATE TABLE {db}.t (key string, j date) USING parquet")
+    events: list[Any] = []
+    with pytest.raises(TableColumnsDiffer, match=r"column types cannot take .*j date <- bigint"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(table=f"{db}.t"),
+            keys=KEYS,
+            tracker=tracker,
+            on_event=events.append,
+        )
+    assert chains(tracker) == [] and events == []
+    assert local_spark.table(f"{db}.t").count() == 0
+    # a wider column takes the values unchanged: int into bigint, string into varchar
+    local_spark.sql(f"CREATE TABLE {db}.wide (key varchar(8), j decimal(30,2)) USING parquet")
+    assert track(local_spark, good, SCHEMA, Sink(table=f"{db}.wide"), keys=KEYS, tracker=tracker).ok
+    assert local_spark.table(f"{db}.wide").count() == len(KEYS)
+
+
 def test_an_existing_table_takes_the_output_of_finish_in_its_own_column_order(
     local_spark: Any, tracker: TrackerConfig, tmp_path: Path
 ) -> None:

@@ -25,11 +25,16 @@ def shaped(rows: Any, sink: Sink) -> Any:
 def columns(spark: Any, struct: Any, sink: Sink) -> tuple[str, ...]:
     """The output's columns: no rows of the declared ``struct``, shaped as the commit shapes
     the acked rows (so the sink can be judged before the first chain)."""
+    return tuple(field.name for field in schema(spark, struct, sink).fields)
+
+
+def schema(spark: Any, struct: Any, sink: Sink) -> Any:
+    """The output's schema (a ``StructType``), as :func:`columns` finds it."""
     empty = spark.createDataFrame([], struct)
     if sink.finish is None:
-        return tuple(empty.columns)
+        return empty.schema
     try:
-        return tuple(shaped(empty, sink).columns)
+        return shaped(empty, sink).schema
     except Exception as exc:  # the user's finish, or the frame it made that Spark refuses
         raise FinishFailed(
             f"Sink(finish=...) fails on rows of the declared schema ({struct.simpleString()}): "

@@ -17,6 +17,7 @@ of the inputs that failed then adds what the first did not, and nothing twice.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import output
@@ -57,7 +58,8 @@ class TableTarget:
         (``struct``, the declared schema, through ``finish``), a new one partitioned by a
         column the output lacks.  (A new table's format is never tried, whatever ``probe``
         says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
-        columns = output.columns(self.spark, struct, self.sink)
+        out = output.schema(self.spark, struct, self.sink)
+        columns = tuple(field.name for field in out.fields)
         if not self.exists():
             database = ".".join(self.table.split(".")[:-1])
             if database and not self.spark.catalog.databaseExists(database):
@@ -73,6 +75,20 @@ class TableTarget:
                 f"Sink(table={self.table!r}): the table has the columns {', '.join(existing)}, "
                 f"the output {', '.join(columns)}: declare the table's columns (through "
                 "Sink(finish=...) if need be), or name another table"
+            )
+        types = {output.folded(self.spark, [f.name])[0]: f.dataType for f in out.fields}
+        refused = []
+        for field in self.spark.table(self.table).schema.fields:
+            given = types[output.folded(self.spark, [field.name])[0]]
+            if not takes(field.dataType, given):
+                refused.append(
+                    f"{field.name} {field.dataType.simpleString()} <- {given.simpleString()}"
+                )
+        if refused:  # insertInto would refuse them at the commit, after every chain acked
+            raise TableColumnsDiffer(
+                f"Sink(table={self.table!r}): the table's column types cannot take the "
+                f"output's ({'; '.join(refused)}): declare the table's types (or cast to "
+                "them in Sink(finish=...)), or name another table"
             )
 
     def exists(self) -> bool:
@@ -94,3 +110,36 @@ class TableTarget:
 
     def cleanup(self) -> None:
         self.files.delete(self.staging)
+
+
+#: Integral types by width: a narrower one goes into a wider one unchanged.
+_INTEGRAL = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4}
+#: Digits before the point an integral type needs in a decimal.
+_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
+_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+
+
+def takes(table: Any, out: Any) -> bool:
+    """Does a table column of type ``table`` take the output's ``out`` values unchanged (the
+    same type, or a wider one: what Spark's store assignment does without loss)?"""
+    a, b = table.simpleString(), out.simpleString()
+    if a == b:
+        return True
+    if a in _INTEGRAL and b in _INTEGRAL:
+        return _INTEGRAL[b] <= _INTEGRAL[a]
+    if a == "double" and b in ("float", "tinyint", "smallint", "int"):
+        return True
+    if a.startswith(("varchar(", "char(")) and b == "string":
+        return True  # the length is checked by Spark as it writes each value
+    if a == "timestamp" and b == "date":
+        return True
+    wide = _DECIMAL.fullmatch(a)
+    if wide is not None:
+        whole, scale = int(wide.group(1)) - int(wide.group(2)), int(wide.group(2))
+        narrow = _DECIMAL.fullmatch(b)
+        if narrow is not None:
+            return int(narrow.group(2)) <= scale and (
+                int(narrow.group(1)) - int(narrow.group(2)) <= whole
+            )
+        return b in _DIGITS and _DIGITS[b] <= whole
+    return False
