@@ -4,6 +4,7 @@ raw Spark exception after every input ran (classic ``local[2]``)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -180,6 +181,23 @@ def test_a_parquet_sink_without_options_is_not_probed(
     sink = Sink(str(tmp_path / "csv"), format="csv")
     assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker).ok
     assert sum(staged.endswith("-check") for staged in written) == 1  # CSV is probed
+
+
+def test_a_folder_sink_whose_folder_cannot_be_written_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """A Parquet sink is not probed with a Spark job: a folder that refuses writes failed
+    every round (Mkdirs failed), the run burnt its replays and ended in a raw Py4J error."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (root on a file system that has it)")
+    try:
+        with pytest.raises(OutputUnwritable, match=r"cannot be written .*before the first chain"):
+            track(local_spark, good, SCHEMA, Sink(str(locked / "out")), keys=KEYS, tracker=tracker)
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=True)
+    assert chains(tracker) == [] and list(locked.iterdir()) == []
 
 
 def test_a_folder_sink_that_spark_can_write_leaves_nothing_beside_the_output(

@@ -93,6 +93,18 @@ class Files:
             with open(local_path(target), "x", encoding="utf-8") as fh:
                 fh.write(text)
 
+    def probe_write(self, target: str) -> None:
+        """Write an empty file at ``target`` and remove it: raises if that folder refuses
+        writes.  On a local disk, in the nearest folder of ``target``'s that exists (the
+        run makes the rest), so that nothing is made before the run starts."""
+        if self._via(target) == "local":
+            folder = os.path.dirname(local_path(target))
+            while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
+                folder = os.path.dirname(folder)
+            target = os.path.join(folder, os.path.basename(local_path(target)))
+        self.write_text(target, "")
+        self.delete(target)
+
     def rename(self, source: str, target: str) -> None:
         via = self._via(target)
         if via == "server":

@@ -88,6 +88,7 @@ def probe_format(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files
     none for a format of ``WRITES_EVERY_COLUMN`` without options.
     """
     if sink.format.lower() in WRITES_EVERY_COLUMN and not sink.options:
+        probe_folder(sink, scratch, files)
         return
     try:
         write(spark.createDataFrame([], struct), sink, scratch)
@@ -99,6 +100,20 @@ def probe_format(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files
         ) from exc
     finally:
         files.delete(scratch)
+
+
+def probe_folder(sink: Sink, scratch: str, files: Files) -> None:
+    """Refuse a sink whose folder cannot be written (permissions, a read-only store): one
+    empty file at ``scratch``, beside the output, where the run stages and commits, made
+    and removed.  Not found here, every round failed on it and the run burnt its replays."""
+    try:
+        files.probe_write(scratch)
+    except Exception as exc:
+        raise OutputUnwritable(
+            f"the folder of Sink({sink.path!r}) cannot be written (tried before the first "
+            f"chain, beside it): {said(exc)}; give the run write access there, or choose "
+            "another output"
+        ) from exc
 
 
 def said(exc: BaseException) -> str:
