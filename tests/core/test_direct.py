@@ -259,11 +259,13 @@ class Peer:
     def __init__(self, script: list[bytes | None]) -> None:
         self.script = list(script)
         self.requests: list[bytes] = []
+        self.heads: list[str] = []  # each request's line and headers
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
+                self.heads.append(head.decode("latin-1"))
                 length = 0
                 for line in head.decode("latin-1").split("\r\n"):
                     if line.lower().startswith("content-length:"):
@@ -403,5 +405,71 @@ async def test_connect_takes_it_and_the_constructor_only_when_asked(
 async def test_clients_it_cannot_serve_keep_botocore(config: dict[str, Any]) -> None:
     async with aioboto3.Session().client(
         "dynamodb", region_name="us-east-1", config=botocore_config(**config)
+    ) as client:
+        assert Direct.of(client) is None
+
+
+# -- what botocore does that the direct path must do alike ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (
+            {"__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException"},
+            400,
+            "ConditionalCheckFailedException",
+        ),
+        # the JSON protocol allows a URI after the code: a throttle read as another code
+        # was raised at once instead of retried
+        (
+            {"__type": "x#ProvisionedThroughputExceededException:http://internal/x/"},
+            400,
+            "ProvisionedThroughputExceededException",
+        ),
+        ({"message": "from a proxy"}, 403, "403"),  # no __type: the status, as botocore
+    ],
+    ids=["namespaced", "with-a-uri", "no-type"],
+)
+def test_error_codes_are_read_as_botocore_reads_them(
+    body: dict[str, Any], status: int, code: str
+) -> None:
+    from xor_ack_dynamodb.dynamodb._direct import error_code
+
+    assert error_code(body, status) == code
+
+
+async def test_the_direct_path_signs_for_botocores_region_and_sends_the_users_agent() -> None:
+    """``region_name="local"`` signs for us-east-1 (DynamoDB Local without -sharedDb keeps a
+    database per signing region: the direct writes went to another one than botocore's, and
+    the table was not found); a config's ``user_agent_extra`` and app id were dropped."""
+    from botocore.config import Config
+
+    async with aioboto3.Session().client(
+        "dynamodb", region_name="local", aws_access_key_id="a", aws_secret_access_key="b"
+    ) as local:
+        direct = Direct.of(local)
+        assert direct is not None and direct._signer.region == "us-east-1"
+    peer = Peer([OK])
+    config = Config(user_agent_extra="my-app/1.0", user_agent_appid="billing")
+    async with (
+        peer.running() as url,
+        aioboto3.Session().client(
+            "dynamodb", endpoint_url=url, region_name="us-east-1", config=config
+        ) as client,
+    ):
+        direct = Direct.of(client)
+        assert direct is not None
+        await direct.call("get_item", {"TableName": "t", "Key": {"tagID": {"S": "a"}}})
+    agent = [line for line in peer.heads[0].split("\r\n") if line.lower().startswith("user-agent")]
+    assert agent and "my-app/1.0" in agent[0] and "app/billing" in agent[0]
+
+
+async def test_adaptive_retries_keep_botocores_path() -> None:
+    """Adaptive mode's rate limiter waits on botocore's send events, which the direct path
+    does not fire: every first send went out at full rate under throttling."""
+    config = botocore_config(retries={"mode": "adaptive", "total_max_attempts": 3})
+    async with aioboto3.Session().client(
+        "dynamodb", endpoint_url="http://127.0.0.1:9", region_name="us-east-1", config=config
     ) as client:
         assert Direct.of(client) is None

@@ -147,9 +147,11 @@ def _metadata(status: int, headers: Any) -> dict[str, Any]:
     }
 
 
-def error_code(body: dict[str, Any]) -> str:
-    """The code of DynamoDB's JSON error (``__type`` without its namespace)."""
-    return str(body.get("__type", "")).rsplit("#", 1)[-1]
+def error_code(body: dict[str, Any], status: int = 400) -> str:
+    """The code of DynamoDB's JSON error, as botocore reads it: ``__type`` without its
+    namespace (``...#``) nor a URI after ``:``; without ``__type``, the HTTP status."""
+    code = str(body.get("__type", status))
+    return code.split(":", 1)[0].rsplit("#", 1)[-1]
 
 
 def error_response(
@@ -157,12 +159,25 @@ def error_response(
 ) -> dict[str, Any]:
     """A ``ClientError``'s ``response`` as botocore builds it from DynamoDB's JSON error:
     ``Error`` (code, message), and the fields of the error's shape (``members``) on top."""
-    code = error_code(body)
+    code = error_code(body, status)
     message = body.get("message", body.get("Message", ""))
     response = decode({k: v for k, v in body.items() if k in members})
     response["Error"] = {"Message": message, "Code": code}
     response["ResponseMetadata"] = _metadata(status, headers)
     return response
+
+
+def _user_agent(config: Any) -> str:
+    """The ``User-Agent`` of the client's config, with its ``user_agent_extra`` and app id
+    (what botocore sends: a caller's marks for CloudTrail or an IAM condition)."""
+    parts = [str(getattr(config, "user_agent", None) or USER_AGENT)]
+    extra = getattr(config, "user_agent_extra", None)
+    if extra:
+        parts.append(str(extra))
+    appid = getattr(config, "user_agent_appid", None)
+    if appid:
+        parts.append(f"app/{appid}")
+    return " ".join(parts)
 
 
 def _checked(raw: bytes, headers: Any) -> dict[str, Any] | None:
@@ -189,8 +204,10 @@ class Direct:
         signer: Signer,
         credentials: Any,
         http: Any,
+        user_agent: str = USER_AGENT,
     ) -> None:
         self._client = client
+        self._user_agent = user_agent
         self._url = url
         self._host = host
         self._signer = signer
@@ -229,6 +246,8 @@ class Direct:
         retries = config.retries or {}
         if int(retries.get("total_max_attempts", 2) or 2) < 2:
             return None
+        if retries.get("mode") == "adaptive":  # its rate limiter waits on botocore's events
+            return None
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or parts.path not in ("", "/") or parts.query:
             return None
@@ -236,9 +255,12 @@ class Direct:
             client,
             url=f"{parts.scheme}://{parts.netloc}/",
             host=parts.netloc,
-            signer=Signer(str(meta.region_name)),
+            # The region botocore signs for, not always the client's: "local" signs for
+            # us-east-1 (DynamoDB Local without -sharedDb keeps a database per region).
+            signer=Signer(str(getattr(signer, "_region_name", None) or meta.region_name)),
             credentials=credentials,
             http=http,
+            user_agent=_user_agent(config),
         )
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
@@ -260,7 +282,7 @@ class Direct:
             answer["ResponseMetadata"] = _metadata(status, headers)
             return answer
         if answer is not None and 400 <= status < 500:
-            code = error_code(answer)
+            code = error_code(answer, status)
             if code not in RETRIED_CODES:
                 response = error_response(answer, status, headers, self._members(code))
                 raise ClientError(response, operation)
@@ -285,7 +307,7 @@ class Direct:
             secret_key=frozen.secret_key,
             token=frozen.token,
         )
-        headers["user-agent"] = USER_AGENT
+        headers["user-agent"] = self._user_agent
         headers["accept-encoding"] = "identity"
         proxies = self._http._proxy_config
         proxy = proxies.proxy_url_for(self._url)
