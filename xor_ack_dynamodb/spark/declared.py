@@ -20,7 +20,11 @@ def schema_struct(spark: Any, ddl: str) -> Any:
         )
     try:
         struct = spark.createDataFrame([], ddl).schema
-    except (ParseException, AnalysisException) as exc:
+    # ParseException, AnalysisException; and what Spark raises on a type it parses and
+    # cannot make a frame of (char(3) is an internal error of its own)
+    except Exception as exc:
+        if not isinstance(exc, (ParseException, AnalysisException)) and not _spark_error(exc):
+            raise
         raise SchemaInvalid(
             f"the schema {ddl!r} is not one Spark reads ({said(exc)}): declare the columns "
             'your function returns as DDL, e.g. "word string, n long"'
@@ -30,7 +34,22 @@ def schema_struct(spark: Any, ddl: str) -> Any:
             f"the schema {ddl!r} declares no column: declare the columns your function "
             'returns as DDL, e.g. "word string, n long"'
         )
+    try:  # the rounds carry the rows as Arrow tables
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        to_arrow_schema(struct)
+    except Exception as exc:
+        raise SchemaInvalid(
+            f"the schema {ddl!r} has a column type the rows cannot be carried in (Arrow: "
+            f"{said(exc)}): declare another type (e.g. a string or a long for an interval)"
+        ) from exc
     return struct
+
+
+def _spark_error(exc: BaseException) -> bool:
+    """An error of Spark's (PySpark's own, or the JVM's through Py4J), not of this code."""
+    module = type(exc).__module__
+    return module.startswith(("pyspark", "py4j"))
 
 
 def check_key(source: Any, key: str | None) -> None:
