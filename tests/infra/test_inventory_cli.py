@@ -274,24 +274,30 @@ class _Stopping:
         return self.left < 0
 
 
-def test_watch_reports_a_later_error_and_sweeps_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No server: a sweep that fails after the first is one stderr line, not the end."""
-    answers: list[Any] = [[], "throttled", []]
+def scripted_sweeps(monkeypatch: pytest.MonkeyPatch, answers: list[Any], waits: int) -> None:
+    """No server: each sweep of the command answers the next of ``answers`` (a list of
+    tombstones, or an exception it raises); a --watch ends after ``waits`` intervals."""
 
     class Chains:
         def sweep(self) -> list[Any]:
             answer = answers.pop(0)
-            if answer == "throttled":
-                error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
-                raise ClientError(error, "Query")  # type: ignore[arg-type]
+            if isinstance(answer, BaseException):
+                raise answer
             return list(answer)
 
     @contextmanager
     def stopping() -> Any:
-        yield _Stopping(waits=2)
+        yield _Stopping(waits=waits)
 
     monkeypatch.setattr(Settings, "chains", lambda self: Chains())
     monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
+
+
+def test_watch_reports_a_later_error_and_sweeps_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No server: a sweep that fails after the first is one stderr line, not the end."""
+    error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
+    throttled = ClientError(error, "Query")  # type: ignore[arg-type]
+    scripted_sweeps(monkeypatch, [[], throttled, []], waits=2)
     result = run("--table", "jobs", "sweep", "--watch", "5", "--json")
     assert result.exit_code == 0, result.output
     assert [json.loads(line)["failed"] for line in result.stdout.splitlines()] == [0, 0]
@@ -312,26 +318,12 @@ def test_watch_reports_a_chain_it_cannot_fail_and_any_error_and_goes_on(
     refused = ClientError(
         {"Error": {"Code": "ValidationException", "Message": "item too large"}}, "UpdateItem"
     )
-    answers: list[Any] = [SweepIncomplete({"late": late}, {"hostile": refused}), "bug", [late]]
-
-    class Chains:
-        def sweep(self) -> list[Any]:
-            answer = answers.pop(0)
-            if isinstance(answer, Exception):
-                raise answer
-            if answer == "bug":
-                raise KeyError("a bug of ours")
-            return list(answer)
-
-    @contextmanager
-    def stopping() -> Any:
-        yield _Stopping(waits=2)
-
+    incomplete = SweepIncomplete({"late": late}, {"hostile": refused})
+    answers: list[Any] = [incomplete, KeyError("a bug of ours"), [late]]
+    scripted_sweeps(monkeypatch, answers, waits=2)
     counted: list[dict[str, Any]] = []
     recorder = type("C", (), {"add": lambda self, n, a: counted.append(a)})()
     monkeypatch.setattr(_loops, "counter", recorder)
-    monkeypatch.setattr(Settings, "chains", lambda self: Chains())
-    monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
     result = run("--table", "jobs", "sweep", "--watch", "5", "--json")
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -367,22 +359,8 @@ def test_a_sweep_stopped_part_way_prints_the_chains_it_failed_then_the_error(
     )
     throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "Query")
     stopped = SweepStopped([late], {}, 7, throttled)
-    answers: list[Any] = []
-
-    class Chains:
-        def sweep(self) -> list[Any]:
-            answer = answers.pop(0)
-            if isinstance(answer, Exception):
-                raise answer
-            return list(answer)
-
-    @contextmanager
-    def stopping() -> Any:
-        yield _Stopping(waits=1)
-
-    monkeypatch.setattr(Settings, "chains", lambda self: Chains())
-    monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
-    answers[:] = [stopped]
+    answers: list[Any] = [stopped]
+    scripted_sweeps(monkeypatch, answers, waits=1)
     once = run("--table", "jobs", "sweep")
     assert once.exit_code == 1
     assert once.stdout.splitlines()[0].startswith("late failed (timeout) at ")
