@@ -209,6 +209,18 @@ def test_a_folder_sink_that_spark_can_write_leaves_nothing_beside_the_output(
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == ["J=1"]
 
 
+def test_a_probe_left_by_a_run_stopped_mid_check_does_not_refuse_the_next(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """The folder's write probe is made under the run's own scratch name: one left there
+    (the run killed between its write and its removal) is the run's, not a refusal."""
+    (tmp_path / ".out.xor-ack-again-check").mkdir()
+    sink = Sink(str(tmp_path / "nested" / "out"))  # its folder made by the run
+    (tmp_path / ".out.xor-ack-again-check" / "x").write_text("")
+    assert track(local_spark, good, SCHEMA, sink, keys=KEYS, tracker=tracker, run_id="again").ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nested"]
+
+
 @pytest.mark.parametrize(
     "schema",
     [

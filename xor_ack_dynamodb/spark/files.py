@@ -102,6 +102,7 @@ class Files:
             while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
                 folder = os.path.dirname(folder)
             target = os.path.join(folder, os.path.basename(local_path(target)))
+        self.delete(target)  # a run's own scratch name: left by one stopped mid-probe
         self.write_text(target, "")
         self.delete(target)
 
