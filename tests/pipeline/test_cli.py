@@ -312,6 +312,33 @@ def test_ctrl_c_during_verify_ends_as_an_interruption_not_an_abort(
     )
 
 
+def test_a_file_put_at_the_report_path_during_the_run_is_not_replaced(
+    shared_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report path was checked before the run only: a file someone put there while
+    the run went on was replaced by the report, without --overwrite."""
+    from xor_ack_dynamodb.pipeline import verify
+
+    report = tmp_path / "report.json"
+    real = verify.verify
+
+    def while_running(*args: Any) -> Any:  # the last step before the report is written
+        report.write_text("someone's notes\n", "utf-8")
+        return real(*args)
+
+    monkeypatch.setattr(verify, "verify", while_running)
+    args = ["wordcount", one_file(tmp_path), "--output", str(tmp_path / "o"), "--verify"]
+    result = CliRunner().invoke(
+        pipeline_cli.main, [*args, "--report", str(report), "--no-tracking"]
+    )
+    assert result.exit_code == 1, result.output
+    assert report.read_text("utf-8") == "someone's notes\n"
+    assert result.output.splitlines()[-1].startswith(
+        f"error: the report was not written: report {report} exists"
+    )
+    assert read_output(tmp_path / "o")  # the counts were written all the same
+
+
 @pytest.mark.ddblocal
 def test_root_group_options_reach_the_command(ddb_local_endpoint: str, tmp_path: Path) -> None:
     from xor_ack_dynamodb.cli import cli as root

@@ -24,7 +24,7 @@ from ..spark.input_listing import list_local
 from ..spark.paths import is_remote, judge_output, local_listing
 from .chains_table import _maybe_tracker
 from .chains_table import single_writes as one_request_each
-from .errors import Refused, in_command_terms
+from .errors import Refused, ReportExists, in_command_terms
 from .interruption import _interrupted, ending, in_one_line, session_name
 from .options import shown
 from .paths import check_folders, check_paths, check_report, write_atomically
@@ -242,13 +242,21 @@ def wordcount(
             progress.step("verifying the counts against an independent count")
             check = verify(report, input_path, output)
             report.totals["verification"] = dataclasses.asdict(check)
+        not_written: ReportExists | None = None
         if report_path is not None:
-            write_atomically(report_path, report.to_json())
-            progress.step(f"report: {report_path}")
+            try:  # again: a file that appeared there during the run is not replaced
+                check_report(report_path, overwrite)
+            except ReportExists as exc:
+                not_written = exc
+            else:
+                write_atomically(report_path, report.to_json())
+                progress.step(f"report: {report_path}")
     kept = " (the former ones, kept: this run wrote none)" if report.output_state == "kept" else ""
     progress.step(f"counts: {output}{kept}")
     for line in conclusion(report, check):
         click.echo(line, err=True)
+    if not_written is not None:
+        raise UserError(f"the report was not written: {not_written}")
     if check is not None and not check.ok:
         raise UserError(f"the counts in {output} do not match an independent count: {check.detail}")
     if not report.ok:
