@@ -31,7 +31,13 @@ NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
 # recognises it), says its pid, reaps it when it dies, then gives its pid to a bystander.
 _HELPER = r"""
 import os, subprocess, sys, time
-server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "moto.server"])
+_SERVER = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.3), sys.exit(0)))\n"
+    "time.sleep(600)\n"
+)
+# SIGTERM ends it 0.3 s later (a server shutting down): stop sees it alive, and waits
+server = subprocess.Popen([sys.executable, "-c", _SERVER, "moto.server"])
 print(server.pid, flush=True)
 server.wait()
 pid = server.pid
