@@ -5,11 +5,13 @@ Private to the DynamoDB tracker; imports the vocabulary and the tracker's
 
 ``effects`` (what an operation yields), ``validate`` (inputs and limits),
 ``expressions`` (a write as a structured value, rendered once), ``requests``
-(each write's parameters), ``landing`` (landed / not landed, and the next step,
+(the parameters of the writes that start and stamp a chain), ``closing_writes``
+(those of the timeout, fail and delete writes), ``landing`` (landed / not landed, and the next step,
 as tables), ``reads`` (cache, reads, settling a failed write), ``deadlines``
 (the timeout write, touch, sweep, the inventory), ``chains`` (operations on one
 chain), ``many`` (transactions; ``Chains``).
-The classes stack: ``Requests`` < ``Reads`` < ``Deadlines`` < ``SingleChain`` < ``Chains``.
+The classes stack: ``Requests`` < ``ClosingWrites`` < ``Reads`` < ``Deadlines`` <
+``Endings`` < ``SingleChain`` < ``Chains``.
 The clients import each name from the module that holds it.
 
 How a stamp never lands twice

@@ -1,6 +1,6 @@
 """Reads and what they settle: the cache, consistent reads, a write's fate after a failure.
 
-``Reads`` (over ``Requests``) remembers the last state seen per tag, reads one
+``Reads`` (over ``ClosingWrites``) remembers the last state seen per tag, reads one
 chain or many, and asks ``landing``'s tables what a failed write's reply and the
 item read back prove (``_settle``, ``_landed``); ``_back_off`` is a lost race's wait.
 """
@@ -19,9 +19,9 @@ from .. import item as I
 from ..aws import condition_item
 from ..retry import DEFAULT_RETRY
 from . import landing as D
+from .closing_writes import ClosingWrites
 from .effects import Call, Effect, Entry, Sleep
 from .landing import Step, Verdict
-from .requests import Requests
 from .validate import MAX_BATCH_GET, MAX_UNPROCESSED_ROUNDS, check_tag, check_tags
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def applied_before(state: ChainState, token: bytes) -> Stamp:
     return state.stamp
 
 
-class Reads(Requests):
+class Reads(ClosingWrites):
     """The cache and the reads of one table's core, and the settling of failed writes."""
 
     def cached(self, tag: str) -> ChainState | None:
