@@ -35,9 +35,10 @@ from ..lifecycle import (
     Kind,
     TimedOut,
 )
-from .follow import StreamReader, follow, read, stream_arn, streams_client
+from .follow import follow, read, stream_arn, streams_client
 from .handler import RecentIds, StreamHandler
 from .records import StreamRecord, parse
+from .shards import StreamReader
 from .stats import Summary
 from .transitions import NEW_CHAIN, REMOVED, REPLACED, SAME_CHAIN, decode, events_of
 
