@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from xor_ack_dynamodb import ChainState
-from xor_ack_dynamodb.errors import SweepIncomplete, SweepStopped, TagNotFound
+from xor_ack_dynamodb.dynamodb.sweeper import sweep_async
+from xor_ack_dynamodb.errors import TagNotFound
 from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
 from .config import Send
@@ -166,22 +167,16 @@ async def touch(request: Request) -> Response:
 async def sweep(request: Request) -> Response:
     await checked_form(request)
     dashboard = dashboard_of(request)
-    errors: dict[str, BaseException] = {}
-    stopped: SweepStopped | None = None
-    try:
-        failed = await dashboard.ack.sweep()
-    except SweepIncomplete as partial:  # the rest were failed: the page says both
-        failed, errors = partial.failed, partial.errors
-    except SweepStopped as exc:  # a page of the index unread: what it did, and why it stopped
-        failed, errors, stopped = exc.failed, exc.errors, exc
-    unswept = {tag: f"{type(exc).__name__}: {exc}" for tag, exc in errors.items()}
+    # the chains it could not fail and a page of the index unread: the page says what it did
+    swept = await sweep_async(dashboard.ack.sweep())
+    unswept = {tag: f"{type(exc).__name__}: {exc}" for tag, exc in swept.errors.items()}
     dashboard.request_count()
     values = context(
         request,
         "swept",
-        failed=failed,
+        failed=swept.failed,
         unswept=unswept,
-        stopped=None if stopped is None else str(stopped),
+        stopped=None if swept.stopped is None else str(swept.stopped),
     )
     return dashboard.renderer.render(request, "swept.html", values)
 

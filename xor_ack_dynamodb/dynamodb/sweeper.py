@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "Swept",
     "handler",
     "settings",
+    "sweep_async",
     "sweep_once",
 ]
 
@@ -133,6 +135,20 @@ class Swept:
     errors: dict[str, BaseException]
     stopped: SweepStopped | None = None
 
+    @classmethod
+    def of(cls, exc: SweepIncomplete | SweepStopped) -> Swept:
+        """What a sweep that raised ``exc`` did: its tombstones and the chains it could not
+        fail; ``stopped`` is ``exc`` if a page of the index was left unread."""
+        return cls(exc.failed, exc.errors, exc if isinstance(exc, SweepStopped) else None)
+
+
+async def sweep_async(sweep: Awaitable[list[ChainState]]) -> Swept:
+    """What an async client's ``sweep()`` came to, raised part way or not (``Swept.of``)."""
+    try:
+        return Swept(await sweep, {})
+    except (SweepIncomplete, SweepStopped) as exc:
+        return Swept.of(exc)
+
 
 def sweep_once(client: Any, loop: str) -> Swept:
     """One ``sweep()``; the chains it could not fail are each reported (a count of
@@ -140,12 +156,10 @@ def sweep_once(client: Any, loop: str) -> Swept:
     way is returned with what it did (for the caller to say, then raise ``.stopped``)."""
     try:
         return Swept(client.sweep(), {})
-    except SweepIncomplete as partial:
-        swept = Swept(partial.failed, partial.errors)
-    except SweepStopped as stopped:
-        swept = Swept(stopped.failed, stopped.errors, stopped)
-    for tag, exc in swept.errors.items():
-        item_failed(loop, exc, quiet=True, tag=tag)
+    except (SweepIncomplete, SweepStopped) as exc:
+        swept = Swept.of(exc)
+    for tag, error in swept.errors.items():
+        item_failed(loop, error, quiet=True, tag=tag)
     return swept
 
 

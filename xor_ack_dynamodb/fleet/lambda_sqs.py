@@ -32,7 +32,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from ..dynamodb.loops import item_failed
-from ..errors import CorruptRecord, InvalidArgument, InvalidTimeout, SweepIncomplete, SweepStopped
+from ..dynamodb.sweeper import sweep_async
+from ..errors import CorruptRecord, InvalidArgument, InvalidTimeout
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
@@ -285,22 +286,17 @@ class SweepHandler:
 
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         async def sweep(fleet: Fleet) -> dict[str, Any]:
-            errors: dict[str, BaseException] = {}
-            stopped: SweepStopped | None = None
-            try:
-                failed = await fleet.ack.sweep()
-            except SweepIncomplete as partial:  # each chain on its own: the rest were swept
-                failed, errors = partial.failed, partial.errors
-            except SweepStopped as exc:  # a page unread: what it did is logged, then raised
-                failed, errors, stopped = exc.failed, exc.errors, exc
-            fleet.telemetry.count("chains", len(failed), outcome="timed_out")
-            for chain in failed:
+            # each chain on its own: the rest were swept; a page unread stops the sweep, and
+            # what it did is logged before that is raised
+            swept = await sweep_async(fleet.ack.sweep())
+            fleet.telemetry.count("chains", len(swept.failed), outcome="timed_out")
+            for chain in swept.failed:
                 log("timed-out", chain.tag, None)
-            for tag, error in errors.items():
+            for tag, error in swept.errors.items():
                 item_failed("sweep", error, logger=LOGGER, event="sweep-failed", tag=tag)
-            if stopped is not None:
-                raise stopped
-            return {"swept": len(failed), "errors": len(errors)}
+            if swept.stopped is not None:
+                raise swept.stopped
+            return {"swept": len(swept.failed), "errors": len(swept.errors)}
 
         result: dict[str, Any] = self.environment.run(sweep)
         return result
