@@ -10,6 +10,7 @@ import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -144,7 +145,7 @@ class DashboardConfig:
         if self.public_url is not None:
             if not isinstance(self.public_url, str):
                 raise ConfigError(f"public_url must be a str, not {self.public_url!r}")
-            PublicUrl.parse(self.public_url)  # ConfigError now, not at the first request
+            _ = self.public  # ConfigError now, not at the first request
         if not isinstance(self.token, str) or len(self.token) < MIN_TOKEN_LENGTH:
             raise ConfigError(
                 f"the access token must be at least {MIN_TOKEN_LENGTH} characters "
@@ -165,9 +166,9 @@ class DashboardConfig:
             if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
                 raise ConfigError(f"{name} must be an int from {least} to {most}, not {value!r}")
 
-    @property
+    @cached_property
     def public(self) -> PublicUrl | None:
-        """``public_url``, parsed (``ConfigError`` if it is not an http(s) address)."""
+        """``public_url``, parsed once (``ConfigError`` if it is not an http(s) address)."""
         return None if self.public_url is None else PublicUrl.parse(self.public_url)
 
     @property
