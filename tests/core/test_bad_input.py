@@ -41,6 +41,7 @@ from xor_ack_dynamodb.errors import (
     InvalidTTL,
     InvalidWait,
     LessThanTwoBuffers,
+    NotAChain,
     StampManyFailed,
     TagExists,
     TagNotFound,
@@ -417,6 +418,23 @@ async def test_delete_removes_a_corrupt_item(
     await ack.delete("bad")
     assert await ack.get("bad") is None
     assert await ack.create("bad", S) == S
+
+
+async def test_delete_leaves_an_item_that_is_not_a_chain_alone(
+    ack: Any, raw: Any, backend: tuple[str, TableSpec]
+) -> None:
+    """An item with none of a chain's attributes (another program's, under the same key)
+    is not the package's to delete: NotAChain, and the item stays as it was.  It used to
+    be deleted, while every other operation refused it (CorruptItem)."""
+    table = backend[1].name
+    theirs = {"tagID": {"S": "ada"}, "name": {"S": "Ada Lovelace"}}
+    raw.put_item(TableName=table, Item=theirs)
+    with pytest.raises(CorruptItem):
+        await ack.get("ada")
+    with pytest.raises(NotAChain) as caught:
+        await ack.delete("ada")
+    assert caught.value.tag == "ada" and "not deleted" in str(caught.value)
+    assert raw.get_item(TableName=table, Key={"tagID": {"S": "ada"}})["Item"] == theirs
 
 
 @pytest.mark.parametrize("name", (*OP_DAMAGES, "version a string", "stamp empty"))

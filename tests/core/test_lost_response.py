@@ -14,7 +14,13 @@ import pytest
 from botocore.exceptions import ConnectionClosedError
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb.errors import AmbiguousWrite, TagExists, TagNotFound, UnsettledWrite
+from xor_ack_dynamodb.errors import (
+    AmbiguousWrite,
+    NotAChain,
+    TagExists,
+    TagNotFound,
+    UnsettledWrite,
+)
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
@@ -294,6 +300,29 @@ async def test_a_re_sent_delete_leaves_a_chain_created_since_alone(
     state = other.get("job")
     assert state is not None and state.stamp == theirs
     assert other.stamp("job", theirs).acked
+
+
+async def test_a_delete_whose_item_was_replaced_by_another_programs_leaves_it(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """delete() reads a chain; before its write, another program puts its own item (none
+    of a chain's attributes) under the key.  The delete's condition fails, and the read
+    after it finds no chain: NotAChain, and that item is left as it is."""
+    raw = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    other = SyncXorAckDynamoDB(raw, table=ddb_table.name)
+    other.create("job", new_stamp())
+    theirs = {"tagID": {"S": "job"}, "name": {"S": "Ada Lovelace"}}
+
+    def replace_first(params: dict[str, Any]) -> None:
+        raw.put_item(TableName=ddb_table.name, Item=theirs)
+
+    async with hooked_client(
+        kind, ddb_local_endpoint, ddb_table.name, before={"delete_item": replace_first}
+    ) as ack:
+        with pytest.raises(NotAChain):
+            await ack.delete("job")
+    assert raw.get_item(TableName=ddb_table.name, Key={"tagID": {"S": "job"}})["Item"] == theirs
+    raw.delete_item(TableName=ddb_table.name, Key={"tagID": {"S": "job"}})
 
 
 async def test_a_delete_racing_a_create_over_its_tombstone_returns_and_leaves_it(

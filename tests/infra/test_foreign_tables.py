@@ -190,3 +190,29 @@ def test_an_empty_table_without_ttl_is_not_taken_for_a_chains_table(moto_endpoin
         assert ttl["TimeToLiveStatus"] == "DISABLED"
     finally:
         client.delete_table(TableName=name)
+
+
+def test_chain_delete_leaves_another_programs_item_alone(ddb_local_endpoint: str) -> None:
+    """A user's table keyed `tagID` (the chains' default key) holds an item of theirs.
+    `chain show` refuses it, saying the remedy in the commands' words; `chain delete`
+    refuses it too (NotAChain) and the item stays.  It used to be deleted."""
+    client = _client(ddb_local_endpoint)
+    name = f"users-{uuid.uuid4().hex[:10]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    theirs = {"tagID": {"S": "ada"}, "name": {"S": "Ada Lovelace"}}
+    client.put_item(TableName=name, Item=theirs)
+    try:
+        base = ("--endpoint-url", ddb_local_endpoint, "--table", name)
+        shown = run(*base, "chain", "show", "ada")
+        assert_user_error(shown, 'CorruptItem: "ada": the stored item is not a chain this tool')
+        assert "(`xor-ack chain delete ada`)" in shown.stderr and "delete(tag)" not in shown.stderr
+        refused = run(*base, "chain", "delete", "ada")
+        assert_user_error(refused, "NotAChain: \"ada\": the stored item holds none of a chain")
+        assert client.get_item(TableName=name, Key={"tagID": {"S": "ada"}})["Item"] == theirs
+    finally:
+        client.delete_table(TableName=name)

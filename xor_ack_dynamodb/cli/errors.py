@@ -8,8 +8,8 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from ..dynamodb.aws import error_code, error_message
-from ..errors import XorAckError
-from .show import escaped
+from ..errors import CorruptItem, XorAckError
+from .show import argument, escaped
 
 
 class UserError(click.ClickException):
@@ -31,6 +31,13 @@ def _one_line(text: str) -> str:
 
 def explain(exc: BaseException) -> str | None:
     """The one-line message for an error a user can act on, or None for a bug."""
+    if isinstance(exc, CorruptItem):  # its remedy in the commands' words, not delete(tag)'s
+        return (
+            f'{exc.code}: "{escaped(exc.tag)}": the stored item is not a chain this tool can '
+            f'read: attribute "{exc.attribute}" {_one_line(exc.problem)}; nothing was written. '
+            f"Repair the item, or remove it (`xor-ack chain delete {argument(exc.tag)}`) and "
+            "create the chain again"
+        )
     if isinstance(exc, XorAckError):
         return f"{exc.code}: {_one_line(str(exc))}"
     if isinstance(exc, ClientError):

@@ -203,8 +203,9 @@ class XorAckDynamoDB(Sending):
         return result
 
     async def delete(self, tag: str) -> None:
-        """Delete the chain's item; ``TagNotFound`` if there is none.  A chain created
-        under the tag after this call read the item is left alone (the call returns)."""
+        """Delete the chain's item; ``TagNotFound`` if there is none, ``NotAChain`` (nothing
+        deleted) if it holds none of a chain's attributes.  A chain created under the tag
+        after this call read the item is left alone (the call returns)."""
         await self._run(self._core.delete(tag))
 
     async def get(self, tag: str) -> ChainState | None:

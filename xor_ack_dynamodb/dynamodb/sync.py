@@ -311,7 +311,8 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         return result
 
     def delete(self, tag: str) -> None:
-        """Delete the chain's item; ``TagNotFound`` if there is none (``XorAckDynamoDB.delete``)."""
+        """Delete the chain's item; ``TagNotFound`` if there is none, ``NotAChain`` if it is
+        another program's (``XorAckDynamoDB.delete``)."""
         self._run(self._core.delete(tag))
 
     def get(self, tag: str) -> ChainState | None:

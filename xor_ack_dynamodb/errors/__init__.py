@@ -200,6 +200,23 @@ class CorruptItem(_TagError):
         self.problem = problem
 
 
+class NotAChain(_TagError):
+    """``delete(tag)`` found an item that holds none of a chain's attributes.
+
+    The tag names an item this package did not write (a table that is not a chains
+    table, or another program's item under the same key), so it is not deleted:
+    nothing was written.
+    """
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(
+            tag,
+            f'"{tag}": the stored item holds none of a chain\'s attributes (stamp, version, '
+            "chain_id, tokens), so it was not written by this package and was not deleted; "
+            "check the table and the tag",
+        )
+
+
 class TransactionItemRejected(_TagError):
     """DynamoDB refused one chain's write inside a transaction for a reason other than a race.
 
@@ -346,6 +363,7 @@ __all__ = [
     "InvalidWait",
     "InventoryMissing",
     "LessThanTwoBuffers",
+    "NotAChain",
     "RegionMissing",
     "StaleLocalData",
     "StampManyFailed",

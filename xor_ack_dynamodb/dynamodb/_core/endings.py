@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ...chain import ChainState
-from ...errors import StaleLocalData, TagNotFound
+from ...errors import NotAChain, StaleLocalData, TagNotFound
 from .. import item as I
 from . import landing as D
 from . import told as T
@@ -96,7 +96,8 @@ class Endings(Deadlines):
             return I.decode(response["Attributes"], self.partition_key, tag)
 
     def delete(self, tag: str) -> Generator[Effect, Any, None]:
-        """Remove the chain's item (live or tombstone); TagNotFound when there is none.
+        """Remove the chain's item (live or tombstone); TagNotFound when there is none,
+        NotAChain (nothing deleted) when the item holds none of a chain's attributes.
 
         One read (which generation the item holds) and one write conditioned on it: a
         re-sent delete never removes a chain created under the tag since, and neither
@@ -109,6 +110,8 @@ class Endings(Deadlines):
         found = read.get("Item")
         if not found:
             raise TagNotFound(tag)
+        if not self._is_chain(found):
+            raise NotAChain(tag)
         params = self._delete_params(tag, found.get(I.CHAIN_ID))
         self.stats.requests["DeleteItem"] += 1
         self.stats.writes += 1
@@ -126,6 +129,8 @@ class Endings(Deadlines):
             assert kind is TagNotFound
             self.stats.requests["GetItem"] += 1
             now = (yield Call("get_item", self._generation_params(tag))).get("Item")
+            if now and not self._is_chain(now):
+                raise NotAChain(tag) from exc
             if now and now.get(I.CHAIN_ID) != found.get(I.CHAIN_ID):
                 return
             raise T.refusal(kind, tag, None) from exc
