@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import click
@@ -22,6 +23,7 @@ from xor_ack_dynamodb.cli import NOT_RUNNING, cli, explain
 from xor_ack_dynamodb.cli import local as local_verbs
 from xor_ack_dynamodb.dynamodb import ownership as ownership_module
 from xor_ack_dynamodb.dynamodb import table as table_module
+from xor_ack_dynamodb.local import state_file
 from xor_ack_dynamodb.table import TTL_ATTRIBUTE, TableSpec, describe_table
 
 
@@ -224,7 +226,16 @@ def test_chain_by_hand(backend: tuple[str, TableSpec]) -> None:
 def test_user_mistakes_are_one_line(moto_table: TableSpec, moto_endpoint: str) -> None:
     base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
     assert_user_error(run(*base, "chain", "create", "t", "00" * 8), "ZeroBufferNoOp")
-    assert_user_error(run(*base, "chain", "stamp", "t", "ab", "--token", "x" * 17), "InvalidToken")
+    # a value the library refuses is a usage error naming the option, before any request
+    assert_usage_error(
+        run(*base, "chain", "stamp", "t", "ab", "--token", "x" * 17),
+        "Invalid value for '--token': must be 1 to 16 bytes of UTF-8, not 17 characters",
+    )
+    assert_usage_error(
+        run(*base, "chain", "create", "t", "--timeout", "600", "--ttl", "10"),
+        "InvalidTTL: --ttl must be longer than the chain's first deadline (--timeout, else",
+    )
+    assert run(*base, "chain", "get", "t").exit_code == 1  # nothing was created
     assert_user_error(
         run("--endpoint-url", moto_endpoint, "--table", "no-such-table", "chain", "get", "x"),
         "ResourceNotFoundException",
@@ -297,7 +308,77 @@ def test_local_start_whose_table_is_refused_leaves_no_server_running(
     ]
     again = run(*start, "--create-table")  # the data dir is free again, the table as it was
     assert again.exit_code == 0, again.output
-    assert f"table {table} ready" in again.stderr
+    assert f"table {table} already exists, checked: key tagID (S)" in again.stderr
+    assert "needs:" not in again.stderr  # made by this release: nothing to upgrade
+
+
+def test_local_start_with_a_kept_table_says_what_it_lacks(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --data-dir keeps a chains table made by an earlier release (no TTL, stream or
+    inventory indexes).  `local start --create-table` says it was there and checked, and
+    names each part it lacks, as `table create` does; it used to print "TTL on expires_at"
+    for a table whose TTL was off."""
+    data = str(tmp_path / "data")
+    table = _table()
+    start = ("local", "start", "--backend", "dynamodb-local", "--data-dir", data)
+    first = run(*start)
+    assert first.exit_code == 0, first.output
+    endpoint = first.stdout.strip().split("=", 1)[1]
+    try:
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1})
+        chain = {"tagID": {"S": "job-1"}, "stamp": {"B": b"\x01\x02"}, "version": {"N": "1"}}
+        client.put_item(TableName=table, Item=chain)  # how it shows it is a chains table
+    finally:
+        assert run("local", "stop").exit_code == 0
+    kept = run("--table", table, *start, "--create-table")
+    try:
+        assert kept.exit_code == 0, kept.output
+        assert kept.stdout.startswith("export AWS_ENDPOINT_URL_DYNAMODB=")
+        assert len(kept.stdout.splitlines()) == 1  # the lines about the table are on stderr
+        assert f"table {table} already exists, checked: key tagID (S)" in kept.stderr
+        assert f"warning: table {table} needs: turn TTL on for {TTL_ATTRIBUTE}" in kept.stderr
+        assert "TTL on" not in kept.stderr.replace("turn TTL on", "")
+    finally:
+        run("local", "stop")
+
+
+def test_local_start_that_cannot_record_its_server_stops_it(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server answers, but where it runs cannot be written (the state file's temporary
+    name is taken by a folder): the start stops the server and says what to do in one
+    line.  It used to leave a server running that `local stop` could not find, and call it
+    a bug."""
+    from xor_ack_dynamodb.dynamodb.local import detached
+
+    started: list[subprocess.Popen[bytes]] = []
+    popen = detached.subprocess.Popen
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(detached.subprocess, "Popen", recorded)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state_file().with_suffix(".tmp").mkdir()
+    try:
+        refused = run("local", "start", "--backend", "moto")
+        assert_user_error(refused, "LocalDynamoDBError: the moto server started, but where it")
+        assert "XOR_ACK_RUN_DIR" in refused.stderr and refused.stdout == ""
+        assert len(started) == 1 and started[0].poll() is not None  # stopped, not left running
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
 
 
 def test_console_script_entry_point() -> None:

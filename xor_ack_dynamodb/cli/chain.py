@@ -11,11 +11,18 @@ from typing import Any, get_args
 
 import click
 
-from ..chain import ChainState
+from ..chain import MAX_TOKEN_BYTES, ChainState, check_token
 from ..dynamodb import ListStatus
-from ..errors import BufferLengthsUnequal, InvalidTimeout, TagNotFound, ZeroBufferNoOp
+from ..errors import (
+    BufferLengthsUnequal,
+    InvalidTimeout,
+    InvalidToken,
+    InvalidTTL,
+    TagNotFound,
+    ZeroBufferNoOp,
+)
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
-from .errors import UserError
+from .errors import RefusedUsage, UserError
 from .options import (
     Verbs,
     _settings,
@@ -48,6 +55,18 @@ def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) ->
     """An option that cannot be empty (``--reason``, ``--token``): a usage error if it is."""
     if value == "":
         raise click.BadParameter(f"a {param.name} cannot be empty")
+    return value
+
+
+def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--token``: 1 to 16 bytes of UTF-8, as the library takes it; a usage error if not."""
+    try:
+        check_token(_not_empty(ctx, param, value))
+    except InvalidToken as exc:
+        raise click.BadParameter(
+            f"must be 1 to {MAX_TOKEN_BYTES} bytes of UTF-8, not {len(value or '')} characters"
+            f" ({len((value or '').encode('utf-8', 'replace'))} bytes)"
+        ) from exc
     return value
 
 
@@ -102,6 +121,12 @@ def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> 
         raise UserError(
             f"{exc.code}: {exc}: no live chain under it (never created, deleted, expired or "
             f"already acked; `xor-ack chain show {argument(tag)}` tells which)"
+        ) from exc
+    except InvalidTTL as exc:  # before any request: a usage error, in the options' words
+        raise RefusedUsage(
+            f"{exc.code}: --ttl must be longer than the chain's first deadline (--timeout, "
+            "else --idle-timeout): TTL only deletes the item after it; pass a longer --ttl, "
+            "or none"
         ) from exc
 
 
@@ -158,7 +183,7 @@ def chain_create(
 @click.argument("stamp", callback=_stamp)
 @click.option(
     "--token",
-    callback=_not_empty,
+    callback=_token,
     help="Idempotency token (1-16 bytes): a re-sent stamp applies once.",
 )
 @click.pass_context

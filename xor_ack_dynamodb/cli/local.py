@@ -17,6 +17,7 @@ from ..dynamodb.ownership import create_table
 from ..dynamodb.table import TTL_ATTRIBUTE
 from .options import WAIT, Settings, Verb, Verbs, _settings, backend_option
 from .show import _echo_pairs, _when, shown
+from .table import say_existing
 
 #: Exit code of ``local status`` when no local DynamoDB runs (LSB "program is not running").
 NOT_RUNNING = 3
@@ -151,17 +152,22 @@ def local_start(
     if spec is not None:
         at_local = Settings(state.endpoint_url, settings.region, spec.name, spec.partition_key)
         try:
-            create_table(at_local.client(), spec)
+            client = at_local.client()
+            created = create_table(client, spec)
+            if not created:  # kept in --data-dir: checked, and what it lacks is said
+                say_existing(client, spec, err=True)  # stdout is for the export line
         except BaseException:
             # a refused table (kept in --data-dir) leaves no server running: the caller
             # gets no export line to point a shell at it, nor a reason to stop it
             stop_detached()
             click.echo(f"stopped the {_kind_name(state)}: the table step failed", err=True)
             raise
-        click.echo(
-            f"table {spec.name} ready (key {shown(spec.partition_key)}, TTL on {TTL_ATTRIBUTE})",
-            err=True,
-        )
+        if created:
+            click.echo(
+                f"table {spec.name} ready (key {shown(spec.partition_key)}, "
+                f"TTL on {TTL_ATTRIBUTE})",
+                err=True,
+            )
     click.echo(f"export AWS_ENDPOINT_URL_DYNAMODB={state.endpoint_url}")
 
 

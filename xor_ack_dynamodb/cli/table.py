@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..dynamodb.ownership import check_deletable, create_table, delete_table
-from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, ttl_on
+from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, TableSpec, ttl_on
 from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
 from .errors import UserError
@@ -81,16 +81,26 @@ def table_create(
                 err=True,
             )
         return
+    table = say_existing(client, spec)
+    _say_unapplied(ctx, spec.name, table)
+
+
+def say_existing(client: Any, spec: TableSpec, *, err: bool = False) -> Any:
+    """Check a table ``create_table`` found there already, say so (on stderr if ``err``),
+    and warn of each part it lacks (a table made by an earlier release); its description,
+    for more checks."""
     table = client.describe_table(TableName=spec.name)["Table"]
     ttl = client.describe_time_to_live(TableName=spec.name).get("TimeToLiveDescription", {})
     changes = plan_upgrade(spec, table, ttl)  # refuses a TTL or stream it cannot use
-    click.echo(f"table {spec.name} already exists, checked: key {shown(spec.partition_key)} (S)")
+    click.echo(
+        f"table {spec.name} already exists, checked: key {shown(spec.partition_key)} (S)", err=err
+    )
     for change in changes:
         click.echo(
             f"warning: table {spec.name} needs: {change} (`xor-ack table upgrade` does it)",
             err=True,
         )
-    _say_unapplied(ctx, spec.name, table)
+    return table
 
 
 def _say_unapplied(ctx: click.Context, name: str, table: Any) -> None:

@@ -246,25 +246,34 @@ def _start(
     def read_log() -> str:
         return log_path.read_text(errors="replace")
 
+    # Until the state file records it, the server is stopped on any failure (also Ctrl-C):
+    # never leave a server running that `local stop` cannot find.
     try:
         _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what)
-    except BaseException:  # also Ctrl-C: never leave a server that no state file records
+        state = ServerState(
+            pid=proc.pid,
+            endpoint_url=endpoint_url,
+            kind=kind,
+            data_dir=None if data is None else str(data),
+            log_file=str(log_path),
+            started_at=time.time(),
+            process_start=_process_start(proc.pid),
+        )
+        tmp = state_file(directory).with_suffix(".tmp")
+        try:
+            tmp.write_text(state.to_json())
+            tmp.replace(state_file(directory))
+        except OSError as exc:
+            raise LocalDynamoDBError(
+                f"the {what} started, but where it runs could not be written to "
+                f"{state_file(directory)} ({exc.strerror or exc}), so it was stopped: make "
+                f"{folder} writable, or set XOR_ACK_RUN_DIR to a folder that is"
+            ) from exc
+    except BaseException:
         _terminate(proc)
         shutil.rmtree(_scratch(directory), ignore_errors=True)
         raise
     _DETACHED[proc.pid] = proc
-    state = ServerState(
-        pid=proc.pid,
-        endpoint_url=endpoint_url,
-        kind=kind,
-        data_dir=None if data is None else str(data),
-        log_file=str(log_path),
-        started_at=time.time(),
-        process_start=_process_start(proc.pid),
-    )
-    tmp = state_file(directory).with_suffix(".tmp")
-    tmp.write_text(state.to_json())
-    tmp.replace(state_file(directory))
     return state
 
 
