@@ -437,6 +437,28 @@ async def test_delete_leaves_an_item_that_is_not_a_chain_alone(
     assert raw.get_item(TableName=table, Key={"tagID": {"S": "ada"}})["Item"] == theirs
 
 
+@pytest.mark.parametrize("how", ["create", "transactions", "partiql"])
+async def test_create_leaves_another_programs_expired_item_alone(
+    how: str, ack: Any, raw: Any, backend: tuple[str, TableSpec]
+) -> None:
+    """Another program's item under the key, which happens to have an ``expires_at`` in the
+    past (or an ``acked_at``): a closed chain's marks, but none of a chain's attributes.
+    No create writes over it: CorruptItem, and the item stays as it was."""
+    table = backend[1].name
+    theirs = {"tagID": {"S": "ada"}, "expires_at": {"N": "1"}, "acked_at": {"N": "1"}}
+    raw.put_item(TableName=table, Item=theirs)
+    with pytest.raises((CorruptItem, CreateManyFailed)) as caught:
+        if how == "create":
+            await ack.create("ada", S)
+        else:
+            await ack.create_many({"ada": S}, via=how)
+    error = caught.value
+    if isinstance(error, CreateManyFailed):
+        error = error.errors["ada"]
+    assert isinstance(error, CorruptItem), error
+    assert raw.get_item(TableName=table, Key={"tagID": {"S": "ada"}})["Item"] == theirs
+
+
 @pytest.mark.parametrize("name", (*OP_DAMAGES, "version a string", "stamp empty"))
 def test_fail_refuses_an_item_damaged_after_its_read(
     name: str, raw: Any, backend: tuple[str, TableSpec]

@@ -51,6 +51,9 @@ STAMP = "stamp"
 CHAIN_ID = "chain_id"
 VERSION = "version"
 TOKENS = "tokens"
+#: A chain's own attributes: an item with none of them is another program's (not a chain,
+#: damaged or not), and no write of this package changes or deletes it.
+CHAIN_ATTRIBUTES = (STAMP, VERSION, CHAIN_ID, TOKENS)
 CREATED_AT = "created_at"
 UPDATED_AT = "updated_at"
 ACKED_AT = "acked_at"

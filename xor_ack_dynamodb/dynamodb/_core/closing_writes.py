@@ -107,15 +107,11 @@ class ClosingWrites(Requests):
             return_values="ALL_NEW",
         ).request()
 
-    #: A chain's own attributes: an item with none of them is not a chain, damaged or
-    #: not, and ``delete`` leaves it alone (it was not written by this package).
-    _CHAIN_ATTRIBUTES = (I.STAMP, I.VERSION, I.CHAIN_ID, I.TOKENS)
-
     def _generation_params(self, tag: str) -> dict[str, Any]:
         """The read of which generation of a chain the item holds: its key, ``chain_id``
         and whether it has a chain's attributes, raw (a damaged item, which ``delete``
         removes, is read as well)."""
-        names = {f"#a{i}": a for i, a in enumerate(self._CHAIN_ATTRIBUTES)}
+        names = {f"#a{i}": a for i, a in enumerate(I.CHAIN_ATTRIBUTES)}
         return {
             "TableName": self.table,
             "Key": self._key(tag),
@@ -127,7 +123,7 @@ class ClosingWrites(Requests):
     @classmethod
     def _is_chain(cls, item: dict[str, Any]) -> bool:
         """Does the item hold one of a chain's attributes (a chain, maybe a damaged one)?"""
-        return any(a in item for a in cls._CHAIN_ATTRIBUTES)
+        return any(a in item for a in I.CHAIN_ATTRIBUTES)
 
     def _delete_params(self, tag: str, generation: AttributeValue | None) -> dict[str, Any]:
         """The write that removes a chain's item, live or tombstone (not an expired one),
@@ -151,7 +147,7 @@ class ClosingWrites(Requests):
             if generation is None
             else Compare(I.CHAIN_ID, "=", Value(":c", generation))
         )
-        chain = AnyOf(tuple(Exists(a) for a in self._CHAIN_ATTRIBUTES))
+        chain = AnyOf(tuple(Exists(a) for a in I.CHAIN_ATTRIBUTES))
         return Delete(
             self.table,
             self._key(tag),

@@ -259,7 +259,7 @@ class Update:
         """The PartiQL ``INSERT`` that writes this update on an absent item, or None.
 
         Only for a write whose condition lets an absent item through
-        (``attribute_not_exists`` of the key, alone or in an OR: a create): the item is
+        (``attribute_not_exists`` of the key in each term, alone or in an OR: a create): the item is
         the key and the SET values.  ``INSERT`` is stricter than the condition: any
         item under the key refuses it (``DuplicateItem``), so it never overwrites
         one, where the ``UpdateItem`` would also replace a closed chain.
@@ -284,7 +284,7 @@ class Update:
                 return not term.present and term.type is None and term.attribute == self.key_name
             return isinstance(term, AnyOf) and any(absent(t) for t in term.terms)
 
-        return len(self.condition) == 1 and absent(self.condition[0])
+        return bool(self.condition) and all(absent(term) for term in self.condition)
 
 
 @dataclass(frozen=True)

@@ -153,8 +153,15 @@ class Requests:
                 Compare(I.EXPIRES_AT, "<=", at),
             )
         )
+        # and what is there is a chain: another program's item under the key (none of a
+        # chain's attributes) is not written over, whatever its expires_at or acked_at
+        ours = AnyOf((Exists(self.partition_key, False), *(Exists(a) for a in I.CHAIN_ATTRIBUTES)))
         return Update(
-            self.table, self._key(tag), set=tuple(sets), remove=tuple(remove), condition=(free,)
+            self.table,
+            self._key(tag),
+            set=tuple(sets),
+            remove=tuple(remove),
+            condition=(free, ours),
         )
 
     @staticmethod
