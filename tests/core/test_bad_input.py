@@ -437,6 +437,25 @@ async def test_delete_leaves_an_item_that_is_not_a_chain_alone(
     assert raw.get_item(TableName=table, Key={"tagID": {"S": "ada"}})["Item"] == theirs
 
 
+def test_fail_with_a_reason_too_long_for_the_item_is_invalid_reason(
+    raw: Any, backend: tuple[str, TableSpec], request: pytest.FixtureRequest
+) -> None:
+    """A reason that passes the lower bound checked before the write (reason, tag, stamp,
+    tokens) but not with the item's other attributes: DynamoDB refuses the write, and that
+    is InvalidReason too, not a raw ClientError; the chain stays live."""
+    spec = backend[1]
+    ack = SyncXorAckDynamoDB(raw, table=spec.name)
+    ack.create("r", S)
+    state = ack.get("r")
+    assert state is not None
+    room = 400 * 1024 - len("reason") - len("r") - len(state.stamp) - sum(map(len, state.tokens))
+    with pytest.raises(InvalidReason, match="does not fit the chain's DynamoDB item"):
+        ack.fail("r", "x" * room)
+    if "moto" not in request.node.name:  # moto applies part of a write it then refuses
+        after = ack.get("r")
+        assert after is not None and after.live and after.version == state.version
+
+
 @pytest.mark.parametrize("how", ["create", "transactions", "partiql"])
 async def test_create_leaves_another_programs_expired_item_alone(
     how: str, ack: Any, raw: Any, backend: tuple[str, TableSpec]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import aioboto3
 import pytest
 
@@ -115,3 +117,23 @@ async def test_stamp_many_transact_that_is_no_bool_is_refused_before_any_request
         ):
             await ack.stamp_many({"t": Stamp(b"\x01")}, transact=value)
         assert ack.stats.total_requests == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("clock", 5, "clock must be a function"),
+        ("partition_key", "stamp", "partition_key cannot be 'stamp'"),
+        ("partition_key", "version", "partition_key cannot be 'version'"),
+    ],
+)
+async def test_a_clock_or_key_no_chain_could_use_is_refused_at_construction(
+    kind: str, local: tuple[str, TableSpec], option: str, value: object, says: str
+) -> None:
+    """A clock that is no function failed at the first write with a bare TypeError; a
+    partition key the chain's item uses sent that write, and DynamoDB refused it with a
+    raw ClientError.  Both are refused when the client is made (``InvalidArgument``)."""
+    endpoint, spec = local
+    with pytest.raises(InvalidArgument, match=re.escape(says)):
+        async with open_client(kind, endpoint, spec.name, **{option: value}):
+            pass

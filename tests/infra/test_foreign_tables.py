@@ -212,7 +212,7 @@ def test_chain_delete_leaves_another_programs_item_alone(ddb_local_endpoint: str
         assert_user_error(shown, 'CorruptItem: "ada": the stored item is not a chain this tool')
         assert "(`xor-ack chain delete ada`)" in shown.stderr and "delete(tag)" not in shown.stderr
         refused = run(*base, "chain", "delete", "ada")
-        assert_user_error(refused, "NotAChain: \"ada\": the stored item holds none of a chain")
+        assert_user_error(refused, 'NotAChain: "ada": the stored item holds none of a chain')
         assert client.get_item(TableName=name, Key={"tagID": {"S": "ada"}})["Item"] == theirs
     finally:
         client.delete_table(TableName=name)

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ...chain import ChainState
-from ...errors import NotAChain, StaleLocalData, TagNotFound
+from ...errors import InvalidReason, NotAChain, StaleLocalData, TagNotFound
 from .. import item as I
+from ..aws import error_code, error_message
 from . import landing as D
 from . import told as T
 from .deadlines import Deadlines
@@ -81,6 +82,12 @@ class Endings(Deadlines):
                     "update_item", self._fail_params(tag, reason, chain_id, at)
                 )
             except ClientError as exc:
+                if _too_big(exc):  # the lower bound checked above fell short: said the same
+                    raise InvalidReason(
+                        f"a reason of {len(reason.encode('utf-8'))} bytes does not fit the "
+                        "chain's DynamoDB item (400 KB with its other attributes); nothing was "
+                        "written: pass a shorter reason"
+                    ) from exc
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:
                     raise  # not its condition: refused, or unknown (fail is never re-read)
                 # Closed, gone or expired since the read, or damaged (CorruptItem).
@@ -160,3 +167,9 @@ class Endings(Deadlines):
 def _proves(state: ChainState | None, reason: str, at: float) -> bool:
     """Is ``state`` the tombstone of a fail write of ``reason`` sent at ``at`` (its clock)?"""
     return state is not None and state.failed and state.reason == reason and state.failed_at == at
+
+
+def _too_big(exc: ClientError) -> bool:
+    """DynamoDB's refusal of a write that would make the item larger than 400 KB."""
+    message = (error_message(exc) or "").lower()
+    return error_code(exc) == "ValidationException" and "size" in message and "exceed" in message

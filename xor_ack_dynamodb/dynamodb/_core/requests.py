@@ -32,8 +32,10 @@ from .validate import (
     DEFAULT_TOKEN_WINDOW,
     DEFAULT_TOMBSTONE_TTL,
     Lifetime,
+    check_clock,
     check_count,
     check_name,
+    check_partition_key,
     check_retry,
     check_token_window,
     check_tombstone_ttl,
@@ -79,12 +81,12 @@ class Requests:
         rng: random.Random | None = None,
     ) -> None:
         self.table = check_name("table", table)
-        self.partition_key = check_name("partition_key", partition_key)
+        self.partition_key = check_partition_key(partition_key)
         self.retry = check_retry(retry)
         self.token_window = check_token_window(token_window)
         self.tombstone_ttl = check_tombstone_ttl(tombstone_ttl)
         self.cache_size = check_count("cache_size", cache_size, 0)
-        self.clock = clock
+        self.clock = check_clock(clock)
         self.monotonic = monotonic
         self.rng = rng or random.Random()
         self.stats = ClientStats()

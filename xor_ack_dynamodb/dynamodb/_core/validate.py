@@ -25,6 +25,7 @@ from ...errors import (
     StampManyFailed,
 )
 from ...stamps import Stamp, as_stamp
+from .. import item as I
 from ..retry import RetryPolicy
 from .effects import Entry, Outcome
 
@@ -106,6 +107,27 @@ def check_name(name: str, value: object) -> str:
     """A client's ``table`` or ``partition_key``: a non-empty ``str``; ``InvalidArgument``."""
     if not isinstance(value, str) or not value:
         raise InvalidArgument(f"{name} must be a non-empty str (a DynamoDB name), not {value!r}")
+    return value
+
+
+def check_partition_key(value: object) -> str:
+    """A client's ``partition_key``: a name (``check_name``) that no attribute of the chain's
+    item has (DynamoDB would refuse each write setting its key); ``InvalidArgument``."""
+    key = check_name("partition_key", value)
+    if key in I.ATTRIBUTES:
+        raise InvalidArgument(
+            f"partition_key cannot be {key!r}: the chain item uses that attribute; name the "
+            f"chains table's partition key (the default is {I.DEFAULT_PARTITION_KEY!r})"
+        )
+    return key
+
+
+def check_clock(value: object) -> Callable[[], float]:
+    """A client's ``clock``: a function of no argument giving epoch seconds; ``InvalidArgument``."""
+    if not callable(value):
+        raise InvalidArgument(
+            f"clock must be a function giving the time in epoch seconds (time.time), not {value!r}"
+        )
     return value
 
 
