@@ -17,7 +17,12 @@ from starlette.requests import Request
 from xor_ack_dynamodb import events
 from xor_ack_dynamodb.dashboard import ConfigError, follower
 from xor_ack_dynamodb.dashboard.charts import per_minute
-from xor_ack_dynamodb.dashboard.config import LOOPBACK_HOSTS, bind_check, is_loopback
+from xor_ack_dynamodb.dashboard.config import (
+    LOOPBACK_HOSTS,
+    DashboardConfig,
+    bind_check,
+    is_loopback,
+)
 from xor_ack_dynamodb.dashboard.counts import Counts, moves_of
 from xor_ack_dynamodb.dashboard.follower import Follower
 from xor_ack_dynamodb.dashboard.history import History, entries_of
@@ -31,6 +36,7 @@ from xor_ack_dynamodb.dashboard.live import Broadcaster
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
 from xor_ack_dynamodb.dashboard.windows import Windows
+from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
 from xor_ack_dynamodb.fleet.payloads import nesting
 from xor_ack_dynamodb.table import INVENTORY_SHARDS
 
@@ -249,6 +255,26 @@ def test_only_loopback_serves_without_a_chosen_token() -> None:
     with pytest.raises(ConfigError, match="token"):
         bind_check("0.0.0.0", False)
     assert bind_check("0.0.0.0", True) is None
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ({"token": "too-short"}, "at least 16 characters"),
+        ({"count_every": "5"}, "count_every must be a number of seconds above 0, not '5'"),
+        ({"stream_interval": True}, "stream_interval must be a number of seconds"),
+        ({"page_size": 0}, "page_size must be an int from 1 to 500"),
+    ],
+)
+def test_a_setting_that_cannot_work_is_one_error_of_the_package(
+    setting: dict[str, object], says: str
+) -> None:
+    """ConfigError is an InvalidArgument, so ``except XorAckError`` catches it (and a
+    ValueError, as before); a setting of the wrong type is one too, not a bare TypeError."""
+    with pytest.raises(ConfigError, match=re.escape(says)) as refused:
+        DashboardConfig(**setting)  # type: ignore[arg-type]
+    assert isinstance(refused.value, InvalidArgument) and isinstance(refused.value, ValueError)
+    assert isinstance(refused.value, XorAckError)
 
 
 async def test_live_notices_are_coalesced_and_end_on_close() -> None:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from xor_ack_dynamodb import ChainState, Stamp
-from xor_ack_dynamodb.errors import InvalidTimeout
+from xor_ack_dynamodb.errors import InvalidEvent, InvalidTimeout
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, SettingMissing
 from xor_ack_dynamodb.fleet.lambda_sqs import (
@@ -209,6 +209,8 @@ def test_record_handler_fits_powertools_and_raises_on_failure(
         assert handled is not None and handled.acked
         with pytest.raises(InvalidEnvelope):
             handler.record_handler(records[1])
+        with pytest.raises(InvalidEvent, match="an SQS record is a dict"):  # also a TypeError
+            handler.record_handler("not a record")
     finally:
         handler.environment.close()
 

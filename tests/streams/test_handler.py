@@ -10,7 +10,7 @@ import pytest
 
 from xor_ack_dynamodb import events
 from xor_ack_dynamodb.dynamodb import loops as _loops
-from xor_ack_dynamodb.errors import CorruptRecord, InvalidArgument
+from xor_ack_dynamodb.errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidListener
 
 from . import samples
 
@@ -158,8 +158,10 @@ def test_the_event_kind_is_checked_in_the_handler_too() -> None:
     handler = rec.handler()
     assert handler({"Records": [other]})["batchItemFailures"] == []  # skipped, reported
     assert handler.skipped == 1 and rec.calls == []
-    with pytest.raises(TypeError, match="no Records list"):
+    with pytest.raises(InvalidEvent, match="no Records list"):  # also a TypeError
         rec.handler()({"Records": None})
+    with pytest.raises(InvalidEvent):  # a scheduled event, say: no stream event at all
+        rec.handler()({"detail-type": "Scheduled Event"})
 
 
 def test_usable_with_a_powertools_style_event_object(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,10 +180,31 @@ def test_usable_with_a_powertools_style_event_object(monkeypatch: pytest.MonkeyP
 
 
 def test_callbacks_must_be_callable() -> None:
-    with pytest.raises(TypeError, match="on_acked"):
+    with pytest.raises(InvalidListener, match="on_acked"):  # also a TypeError
         events.StreamHandler(on_acked="print")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         events.RecentIds(0)
+
+
+def test_an_async_callback_is_refused_not_dropped() -> None:
+    """An ``async def`` callback would be called and never awaited: its events lost while
+    the batch reads as handled.  It is refused when the handler is made, as ``Ack.on``
+    refuses one; a plain function that returns a coroutine fails its record instead."""
+    heard: list[str] = []
+
+    async def on_failed(event: events.ChainEvent) -> None:
+        heard.append(event.tag)
+
+    with pytest.raises(InvalidListener, match=r"on_failed .* is async"):
+        events.StreamHandler(on_failed=on_failed)
+    with pytest.raises(InvalidListener, match="on_event"):
+        events.StreamHandler(on_event=on_failed)
+    record = samples.record("INSERT", new=samples.chain_image("k"))
+    handler = events.StreamHandler(on_created=lambda event: on_failed(event))
+    answer = handler({"Records": [record]})
+    number = record["dynamodb"]["SequenceNumber"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": number}]}
+    assert heard == []
 
 
 def test_recent_ids_forget_the_oldest() -> None:

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
 if TYPE_CHECKING:
@@ -27,8 +28,10 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MIN_TOKEN_LENGTH = 16
 
 
-class ConfigError(ValueError):
-    """A dashboard setting that cannot work (a bind address without a token, a size of 0)."""
+class ConfigError(InvalidArgument):
+    """A dashboard setting that cannot work (a bind address without a token, a size of 0).
+
+    An ``InvalidArgument`` (so an ``XorAckError``, and a ``ValueError`` as before)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -154,8 +157,10 @@ class DashboardConfig:
         if not self.token.isprintable() or any(c.isspace() for c in self.token):
             raise ConfigError("the access token must be printable, without spaces")
         for name in ("count_every", "stream_interval"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be above 0 seconds, not {getattr(self, name)!r}")
+            value = getattr(self, name)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not (number and value > 0):
+                raise ConfigError(f"{name} must be a number of seconds above 0, not {value!r}")
         for name, least, most in (
             ("page_size", 1, 500),
             ("query_budget", 16, 10_000),

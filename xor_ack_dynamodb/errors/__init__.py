@@ -39,6 +39,7 @@ from ._failures import _TagError as _TagError  # the base the feature packages' 
 from ._refusals import (
     BufferLengthsUnequal,
     InvalidArgument,
+    InvalidEvent,
     InvalidListener,
     InvalidListing,
     InvalidMessage,
@@ -350,6 +351,7 @@ __all__ = [
     "GetManyFailed",
     "InterruptedWrite",
     "InvalidArgument",
+    "InvalidEvent",
     "InvalidListener",
     "InvalidListing",
     "InvalidMessage",

@@ -8,6 +8,8 @@ a ``ValueError`` or ``TypeError``, what earlier versions raised.
 
 from __future__ import annotations
 
+import inspect
+
 from ._failures import _MODULE, XorAckError
 
 #: Digits of an int a refusal's message shows whole (Python refuses the ``repr`` of one of
@@ -165,8 +167,35 @@ class InvalidToken(XorAckError):
 
 
 class InvalidListener(XorAckError, TypeError):
-    """An in-memory tracker's ``on(event, listener)`` was given a listener that is not
-    callable.  Also a ``TypeError``, which is what earlier versions raised.
+    """A listener or callback that would never run: an in-memory tracker's
+    ``on(event, listener)`` or an ``events.StreamHandler``'s ``on_<kind>`` given one that
+    is not callable, or is ``async def`` (they are called, not awaited).  Also a
+    ``TypeError``, which is what earlier versions raised.
+    """
+
+    __module__ = _MODULE
+
+    @classmethod
+    def check(cls, listener: object, name: str = "a listener") -> None:
+        """Refuse ``listener`` unless a plain call runs it; ``name`` says which argument."""
+        if not callable(listener):
+            raise cls(
+                f"{name} must be callable (a function, or an object with __call__), "
+                f"not {listener!r}"
+            )
+        if inspect.iscoroutinefunction(listener):
+            raise cls(
+                f"{name} ({listener!r}) is async, and it is called, not awaited: it would "
+                "never run. Pass a plain function that runs or schedules it, e.g. "
+                "lambda *args: loop.create_task(fn(*args))"
+            )
+
+
+class InvalidEvent(XorAckError, TypeError):
+    """A Lambda handler was given what it cannot take: an ``events.StreamHandler`` an event
+    without a ``Records`` list, an ``SqsBatchHandler.record_handler`` something that is no
+    SQS record.  Nothing was handled.  Also a ``TypeError``, which is what earlier versions
+    raised.
     """
 
     __module__ = _MODULE

@@ -44,6 +44,7 @@ or its ``DynamoDBStreamEvent`` (anything with ``.raw_event``).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections import OrderedDict
@@ -52,7 +53,7 @@ from typing import Any
 
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.loops import item_failed
-from ..errors import CorruptRecord, InvalidArgument
+from ..errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidListener
 from ..lifecycle import ChainEvent, Kind
 from .records import check_partition_key
 from .transitions import decode
@@ -124,8 +125,8 @@ class StreamHandler:
             "deleted": on_deleted,
         }
         for name, fn in [*callbacks.items(), ("event", on_event), ("corrupt", on_corrupt)]:
-            if fn is not None and not callable(fn):
-                raise TypeError(f"on_{name} must be callable, not {fn!r}")
+            if fn is not None:
+                InvalidListener.check(fn, f"on_{name}")
         self._callbacks = callbacks
         self._on_event = on_event
         self._on_corrupt = on_corrupt
@@ -148,16 +149,16 @@ class StreamHandler:
             self.skipped += 1
             item_failed("stream_handler", corrupt, logger=__name__, event="record-skipped")
             if self._on_corrupt is not None:
-                self._on_corrupt(corrupt)
+                _ran(self._on_corrupt(corrupt), "corrupt")
             return
         for event in events:
             if self._seen is not None and event.id in self._seen:
                 continue
             callback = self._callbacks[event.kind]
             if callback is not None:
-                callback(event)
+                _ran(callback(event), event.kind)
             if self._on_event is not None:
-                self._on_event(event)
+                _ran(self._on_event(event), "event")
             if self._seen is not None:
                 self._seen.add(event.id)
 
@@ -166,7 +167,7 @@ class StreamHandler:
         raw = getattr(event, "raw_event", event)
         records = raw.get("Records") if isinstance(raw, Mapping) else None
         if not isinstance(records, list):
-            raise TypeError("not a DynamoDB Streams event: it has no Records list")
+            raise InvalidEvent("not a DynamoDB Streams event: it has no Records list")
         for record in records:
             try:
                 self.handle(record)
@@ -174,6 +175,19 @@ class StreamHandler:
                 _log.exception("stream record %s failed", _sequence_number(record) or "?")
                 return {"batchItemFailures": [{"itemIdentifier": _sequence_number(record)}]}
         return {"batchItemFailures": []}
+
+
+def _ran(result: object, kind: str) -> None:
+    """Refuse what a callback gave back if it is something still to run (a coroutine of
+    a function that returns one without being ``async def``): the record fails, loudly,
+    instead of being counted handled while its callback never ran."""
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # never awaited: no "was never awaited" warning on top
+        raise InvalidListener(
+            f"on_{kind} returned {type(result).__name__}, something to await, and callbacks "
+            "are called, not awaited: it did not run. Pass a plain function"
+        )
 
 
 def _unreadable(record: object, exc: Exception) -> CorruptRecord:

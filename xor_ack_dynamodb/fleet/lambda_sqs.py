@@ -33,7 +33,7 @@ from typing import Any
 
 from ..dynamodb.loops import item_failed
 from ..dynamodb.sweeper import sweep_async
-from ..errors import CorruptRecord, InvalidArgument, InvalidTimeout
+from ..errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidTimeout
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet, Handled, Handler
 from .completion import Continuation
@@ -78,7 +78,7 @@ def _raw(record: Any) -> Mapping[str, Any]:
     """The record as AWS sends it: a dict, or powertools' ``SQSRecord`` (its ``raw_event``)."""
     raw = getattr(record, "raw_event", record)
     if not isinstance(raw, Mapping):
-        raise TypeError(f"an SQS record is a dict (or a powertools SQSRecord), not {record!r}")
+        raise InvalidEvent(f"an SQS record is a dict (or a powertools SQSRecord), not {record!r}")
     return raw
 
 

@@ -16,7 +16,6 @@ the same tree.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -88,15 +87,5 @@ def check_listener(listener: object) -> EventListener:
     An ``async def`` function is refused too: the trackers call their listeners and do
     not await them, so it would only make a coroutine and never run (events lost).
     """
-    if not callable(listener):
-        raise InvalidListener(
-            f"a listener must be callable (a function, or an object with __call__), "
-            f"not {listener!r}"
-        )
-    if inspect.iscoroutinefunction(listener):
-        raise InvalidListener(
-            f"{listener!r} is async, and listeners are called, not awaited: it would never "
-            "run. Register a plain function that schedules it, e.g. "
-            "lambda *args: loop.create_task(fn(*args))"
-        )
+    InvalidListener.check(listener)
     return cast(EventListener, listener)
