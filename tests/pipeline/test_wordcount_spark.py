@@ -18,6 +18,7 @@ pytest.importorskip("pyspark")
 
 from xor_ack_dynamodb.pipeline.corpus import generate
 from xor_ack_dynamodb.pipeline.job import WordCountOptions, run_wordcount
+from xor_ack_dynamodb.spark import OutputWriteFailed
 from xor_ack_dynamodb.spark import TrackedReport as Report
 from xor_ack_dynamodb.spark.faults import FaultConfig
 from xor_ack_dynamodb.spark.paths import MANIFEST
@@ -218,8 +219,9 @@ def test_overwrite_replaces_only_our_output_and_a_failed_commit_keeps_it(
         real_rename(self, source, target)
 
     monkeypatch.setattr(Files, "rename", failing)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(OutputWriteFailed, match="disk full") as raised:
         run(spark, tracker, root, tmp_path / "o", overwrite=True)
+    assert isinstance(raised.value.__cause__, OSError)
     # The former result is back in place, whole; nothing of the failed run is left.
     assert sorted(p.name for p in out.iterdir()) == first
     assert [p.name for p in (tmp_path / "o").iterdir()] == ["counts"]

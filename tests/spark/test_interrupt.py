@@ -45,3 +45,67 @@ def test_a_keyboard_interrupt_cancels_the_round_and_leaves_no_output(
     assert list(tmp_path.iterdir()) == []
     # The session is still usable.
     assert local_spark.range(3).count() == 3
+
+
+def fast(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"key": [key]})
+
+
+def slow_to_write(started: Path) -> Any:
+    """A sink's ``finish`` whose rows take 20 s each to write; the first marks ``started``."""
+
+    def finish(frame: Any) -> Any:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType
+
+        def slow_key(key: str) -> str:
+            started.touch()
+            time.sleep(20)
+            return key
+
+        return frame.withColumn("key", F.udf(slow_key, StringType())("key")).repartition(1)
+
+    return finish
+
+
+def test_a_keyboard_interrupt_during_the_output_write_cancels_it_and_leaves_nothing(
+    local_spark: Any, tmp_path: Path
+) -> None:
+    """The output's own write runs under the run's tag, as the rounds do: a Ctrl-C during
+    it cancels it and waits for it before the staging folder is removed.  It used to go on
+    writing after the cleanup, leaving a complete hidden folder beside the output."""
+    started = tmp_path / "started"
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def interrupt_once_writing() -> None:
+        give_up = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < give_up:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=interrupt_once_writing, daemon=True)
+    watcher.start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        track(
+            local_spark,
+            fast,
+            "key string",
+            Sink(str(work / "out"), finish=slow_to_write(started)),
+            keys=["a", "b"],
+            tracking=False,
+        )
+    watcher.join()
+    assert started.exists()
+    assert time.monotonic() - began < 20  # cancelled, not written to its end
+    jobs = local_spark.sparkContext.statusTracker()
+    give_up = time.monotonic() + 60
+    while jobs.getActiveJobsIds() and time.monotonic() < give_up:  # a write still going?
+        time.sleep(0.5)
+    time.sleep(2)
+    assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")) == []
+    assert local_spark.range(3).count() == 3

@@ -122,6 +122,39 @@ def test_an_error_no_replay_cures_is_said_in_one_line_naming_what_and_where() ->
     assert "'/opt/py'" in (incurable(denied, ["-"], 0, where) or "")
 
 
+@pytest.mark.parametrize(
+    ("code", "stops"),
+    [
+        ("AccessDeniedException", True),
+        ("UnrecognizedClientException", True),
+        ("ResourceNotFoundException", True),
+        ("ProvisionedThroughputExceededException", False),
+        ("ThrottlingException", False),
+        ("InternalServerError", False),
+    ],
+)
+def test_dynamodb_refusing_the_tasks_for_good_stops_the_run_and_a_throttle_does_not(
+    code: str, stops: bool
+) -> None:
+    """Every task's stamps refused by IAM (the executors' role lacks the table's policy) or
+    sent where the table is not: each round failed every input the same way, and every
+    replay was burnt before the inputs failed.  A throttle or a 5xx still replays."""
+    job = (
+        "Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent "
+        "failure: org.apache.spark.api.python.PythonException: Traceback ...\n"
+        f"botocore.exceptions.ClientError: An error occurred ({code}) when calling the "
+        "BatchExecuteStatement operation: User: arn:aws:sts::1:assumed-role/executor is not "
+        "authorized to perform: dynamodb:PartiQLUpdate\n\tat org.apache.spark..."
+    )
+    said = incurable(job, ["spark job failed: x"] * 2, 0, "the workers")
+    if not stops:
+        assert said is None
+        return
+    assert said is not None and "\n" not in said
+    assert said.startswith(f"DynamoDB refuses the tasks' requests on the workers ({code} on ")
+    assert "BatchExecuteStatement" in said and "infra/table.yaml" in said
+
+
 @pytest.mark.parametrize("errno", ["error=12, Cannot allocate memory", "error=11, Try again"])
 def test_a_python_worker_that_could_not_be_forked_for_a_moment_is_replayed(errno: str) -> None:
     """A fork that failed on a busy executor (no memory, too many processes) heals: it was

@@ -29,6 +29,7 @@ from xor_ack_dynamodb.spark import (
     InputRejected,
     OutputDisplaced,
     OutputNotOurs,
+    OutputWriteFailed,
     Sink,
     TrackerConfig,
     track,
@@ -114,6 +115,22 @@ def test_a_folder_is_replaced_only_by_a_complete_output_unless_partial_is_asked(
     with pytest.raises(Exception, match="finish failed"):
         track(local_spark, good, SCHEMA, Sink(str(out), overwrite=True, finish=broken), **run)
     assert snapshot(out) == before
+
+    def on_the_data(rows: Any) -> Any:  # planned, and fine on no rows: fails as it writes
+        from pyspark.sql import functions as F
+
+        return rows.withColumn("ratio", F.col("j") / (F.col("j") - F.col("j")))
+
+    local_spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(OutputWriteFailed, match="DIVIDE_BY_ZERO") as unwritten:
+            sink = Sink(str(out), overwrite=True, finish=on_the_data)
+            track(local_spark, good, SCHEMA, sink, **run)
+    finally:
+        local_spark.conf.unset("spark.sql.ansi.enabled")
+    assert unwritten.value.report.acked == len(KEYS)  # type: ignore[attr-defined]
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left
 
     with pytest.raises(Incurable, match="returned NoneType") as stopped:
         track(local_spark, nothing, SCHEMA, Sink(str(out), overwrite=True), **run)

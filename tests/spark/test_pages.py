@@ -21,6 +21,7 @@ from xor_ack_dynamodb.spark import (
     InputRejected,
     InvalidArgument,
     OutputExists,
+    OutputWriteFailed,
     RunIdInUse,
     Sink,
     track,
@@ -149,8 +150,9 @@ def test_a_refused_run_or_one_that_raised_leaves_a_former_report_file_as_it_was(
         return rows
 
     out = tmp_path / "out"
-    with pytest.raises(RuntimeError, match="finish failed"):  # after every input ended
+    with pytest.raises(OutputWriteFailed, match="finish failed") as raised:  # all ended
         track(local_spark, one_row(), "v long", Sink(str(out), finish=broken), **run)
+    assert isinstance(raised.value.__cause__, RuntimeError)
     assert report_file.read_text() == former
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "taken"]  # no partial
 
@@ -369,3 +371,37 @@ def test_rows_whose_key_is_not_valid_utf8_are_in_their_input_not_lost(
     assert [e.key for e in report.inputs] == ["caf\ufffd", "ok"]
     values = sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect())
     assert values == [0, 1, 2, 3, 4, 5]  # every row, once
+
+
+def none_for_b() -> Any:
+    """No rows table for input "b" only (its own data, say): that input's failure (a
+    closure: pickled by value)."""
+
+    def process(key: str, rows: Any) -> Any:
+        import pyarrow as pa
+
+        return None if key == "b" else pa.table({"key": [key]})
+
+    return process
+
+
+def test_one_inputs_empty_result_alone_in_its_replay_fails_it_alone(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """Page 1 is a, b: a acks, b returns no table.  Round 2 replays b alone, and "every input
+    of the round returned no table" made the run Incurable: c and d, on the next page, were
+    failed without running.  Now b fails alone, after its attempts."""
+    report = track(
+        local_spark,
+        none_for_b(),
+        "key string",
+        Sink(str(tmp_path / "out")),
+        keys=["a", "b", "c", "d"],
+        tracker=tracker,
+        page_size=2,
+        max_errors=3,
+    )
+    ended = {entry.key: entry.status for entry in report.inputs}
+    assert ended == {"a": "acked", "b": "failed", "c": "acked", "d": "acked"}
+    (b,) = [entry for entry in report.inputs if entry.key == "b"]
+    assert all(said.startswith("bad output") for said in b.history), b.history

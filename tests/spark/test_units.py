@@ -25,7 +25,9 @@ from xor_ack_dynamodb.errors import (
     XorAckError,
 )
 from xor_ack_dynamodb.spark import (
+    ConnectCheckFailed,
     FaultConfig,
+    Incurable,
     InputResult,
     InvalidArgument,
     RelativePath,
@@ -407,3 +409,49 @@ def test_a_dynamodb_error_on_the_statements_gets_no_word_of_moto() -> None:
     assert "an HTTP 500 page, as moto's server does" in said_of(page)
     elsewhere = ClientError({"Error": {"Code": "500", "Message": "x"}}, "BatchGetItem")
     assert "moto" not in said_of(elsewhere)
+
+
+class _ProbedServer:
+    """A Spark Connect session whose check job fails with ``errors`` in turn, then answers."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def range(self, *args: Any) -> _ProbedServer:
+        return self
+
+    def mapInArrow(self, function: Any, ddl: str) -> _ProbedServer:
+        return self
+
+    def collect(self) -> list[dict[str, str]]:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        names = ("python", "python_version", "host", "missing", "version")
+        return [dict.fromkeys(names, "x") | {"missing": ""}]
+
+
+UNAVAILABLE = (
+    "<_MultiThreadedRendezvous of RPC that terminated with:\n\tstatus = StatusCode.UNAVAILABLE"
+    '\n\tdetails = "failed to connect to all addresses; Connection refused"\n>'
+)
+
+
+def test_a_connect_check_that_fails_for_a_moment_is_run_again_not_incurable() -> None:
+    """The check job over Spark Connect failed once (the server unreachable a moment, an
+    executor lost): that was Incurable, telling the user to fix the server's Python."""
+    from xor_ack_dynamodb.spark import connect_check
+
+    waits: list[float] = []
+    server = _ProbedServer(RuntimeError(UNAVAILABLE), RuntimeError("ExecutorLostFailure (lost)"))
+    found = connect_check.probe(server, sleep=waits.append)
+    assert found.host == "x" and server.calls == 3 and waits == [1.0, 2.0]
+    always = _ProbedServer(*[RuntimeError(UNAVAILABLE)] * 5)
+    with pytest.raises(ConnectCheckFailed, match=r"3 times .*StatusCode\.UNAVAILABLE") as failed:
+        connect_check.probe(always, sleep=waits.append)
+    assert always.calls == 3 and isinstance(failed.value.__cause__, RuntimeError)
+    missing = _ProbedServer(RuntimeError("ModuleNotFoundError: No module named 'pyarrow'"))
+    with pytest.raises(Incurable, match="pyarrow"):  # names what to install: at once
+        connect_check.probe(missing, sleep=waits.append)
+    assert missing.calls == 1

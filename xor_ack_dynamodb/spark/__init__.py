@@ -15,6 +15,7 @@ from .conf import chains_config
 from .errors import (
     BatchFailed,
     ChainsTableMissing,
+    ConnectCheckFailed,
     DatabaseMissing,
     DynamoDBFailed,
     FinishFailed,
@@ -30,6 +31,7 @@ from .errors import (
     OutputNotOurs,
     OutputUnusable,
     OutputUnwritable,
+    OutputWriteFailed,
     PartitionColumnMissing,
     Refused,
     RelativePath,
@@ -55,6 +57,7 @@ from .tracking import track
 __all__ = [
     "BatchFailed",
     "ChainsTableMissing",
+    "ConnectCheckFailed",
     "DatabaseMissing",
     "DynamoDBFailed",
     "EventSink",
@@ -74,6 +77,7 @@ __all__ = [
     "OutputNotOurs",
     "OutputUnusable",
     "OutputUnwritable",
+    "OutputWriteFailed",
     "PartitionColumnMissing",
     "Process",
     "Refused",

@@ -13,16 +13,22 @@ Once per session.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import Incurable
+from .errors import ConnectCheckFailed, Incurable
 from .isolation import incurable, one_line
 from .paths import PACKAGE, package_version
 
 #: What the tasks import (the library, and what its stages need).
 MODULES = ("xor_ack_dynamodb", "pyarrow", "pandas", "numpy", "boto3", "botocore")
 WHERE = "the Spark Connect server's workers"
+#: Runs of the check job before a failure that names nothing incurable stops the run, and
+#: the wait after the first (seconds; doubled after the second).
+PROBE_ATTEMPTS = 3
+PROBE_WAIT = 1.0
 
 _LOCK = threading.Lock()
 _CHECKED: set[str] = set()
@@ -85,19 +91,34 @@ def _probe_function(modules: tuple[str, ...]) -> Any:
     return namespace["probe"]
 
 
-def probe(spark: Any, modules: tuple[str, ...] = MODULES) -> ServerPython:
-    """Run the probe in one task on ``spark``'s workers (raises :class:`Incurable` if it cannot)."""
+def probe(
+    spark: Any,
+    modules: tuple[str, ...] = MODULES,
+    *,
+    sleep: Callable[[float], object] = time.sleep,
+) -> ServerPython:
+    """Run the probe in one task on ``spark``'s workers.
+
+    A failure that names what cannot heal (a module, a Python, a version) is
+    :class:`Incurable`; any other (the server unreachable for a moment, an executor lost)
+    is tried again, ``PROBE_ATTEMPTS`` times in all, then :class:`ConnectCheckFailed`.
+    """
     frame = spark.range(0, 1, 1, 1).mapInArrow(_probe_function(modules), _DDL)
-    try:
-        row = frame.collect()[0]
-    except Exception as exc:
-        message = incurable(str(exc), ["-"], 0, WHERE)
-        if message is None:
-            message = (
-                f"{WHERE} could not run a Python task ({one_line(str(exc))[:300]}): check the "
-                "server's Python (spark.pyspark.python / PYSPARK_PYTHON) and its log"
-            )
-        raise Incurable(message) from exc
+    for attempt in range(1, PROBE_ATTEMPTS + 1):
+        try:
+            row = frame.collect()[0]
+            break
+        except Exception as exc:
+            message = incurable(str(exc), ["-"], 0, WHERE)
+            if message is not None:
+                raise Incurable(message) from exc
+            if attempt == PROBE_ATTEMPTS:
+                raise ConnectCheckFailed(
+                    f"{WHERE} could not run the library's check job, {PROBE_ATTEMPTS} times "
+                    f"({one_line(str(exc))[:300]}); nothing was read or written: run again "
+                    "once the server answers, and look at its log if this goes on"
+                ) from exc
+            sleep(PROBE_WAIT * attempt)
     return ServerPython(**{name: str(row[name]) for name in ServerPython.__dataclass_fields__})
 
 

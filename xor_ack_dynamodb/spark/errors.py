@@ -136,6 +136,13 @@ class Incurable(SparkTrackingError):
         self.output_at_fault = output_at_fault
 
 
+class ConnectCheckFailed(SparkTrackingError):
+    """Over Spark Connect, the job that checks the server's workers can run the library
+    failed each time it was tried, for a reason that names nothing to install (the server
+    unreachable, an executor lost): nothing was read or written; run again once the server
+    answers.  The last error is the ``__cause__``."""
+
+
 class DynamoDBFailed(SparkTrackingError):
     """DynamoDB refused or did not answer a request of the run's driver (unreachable,
     throttled past botocore's retries, access denied, ...): the run stopped there.
@@ -275,6 +282,18 @@ class OutputDisplaced(SparkTrackingError):
     def __init__(self, message: str, previous: str) -> None:
         super().__init__(message)
         self.previous = previous
+
+
+class OutputWriteFailed(SparkTrackingError):
+    """The final write of the output failed after the rounds (a ``finish`` that fails on the
+    data, the storage refusing a file): nothing was written to the output, a former one is
+    kept as it was, and the staging folder is removed.  The acked inputs' rows are not in
+    any output: run the job again.  ``report``: the run's report; the error the
+    ``__cause__``."""
+
+    def __init__(self, message: str, report: object | None = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class RoundTimedOut(SparkTrackingError):

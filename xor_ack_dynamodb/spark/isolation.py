@@ -51,6 +51,13 @@ _IMPORT = re.compile(r"ImportError: ([^\n]+)")
 _NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*?error=(?:2|13),[^\n]*')
 _FAILED_TASK = re.compile(r"Task (\d+) in stage [\d.]+ failed")
 _VERSION = re.compile(r"PYTHON_VERSION_MISMATCH[^\n]*|Python in worker has different version[^\n]*")
+#: DynamoDB refusing the tasks' requests for good: their credentials, or the table where they
+#: look (throttles, 5xx and a network that fails for a while are replayed).
+_REFUSED = re.compile(
+    r"An error occurred \((AccessDeniedException|UnrecognizedClientException|"
+    r"InvalidSignatureException|MissingAuthenticationTokenException|ResourceNotFoundException)"
+    r"\) when calling the (\w+) operation:? ?([^\n]*)"
+)
 
 
 def one_line(text: str) -> str:
@@ -195,7 +202,8 @@ def incurable(job_error: str | None, outcomes: Sequence[str], acked: int, where:
 
 
 def _setup_problem(text: str, where: str) -> str | None:
-    """What a failed job's text says cannot heal: a module, a Python, a version."""
+    """What a failed job's text says cannot heal: a module, a Python, a version, DynamoDB
+    refusing the tasks' credentials or not finding the table where they look."""
     found = _MISSING.search(text)
     if found is not None:
         name = found.group(3).split(".")[0]
@@ -217,6 +225,15 @@ def _setup_problem(text: str, where: str) -> str | None:
         return (
             f"the Python on {where} is not the driver's version ({one_line(found.group(0))}): "
             "run the same Python minor version on both sides"
+        )
+    found = _REFUSED.search(text)
+    if found is not None:
+        code, operation, detail = found.groups()
+        said = f"{code} on {operation}" + (f": {one_line(detail)[:300]}" if detail else "")
+        return (
+            f"DynamoDB refuses the tasks' requests on {where} ({said}): give the credentials "
+            "the tasks run with there the chains table's policy (infra/table.yaml), and the "
+            "table's region and endpoint"
         )
     found = _IMPORT.search(text)
     if found is not None:

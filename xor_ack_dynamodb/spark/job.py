@@ -36,13 +36,13 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ..errors import CreateManyFailed, TagExists
+from ..errors import CreateManyFailed, TagExists, XorAckError
 from ..lifecycle import Acked, Failed
 from . import declared, output, stages
 from .chain_batches import RoundChains, Unanswered, said_of
 from .check import committed_sums
-from .commit import Counts
-from .errors import DynamoDBFailed, Incurable, RoundTimedOut, RunIdInUse
+from .commit import Counts, Written
+from .errors import DynamoDBFailed, Incurable, OutputWriteFailed, RoundTimedOut, RunIdInUse
 from .files import is_connect
 from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, output_at_fault, returned, task_of
@@ -124,7 +124,7 @@ class TrackedJob:
             counts = Counts(inputs, inputs - self.report.failed_count)
             if spec.marks is not None:
                 spec.marks.before_commit(self.report)
-            written = self.target.commit(rows, counts, self.run_id)
+            written = self._commit(rows, counts)
             self.report.output_state = written
             self.committed = written != "kept"
             if spec.marks is not None and self.committed:
@@ -143,6 +143,26 @@ class TrackedJob:
         self.report.seconds["total"] = round(time.monotonic() - started, 3)
         self.report.finish()
         return self.report
+
+    def _commit(self, rows: Any, counts: Counts) -> Written:
+        """The target's commit, its Spark jobs under the run's tag: a Ctrl-C cancels them and
+        waits for them to end, so nothing writes beside the output after the cleanup.  A
+        write that fails is ``OutputWriteFailed``; the library's own refusals stay as they
+        are."""
+        written: list[Written] = []
+        error = self.jobs.run(
+            lambda: written.append(self.target.commit(rows, counts, self.run_id)), None
+        )
+        if error is None:
+            return written[0]
+        if isinstance(error, XorAckError) or not isinstance(error, Exception):
+            raise error  # a refusal of the commit's own rules, or a Ctrl-C in the commit
+        raise OutputWriteFailed(
+            f"the output could not be written ({output.said(error)}); nothing was written to "
+            "it (a former output, or table, is as it was): fix what the error names and run "
+            "the job again (its inputs are processed again)",
+            self.report,
+        ) from error
 
     def _page(self, page: Page) -> None:
         """A page's rounds until every input ended; its acked pairs to the ledger."""
@@ -298,7 +318,11 @@ class TrackedJob:
         where = "the Spark Connect server's workers" if self.connect else "the workers"
         said = [outcome for outcome, _ in outcomes]
         text = None if error is None else str(error)
-        message = incurable(text, said, said.count("acked"), where)
+        # What every input returned is the function's fault only if a page's first round
+        # shows it in two inputs or more: one input's own failure (alone in its replay, or
+        # in a page of one) fails that input alone.
+        judged = text is not None or (round_ == 1 and len(said) > 1)
+        message = incurable(text, said, said.count("acked"), where) if judged else None
         if message is not None and self._stopped is None:
             self._output_at_fault = text is None and output_at_fault(said)
         still: list[int] = []
