@@ -41,6 +41,22 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[
             yield from _commands(command, (*path, name))
 
 
+def plain_table(client: Any, key: str, prefix: str = "users", **extra: Any) -> str:
+    """A table made by hand (not by the tooling), keyed ``key`` (S), on demand and ACTIVE."""
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )
+    client.get_waiter("table_exists").wait(
+        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    return name
+
+
 def assert_user_error(result: Result, starts: str) -> None:
     """Exit 1, one `error: ...` line on stderr, no traceback."""
     assert result.exit_code == 1, result.output
@@ -320,20 +336,13 @@ def test_local_start_with_a_kept_table_says_what_it_lacks(
     names each part it lacks, as `table create` does; it used to print "TTL on expires_at"
     for a table whose TTL was off."""
     data = str(tmp_path / "data")
-    table = _table()
     start = ("local", "start", "--backend", "dynamodb-local", "--data-dir", data)
     first = run(*start)
     assert first.exit_code == 0, first.output
     endpoint = first.stdout.strip().split("=", 1)[1]
     try:
         client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
-        client.create_table(
-            TableName=table,
-            AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1})
+        table = plain_table(client, "tagID", prefix="cli")  # as an earlier release made it
         chain = {"tagID": {"S": "job-1"}, "stamp": {"B": b"\x01\x02"}, "version": {"N": "1"}}
         client.put_item(TableName=table, Item=chain)  # how it shows it is a chains table
     finally:

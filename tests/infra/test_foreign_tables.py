@@ -13,7 +13,7 @@ import pytest
 from xor_ack_dynamodb.dynamodb.upgrade import upgrade_table
 from xor_ack_dynamodb.table import NotAChainsTable, TableSpec, create_table, delete_table
 
-from .test_cli import assert_user_error, run
+from .test_cli import assert_user_error, plain_table, run
 
 
 @pytest.fixture(params=["moto", "ddblocal"])
@@ -29,17 +29,7 @@ def _client(endpoint: str) -> Any:
 
 def users_table(client: Any, **extra: Any) -> str:
     """A user's table, key `id` (S), with one item: nothing the project made."""
-    name = f"users-{uuid.uuid4().hex[:10]}"
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-        **extra,
-    )
-    client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
-    )
+    name = plain_table(client, "id", **extra)
     client.put_item(TableName=name, Item={"id": {"S": "ada"}, "expires_at": {"N": "1"}})
     return name
 
@@ -197,13 +187,7 @@ def test_chain_delete_leaves_another_programs_item_alone(ddb_local_endpoint: str
     `chain show` refuses it, saying the remedy in the commands' words; `chain delete`
     refuses it too (NotAChain) and the item stays.  It used to be deleted."""
     client = _client(ddb_local_endpoint)
-    name = f"users-{uuid.uuid4().hex[:10]}"
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    name = plain_table(client, "tagID")
     theirs = {"tagID": {"S": "ada"}, "name": {"S": "Ada Lovelace"}}
     client.put_item(TableName=name, Item=theirs)
     try:
