@@ -2,7 +2,7 @@
 
 Against the scripted peer: another generation found by the read is not written;
 one that replaced the chain between the read and the write is refused by the
-write's own condition.  Without ``chain_id``, ``fail`` is as before.
+write's own condition.  Without ``chain_id``, the generation ``fail`` read is the one.
 """
 
 from __future__ import annotations
@@ -57,14 +57,25 @@ def test_its_own_generation_is_failed() -> None:
     assert ran.result.failed and ran.result.reason == "dead-letter"
 
 
-def test_without_a_generation_any_live_chain_is_failed_as_before() -> None:
+def test_without_a_generation_the_one_read_is_failed_and_no_other() -> None:
+    """Without ``chain_id`` the live chain read is failed, its write conditioned on that
+    generation: a chain created under the tag since (after a re-sent fail's first send
+    landed, say) is not failed by it; that call says TagNotFound."""
     closed = item(ROOT, version=2, chain_id=OTHER_CHAIN, reason="failed")
     ran = drive(
         chains().fail(TAG),
         [("get_item", got(REPLAYED)), ("update_item", {"Attributes": closed})],
     )
     assert ran.result.failed
-    assert ":c" not in ran.calls[1].params["ExpressionAttributeValues"]
+    assert ran.calls[1].params["ExpressionAttributeValues"][":c"] == {"B": OTHER_CHAIN}
+    again = Ran()
+    with pytest.raises(TagNotFound):
+        drive(
+            chains().fail(TAG),
+            [("get_item", got(LIVE)), ("update_item", condition_failed(REPLAYED))],
+            again,
+        )
+    assert again.ops == ["get_item", "update_item"]  # the new generation is not written
 
 
 @pytest.mark.parametrize("bad", ["abc", b"", 7])

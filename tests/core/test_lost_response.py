@@ -352,3 +352,82 @@ async def test_a_delete_racing_a_create_over_its_tombstone_returns_and_leaves_it
     other.delete("done")
     with pytest.raises(TagNotFound):  # nothing under the tag: still TagNotFound
         other.delete("done")
+
+
+async def test_a_re_sent_create_does_not_reopen_its_own_chain_completed_meanwhile(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """botocore re-sends a create whose response was lost.  If the chain it created was
+    completed (or failed) in between, the create's condition lets a closed chain be
+    replaced, so the re-send writes the chain again, live, at its first stamp: finished
+    work is reported unfinished forever (and a failed chain comes back to life)."""
+    import boto3
+
+    from xor_ack_dynamodb import SyncXorAckDynamoDB
+
+    from .lossy_proxy import LossyProxy
+
+    endpoint, spec = local
+    root = new_stamp()
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"),
+        table=spec.name,
+    )
+    left = [1]
+
+    def lose_and_complete(target: str, body: bytes) -> bool:
+        if target != "UpdateItem" or not left[0]:
+            return False
+        left[0] -= 1
+        # The create landed upstream; before its re-send, a worker completes the chain.
+        assert other.stamp("file", root).acked
+        return True  # the creator never hears of the first send
+
+    with LossyProxy(endpoint, lose_and_complete) as proxy:
+        async with open_client(kind, proxy.endpoint_url, spec.name) as ack:
+            await ack.create("file", root)
+            assert proxy.dropped == ["UpdateItem"]
+    state = other.get("file")
+    assert state is not None
+    assert state.acked, f"the completed chain was re-opened by the create's re-send: {state}"
+
+
+async def test_a_re_sent_fail_leaves_a_chain_created_since_alone(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """fail() reads the chain first, but its write is conditioned on that generation only
+    when the caller passes chain_id.  Its first send lands, the answer is lost, the input
+    is replayed under the same tag (create over the failed tombstone, as docs/api.md
+    advises), and botocore's re-send of the fail then fails the *new* chain."""
+    import boto3
+
+    from xor_ack_dynamodb import SyncXorAckDynamoDB
+
+    from .lossy_proxy import LossyProxy
+
+    endpoint, spec = local
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"),
+        table=spec.name,
+    )
+    other.create("file", new_stamp())
+    replayed = new_stamp()
+    left = [1]
+
+    def lose_and_replay(target: str, body: bytes) -> bool:
+        if target != "UpdateItem" or not left[0]:
+            return False
+        left[0] -= 1
+        other.create("file", replayed)  # the fail landed; the input is replayed at once
+        return True
+
+    with LossyProxy(endpoint, lose_and_replay) as proxy:
+        async with open_client(kind, proxy.endpoint_url, spec.name) as ack:
+            # the generation it read is gone (failed by its own first send, most likely):
+            # no live chain of it, and the one created since is not its to fail
+            with pytest.raises(TagNotFound):
+                await ack.fail("file", "bad input")
+            assert proxy.dropped == ["UpdateItem"]
+    state = other.get("file")
+    assert state is not None and state.stamp == replayed
+    assert state.live, f"the replayed chain was failed by the first one's re-sent fail: {state}"

@@ -992,3 +992,73 @@ def test_random_partitions_close_every_chain_at_its_last_stamp(
     finally:
         loop.run_until_complete(opened.__aexit__(None, None, None))
         loop.close()
+
+
+async def test_stamp_on_many_with_a_wrong_length_stamp_writes_nothing(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    endpoint, spec = local
+    root, a = new_stamp(), new_stamp()
+    async with open_client(kind, endpoint, spec.name) as ack:
+        await ack.create("job", xor(root, a))
+        read = await ack.get("job")
+        with pytest.raises(BufferLengthsUnequal):
+            await ack.stamp_on_many(read, [(a, "a"), (new_stamp(8), "b")])
+        # "Several (stamp, token) written on state in one write, or none of them":
+        # the refused call must have written nothing.
+        after = await ack.get("job")
+        assert after.version == read.version, "a refused stamp_on_many wrote part of its stamps"
+        assert after.stamp == read.stamp
+
+
+async def test_create_many_reports_an_unsettled_create_per_tag_not_as_the_whole_calls_error(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from xor_ack_dynamodb.errors import CreateManyFailed, TagExists, UnsettledWrite
+
+    from .hooks import Trigger, hooked_client, raising
+
+    endpoint, spec = local
+    lost = Trigger(raising(EndpointConnectionError(endpoint_url=endpoint)), times=0)
+    read_fails = Trigger(raising(EndpointConnectionError(endpoint_url=endpoint)), times=0)
+    async with hooked_client(
+        kind, endpoint, spec.name, before={"get_item": read_fails}, after={"update_item": lost}
+    ) as ack:
+        await ack.create("a", new_stamp())  # a live chain: "a" leaves the transaction
+        lost.arm()  # "b", then written alone: it lands, its answer is lost...
+        read_fails.arm(10)  # ...and the read that would settle it fails
+        with pytest.raises(CreateManyFailed) as failed:
+            await ack.create_many({"a": new_stamp(), "b": new_stamp()})
+        # Documented: CreateManyFailed with the created stamps and an error per tag.
+        assert isinstance(failed.value.errors["a"], TagExists)
+        assert isinstance(failed.value.errors["b"], UnsettledWrite)
+
+
+async def test_stamp_many_without_coalescing_reports_a_read_error_per_tag(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    from xor_ack_dynamodb.errors import StampManyFailed
+
+    from .hooks import client_error, hooked_client
+
+    endpoint, spec = local
+    ra, rb = new_stamp(), new_stamp()
+    async with open_client(kind, endpoint, spec.name) as setup:
+        await setup.create_many({"a": ra, "b": rb})
+
+    def refuse_b(params: dict[str, Any]) -> None:
+        if params["Key"]["tagID"]["S"] == "b":
+            raise client_error("GetItem", "ProvisionedThroughputExceededException")
+
+    async with hooked_client(
+        kind, endpoint, spec.name, before={"get_item": refuse_b}, coalesce=False
+    ) as ack:
+        # As with coalesce=True (the default): StampManyFailed, "a"'s landed state in
+        # .results, "b"'s error in .errors -- never the bare error of one chain, which
+        # hides that "a" landed (a caller retrying the call would apply "a" twice).
+        with pytest.raises(StampManyFailed) as failed:
+            await ack.stamp_many({"a": ra, "b": rb}, concurrency=1)
+        assert failed.value.results["a"].acked
+        assert "b" in failed.value.errors

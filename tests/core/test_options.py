@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import aioboto3
 import pytest
 
-from xor_ack_dynamodb import Stamp, XorAckDynamoDB
+from xor_ack_dynamodb import Stamp, XorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dynamodb._core.validate import MAX_TOKEN_WINDOW
 from xor_ack_dynamodb.errors import InvalidArgument, InvalidStamp
 from xor_ack_dynamodb.table import TableSpec
@@ -137,3 +138,37 @@ async def test_a_clock_or_key_no_chain_could_use_is_refused_at_construction(
     with pytest.raises(InvalidArgument, match=re.escape(says)):
         async with open_client(kind, endpoint, spec.name, **{option: value}):
             pass
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda ack: ack.create("t", new_stamp(), timeout=10**400), "InvalidTimeout"),
+        (lambda ack: ack.create("t", new_stamp(), idle_timeout=10**400), "InvalidTimeout"),
+        (lambda ack: ack.create("t", new_stamp(), ttl=10**400), "InvalidTTL"),
+        (lambda ack: ack.touch("t", timeout=10**400), "InvalidTimeout"),
+        (lambda ack: ack.wait("t", timeout=10**400), "InvalidWait"),
+    ],
+    ids=["create timeout", "create idle_timeout", "create ttl", "touch", "wait"],
+)
+async def test_an_int_too_big_for_a_float_is_refused_with_the_typed_error(
+    kind: str, local: tuple[str, TableSpec], call: Any, error: str
+) -> None:
+    from xor_ack_dynamodb import errors
+
+    endpoint, spec = local
+    async with open_client(kind, endpoint, spec.name) as ack:
+        with pytest.raises(getattr(errors, error)):
+            await call(ack)
+        assert ack.stats.writes == 0
+
+
+def test_tombstone_ttl_too_big_for_a_float_is_invalid_argument() -> None:
+    import boto3
+
+    from xor_ack_dynamodb import SyncXorAckDynamoDB
+    from xor_ack_dynamodb.errors import InvalidArgument
+
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:1")
+    with pytest.raises(InvalidArgument):
+        SyncXorAckDynamoDB(client, table="t", tombstone_ttl=10**400)

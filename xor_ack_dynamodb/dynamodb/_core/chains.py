@@ -28,7 +28,7 @@ from ...errors import (
 from ...stamps import Stamp, as_stamp
 from . import landing as D
 from . import told as T
-from .effects import Call, Effect, Entry, Outcome
+from .effects import ENTRY_ERRORS, Call, Effect, Entry, Outcome
 from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
 from .reads import applied_before, memory_decides
@@ -120,7 +120,10 @@ class SingleChain(Endings):
                     current = yield from self._after_failed_condition(tag, exc)
                 else:  # refused (raised as it is), or unknown: the item tells
                     current = yield from self._settle(tag, exc, "create")
-                proof = current is not None and token in current.tokens
+                # Its chain id (random, this attempt's own) or its token in the item: ours.
+                proof = current is not None and (
+                    current.chain_id == chain_id or token in current.tokens
+                )
                 verdict, step, _ = D.CREATE_SETTLED[(reply, proof)]
                 if verdict is Verdict.LANDED:
                     self.stats.resent_writes_recognised += 1
@@ -383,6 +386,9 @@ class SingleChain(Endings):
         so that they always go in one write.
         """
         entries = on_state_entries(check_state(state).tag, stamps, self.token_window)
+        if any(len(entry.stamp) != len(state.stamp) for entry in entries):
+            # one write or none: a stamp the chain cannot take refuses them all, unsent
+            return [BufferLengthsUnequal() for _ in entries]
         try:
             return (yield from self.stamp_batch(state.tag, entries, state, exact=True))
         except CorruptItem as exc:
@@ -392,6 +398,8 @@ class SingleChain(Endings):
         """One stamp written alone (``coalesce=False``): its outcome, its ``CorruptItem`` too."""
         try:
             (outcome,) = yield from self.stamp_batch(tag, [entry])
-        except CorruptItem as exc:
-            return exc  # this entry's own error, as a merged write gives it
+        except ENTRY_ERRORS as exc:
+            # this entry's own error, as a merged write gives it: the
+            # others of a stamp_many go on, and its StampManyFailed says which landed
+            return exc
         return outcome

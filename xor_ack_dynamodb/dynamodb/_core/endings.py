@@ -36,7 +36,10 @@ class Endings(Deadlines):
 
         ``chain_id``: fail only that generation (``ChainState.chain_id``); another one
         under the tag (re-created since it was read) counts as no chain, before the
-        write and in its condition: ``TagNotFound``, nothing written.
+        write and in its condition: ``TagNotFound``, nothing written.  Without it, the
+        generation this call reads is the one it fails: one created under the tag after
+        that read (after a re-sent fail's first send landed, say) is left alone
+        (``TagNotFound``).
 
         A chain that is already acked stays acked (its zero state wins over a late
         fail, as in Storm) and is returned.  One already failed stays as it is, and the
@@ -77,6 +80,10 @@ class Endings(Deadlines):
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1
             at = self._now()
+            # The write fails the generation read, and from now on the call means that one:
+            # a re-send whose first send landed must not fail a chain created since.
+            assert state is not None
+            chain_id = state.chain_id
             try:
                 response: UpdateItemOutputTypeDef = yield Call(
                     "update_item", self._fail_params(tag, reason, chain_id, at)

@@ -259,7 +259,7 @@ class Update:
         """The PartiQL ``INSERT`` that writes this update on an absent item, or None.
 
         Only for a write whose condition lets an absent item through
-        (``attribute_not_exists`` of the key in each term, alone or in an OR: a create): the item is
+        (an ``attribute_not_exists`` in each term, alone or in an OR: a create): the item is
         the key and the SET values.  ``INSERT`` is stricter than the condition: any
         item under the key refuses it (``DuplicateItem``), so it never overwrites
         one, where the ``UpdateItem`` would also replace a closed chain.
@@ -279,9 +279,9 @@ class Update:
     def _allows_absent(self) -> bool:
         """Does the condition hold for an absent item (``attribute_not_exists(key)``)?"""
 
-        def absent(term: Term) -> bool:
+        def absent(term: Term) -> bool:  # an absent item has no attribute at all
             if isinstance(term, Exists):
-                return not term.present and term.type is None and term.attribute == self.key_name
+                return not term.present and term.type is None
             return isinstance(term, AnyOf) and any(absent(t) for t in term.terms)
 
         return bool(self.condition) and all(absent(term) for term in self.condition)

@@ -78,10 +78,11 @@ class Chains(SingleChain):
         self, op: Callable[[dict[str, Any]], Op], piece: dict[str, Any]
     ) -> Generator[Effect, Any, dict[str, Outcome]]:
         """``op`` over one piece of a ``*_many`` call (:meth:`transactions`); a DynamoDB
-        error that escapes it (a read before any write) is the outcome of each item."""
+        error that escapes it (a read before any write), or a write of it that cannot be
+        settled, is the outcome of each item: the other pieces' outcomes are kept."""
         try:
             outcomes: dict[str, Outcome] = yield from op(piece)
-        except (ClientError, BotoCoreError) as exc:
+        except (AmbiguousWrite, ClientError, BotoCoreError) as exc:
             return dict.fromkeys(piece, exc)
         return outcomes
 
@@ -340,8 +341,8 @@ class Chains(SingleChain):
                 (tag,) = pending
                 try:
                     outcomes[tag] = yield from self.create(tag, values[tag], **checked)
-                except (TagExists, CorruptItem, ClientError, BotoCoreError) as exc:
-                    outcomes[tag] = exc
+                except (TagExists, CorruptItem, AmbiguousWrite, ClientError, BotoCoreError) as exc:
+                    outcomes[tag] = exc  # this chain's: the others' outcomes are kept
                 break
             attempt += 1
             now = self._now()

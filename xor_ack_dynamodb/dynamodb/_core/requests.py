@@ -118,9 +118,10 @@ class Requests:
         """
         ttl, idle_timeout = lifetime.get("ttl"), lifetime.get("idle_timeout")
         at = Value(":now", _n(now))
+        generation = Value(":c", {"B": chain_id})
         sets: list[tuple[str, Value]] = [
             (I.STAMP, Value(":s", {"B": bytes(value)})),
-            (I.CHAIN_ID, Value(":c", {"B": chain_id})),
+            (I.CHAIN_ID, generation),
             (I.VERSION, Value(":v", _n(1))),
             (I.TOKENS, Value(":t", {"B": token})),
             (I.CREATED_AT, at),
@@ -158,12 +159,15 @@ class Requests:
         # and what is there is a chain: another program's item under the key (none of a
         # chain's attributes) is not written over, whatever its expires_at or acked_at
         ours = AnyOf((Exists(self.partition_key, False), *(Exists(a) for a in I.CHAIN_ATTRIBUTES)))
+        # and not the chain this create made: botocore re-sending it after a lost answer
+        # must not write it again over what it became (acked, failed) in between
+        again = AnyOf((Exists(I.CHAIN_ID, False), Compare(I.CHAIN_ID, "<>", generation)))
         return Update(
             self.table,
             self._key(tag),
             set=tuple(sets),
             remove=tuple(remove),
-            condition=(free, ours),
+            condition=(free, ours, again),
         )
 
     @staticmethod

@@ -7,6 +7,7 @@ and how their outcomes come back to the caller (``collect_many``, ``unwrap``).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -24,6 +25,7 @@ from ...errors import (
     InvalidWait,
     StampManyFailed,
 )
+from ...errors._refusals import shown
 from ...stamps import Stamp, as_stamp
 from .. import item as I
 from ..retry import RetryPolicy
@@ -65,15 +67,12 @@ def _check_seconds(
     """None, or a finite number of seconds in (0, ``most``]; ``error`` otherwise."""
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0 < value <= most
-    ):
+    # The range first: it refuses nan and the infinities too, and compares an int too big
+    # for a float (where math.isfinite would raise a bare OverflowError).
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
         raise error(
             f"{name} must be a number of seconds above 0 and at most {most:.0f}{span},"
-            f" not {value!r}"
+            f" not {shown(value)}"
         )
     return float(value)
 
@@ -204,7 +203,12 @@ def first_deadline(lifetime: Lifetime) -> float | None:
 def check_wait(timeout: object, poll_interval: object) -> None:
     """Validate ``wait()``'s durations: a timeout >= 0 (inf allowed), a finite interval > 0."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        raise InvalidWait(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+        raise InvalidWait(f"timeout must be a number of seconds >= 0, not {shown(timeout)}")
+    if isinstance(timeout, int) and timeout > sys.float_info.max:
+        raise InvalidWait(
+            f"timeout must be a number of seconds a float can hold, not {shown(timeout)}: "
+            "pass math.inf to wait without end"
+        )
     if (
         isinstance(poll_interval, bool)
         or not isinstance(poll_interval, (int, float))
