@@ -12,13 +12,13 @@ from ..stamps import Stamp, xor
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
 from ._client_kind import check_client
+from ._core.client_options import check_count
 from ._core.effects import ClientStats, Entry, Op, Outcome
 from ._core.many import Chains
 from ._core.validate import (
     DEFAULT_TOKEN_WINDOW,
     DEFAULT_TOMBSTONE_TTL,
     Lifetime,
-    check_count,
     check_keywords,
     check_rows,
     check_state,

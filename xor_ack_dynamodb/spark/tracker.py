@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import errors
 from ..chain import ChainState
-from ..dynamodb._core.validate import check_count, check_name, check_token_window
+from ..dynamodb._core.client_options import check_count, check_name, check_token_window
 from ..dynamodb.aws import is_endpoint_url
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..dynamodb.sync import SyncXorAckDynamoDB

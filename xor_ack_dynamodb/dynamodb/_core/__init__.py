@@ -4,6 +4,7 @@ Private to the DynamoDB tracker; imports the vocabulary and the tracker's
 ``item``, ``aws``, ``_attempts`` and ``retry``.
 
 ``effects`` (what an operation yields), ``validate`` (inputs and limits),
+``client_options`` (a client's options, checked when it is made),
 ``expressions`` (a write as a structured value, rendered once), ``requests``
 (the parameters of the writes that start and stamp a chain), ``closing_writes``
 (those of the timeout, fail and delete writes), ``landing`` (landed / not landed, and the next step,

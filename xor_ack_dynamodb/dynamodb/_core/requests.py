@@ -18,6 +18,15 @@ from ...chain import ChainState, write_moment
 from ...stamps import Stamp
 from .. import item as I
 from ..retry import DEFAULT_RETRY, RetryPolicy
+from .client_options import (
+    check_clock,
+    check_count,
+    check_name,
+    check_partition_key,
+    check_retry,
+    check_token_window,
+    check_tombstone_ttl,
+)
 from .effects import ClientStats
 from .expressions import (
     AnyOf,
@@ -28,19 +37,7 @@ from .expressions import (
     Update,
     Value,
 )
-from .validate import (
-    DEFAULT_TOKEN_WINDOW,
-    DEFAULT_TOMBSTONE_TTL,
-    Lifetime,
-    check_clock,
-    check_count,
-    check_name,
-    check_partition_key,
-    check_retry,
-    check_token_window,
-    check_tombstone_ttl,
-    first_deadline,
-)
+from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, first_deadline
 
 
 def _n(number: float | int) -> AttributeValue:

@@ -27,8 +27,6 @@ from ...errors import (
 )
 from ...errors._refusals import shown
 from ...stamps import Stamp, as_stamp
-from .. import item as I
-from ..retry import RetryPolicy
 from .effects import Entry, Outcome
 
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItems
@@ -75,70 +73,6 @@ def _check_seconds(
             f" not {shown(value)}"
         )
     return float(value)
-
-
-def check_count(name: str, value: object, least: int) -> int:
-    """An option that counts something (``concurrency``, ``cache_size``, ...): an int
-    (not a bool) >= ``least``; ``InvalidArgument`` naming it otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InvalidArgument(f"{name} must be an int >= {least}, not {value!r}")
-    return value
-
-
-def check_token_window(value: object) -> int:
-    """A client's ``token_window``: 2 to ``MAX_TOKEN_WINDOW``; more, and no chain fits one item."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_TOKEN_WINDOW:
-        raise InvalidArgument(
-            f"token_window must be an int from 2 to {MAX_TOKEN_WINDOW} (a chain's item holds"
-            f" that many 8-byte tokens within DynamoDB's {MAX_ITEM_BYTES} bytes), not {value!r}"
-        )
-    return value
-
-
-def check_retry(retry: object) -> RetryPolicy | None:
-    """A client's ``retry``: a ``RetryPolicy`` or None; ``InvalidArgument`` otherwise."""
-    if retry is not None and not isinstance(retry, RetryPolicy):
-        raise InvalidArgument(f"retry must be a RetryPolicy or None, not {retry!r}")
-    return retry
-
-
-def check_name(name: str, value: object) -> str:
-    """A client's ``table`` or ``partition_key``: a non-empty ``str``; ``InvalidArgument``."""
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"{name} must be a non-empty str (a DynamoDB name), not {value!r}")
-    return value
-
-
-def check_partition_key(value: object) -> str:
-    """A client's ``partition_key``: a name (``check_name``) that no attribute of the chain's
-    item has (DynamoDB would refuse each write setting its key); ``InvalidArgument``."""
-    key = check_name("partition_key", value)
-    if key in I.ATTRIBUTES:
-        raise InvalidArgument(
-            f"partition_key cannot be {key!r}: the chain item uses that attribute; name the "
-            f"chains table's partition key (the default is {I.DEFAULT_PARTITION_KEY!r})"
-        )
-    return key
-
-
-def check_clock(value: object) -> Callable[[], float]:
-    """A client's ``clock``: a function of no argument giving epoch seconds; ``InvalidArgument``."""
-    if not callable(value):
-        raise InvalidArgument(
-            f"clock must be a function giving the time in epoch seconds (time.time), not {value!r}"
-        )
-    return value
-
-
-def check_tombstone_ttl(value: object) -> float:
-    """``tombstone_ttl``: a finite number of seconds above 0 and at most ``MAX_TTL``: every
-    acked or failed chain's ``expires_at`` is now + it (``InvalidArgument`` otherwise)."""
-    checked = _check_seconds("tombstone_ttl", value, MAX_TTL, InvalidArgument, "")
-    if checked is None:  # every closed chain gets one: None is no answer here
-        raise InvalidArgument(
-            f"tombstone_ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not None"
-        )
-    return checked
 
 
 def check_ttl(ttl: object) -> float | None:
