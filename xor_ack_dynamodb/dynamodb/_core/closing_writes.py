@@ -12,7 +12,7 @@ from typing import Any
 from ...chain import ChainState
 from .. import item as I
 from .expressions import AnyOf, AttributeValue, Compare, Delete, Exists, Not, Term, Update, Value
-from .requests import Requests, _n
+from .requests import CHAIN_THERE, Requests, _n
 
 
 class ClosingWrites(Requests):
@@ -62,18 +62,11 @@ class ClosingWrites(Requests):
         (I.REASON, "S", False),
     )
 
-    def _fail_params(
-        self, tag: str, reason: str, chain_id: bytes | None = None, at: float | None = None
-    ) -> dict[str, Any]:
-        """The write that closes a live chain as failed, refused by a closed or damaged item.
-
-        ``chain_id``: refused too by another generation of the chain (a re-created tag).
-        ``at``: its ``failed_at`` (default: now), with the reason the proof of a re-send.
+    def _fail_params(self, tag: str, reason: str, chain_id: bytes, at: float) -> dict[str, Any]:
+        """The write that closes a live chain as failed, refused by a closed or damaged item
+        and by another generation than ``chain_id`` (a re-created tag).  ``at``: its
+        ``failed_at``, with the reason the proof of a re-send.
         """
-        generation: tuple[Term, ...] = ()
-        if chain_id is not None:
-            generation = (Compare(I.CHAIN_ID, "=", Value(":c", {"B": chain_id})),)
-        at = self._now() if at is None else at
         now = Value(":now", _n(at))
         kinds = {kind: Value(f":type{kind}", {"S": kind}) for kind in ("B", "N", "S")}
         types: list[Term] = [
@@ -102,7 +95,7 @@ class ClosingWrites(Requests):
                 AnyOf((Exists(I.DEADLINE, False), Compare(I.DEADLINE, ">", now))),
                 Compare(I.STAMP, ">", Value(":zero", _n(0)), size=True),
                 *types,
-                *generation,
+                Compare(I.CHAIN_ID, "=", Value(":c", {"B": chain_id})),
             ),
             return_values="ALL_NEW",
         ).request()
@@ -120,8 +113,8 @@ class ClosingWrites(Requests):
             "ExpressionAttributeNames": {"#k": self.partition_key, **names},
         }
 
-    @classmethod
-    def _is_chain(cls, item: dict[str, Any]) -> bool:
+    @staticmethod
+    def _is_chain(item: dict[str, Any]) -> bool:
         """Does the item hold one of a chain's attributes (a chain, maybe a damaged one)?"""
         return any(a in item for a in I.CHAIN_ATTRIBUTES)
 
@@ -147,9 +140,8 @@ class ClosingWrites(Requests):
             if generation is None
             else Compare(I.CHAIN_ID, "=", Value(":c", generation))
         )
-        chain = AnyOf(tuple(Exists(a) for a in I.CHAIN_ATTRIBUTES))
         return Delete(
             self.table,
             self._key(tag),
-            condition=(Exists(self.partition_key), not_expired, same, chain),
+            condition=(Exists(self.partition_key), not_expired, same, AnyOf(CHAIN_THERE)),
         ).request()

@@ -39,6 +39,10 @@ from .expressions import (
 )
 from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, first_deadline
 
+#: "One of a chain's attributes is there": an item without any is another program's, which
+#: no write of this package changes or deletes (``AnyOf`` these, in a condition).
+CHAIN_THERE: tuple[Term, ...] = tuple(Exists(a) for a in I.CHAIN_ATTRIBUTES)
+
 
 def _n(number: float | int) -> AttributeValue:
     return {"N": str(number)}
@@ -155,7 +159,7 @@ class Requests:
         )
         # and what is there is a chain: another program's item under the key (none of a
         # chain's attributes) is not written over, whatever its expires_at or acked_at
-        ours = AnyOf((Exists(self.partition_key, False), *(Exists(a) for a in I.CHAIN_ATTRIBUTES)))
+        ours = AnyOf((Exists(self.partition_key, False), *CHAIN_THERE))
         # and not the chain this create made: botocore re-sending it after a lost answer
         # must not write it again over what it became (acked, failed) in between
         again = AnyOf((Exists(I.CHAIN_ID, False), Compare(I.CHAIN_ID, "<>", generation)))
