@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import CreateManyFailed, TagExists, XorAckError
 from ..lifecycle import Acked, Failed
-from . import declared, output, stages
+from . import declared, output
 from .chain_batches import RoundChains, Unanswered, said_of
 from .check import committed_sums
 from .commit import Counts, Written
@@ -50,15 +50,14 @@ from .job_spec import JobSpec
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
 from .ledger import AckedLedger, refuse_reserved, rows_dir
-from .paging import Page, ahead, key_of, pages, sorted_keys
+from .paging import Page, ahead, pages, sorted_keys
 from .plan import file_tag
 from .report import InputResult, TrackedReport
-from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, STAGED_PARQUET, TAG, RoundSpec
+from .round_plan import arrow_schema, markers, produced_rows, source_columns
+from .stages import STAGED_DDL, STAGED_PARQUET, RoundSpec
 from .table_check import check_table
 from .targets import target_for
 from .tracker import chains_for
-
-KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
 
 
 class TrackedJob:
@@ -252,8 +251,8 @@ class TrackedJob:
             round=round_,
             process=self.spec.process,
             columns=self.columns,
-            schema=_arrow_schema(self.out_struct),
-            source_columns=self._source_columns(),
+            schema=arrow_schema(self.out_struct),
+            source_columns=source_columns(self.spec),
             tracker=self.spec.tracker,
             faults=self.spec.faults,
             transit_tasks=self.spec.partitions or 1,
@@ -274,14 +273,15 @@ class TrackedJob:
                 following = self._following
                 keys_ahead = [file_tag(self.run_id, key, 1) for key in following.keys]
                 self.chains.create_ahead((following.number, 1), keys_ahead)
-        keys_df = self.spark.createDataFrame(
-            [(k, i, tag, created.get(tag)) for k, i, tag in zip(keys, pending, tags, strict=True)],
-            KEYS_DDL,
-        )
+        keys_df = markers(self.spark, keys, pending, tags, created)
         staged = rows_dir(self.rows_root, round_, page.number)
         t = time.monotonic()
         error = self.jobs.run(
-            lambda: self._produce(spec, keys_df).write.options(**STAGED_PARQUET).parquet(staged),
+            lambda: (
+                produced_rows(self.spec, spec, keys_df, self._tasks(spec))
+                .write.options(**STAGED_PARQUET)
+                .parquet(staged)
+            ),
             deadline,
         )
         summary.add_seconds("produce", time.monotonic() - t)
@@ -356,35 +356,6 @@ class TrackedJob:
             raise Incurable(self._stopped, self.report, output_at_fault=self._output_at_fault)
         return still
 
-    def _source_columns(self) -> tuple[str, ...]:
-        if self.spec.source is None:
-            return ()
-        return tuple(c for c in self.spec.source.columns if c != self.spec.key)
-
-    def _produce(self, spec: RoundSpec, keys_df: Any) -> Any:
-        from pyspark.sql import functions as F
-
-        markers = keys_df.withColumn(MARKER, F.lit(True))
-        if self.spec.source is None:
-            grouped = markers
-        else:
-            assert self.spec.key is not None  # a source comes with its key column
-            rows = (
-                self.spec.source.withColumn(INPUT, key_of(self.spec.key))
-                .drop(self.spec.key)
-                .join(F.broadcast(keys_df.drop(CREATED)), INPUT)
-                .withColumn(MARKER, F.lit(False))
-            )
-            grouped = rows.unionByName(markers, allowMissingColumns=True)
-        out_ddl = f"{self.spec.schema}, {STAGED_DDL}"
-        # Each input's rows in one task, one input after the other (``stages.produce``).
-        grouped = grouped.repartition(self._tasks(spec), ID).sortWithinPartitions(ID)
-        produced = grouped.mapInArrow(lambda batches: stages.produce(spec, batches), out_ddl)
-        moved = produced.repartition(self.spec.partitions) if self.spec.partitions else produced
-        if not spec.faults.enabled:
-            return moved  # the shuffle and the write stay in the JVM: no Python task
-        return moved.mapInArrow(lambda it: stages.transit(spec, it), out_ddl)
-
     def _check(self, rows_dir: str) -> dict[int, int]:
         """Per input of the round, the sum of its committed rows' hashes (``check``)."""
         staged_ddl = f"{self.spec.schema}, {STAGED_DDL}"
@@ -400,9 +371,3 @@ class TrackedJob:
     def _tell(self, event: Acked | Failed) -> None:
         if self.spec.on_event is not None:
             self.spec.on_event(event)
-
-
-def _arrow_schema(struct: Any) -> Any:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(struct)
