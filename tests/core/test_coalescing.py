@@ -13,8 +13,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
-from xor_ack_dynamodb.dynamodb._core.chains import plan_batch
 from xor_ack_dynamodb.dynamodb._core.effects import Entry
+from xor_ack_dynamodb.dynamodb._core.merged import plan_batch
 from xor_ack_dynamodb.errors import (
     AmbiguousWrite,
     BufferLengthsUnequal,

@@ -431,3 +431,37 @@ async def test_a_re_sent_fail_leaves_a_chain_created_since_alone(
     state = other.get("file")
     assert state is not None and state.stamp == replayed
     assert state.live, f"the replayed chain was failed by the first one's re-sent fail: {state}"
+
+
+async def test_a_re_sent_create_transaction_is_ours_by_its_chain_ids_past_the_window(
+    kind: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """A transaction of creates lands, its response is lost, and more stamps than the
+    token window land on one of its chains before botocore's re-send: the create's
+    token is gone from that chain, but its chain id (this attempt's own) is there.
+    The chain is ours, created: not ``TagExists`` (someone else's live chain)."""
+    window = 4
+    roots = {"a": new_stamp(), "b": new_stamp()}
+    other = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1"),
+        table=ddb_table.name,
+        token_window=window,
+    )
+    lost: list[str] = []
+
+    def rule(target: str, body: bytes) -> bool:
+        if target != "TransactWriteItems":
+            return False
+        if not lost:  # landed: push the create's token out of the window
+            for _ in range(window + 2):
+                other.stamp("a", new_stamp())
+        lost.append(target)
+        return True  # every answer lost: botocore gives up, the client reads the items
+
+    with LossyProxy(ddb_local_endpoint, rule) as proxy:
+        async with open_client(
+            kind, proxy.endpoint_url, ddb_table.name, token_window=window
+        ) as ack:
+            created = await ack.create_many(roots)
+            assert created == roots
+            assert set(proxy.dropped) == {"TransactWriteItems"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -31,7 +31,8 @@ from . import told as T
 from .effects import ENTRY_ERRORS, Call, Effect, Entry, Outcome
 from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
-from .reads import applied_before, memory_decides
+from .merged import copy_error, plan_batch
+from .reads import applied_before, created_here, memory_decides
 from .validate import (
     Lifetime,
     check_deadline,
@@ -40,49 +41,6 @@ from .validate import (
     check_tag,
     on_state_entries,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-def copy_error(error: Exception, cause: BaseException, tag: str | None = None) -> Exception:
-    """One error per caller (tracebacks of a shared instance would pile up across tasks);
-    ``tag``: the caller's, where one error stands for several chains."""
-    if isinstance(error, AmbiguousWrite):  # or UnsettledWrite, caused by its failed read
-        copy: Exception = type(error)(tag or error.tag, error.window)
-        cause = error.__cause__ or cause
-    elif isinstance(error, StaleLocalData):
-        copy = StaleLocalData(error.tag, error.attempts)
-    elif isinstance(error, ChainTimedOut):
-        copy = ChainTimedOut(
-            error.tag,
-            deadline=error.deadline,
-            failed_by_this_call=error.failed_by_this_call,
-            state=error.state,
-        )
-    else:
-        return error
-    copy.__cause__ = cause
-    return copy
-
-
-def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:
-    """Apply ``entries`` in order to ``state`` as one write would.
-
-    Returns the state each entry would have seen had it been applied alone and
-    in order, the state to write, and how many entries go into the write: the
-    first prefix that reaches zero completes the chain, so the entries after it
-    are left out (they would have stamped a completed chain).
-    """
-    size = len(state)
-    acc = int.from_bytes(state, "big")
-    seen: list[Stamp] = []
-    for entry in entries:
-        acc ^= int.from_bytes(entry.stamp, "big")
-        seen.append(Stamp(acc.to_bytes(size, "big")))
-        if acc == 0:
-            break
-    return seen, seen[-1] if seen else state, len(seen)
 
 
 class SingleChain(Endings):
@@ -120,10 +78,7 @@ class SingleChain(Endings):
                     current = yield from self._after_failed_condition(tag, exc)
                 else:  # refused (raised as it is), or unknown: the item tells
                     current = yield from self._settle(tag, exc, "create")
-                # Its chain id (random, this attempt's own) or its token in the item: ours.
-                proof = current is not None and (
-                    current.chain_id == chain_id or token in current.tokens
-                )
+                proof = created_here(current, chain_id, token)
                 verdict, step, _ = D.CREATE_SETTLED[(reply, proof)]
                 if verdict is Verdict.LANDED:
                     self.stats.resent_writes_recognised += 1

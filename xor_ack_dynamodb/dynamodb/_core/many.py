@@ -1,14 +1,14 @@
 """The operations on many chains per request: transactions of stamps and of creates.
 
 ``Chains`` is the whole core of one table: ``SingleChain``'s operations and these.
-A cancelled transaction is read per item through ``cancellation.CANCELLED_ITEM``, and
-what goes out next is ``cancellation.AFTER_CANCEL``'s.
+How a transaction is sent and read after a failure is ``transactions``'; what goes out
+after a cancellation is ``cancellation.AFTER_CANCEL``'s.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,26 +22,20 @@ from ...errors import (
     StaleLocalData,
     TagExists,
     TagNotFound,
-    TransactionItemRejected,
-    UnsettledWrite,
 )
-from ...stamps import Stamp
-from ..aws import cancellation_code, error_code
+from ..aws import error_code
 from . import cancellation as C
 from . import landing as D
 from . import told as T
-from .cancellation import Source
-from .chains import SingleChain, copy_error, plan_batch
-from .effects import Call, CancelReport, Effect, Entry, Op, Outcome
+from .effects import Effect, Entry, Outcome
 from .landing import TRANSACTION_CANCELED, Status, Step
-from .reads import applied_before, memory_decides
+from .merged import plan_batch
+from .reads import applied_before, created_here, memory_decides
+from .transactions import Transactions
 from .validate import (
-    MAX_TRANSACTION_BYTES,
     MAX_TRANSACTION_ITEMS,
     Lifetime,
-    chunked,
     create_entries,
-    transaction_bytes,
 )
 
 
@@ -55,87 +49,12 @@ def _moved(before: ChainState | None, now: ChainState | None) -> bool:
     )
 
 
-class Chains(SingleChain):
+class Chains(Transactions):
     """Decision logic for one table; both clients drive its generators.
 
     Holds the configuration, a bounded cache of the last state seen per tag
     (so an uncontended stamp costs one request), and the statistics.
     """
-
-    def transactions(self, items: Mapping[str, Stamp | Entry]) -> list[dict[str, Any]]:
-        """``items`` (stamps or entries by tag) in pieces that fit one transaction each.
-
-        At most 100 chains and, by :func:`transaction_bytes`, 4 MiB per piece.
-        """
-        return chunked(
-            items,
-            MAX_TRANSACTION_ITEMS,
-            lambda tag, value: transaction_bytes(tag, value, self.token_window),
-            MAX_TRANSACTION_BYTES,
-        )
-
-    def piece(
-        self, op: Callable[[dict[str, Any]], Op], piece: dict[str, Any]
-    ) -> Generator[Effect, Any, dict[str, Outcome]]:
-        """``op`` over one piece of a ``*_many`` call (:meth:`transactions`); a DynamoDB
-        error that escapes it (a read before any write), or a write of it that cannot be
-        settled, is the outcome of each item: the other pieces' outcomes are kept."""
-        try:
-            outcomes: dict[str, Outcome] = yield from op(piece)
-        except (AmbiguousWrite, ClientError, BotoCoreError) as exc:
-            return dict.fromkeys(piece, exc)
-        return outcomes
-
-    def _transact(
-        self, params: Sequence[dict[str, Any]]
-    ) -> Generator[Effect, Any, ClientError | BotoCoreError | None]:
-        """Send Update actions as one transaction: the error, or None when it went through."""
-        self.stats.requests["TransactWriteItems"] += 1
-        self.stats.writes += len(params)
-        try:
-            yield Call("transact_write_items", {"TransactItems": [{"Update": p} for p in params]})
-        except (ClientError, BotoCoreError) as exc:
-            return exc
-        return None
-
-    def _after_cancel(
-        self, tags: Sequence[str], cancelled: ClientError
-    ) -> Generator[Effect, Any, CancelReport]:
-        """What a cancelled transaction tells of each item: its state now, or an error.
-
-        Returns (fresh states of the items whose condition failed, the items that
-        met another writer, errors of items that cannot be written at all, caused
-        by ``cancelled``).  Items the server gave no ``Item`` for are read
-        (BatchGetItem), all of them when it gave no reasons that fit the items.
-        """
-        fresh: dict[str, ChainState | None] = {}
-        to_read: list[str] = []
-        errors: dict[str, Exception] = {}
-        contended: set[str] = set()
-        for tag, reason in zip(tags, C.item_reasons(tags, cancelled), strict=True):
-            _, raced, source, refusal = C.CANCELLED_ITEM[C.cancelled_of(reason)]
-            if raced:
-                contended.add(tag)
-            if source is Source.READ:
-                to_read.append(tag)
-            elif source is Source.GIVEN:
-                assert reason is not None
-                try:
-                    fresh[tag] = self._decode(reason.get("Item"), tag=tag)
-                except CorruptItem as damaged:
-                    errors[tag] = damaged
-                    continue
-                self.remember(fresh[tag], tag)
-            if refusal is TransactionItemRejected:
-                assert reason is not None
-                code = cancellation_code(reason)
-                errors[tag] = TransactionItemRejected(tag, code, reason.get("Message", ""))
-                errors[tag].__cause__ = cancelled
-        if to_read:
-            states, corrupt = yield from self._read_many(to_read)
-            fresh.update(states)
-            errors.update(corrupt)
-        return fresh, contended, errors
 
     def stamp_transact(
         self, entries: Mapping[str, Entry]
@@ -255,22 +174,6 @@ class Chains(SingleChain):
                 break
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
 
-    def _read_back(
-        self, tags: Sequence[str], error: ClientError | BotoCoreError, outcomes: dict[str, Outcome]
-    ) -> Generator[Effect, Any, dict[str, ChainState | None] | None]:
-        """Every item of a transaction that failed without a cancellation, read back.
-
-        None when the error is proven not landed (each item's outcome) or the read fails
-        (each item's ``UnsettledWrite``).  An item it cannot read gets its ``CorruptItem``.
-        """
-        try:
-            current, corrupt = yield from self._settle_many(tags, error)
-        except (ClientError, BotoCoreError, UnsettledWrite) as failure:
-            outcomes.update({tag: copy_error(failure, error, tag) for tag in tags})
-            return None
-        outcomes.update(corrupt)
-        return current
-
     def _late(self, tag: str, entry: Entry, state: ChainState) -> Generator[Effect, Any, Outcome]:
         """A chain of the transaction is overdue: fail it ("timeout"), its outcome the error.
 
@@ -351,14 +254,14 @@ class Chains(SingleChain):
                 token = secrets.token_bytes(WRITE_TOKEN_BYTES)
                 chain_id = secrets.token_bytes(8)
                 update = self._create_update(tag, values[tag], checked, now, token, chain_id)
-                writes.append((tag, token, update.request()))
-            error = yield from self._transact([params for _, _, params in writes])
+                writes.append((tag, token, chain_id, update.request()))
+            error = yield from self._transact([params for _, _, _, params in writes])
             if error is None:
-                for tag, token, params in writes:
+                for tag, token, _, params in writes:
                     self.remember(self._created_state(tag, values[tag], params, now, token), tag)
                     outcomes[tag] = values[tag]
                 break
-            tags = [tag for tag, _, _ in writes]
+            tags = [tag for tag, _, _, _ in writes]
             cancelled = error_code(error) == TRANSACTION_CANCELED
             contended: set[str] = set(tags)
             if cancelled:
@@ -374,12 +277,13 @@ class Chains(SingleChain):
             # the transaction's fate unknown (settled by reading every item).
             reply = D.Reply.CONDITION_FAILED if cancelled else D.Reply.UNKNOWN
             refused = 0  # items that left it: a live chain holds the tag, or rejected
-            for tag, token, _ in writes:
+            for tag, token, chain_id, _ in writes:
                 state = current.get(tag)
                 if tag in outcomes or state is None:
                     refused += tag in outcomes
                     continue
-                verdict, _, _ = D.CREATE_SETTLED[(reply, token in state.tokens)]
+                proof = created_here(state, chain_id, token)
+                verdict, _, _ = D.CREATE_SETTLED[(reply, proof)]
                 if verdict is D.Verdict.LANDED:
                     self.stats.resent_writes_recognised += 1
                     outcomes[tag] = values[tag]  # our own create, sent twice

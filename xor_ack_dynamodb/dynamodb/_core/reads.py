@@ -40,6 +40,13 @@ def memory_decides(state: ChainState, entries: Sequence[Entry]) -> bool:
     )
 
 
+def created_here(state: ChainState | None, chain_id: bytes, token: bytes) -> bool:
+    """Is ``state`` the chain one create attempt wrote?  Its chain id is that attempt's own
+    (random), so it proves the create landed even after more stamps than the token window
+    pushed the create's token out; the token proves it where the id is not kept."""
+    return state is not None and (state.chain_id == chain_id or token in state.tokens)
+
+
 def applied_before(state: ChainState, token: bytes) -> Stamp:
     """What a stamp whose ``token`` the chain ``state`` holds is told: it landed before and
     is not applied again.  The chain's state, except that on a complete chain only the
