@@ -20,9 +20,10 @@ from xor_ack_dynamodb.chain import ChainState
 from xor_ack_dynamodb.dynamodb._batches import Batcher
 from xor_ack_dynamodb.dynamodb._core.effects import Call, Entry
 from xor_ack_dynamodb.dynamodb._core.many import Chains
+from xor_ack_dynamodb.dynamodb._core.validate import check_token
 from xor_ack_dynamodb.dynamodb._statements import create_each, stamp_on_each, statement_of
 from xor_ack_dynamodb.errors import ChainMoved, CreateManyFailed, InvalidState, TagExists
-from xor_ack_dynamodb.stamps import Stamp
+from xor_ack_dynamodb.stamps import AppliedBefore, Stamp
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
@@ -129,6 +130,23 @@ def test_a_token_the_state_holds_is_not_written_and_a_batch_refused_whole_goes_a
     assert ran.result[0] is held  # nothing written: it holds the token already
     assert [s.version for s in ran.result[1:]] == [3, 3]
     assert not batcher.enabled  # this principal cannot batch: later writes go alone
+
+
+def test_a_held_token_on_a_complete_chain_returns_it_and_stamp_on_tells_the_stamp() -> None:
+    """stamp_on_each returns chains: a write whose token the complete state holds (not
+    the completing one) gets that state back, ``.acked``; stamp_on, which tells the
+    stamp, says ``AppliedBefore`` (not acked) there.  Neither sends anything."""
+    zero = Stamp(bytes(16))
+    mine, last = check_token("mine"), check_token("last")  # as the chain keeps them
+    done = ChainState("d", zero, b"chain-01", 3, (mine, last), 1.0, 1.0)
+    c = core()
+    ran = drive(stamp_on_each(c, Batcher(c.stats), [(done, Entry(Stamp(new_stamp()), mine))]), [])
+    assert ran.result == [done] and ran.result[0].acked
+    (told,) = drive(c.stamp_on(done, [(new_stamp(), "mine")]), []).result
+    assert isinstance(told, AppliedBefore) and not told.acked
+    (again,) = drive(c.stamp_on(done, [(new_stamp(), "last")]), []).result
+    assert again.acked  # the completing stamp, sent again: told acked again
+    assert c.stats.total_requests == 0
 
 
 def test_only_a_first_write_is_batched() -> None:

@@ -137,7 +137,9 @@ class XorAckDynamoDB(Sending):
         """One stamp on each of many chains (``(state, stamp, token)``), each as ``stamp_on``,
         25 per ``BatchExecuteStatement`` (``dynamodb:PartiQLUpdate``; not on moto).  Returns,
         in order, the chain as each write left it or the error ``stamp_on`` would raise
-        (``ChainMoved``, ...), raising none; docs/api.md."""
+        (``ChainMoved``, ...), raising none.  A write whose token its state already holds
+        is not sent and returns that state: ``.acked`` there says the chain is complete,
+        not that this stamp completed it (``stamp_on`` says which); docs/api.md."""
         ops, concurrency = self._on_state_ops(writes, concurrency)
         return [out for outcomes in await self._run_all(ops, concurrency) for out in outcomes]
 
