@@ -776,3 +776,21 @@ def test_local_output_shows_a_data_dir_with_a_newline_on_one_line(
         assert f"data:      {str(data)!r}" in lines
     finally:
         assert run("local", "stop").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("XOR_ACK_TABLE", "ab"), ("XOR_ACK_PARTITION_KEY", "stamp")]
+)
+def test_a_bad_value_in_the_environment_is_named_as_that_variable(
+    variable: str, value: str, tmp_path: Path
+) -> None:
+    """Every command reads XOR_ACK_TABLE and XOR_ACK_PARTITION_KEY; a bad one there was
+    told as a bad '--table' the user never passed.  It names the variable and how to mend."""
+    env = {variable: value, "XOR_ACK_RUN_DIR": str(tmp_path)}
+    result = CliRunner().invoke(cli, ["local", "status"], env=env)
+    assert result.exit_code == 2
+    assert f"Invalid value for {variable} (from the environment)" in result.output
+    assert f"unset {variable} or export a valid one" in result.output
+    assert "--table" not in result.output.split("(see")[0]
+    given = CliRunner().invoke(cli, ["--table", "ab", "local", "status"], env={})
+    assert given.exit_code == 2 and "Invalid value for '--table'" in given.output

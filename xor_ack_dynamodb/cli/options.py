@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import click
+from click.core import ParameterSource
 
 from ..dynamodb import MAX_TIMEOUT, aws
 from ..dynamodb.local.server import Backend
@@ -142,16 +143,24 @@ def check_region(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
-def _check_spec(**field: str) -> None:
+def _check_spec(ctx: click.Context, param: click.Parameter, **field: str) -> None:
+    """A usage error unless ``field`` makes a table spec; one read from the environment
+    (every command reads it, whether it uses it or not) is named as that variable."""
     try:
         TableSpec(**field)  # type: ignore[arg-type]
     except InvalidTableSpec as exc:
+        envvar = getattr(param, "envvar", None)
+        if param.name and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+            raise click.BadParameter(
+                f"{exc}; unset {envvar} or export a valid one",
+                param_hint=f"{envvar} (from the environment)",
+            ) from exc
         raise click.BadParameter(str(exc)) from exc
 
 
 def check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
-        _check_spec(name=value)
+        _check_spec(ctx, param, name=value)
     return value
 
 
@@ -168,7 +177,7 @@ def check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 def check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
-        _check_spec(partition_key=value)
+        _check_spec(ctx, param, partition_key=value)
     return value
 
 
