@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeAlias
 from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb.chain import write_moment
-from xor_ack_dynamodb.dynamodb.aws import error_code, error_message
+from xor_ack_dynamodb.dynamodb.aws import is_missing_index
 from xor_ack_dynamodb.errors import InvalidTag, InventoryMissing
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
 
@@ -218,10 +218,8 @@ class Inventory:
         release made, without the index, as ``sweep()`` and ``list_chains()`` say it."""
         try:
             return await self.client.query(**request)
-        except ClientError as exc:  # AWS, DynamoDB Local and moto all say it so
-            if error_code(exc) == "ValidationException" and error_message(exc).startswith(
-                "The table does not have the specified index"
-            ):
+        except ClientError as exc:
+            if is_missing_index(exc):
                 raise InventoryMissing(self.table, request["IndexName"]) from exc
             raise
 

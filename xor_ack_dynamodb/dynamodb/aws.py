@@ -265,6 +265,19 @@ def error_message(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Message", ""))
 
 
+#: How a Query of an index the table lacks is refused: (code, the message's start).
+_NO_SUCH_INDEX = (
+    ("ValidationException", "The table does not have the specified index"),  # AWS, Local
+    ("ResourceNotFoundException", "Invalid index:"),  # moto's server
+)
+
+
+def is_missing_index(exc: ClientError) -> bool:
+    """Does ``exc`` say the table has no such index (a table an earlier release made)?"""
+    code, message = error_code(exc), error_message(exc)
+    return any(code == c and message.startswith(m) for c, m in _NO_SUCH_INDEX)
+
+
 def http_status(exc: ClientError) -> int | None:
     """The HTTP status of the response the error was built from, if known."""
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")

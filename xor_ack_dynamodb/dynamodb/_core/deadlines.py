@@ -34,7 +34,7 @@ from ...errors import (
     XorAckError,
 )
 from .. import item as I
-from ..aws import error_code, error_message
+from ..aws import is_missing_index
 from ..table import INDEXES, TableMismatch
 from . import landing as D
 from . import told as T
@@ -231,10 +231,8 @@ class Deadlines(Reads):
         self.stats.requests["Query"] += 1
         try:
             response = yield Call("query", query.request(self.partition_key))
-        except ClientError as exc:  # AWS, DynamoDB Local and moto all say it so
-            if error_code(exc) == "ValidationException" and error_message(exc).startswith(
-                "The table does not have the specified index"
-            ):
+        except ClientError as exc:
+            if is_missing_index(exc):
                 raise InventoryMissing(self.table, index) from exc
             raise
         tags = [self._tag_of(raw, index) for raw in response.get("Items", [])]
