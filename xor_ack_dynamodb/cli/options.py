@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
 #: The root group's options that every command also takes after its name.
 CONNECTION_OPTIONS = ("endpoint_url", "region", "table", "partition_key")
 F = TypeVar("F", bound=Callable[..., Any])
-_REGION = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 @dataclass
@@ -138,7 +136,7 @@ def check_endpoint(ctx: click.Context, param: click.Parameter, value: str | None
 
 
 def check_region(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not _REGION.fullmatch(value):
+    if value is not None and not aws.is_region(value):
         raise click.BadParameter(f"{value!r} is not an AWS region, e.g. us-east-1")
     return value
 

@@ -157,7 +157,19 @@ async def touch(request: Request) -> Response:
             "a chain past its deadline cannot be touched: no stamp lands on it any more "
             "(Fail or Sweep now fail it, reason timeout); nothing was written",
         )
-    touched = await dashboard.ack.touch(tag, timeout=timeout)
+    try:
+        touched = await dashboard.ack.touch(tag, timeout=timeout)
+    except TagNotFound:
+        # no live chain: acked or failed since the page showed it, or none at all (the 404)
+        now = await dashboard.ack.get(tag)
+        if now is None:
+            raise
+        raise Refused(
+            409,
+            "Chain closed",
+            f"the chain is {'acked' if now.acked else 'failed'} now: a closed chain takes no "
+            "touch; nothing was written",
+        ) from None
     dashboard.request_count()
     # touch() only extends: a deadline already later, or none, is left as it was
     moved = state is None or touched.deadline != state.deadline

@@ -99,7 +99,10 @@ class Guarded:
                 "Token needed",
                 "actions need a session opened with the dashboard's token (its ?token= link)",
             )
-        await self.dashboard.ensure_started()
+        try:
+            await self.dashboard.ensure_started()
+        except errors.HANDLED as exc:  # its page, as the routes' own errors get it
+            raise errors.refusal_of(exc) from exc
         return None
 
 

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from xor_ack_dynamodb.dynamodb.aws import is_endpoint_url, is_region
 from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
@@ -26,6 +27,11 @@ Send = Callable[[Sequence["Envelope"]], Awaitable[None]]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: A token shorter than this is refused: it guards every page and action.
 MIN_TOKEN_LENGTH = 16
+#: The port each scheme's URLs mean when they name none.
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The longest ``count_every`` and ``stream_interval``: a day (a wait must be one a
+#: thread can take; the command's options stop there too).
+MAX_INTERVAL = 86_400.0
 
 
 class ConfigError(InvalidArgument):
@@ -88,6 +94,8 @@ class PublicUrl:
             )
         host = parts.hostname or ""
         shown = f"[{host}]" if ":" in host else host
+        if port == _DEFAULT_PORTS[parts.scheme]:  # a browser's Origin never names it
+            port = None
         netloc = shown if port is None else f"{shown}:{port}"
         prefix = parts.path.rstrip("/")
         return cls(origin=f"{parts.scheme}://{netloc}", host=host, prefix=prefix)
@@ -154,13 +162,32 @@ class DashboardConfig:
                 f"the access token must be at least {MIN_TOKEN_LENGTH} characters "
                 "(leave it out for a random one)"
             )
-        if not self.token.isprintable() or any(c.isspace() for c in self.token):
-            raise ConfigError("the access token must be printable, without spaces")
+        if (
+            not self.token.isascii()
+            or not self.token.isprintable()
+            or any(c.isspace() for c in self.token)
+        ):  # a header carries ASCII: scripts send it as ``Authorization: Bearer``
+            raise ConfigError("the access token must be printable ASCII, without spaces")
         for name in ("count_every", "stream_interval"):
             value = getattr(self, name)
             number = isinstance(value, int | float) and not isinstance(value, bool)
-            if not (number and value > 0):
-                raise ConfigError(f"{name} must be a number of seconds above 0, not {value!r}")
+            if not (number and 0 < value <= MAX_INTERVAL):
+                raise ConfigError(
+                    f"{name} must be a number of seconds above 0 and at most "
+                    f"{MAX_INTERVAL:g}, not {value!r}"
+                )
+        if self.region_name is not None and not is_region(self.region_name):
+            raise ConfigError(
+                f"region_name {self.region_name!r} is not an AWS region, e.g. us-east-1"
+            )
+        for name in ("endpoint_url", "replay_queue_url", "sqs_endpoint_url"):
+            value = getattr(self, name)
+            if value is not None and not is_endpoint_url(value):
+                raise ConfigError(
+                    f"{name} {value!r} is not an http(s) URL, e.g. http://127.0.0.1:8000"
+                )
+        if self.allowed_hosts is not None:
+            object.__setattr__(self, "allowed_hosts", _host_names(self.allowed_hosts))
         for name, least, most in (
             ("page_size", 1, 500),
             ("query_budget", 16, 10_000),
@@ -190,6 +217,19 @@ class DashboardConfig:
         return not self.read_only and (
             self.replay_send is not None or self.replay_queue_url is not None
         )
+
+
+def _host_names(hosts: object) -> tuple[str, ...]:
+    """``allowed_hosts`` as the Host check compares them: lower case, an IPv6 address
+    without its brackets; ``ConfigError`` unless it is a list or tuple of host names."""
+    if not isinstance(hosts, list | tuple) or not all(
+        isinstance(h, str) and h.strip("[]") for h in hosts
+    ):
+        raise ConfigError(
+            f"allowed_hosts must be a tuple of host names, e.g. ('chains.example.com',), "
+            f"not {hosts!r}"
+        )
+    return tuple(h.lower().removeprefix("[").removesuffix("]") for h in hosts)
 
 
 def bind_check(host: str, token_given: bool) -> tuple[str, ...] | None:

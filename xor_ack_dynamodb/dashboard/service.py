@@ -57,11 +57,8 @@ class Dashboard:
         self.renderer = Renderer(
             table=self.config.table, read_only=self.config.read_only, page="", csrf=""
         )
-        self.live = Broadcaster()
         self.clock: Callable[[], float] = time.time
-        self.windows = Windows()
-        self.history = History(self.config.history_tags, self.config.history_entries)
-        self.stream = StreamStatus()
+        self._fresh_parts()
         self.cursors = KeptCursors()
         self._ack: XorAckDynamoDB | None = None
         self._inventory: Inventory | None = None
@@ -238,6 +235,16 @@ class Dashboard:
             await self._stack.aclose()
             self._stack = None
         self._ack = None
+        self._fresh_parts()  # a start after this reads the stream again from its start
+
+    def _fresh_parts(self) -> None:
+        """What the stream fills, and the live updates, empty: one set per start."""
+        self.live = Broadcaster()
+        self.windows = Windows()
+        self.history = History(self.config.history_tags, self.config.history_entries)
+        self.stream = StreamStatus()
+        self._counts = None
+        self._view = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Dashboard]:

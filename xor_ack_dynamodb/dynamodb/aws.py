@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -146,6 +147,15 @@ def is_endpoint_url(value: object) -> bool:
     except ValueError:
         return False
     return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+#: What an AWS region's name looks like (us-east-1, eu-central-2, ...; local ones too).
+_REGION = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def is_region(value: object) -> bool:
+    """A name botocore can take as a region (it refuses others when making the client)."""
+    return isinstance(value, str) and _REGION.fullmatch(value) is not None
 
 
 def is_loopback(url: str | None) -> bool:
