@@ -125,15 +125,22 @@ class Incurable(SparkTrackingError):
     (the client, the Spark Connect server, the workers); ``report`` is the run's report so far
     (None when the check before the first round failed).  ``output_at_fault``: the function
     returned no rows table for any input: the inputs' own results, not where the tasks run,
-    are at fault (``track_stream(stop_on_failure=False)`` goes on past such a batch).
+    are at fault (``track_stream(stop_on_failure=False)`` goes on past such a batch, unless
+    ``inputs_left``: a later page of inputs was listed and never run).
     """
 
     def __init__(
-        self, message: str, report: object | None = None, *, output_at_fault: bool = False
+        self,
+        message: str,
+        report: object | None = None,
+        *,
+        output_at_fault: bool = False,
+        inputs_left: bool = False,
     ) -> None:
         super().__init__(message)
         self.report = report
         self.output_at_fault = output_at_fault
+        self.inputs_left = inputs_left
 
 
 class ConnectCheckFailed(SparkTrackingError):

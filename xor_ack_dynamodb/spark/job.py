@@ -353,7 +353,12 @@ class TrackedJob:
             self.spec.observer.round_ended(summary, self.report)
         if self._stopped is not None and self.report.acked == 0:
             self.report.finish()  # nothing to commit: stop, the output untouched
-            raise Incurable(self._stopped, self.report, output_at_fault=self._output_at_fault)
+            raise Incurable(
+                self._stopped,
+                self.report,
+                output_at_fault=self._output_at_fault,
+                inputs_left=self._following is not None,  # listed one page ahead
+            )
         return still
 
     def _check(self, rows_dir: str) -> dict[int, int]:

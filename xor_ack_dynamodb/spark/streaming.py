@@ -195,8 +195,14 @@ def track_stream(
         except Incurable as exc:
             # Every input of the batch failed for what the function returned for it: the
             # inputs' own failure, which stop_on_failure=False goes on past, as it does in a
-            # batch where other inputs were acked.  What is wrong where the tasks run stops.
-            at_fault = exc.output_at_fault and isinstance(exc.report, TrackedReport)
+            # batch where other inputs were acked.  What is wrong where the tasks run stops,
+            # and so does a batch with a page of inputs never run: recorded done, it would
+            # lose them (the query stops; started again, the batch runs again).
+            at_fault = (
+                exc.output_at_fault
+                and not exc.inputs_left
+                and isinstance(exc.report, TrackedReport)
+            )
             if stop_on_failure or marks is None or not at_fault:
                 raise
             report = cast(TrackedReport, exc.report)
