@@ -395,3 +395,13 @@ def test_bad_connection_options_are_usage_errors_before_anything(
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and f"Invalid value for '{option}'" in lines[0], result.output
     assert snapshot(tree) == before
+
+
+def test_a_local_input_spelled_with_two_leading_slashes_is_read(tmp_path: Path) -> None:
+    """POSIX keeps two leading slashes ("//tmp/inbox"); listed as "file://tmp/..." each
+    file read as a URI with host "tmp" (a path under the working folder): every file
+    ended unreadable."""
+    (tmp_path / "a.txt").write_text("one two\n")
+    (listed,) = list_local("//" + str(tmp_path).lstrip("/"))
+    assert listed.path == "file:" + str(tmp_path / "a.txt")
+    assert read_local(listed.path) == b"one two\n"

@@ -61,7 +61,9 @@ def local_path(path: str) -> str:
         path = path[len("file://") :]
     elif path.startswith("file:/"):
         path = path[len("file:") :]
-    return os.path.abspath(path)
+    path = os.path.abspath(path)
+    # POSIX keeps two leading slashes ("//tmp"): "file:" + it would read as a URI's host.
+    return "/" + path.lstrip("/") if path.startswith("//") else path
 
 
 def qualified(path: str) -> str:
