@@ -1,8 +1,11 @@
-"""A micro-batch whose first page is Incurable while later pages were never run.
+"""A stream's micro-batches: pages never run, and a report named relative to the driver.
+
+A micro-batch whose first page is Incurable while later pages were never run.
 
 ``stop_on_failure=False`` goes on past a batch whose every input's function returned no
 table; a batch of several pages stopped at its first page had inputs never run, and was
-recorded done all the same: they were lost until the checkpoint was.
+recorded done all the same: they were lost until the checkpoint was.  A relative report is
+where it was when the stream started.
 """
 
 from __future__ import annotations
@@ -88,3 +91,33 @@ def test_a_batch_stopped_before_its_later_pages_stops_the_query_and_loses_nothin
     again.awaitTermination(240)
     assert again.exception() is None
     assert _total(out) == {"one": 1, "two": 1, "three": 1, "four": 1, "five": 1}
+
+
+def test_a_relative_report_stays_where_it_was_when_the_driver_changes_folder(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report="reports/run.jsonl"``: the output and the checkpoint are resolved when the
+    stream starts; the report was resolved in each batch, against the working folder of
+    then (a notebook's %cd): a raw FileNotFoundError stopped the query."""
+    inbox = _inbox(tmp_path / "inbox", {"a.txt": "one\n"})
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / "reports").mkdir(parents=True)
+    elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    query = track_stream(
+        _stream(local_spark, inbox),
+        count_file,
+        SCHEMA,
+        _sink(tmp_path / "out"),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=chains_env,
+        report="reports/run.jsonl",
+    )
+    os.chdir(elsewhere)  # before the first batch runs
+    query.awaitTermination(240)
+    assert query.exception() is None
+    assert [p.name.split(".batch=")[0] for p in (home / "reports").glob("run.batch=*.jsonl")] == [
+        "run"
+    ]

@@ -26,7 +26,7 @@ from typing import Any, cast
 
 from .commit import resolver
 from .errors import BatchFailed, Incurable, InvalidArgument
-from .files import Files
+from .files import Files, is_connect
 from .job_spec import RUN_ID_MAX, EventSink
 from .ledger import refuse_reserved
 from .output import check as output_check
@@ -155,6 +155,11 @@ def track_stream(
     # The chains' table resolved here, once: a batch may run where the caller's environment
     # is not (over Spark Connect, in the server's Python), so it is given the resolved one.
     given_options = {k: v for k, v in options.items() if k not in CHAINS_OPTIONS}
+    report = given_options.get("report")
+    if report is not None and not is_connect(spark):
+        # The driver writes it: a relative one is where it was when the stream started,
+        # not where a batch finds the working directory (a notebook's %cd).
+        given_options["report"] = os.path.abspath(os.fspath(report))
     # The sink as each batch's commit writes it, tried beside the output (then removed).
     resolved = resolver(spark)(folder, "the sink's folder")
     # Each batch's folder under the output as resolved now: a relative one made absolute
