@@ -261,7 +261,10 @@ def test_only_loopback_serves_without_a_chosen_token() -> None:
     ("setting", "says"),
     [
         ({"token": "too-short"}, "at least 16 characters"),
-        ({"count_every": "5"}, "count_every must be a number of seconds above 0 and at most 86400, not '5'"),
+        (
+            {"count_every": "5"},
+            "count_every must be a number of seconds above 0 and at most 86400, not '5'",
+        ),
         ({"stream_interval": True}, "stream_interval must be a number of seconds"),
         ({"page_size": 0}, "page_size must be an int from 1 to 500"),
     ],

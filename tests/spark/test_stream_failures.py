@@ -4,7 +4,9 @@
   (``Incurable`` in a batch job) fails those inputs and the query goes on, as it does
   when the same input shares its batch with acked ones.
 - A ``name=`` the marks cannot use is refused before Spark writes the checkpoint.
-- A relative output is resolved once, when the stream starts.
+- ... unless a later page of that batch's inputs was never run: then the query stops
+  (recorded done, the batch would lose them).
+- A relative output, and a relative report, are resolved once, when the stream starts.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ def _total(out: Path) -> Counter[str]:
     return total
 
 
-def _none_for(bad: str) -> Any:
-    """The word count's function, returning no table for the file named ``bad``."""
+def _none_for(*bad: str) -> Any:
+    """The word count's function, returning no table for the files named in ``bad``."""
 
     def count(key: str, rows: Any) -> Any:
         if key.endswith(bad):
@@ -144,3 +146,64 @@ def test_a_relative_output_stays_where_it_was_when_the_driver_changes_directory(
     assert not (tmp_path / "elsewhere" / "out").exists()
     assert len(list((tmp_path / "out").glob("batch=*"))) == 2
     assert _total(tmp_path / "out") == {"one": 1, "two": 1, "three": 1, "four": 1}
+
+
+def test_a_batch_stopped_before_its_later_pages_stops_the_query_and_loses_nothing(
+    local_spark: Any, tmp_path: Path, chains_env: str
+) -> None:
+    """One micro-batch of four files, two per page; the function returns no table for
+    a.txt and b.txt (the first page): that page is ``Incurable``.  c.txt and d.txt were
+    never run, so the batch is not recorded done even with ``stop_on_failure=False``:
+    the query stops, and started again with a mended function it commits all four."""
+    inbox = _inbox(
+        tmp_path, {"a.txt": "one\n", "b.txt": "two\n", "c.txt": "three four\n", "d.txt": "five\n"}
+    )
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    options: dict[str, Any] = dict(
+        key="file",
+        checkpoint=str(checkpoint),
+        available_now=True,
+        table=chains_env,
+        stop_on_failure=False,
+        page_size=2,
+    )
+    query = track_stream(
+        _stream(local_spark, inbox), _none_for("a.txt", "b.txt"), SCHEMA, _sink(out), **options
+    )
+    with pytest.raises(Exception, match=r"Incurable|returned"):
+        query.awaitTermination(240)
+    assert _total(out) == Counter()  # nothing committed, the batch not recorded done
+    again = track_stream(_stream(local_spark, inbox), count_file, SCHEMA, _sink(out), **options)
+    again.awaitTermination(240)
+    assert again.exception() is None
+    assert _total(out) == {"one": 1, "two": 1, "three": 1, "four": 1, "five": 1}
+
+
+def test_a_relative_report_stays_where_it_was_when_the_driver_changes_folder(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report="reports/run.jsonl"``: the output and the checkpoint are resolved when the
+    stream starts; the report was resolved in each batch, against the working folder of
+    then (a notebook's %cd): a raw FileNotFoundError stopped the query."""
+    inbox = _inbox(tmp_path, {"a.txt": "one\n"})
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / "reports").mkdir(parents=True)
+    elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    query = track_stream(
+        _stream(local_spark, inbox),
+        count_file,
+        SCHEMA,
+        _sink(tmp_path / "out"),
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=chains_env,
+        report="reports/run.jsonl",
+    )
+    os.chdir(elsewhere)  # before the first batch runs
+    query.awaitTermination(240)
+    assert query.exception() is None
+    assert [p.name.split(".batch=")[0] for p in (home / "reports").glob("run.batch=*.jsonl")] == [
+        "run"
+    ]
