@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -207,3 +208,48 @@ def test_a_relative_report_stays_where_it_was_when_the_driver_changes_folder(
     assert [p.name.split(".batch=")[0] for p in (home / "reports").glob("run.batch=*.jsonl")] == [
         "run"
     ]
+
+
+def test_a_batch_gone_past_as_incurable_reports_the_inputs_it_skipped(
+    local_spark: Any, tmp_path: Path, chains_env: str
+) -> None:
+    """a.txt and b.txt committed; the checkpoint lost; c.txt and d.txt arrive and the
+    function returns no table for either.  The batch run again holds all four: a and b
+    are skipped (an earlier run committed them), c and d make the run ``Incurable`` and
+    ``stop_on_failure=False`` goes on past it.  Its report's summary said ``skipped: 0``:
+    it was written before the marks' count reached it."""
+    inbox = _inbox(tmp_path, {"a.txt": "one\n", "b.txt": "two\n"})
+    out, reports = tmp_path / "out", tmp_path / "reports"
+    reports.mkdir()
+    options: dict[str, Any] = dict(
+        key="file", available_now=True, table=chains_env, stop_on_failure=False
+    )
+    first = track_stream(
+        _stream(local_spark, inbox),
+        count_file,
+        SCHEMA,
+        _sink(out),
+        checkpoint=str(tmp_path / "checkpoint-1"),
+        **options,
+    )
+    first.awaitTermination(240)
+    assert first.exception() is None
+    (inbox / "c.txt").write_text("three\n")
+    (inbox / "d.txt").write_text("four\n")
+    again = track_stream(
+        _stream(local_spark, inbox),
+        _none_for("c.txt", "d.txt"),
+        SCHEMA,
+        _sink(out),
+        checkpoint=str(tmp_path / "checkpoint-2"),  # the first one lost
+        report=str(reports / "run.jsonl"),
+        **options,
+    )
+    again.awaitTermination(240)
+    assert again.exception() is None
+    (report,) = reports.glob("run.batch=*.jsonl")
+    lines = [json.loads(line) for line in report.read_text().splitlines()]
+    summary = lines[-1]["summary"]
+    assert (summary["skipped"], summary["failed"], summary["acked"]) == (2, 2, 0)
+    assert sorted(line["key"].rsplit("/", 1)[-1] for line in lines[:-1]) == ["c.txt", "d.txt"]
+    assert _total(out) == {"one": 1, "two": 1}

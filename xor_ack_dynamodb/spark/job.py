@@ -140,8 +140,14 @@ class TrackedJob:
             if not spec.keep_staging:
                 self.target.cleanup()
         self.report.seconds["total"] = round(time.monotonic() - started, 3)
-        self.report.finish()
+        self._finish()
         return self.report
+
+    def _finish(self) -> None:
+        """The report's summary line written, with the inputs an earlier run committed."""
+        if self.spec.marks is not None:
+            self.report.skipped = self.spec.marks.skipped
+        self.report.finish()
 
     def _commit(self, rows: Any, counts: Counts) -> Written:
         """The target's commit, its Spark jobs under the run's tag: a Ctrl-C cancels them and
@@ -352,7 +358,7 @@ class TrackedJob:
         if self.spec.observer is not None:
             self.spec.observer.round_ended(summary, self.report)
         if self._stopped is not None and self.report.acked == 0:
-            self.report.finish()  # nothing to commit: stop, the output untouched
+            self._finish()  # nothing to commit: stop, the output untouched
             raise Incurable(
                 self._stopped,
                 self.report,

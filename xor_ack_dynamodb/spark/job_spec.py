@@ -35,6 +35,9 @@ EventSink = Callable[[Acked | Failed], None]
 class CommitMarks(Protocol):
     """Which inputs an earlier run committed, kept outside the job (``stream_marks``)."""
 
+    #: Inputs left out of the run so far because an earlier run committed them.
+    skipped: int
+
     def unmarked(self, keys: Iterator[str]) -> Iterator[str]: ...
     def before_commit(self, report: TrackedReport) -> None: ...
     def after_commit(self, report: TrackedReport) -> None: ...

@@ -227,7 +227,6 @@ class StreamMarks:
 
     def before_commit(self, report: TrackedReport) -> None:
         """The failed inputs' marks are failed: they are not in the output."""
-        report.skipped = self.skipped
         for entry in report.endings():
             if entry.status == "failed":
                 with asking("marks before commit"), contextlib.suppress(ChainFailed, TagNotFound):
