@@ -7,6 +7,9 @@
 - ... unless a later page of that batch's inputs was never run: then the query stops
   (recorded done, the batch would lose them).
 - A relative output, and a relative report, are resolved once, when the stream starts.
+- A batch gone past as ``Incurable`` reports the inputs it skipped.
+- An output reached through a symbolic link: a restart settles a batch that died after
+  its rename.
 """
 
 from __future__ import annotations
@@ -253,3 +256,39 @@ def test_a_batch_gone_past_as_incurable_reports_the_inputs_it_skipped(
     assert (summary["skipped"], summary["failed"], summary["acked"]) == (2, 2, 0)
     assert sorted(line["key"].rsplit("/", 1)[-1] for line in lines[:-1]) == ["c.txt", "d.txt"]
     assert _total(out) == {"one": 1, "two": 1}
+
+
+def test_a_stream_into_a_symbolic_link_settles_a_batch_that_died_after_its_rename(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output is a symbolic link to a folder (the batches are renamed inside it, which
+    a stream allows).  The driver dies after a batch's rename, before its marks are
+    stamped: the restart settles those marks by listing the output, which refused a link
+    (``OutputUnusable`` at every restart).  Now a.txt is committed once."""
+    from xor_ack_dynamodb.spark.stream_marks import StreamMarks
+
+    inbox = _inbox(tmp_path, {"a.txt": "one two\n", "b.txt": "three\n"})
+    real, out = tmp_path / "real", tmp_path / "out"
+    real.mkdir()
+    out.symlink_to(real)
+    stamp = StreamMarks.after_commit
+    died: list[str] = []
+
+    def dies_once_after_the_rename(self: StreamMarks, report: Any) -> None:
+        if not died:
+            died.append("a")
+            raise RuntimeError("the driver died after the rename")
+        stamp(self, report)
+
+    monkeypatch.setattr(StreamMarks, "after_commit", dies_once_after_the_rename)
+    options: dict[str, Any] = dict(
+        key="file", checkpoint=str(tmp_path / "checkpoint"), available_now=True, table=chains_env
+    )
+    first = track_stream(_stream(local_spark, inbox, 1), count_file, SCHEMA, _sink(out), **options)
+    with pytest.raises(Exception, match="the driver died after the rename"):
+        first.awaitTermination(240)
+    again = track_stream(_stream(local_spark, inbox, 1), count_file, SCHEMA, _sink(out), **options)
+    again.awaitTermination(240)
+    assert died and again.exception() is None
+    assert out.is_symlink()
+    assert _total(real) == {"one": 1, "two": 1, "three": 1}

@@ -70,6 +70,13 @@ class Files:
             return found
         return local_listing(target, tree)
 
+    def followed(self, folder: str) -> str:
+        """``folder``, or the folder a local symbolic link there points to (a stream's
+        output: its batches are renamed inside it, never over it)."""
+        if self._via(folder) == "local" and os.path.islink(local_path(folder)):
+            return os.path.realpath(local_path(folder))
+        return folder
+
     def names(self, folder: str) -> tuple[str, ...] | None:
         """The entries of ``folder``, through a link to it too (None: no folder to list)."""
         if self._via(folder) == "local":

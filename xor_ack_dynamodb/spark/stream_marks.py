@@ -199,7 +199,8 @@ class StreamMarks:
         """The runs whose batch folders are in the output, each with its folder's path
         (listed once per micro-batch)."""
         if self._committed_runs is None:
-            listing = Files(self.spark, self.output).listing(self.output)
+            files = Files(self.spark, self.output)
+            listing = files.listing(files.followed(self.output))
             names = listing.names if listing is not None and listing.is_dir else ()
             base = self.output.rstrip("/")
             self._committed_runs = {
