@@ -55,6 +55,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("round-timeout-str", {"round_timeout": "5"}, r"round_timeout='5'.*seconds"),
     ("chain-timeout-bool", {"chain_timeout": True}, r"chain_timeout=True.*seconds"),
     ("report-int", {"report": 5}, r"report=5.*path"),
+    ("report-name-too-long", {"report": "r" * 240 + ".jsonl"}, r"report=.*too long a name"),
     ("tracker-a-name", {"tracker": "chains"}, r"tracker='chains'.*TrackerConfig\(table="),
     ("on-event-str", {"on_event": "log"}, r"on_event='log'.*callable"),
     ("faults-str", {"faults": "often"}, r"faults='often'.*FaultConfig"),
@@ -179,6 +180,32 @@ def test_a_stream_without_a_checkpoint_folder_is_refused_before_it_starts(
     with pytest.raises(InvalidArgument, match=r"checkpoint=.*folder"):
         track_stream(
             stream, good, SCHEMA, Sink(str(tmp_path / "out")), key="file", tracker=tracker, **given
+        )
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    assert not local_spark.streams.active
+
+
+def test_a_stream_report_whose_batch_names_would_be_too_long_is_refused_before_it_starts(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """Each micro-batch's report is named after its folder (``run.batch=000003-RUN.jsonl``):
+    a name that fits alone but not with that failed every batch with a raw OSError."""
+    from xor_ack_dynamodb.spark import input_file, track_stream
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("x")
+    stream = local_spark.readStream.text(str(tmp_path / "in")).withColumn("file", input_file())
+    report = tmp_path / ("r" * 200 + ".jsonl")  # 228 bytes as a partial file: fits alone
+    with pytest.raises(InvalidArgument, match=r"report=.*too long a name"):
+        track_stream(
+            stream,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out")),
+            key="file",
+            tracker=tracker,
+            checkpoint=str(tmp_path / "checkpoint"),
+            report=str(report),
         )
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
     assert not local_spark.streams.active

@@ -19,6 +19,7 @@ from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
 from .report import InputResult, RoundObserver, TrackedReport
+from .report_stream import partial_name
 from .sink import Sink
 from .stages import Process
 from .tracker import TrackerConfig
@@ -126,6 +127,21 @@ def refuse_report(path: str) -> None:
         why = f"is in no folder ({folder} does not exist): create it, or give another path"
     elif not os.access(folder, os.W_OK | os.X_OK):
         why = f"cannot be written ({folder} is not writable): give another path"
+    elif len(partial_name(os.path.basename(path)).encode("utf-8", "surrogateescape")) > (
+        limit := _name_max(folder)
+    ):
+        why = (
+            f"is too long a name: its lines go to {partial_name('NAME')} beside it, which "
+            f"must fit the {limit} bytes a name may have there; give a shorter name"
+        )
     else:
         return
     raise InvalidArgument(f"report={path!r} {why}")
+
+
+def _name_max(folder: str) -> int:
+    """The longest name a file in ``folder`` may have, in bytes (255 where not told)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255

@@ -27,7 +27,7 @@ from typing import Any, cast
 from .commit import resolver
 from .errors import BatchFailed, Incurable, InvalidArgument
 from .files import Files, is_connect
-from .job_spec import RUN_ID_MAX, EventSink
+from .job_spec import RUN_ID_MAX, EventSink, refuse_report
 from .ledger import refuse_reserved
 from .output import check as output_check
 from .paths import is_relative, qualified, staging_path
@@ -63,6 +63,8 @@ def batch_report(report: str | os.PathLike[str], batch_folder: str) -> str:
 CHAINS_OPTIONS = ("table", "endpoint_url", "region", "partition_key", "tracker")
 #: What each run of a micro-batch adds to a ``run_id`` given: ``-`` and 12 hex digits.
 FRESH = 12
+#: The batch id a report's name is checked with: ten digits (a batch a minute for 19,000 years).
+LONGEST_BATCH_ID = 10**10 - 1
 
 
 def batch_run_id(given: str | None) -> str:
@@ -165,6 +167,10 @@ def track_stream(
     # Each batch's folder under the output as resolved now: a relative one made absolute
     # against the working directory of today, not of the batch's time (a notebook's %cd).
     base = resolved if is_relative(folder) else folder
+    if given_options.get("report") is not None:
+        # Each batch's report is named after its folder: the longest such name must fit.
+        longest = run_batch_path(base, LONGEST_BATCH_ID, batch_run_id(given))
+        refuse_report(batch_report(given_options["report"], longest))
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
     output_check(spark, struct, sink, scratch, Files(spark))
 
