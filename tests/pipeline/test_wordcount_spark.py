@@ -156,6 +156,22 @@ def test_every_name_counts_and_odd_files_fail_alone(
     json.loads(report.to_json())  # valid JSON even with a name that is not UTF-8
 
 
+def test_two_files_whose_names_print_alike_are_two_inputs(
+    spark: Any, tracker: Any, tmp_path: Path
+) -> None:
+    """A name with byte 0xE9 prints as ``caf\\xe9.txt``, as does a name spelled with a
+    backslash: both were one key, one file's words were lost (and the other's read)."""
+    root = tmp_path / "in"
+    root.mkdir()
+    Path(os.fsdecode(bytes(root) + b"/caf\xe9.txt")).write_text("latin one\n", "utf-8")
+    (root / "caf\\xe9.txt").write_text("spelled two\n", "utf-8")
+    report = run(spark, tracker, root, tmp_path / "o")
+    assert report.ok and report.acked == 2, [(i.key, i.status) for i in report.inputs]
+    assert len({i.key for i in report.inputs}) == 2
+    assert read_output(tmp_path / "o" / "counts") == dict(expected_counts(root))
+    assert read_output(tmp_path / "o" / "counts") == {"latin": 1, "one": 1, "spelled": 1, "two": 1}
+
+
 def test_a_file_failed_while_listed_makes_the_output_incomplete_like_any_failure(
     spark: Any, tracker: Any, tmp_path: Path
 ) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..spark.examples.words import count_lines
 from ..spark.input_listing import list_local, read_local
-from ..spark.paths import is_remote, local_path, printable
+from ..spark.paths import is_remote, local_path, path_key, printable
 from ..spark.report import TrackedReport
 from .errors import Refused
 
@@ -46,7 +46,7 @@ def recount(report: TrackedReport, input_: str) -> Counter[str]:
     finished = _finished(report)
     counts: Counter[str] = Counter()
     for entry in list_local(input_):
-        if printable(entry.path) not in finished:
+        if path_key(entry.path) not in finished:
             continue
         data = read_local(entry.path)
         if isinstance(data, str):  # Unreadable since the run

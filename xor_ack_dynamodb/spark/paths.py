@@ -99,6 +99,13 @@ def printable(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def path_key(path: str) -> str:
+    """A local file's input key: ``printable``, with each ``\\`` of the name doubled, so
+    that no two names share a key (a name with byte 0xE9 is ``caf\\xe9``, one spelled
+    with a backslash ``caf\\\\xe9``)."""
+    return printable(path.replace("\\", "\\\\"))
+
+
 # -- OUTPUT -----------------------------------------------------------------------------
 
 

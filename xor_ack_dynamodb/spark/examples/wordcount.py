@@ -33,7 +33,7 @@ from ..files import is_connect
 from ..input_listing import Unreadable, list_local, read_local
 from ..job import TrackedJob
 from ..job_spec import EventSink, JobSpec
-from ..paths import is_remote, local_path, printable
+from ..paths import is_remote, local_path, path_key
 from ..report import InputResult, RoundObserver
 from ..tracker import TrackerConfig
 from .words import count_lines, count_words
@@ -177,13 +177,13 @@ def tracked_wordcount(
     else:
         paths: dict[str, str] = {}
         for entry in list_local(options.input):
-            name = printable(entry.path)
+            name = path_key(entry.path)
             if entry.problem is not None:
                 failed_before.append(InputResult(name, "failed", 0, [entry.problem]))
             else:
                 paths[name] = entry.path
         keys = list(paths)
-        # Only the names that printing changed (bytes that are not UTF-8) travel.
+        # Only the names their key changed (bytes that are not UTF-8, a backslash) travel.
         process = CountLocalFile({k: p for k, p in paths.items() if k != p})
     spec = JobSpec(
         process=process,
