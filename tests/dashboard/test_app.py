@@ -44,6 +44,13 @@ def chains(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
     return SyncXorAckDynamoDB.connect(table=spec.name, endpoint_url=endpoint).__enter__()
 
 
+def shown(writer: SyncXorAckDynamoDB, tag: str) -> str:
+    """The chain id a chain's page shows (hex), as its action forms carry it."""
+    state = writer.get(tag)
+    assert state is not None
+    return state.chain_id.hex()
+
+
 @pytest.fixture(scope="module")
 def populated(ddb_local_endpoint: str, table_spec: TableSpec) -> TableSpec:
     ack = chains(ddb_local_endpoint, table_spec)
@@ -308,7 +315,8 @@ async def test_touch_is_not_offered_past_the_deadline_and_fails_nothing(
         assert 'name="timeout"' not in confirm.text
         before = snapshot(ddb_local_endpoint, spec.name)
         form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
-        answer = await client.post("/actions/touch", form={**form, "tag": "late", "timeout": "60"})
+        form.update(tag="late", timeout="60", chain_id=shown(writer, "late"))
+        answer = await client.post("/actions/touch", form=form)
         assert answer.status == 409 and "Past its deadline" in answer.text, answer.text
         assert changed(before, snapshot(ddb_local_endpoint, spec.name)) == set()
     finally:
@@ -367,7 +375,7 @@ async def test_a_fail_that_finds_the_tag_re_created_says_so_and_fails_nothing(
         page = await client.get(answer.headers["location"])
         done = re.search(r'id="done">([^<]*)<', page.text)
         assert done is not None and "re-created" in done.group(1), page.text
-        assert "nothing was failed" in done.group(1)
+        assert "nothing was written" in done.group(1)
         assert 'id="chain-state">open<' in page.text and 'id="action-fail"' in page.text
         writer.delete("job")  # no chain under the tag at all: that is a 404
         gone = await client.post("/actions/fail?tag=job", form=form)
@@ -393,12 +401,65 @@ async def test_a_touch_that_moves_nothing_does_not_say_it_moved_the_deadline(
             ("hour", "60", "The deadline stays"),
             ("later", "7200", "The deadline was moved."),
         ):
-            form = {"csrf": csrf, "tag": tag, "timeout": seconds}
+            form = {"csrf": csrf, "tag": tag, "timeout": seconds, "chain_id": shown(writer, tag)}
             answer = await client.post("/actions/touch", form=form)
             assert answer.status == 303, answer.text
             page = await client.get(answer.headers["location"])
             done = re.search(r'id="done">([^<]*)<', page.text)
             assert done is not None and done.group(1).startswith(said), (tag, done)
+    finally:
+        await board.close()
+
+
+async def test_a_touch_from_the_page_of_an_earlier_chain_of_the_tag_touches_nothing(
+    ddb_local_endpoint: str,
+) -> None:
+    """The tag was failed and created again after its page was shown: the touch went to
+    the new chain, which the operator never saw (the form named no chain)."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("job", new_stamp(), timeout=600)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        confirm = await client.get("/actions/touch?tag=job")
+        old = shown(writer, "job")
+        assert f'name="chain_id" value="{old}"' in confirm.text
+        writer.fail("job", "lost")
+        writer.create("job", new_stamp(), timeout=60)  # a new chain of the tag
+        before = snapshot(ddb_local_endpoint, spec.name)
+        form = {"csrf": confirm.csrf(), "tag": "job", "timeout": "7200", "chain_id": old}
+        answer = await client.post("/actions/touch", form=form)
+        assert answer.status == 303, answer.text
+        page = await client.get(answer.headers["location"])
+        assert "re-created since the page you acted from: nothing was written" in page.text
+        assert changed(before, snapshot(ddb_local_endpoint, spec.name)) == set()
+    finally:
+        await board.close()
+
+
+async def test_a_deadline_that_passes_as_the_touch_comes_is_said(
+    ddb_local_endpoint: str,
+) -> None:
+    """The chain is not overdue when the touch checks it and is when ``touch`` writes:
+    ``touch`` fails it ("timeout", as a sweep would) and raises ``ChainTimedOut``: the
+    page says so (409).  The dashboard's clock is set behind the library's to hold that
+    instant open."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("late", new_stamp(), timeout=0.3)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    board.clock = lambda: time.time() - 60  # the dashboard sees the chain before its deadline
+    try:
+        client = await logged_in(board)
+        csrf = (await client.get("/actions/touch?tag=late")).csrf()
+        time.sleep(0.5)  # past it for the library
+        form = {"csrf": csrf, "tag": "late", "timeout": "60", "chain_id": shown(writer, "late")}
+        answer = await client.post("/actions/touch", form=form)
+        assert answer.status == 409, answer.text
+        assert "Past its deadline" in answer.text and "failed" in answer.text
+        state = writer.get("late")
+        assert state is not None and state.failed and state.reason == "timeout"
     finally:
         await board.close()
 
@@ -442,12 +503,16 @@ async def test_bad_forms_get_a_clear_4xx_page(
 ) -> None:
     client = await logged_in(dashboard)
     csrf = (await client.get("/actions/touch?tag=job/02")).csrf()
+    shown_id = shown(chains(ddb_local_endpoint, populated), "job/02")
     before = snapshot(ddb_local_endpoint, populated.name)
+    form = {"csrf": csrf, "tag": "job/02", "chain_id": shown_id}
     cases: Sequence[tuple[dict[str, Any], int]] = [
-        ({"form": {"csrf": csrf, "tag": "job/02", "timeout": "soon"}}, 400),
-        ({"form": {"csrf": csrf, "tag": "job/02", "timeout": "-5"}}, 400),
-        ({"form": {"csrf": csrf, "tag": "never-created", "timeout": "60"}}, 404),
-        ({"form": {"csrf": csrf, "tag": "", "timeout": "60"}}, 400),
+        ({"form": {**form, "timeout": "soon"}}, 400),
+        ({"form": {**form, "timeout": "-5"}}, 400),
+        ({"form": {**form, "tag": "never-created", "timeout": "60"}}, 404),
+        ({"form": {**form, "tag": "", "timeout": "60"}}, 400),
+        ({"form": {**form, "chain_id": "", "timeout": "60"}}, 400),  # not from its page
+        ({"form": {**form, "chain_id": "zz", "timeout": "60"}}, 400),
         ({"body": b"{}", "headers": {"content-type": "application/json"}}, 415),
         (
             {

@@ -177,8 +177,10 @@ async def test_a_touch_that_finds_the_chain_acked_does_not_say_it_does_not_exist
     try:
         client = await logged_in(board)
         csrf = (await client.get("/actions/touch?tag=job")).csrf()
+        shown = writer.get("job").chain_id.hex()  # type: ignore[union-attr]
         assert writer.stamp("job", first).acked  # the last stamp lands meanwhile
-        answer = await client.post("/actions/touch?tag=job", form={"csrf": csrf, "timeout": "60"})
+        form = {"csrf": csrf, "timeout": "60", "chain_id": shown}
+        answer = await client.post("/actions/touch?tag=job", form=form)
         assert answer.status in (303, 409), answer.status
         assert "does not exist" not in answer.text and "No such chain" not in answer.text
     finally:

@@ -5,8 +5,8 @@ the POST of that form, checked before anything is read or written: a session ope
 with the token, the session's CSRF token, the same origin, not ``--read-only``, a form
 of at most 64 KiB, every field valid.  A refused POST changes nothing.  Each action is
 one call of the public client, so its guarantees are the library's: ``fail`` fails only
-the generation the page showed (``chain_id``), ``touch`` only extends a deadline (and
-is refused past it, where the library's would fail the chain), a
+the generation the page showed (``chain_id``), ``touch`` only extends that generation's
+deadline (and is refused past it, where the library's would fail the chain), a
 sweep fails each overdue chain once, a replay refuses a live or acked chain (and, before
 it writes, a payload its root message cannot carry: ``root_payload``).
 """
@@ -112,6 +112,17 @@ def _refuse_unless_fleet_job(dashboard: Any, tag: str, state: ChainState | None)
         )
 
 
+def _chain_id(form: dict[str, str], action: str) -> bytes:
+    """The generation of the tag the page showed (``chain_id``, hex): the one acted on."""
+    try:
+        chain_id = bytes.fromhex(form.get("chain_id", ""))
+    except ValueError:
+        raise Refused(400, "Bad chain id", "chain_id is the hex id the page showed") from None
+    if not chain_id:
+        raise Refused(400, "No chain id", f"{action} a chain from its page (it names the chain)")
+    return chain_id
+
+
 def _back_to_chain(request: Request, tag: str, done: str) -> Response:
     return RedirectResponse(url(base_of(request), "chain", tag=tag, done=done), status_code=303)
 
@@ -123,12 +134,7 @@ async def fail(request: Request) -> Response:
     reason = form.get("reason", "").strip() or "failed"
     if len(reason) > MAX_REASON:
         raise Refused(400, "Reason too long", f"a reason is at most {MAX_REASON} characters")
-    try:
-        chain_id = bytes.fromhex(form.get("chain_id", ""))
-    except ValueError:
-        raise Refused(400, "Bad chain id", "chain_id is the hex id the page showed") from None
-    if not chain_id:
-        raise Refused(400, "No chain id", "fail a chain from its page (it names the chain)")
+    chain_id = _chain_id(form, "fail")
     try:
         state = await dashboard.ack.fail(tag, reason, chain_id=chain_id)
     except TagNotFound:
@@ -149,7 +155,10 @@ async def touch(request: Request) -> Response:
     tag = tag_param(request, form)
     text = form.get("timeout", "").strip()
     timeout = _seconds(text, "timeout") if text else None
+    chain_id = _chain_id(form, "touch")
     state = await dashboard.ack.get(tag)
+    if state is not None and state.chain_id != chain_id:  # a new chain: not the one shown
+        return _back_to_chain(request, tag, "recreated")
     if state is not None and state.overdue(dashboard.clock()):  # touch() would fail it
         raise Refused(
             409,
