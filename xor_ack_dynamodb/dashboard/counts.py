@@ -5,9 +5,11 @@ another), too long for a page that must answer within a second.  So a background
 counts the three lists (every shard at once), waits five times as long as that took (at
 least ``every`` seconds), and counts again; a page shows the last count, its age, and
 what the stream said since: a ``created`` event adds an open chain, an ``acked`` /
-``failed`` / ``timed_out`` one takes it away, a failure adds a failed chain.  Chains that
-become overdue by the clock alone are not events: the overdue count is the last count's,
-less the chains timed out since.  An action (fail, touch, sweep) asks for a new count at
+``failed`` / ``timed_out`` one takes it away, a failure adds a failed chain, a failed
+chain's tag created again takes that failed chain away.  Chains that become overdue by
+the clock alone are not events: the overdue count is the last count's, less the chains
+closed since (acked, failed, deleted) whose deadline had passed when the count began (the
+record's old image says which).  An action (fail, touch, sweep) asks for a new count at
 once.
 
 An event moves a count when it happened after the count began (by the event's own time);
@@ -22,29 +24,66 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from xor_ack_dynamodb import events
+from xor_ack_dynamodb import ChainState, events
+from xor_ack_dynamodb.dynamodb.item import decode
+from xor_ack_dynamodb.errors import CorruptItem
 
 from .inventory import STATUSES, Inventory, Status
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 
-#: What each event kind does to the counts: (open, overdue, failed).
-_MOVES: dict[str, tuple[int, int, int]] = {
-    "created": (1, 0, 0),
-    "acked": (-1, 0, 0),
-    "failed": (-1, 0, 1),
-    "timed_out": (-1, -1, 1),
-}
+@dataclass(frozen=True, slots=True)
+class Move:
+    """What one event does to the counts, at ``time``: open and failed chains; ``closed``:
+    a live chain ended or went, which the last count had overdue if its ``deadline`` (before
+    this write) had passed when that count began."""
+
+    time: float
+    open: int = 0
+    failed: int = 0
+    closed: bool = False
+    deadline: float | None = None
+
+    def overdue(self, as_of: float | None) -> int:
+        counted = as_of is not None and self.deadline is not None and self.deadline <= as_of
+        return -1 if self.closed and counted else 0
 
 
-def moves_of(event: events.ChainEvent) -> tuple[int, int, int]:
-    """How ``event`` changes (open, overdue, failed)."""
-    if isinstance(event, (events.Expired, events.Deleted)):
-        if event.state == "live":
-            return (-1, 0, 0)
-        return (0, 0, -1) if event.state in ("failed", "timed_out") else (0, 0, 0)
-    return _MOVES.get(event.kind, (0, 0, 0))
+def _chain(image: dict[str, Any] | None, partition_key: str) -> ChainState | None:
+    if image is None:
+        return None
+    try:
+        return decode(image, partition_key)
+    except CorruptItem:  # not a chain's item: it moves no count
+        return None
+
+
+def moves_of(
+    record: events.StreamRecord, found: list[events.ChainEvent], partition_key: str
+) -> list[Move]:
+    """How one stream record, whose events are ``found``, changes the counts."""
+    old = _chain(record.old_image, partition_key)
+    new = _chain(record.new_image, partition_key)
+    out: list[Move] = []
+    for event in found:
+        same = old is not None and old.chain_id == event.chain_id
+        deadline = old.deadline if old is not None and same else None
+        if isinstance(event, (events.Expired, events.Deleted)):
+            if event.state == "live":
+                out.append(Move(event.time, open=-1, closed=True, deadline=deadline))
+            elif event.state in ("failed", "timed_out"):
+                out.append(Move(event.time, failed=-1))
+        elif event.kind == "created":
+            out.append(Move(event.time, open=1))
+        elif event.kind == "acked":
+            out.append(Move(event.time, open=-1, closed=True, deadline=deadline))
+        elif event.kind in ("failed", "timed_out"):
+            out.append(Move(event.time, open=-1, failed=1, closed=True, deadline=deadline))
+    if old is not None and new is not None and old.chain_id != new.chain_id and old.failed:
+        out.append(Move(new.created_at, failed=-1))  # its tag created again: no longer failed
+    return out
 
 
 @dataclass(frozen=True)
@@ -70,17 +109,14 @@ class Counts:
     _counted: dict[Status, int] = field(default_factory=dict)
     _as_of: float | None = None
     _took: float | None = None
-    _moves: list[tuple[float, tuple[int, int, int]]] = field(default_factory=list)
+    _moves: list[Move] = field(default_factory=list)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     error: str | None = None
     refreshes: int = 0
 
-    def note(self, chain_events: list[events.ChainEvent]) -> None:
-        """The stream's events (from the follower, on the event loop)."""
-        for event in chain_events:
-            moves = moves_of(event)
-            if moves != (0, 0, 0) and (self._as_of is None or event.time >= self._as_of):
-                self._moves.append((event.time, moves))
+    def note(self, moves: list[Move]) -> None:
+        """What the stream's records did (from the follower, on the event loop)."""
+        self._moves.extend(m for m in moves if self._as_of is None or m.time >= self._as_of)
 
     def request(self) -> None:
         """Count again now (after an action)."""
@@ -93,7 +129,7 @@ class Counts:
         self._counted = dict(zip(STATUSES, values, strict=True))
         self._as_of = started
         self._took = time.monotonic() - monotonic
-        self._moves = [(t, m) for t, m in self._moves if t >= started]
+        self._moves = [m for m in self._moves if m.time >= started]
         self.refreshes += 1
         self.error = None
         self.on_change()
@@ -120,9 +156,14 @@ class Counts:
 
     def now(self) -> list[Count]:
         out = []
-        for i, status in enumerate(STATUSES):
+        changes: dict[Status, int] = {
+            "open": sum(m.open for m in self._moves),
+            "overdue": sum(m.overdue(self._as_of) for m in self._moves),
+            "failed": sum(m.failed for m in self._moves),
+        }
+        for status in STATUSES:
             counted = self._counted.get(status)
-            since = sum(m[i] for _, m in self._moves)
+            since = changes[status]
             value = None if counted is None else max(0, counted + since)
             out.append(Count(status, value, counted, self._as_of, self._took, since))
         return out

@@ -24,6 +24,7 @@ from typing import Any
 
 from xor_ack_dynamodb import events
 
+from .counts import Move, moves_of
 from .history import Entry, History, entries_of, is_chain_record
 from .windows import Windows, WindowsView
 
@@ -54,8 +55,9 @@ class Follower:
     partition_key: str
     windows: Windows
     history: History
-    #: Called on the event loop with the new events and the tags that changed.
-    on_records: Callable[[list[events.ChainEvent], set[str], bool], None]
+    #: Called on the event loop with what the new records did to the counts and the tags
+    #: that changed.
+    on_records: Callable[[list[Move], set[str], bool], None]
     loop: asyncio.AbstractEventLoop
     interval: float = 0.5
     status: StreamStatus = field(default_factory=StreamStatus)
@@ -116,7 +118,7 @@ class Follower:
     def _take(self, records: list[dict[str, Any]]) -> None:
         """Decode the records outside the lock (the slow part), then add them under it, a
         chunk at a time: a page that asks for the windows waits for one chunk at most."""
-        found: list[events.ChainEvent] = []
+        found: list[Move] = []
         tags: set[str] = set()
         decoded: list[tuple[str, list[events.ChainEvent], list[Entry]]] = []
         for raw in records:
@@ -135,7 +137,7 @@ class Follower:
                 self.status.corrupt += 1
                 continue
             decoded.append((tag, chain_events, entries_of(record, chain_events)))
-            found.extend(chain_events)
+            found.extend(moves_of(record, chain_events, self.partition_key))
             tags.add(tag)
         for start in range(0, len(decoded), CHUNK):
             with self._lock:
@@ -144,7 +146,7 @@ class Follower:
                     self.history.add(tag, entries)
         self._notify(found, tags, self.status.caught_up)
 
-    def _notify(self, found: list[events.ChainEvent], tags: set[str], live: bool) -> None:
+    def _notify(self, found: list[Move], tags: set[str], live: bool) -> None:
         try:
             self.loop.call_soon_threadsafe(self.on_records, found, tags, live)
         except RuntimeError:  # the loop closed: the dashboard is stopping

@@ -27,7 +27,7 @@ from xor_ack_dynamodb.errors import StreamNotEnabled, StreamViewConflict
 from xor_ack_dynamodb.events.follow import arn_of
 
 from .config import DashboardConfig, Send
-from .counts import Count, Counts
+from .counts import Count, Counts, Move
 from .follower import Follower, StreamStatus
 from .history import History, Story
 from .inventory import Inventory
@@ -211,9 +211,9 @@ class Dashboard:
                 log.warning("finding the table's stream failed: %s", exc)
                 await asyncio.sleep(5.0)
 
-    def _on_records(self, found: list[events.ChainEvent], tags: set[str], live: bool) -> None:
+    def _on_records(self, moves: list[Move], tags: set[str], live: bool) -> None:
         if self._counts is not None:
-            self._counts.note(found)
+            self._counts.note(moves)
         self._view = None
         if live:
             self.live.changed(tags)
