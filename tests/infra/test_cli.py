@@ -459,6 +459,7 @@ def test_group_options_work_after_the_verb_and_win(moto_endpoint: str) -> None:
         (("chain", "create", "x" * 2049), "Invalid value for 'TAG': a tag must be at most 2048"),
         (("chain", "show", "a\udc80"), "Invalid value for 'TAG': a tag must be encodable"),
         (("submit", "x" * 2049, "{}"), "Invalid value for 'TAG': a tag must be at most 2048"),
+        (("submit", "x", "[" * 100_000), "Invalid value for '[PAYLOAD]': PAYLOAD is nested too"),
         (("chain", "create", "t", "xyz"), "Invalid value for '[STAMP]': 'xyz' is not hexadecimal"),
         (("chain", "stamp", "t", ""), "Invalid value for 'STAMP': a stamp cannot be empty"),
         (("chain", "stamp", "t", "0x"), "Invalid value for 'STAMP': a stamp cannot be empty"),

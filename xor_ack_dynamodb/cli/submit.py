@@ -26,6 +26,8 @@ def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
         return json.loads(value)
     except ValueError as exc:
         raise click.BadParameter(f"PAYLOAD must be JSON, e.g. '[1, 2]': {exc}") from exc
+    except RecursionError as exc:  # "[[[[...": json.loads recurses once per level
+        raise click.BadParameter("PAYLOAD is nested too deep to read: flatten it") from exc
 
 
 @click.command("submit", cls=Verb)

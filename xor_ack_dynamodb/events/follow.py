@@ -70,7 +70,8 @@ def arn_of(description: Mapping[str, Any]) -> str:
     arn = description.get("LatestStreamArn")
     table = str(description.get("TableName", "?"))
     stream = description.get("StreamSpecification") or {}
-    enabled = stream.get("StreamEnabled", bool(arn))
+    # A stream turned off keeps its LatestStreamArn: only the specification says it is on.
+    enabled = stream.get("StreamEnabled", False)
     if not arn or not enabled:
         raise StreamNotEnabled(table)
     view = stream.get("StreamViewType")

@@ -131,7 +131,9 @@ class StreamHandler:
         self._on_event = on_event
         self._on_corrupt = on_corrupt
         self._partition_key = check_partition_key(
-            partition_key or os.environ.get("XOR_ACK_PARTITION_KEY") or DEFAULT_PARTITION_KEY
+            partition_key
+            if partition_key is not None
+            else os.environ.get("XOR_ACK_PARTITION_KEY") or DEFAULT_PARTITION_KEY
         )
         self._seen = seen
         #: Records skipped since this handler was made: not a chain's transition.
