@@ -34,6 +34,7 @@ from .inventory import STATUSES, Inventory, Status
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 
+
 @dataclass(frozen=True, slots=True)
 class Move:
     """What one event does to the counts, at ``time``: open and failed chains; ``closed``:
