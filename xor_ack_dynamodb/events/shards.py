@@ -178,6 +178,7 @@ class StreamReader:
                 shard=shard.shard_id,
                 lost_after=shard.last_sequence,
             )
+            shard.last_sequence = None  # the gap told once: from the oldest record kept
             return self._iterator(shard.shard_id, "TRIM_HORIZON")
 
     @staticmethod
