@@ -15,7 +15,7 @@ from __future__ import annotations
 from .app import FLEET_TOKEN_WINDOW, Fleet, Handled, Message
 from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
-from .errors import InvalidChildren, InvalidPayload, SettingMissing
+from .errors import HandlerCancelled, InvalidChildren, InvalidPayload, SettingMissing
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .once import Verdict
 from .sqs import MessageTooLarge, QueueUnavailable, SqsSender, sqs_client
@@ -28,6 +28,7 @@ __all__ = [
     "Envelope",
     "Fleet",
     "Handled",
+    "HandlerCancelled",
     "InvalidChildren",
     "InvalidPayload",
     "Message",

@@ -19,8 +19,6 @@ The handler must return the same children's payloads for a payload, in any order
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -32,7 +30,7 @@ from ..dynamodb import DEFAULT_TOMBSTONE_TTL, Lifetime, XorAckDynamoDB
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import AmbiguousWrite, ChainFailed, TagExists, TagNotFound
 from ..stamps import Stamp, xor
-from .children import children_of
+from .children import handler_children
 from .completion import Completed, Completion, Continuation
 from .envelope import Envelope, root_envelope, root_id, stamp_of
 from .errors import (
@@ -280,14 +278,8 @@ class Fleet:
             parent_id=None if env.parent is None else env.parent.hex(),
             index=env.index,
         )
-        if inspect.iscoroutinefunction(self.handler):
-            result = await self.handler(message)
-        else:  # a plain function runs in a thread: it may block, the worker's loop may not
-            result = await asyncio.to_thread(self.handler, message)
-            if inspect.isawaitable(result):
-                result = await result
         try:
-            payloads = children_of(result, env.tag, env.message_id)
+            payloads = await handler_children(self.handler, message, env.tag, env.message_id)
         except InvalidChildren as refused:  # the same on every receive: the job ends here
             await self._fail_job(env, refused.reason)
             raise

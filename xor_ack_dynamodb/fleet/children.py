@@ -16,10 +16,12 @@ again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import asyncio
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
-from .errors import InvalidChildren, InvalidPayload
+from .errors import HandlerCancelled, InvalidChildren, InvalidPayload
 from .payloads import check_payload
 
 #: Iterable, but never a list of children.
@@ -44,3 +46,32 @@ def children_of(result: object, tag: str, message_id: str) -> list[Any]:
             kind = type(payload).__name__
             raise InvalidChildren(tag, message_id, kind, child=index, why=exc.why) from exc
     return payloads
+
+
+async def handler_children(
+    handler: Callable[[Any], Any], message: Any, tag: str, message_id: str
+) -> list[Any]:
+    """The children's payloads ``handler`` returns for ``message``.  A plain function runs
+    in a thread, and so does reading the children it returns (a generator's body runs as
+    it is read): it may block, the worker's loop may not.  A ``CancelledError`` the handler
+    raises while its task is not being cancelled is :class:`HandlerCancelled`."""
+    try:
+        if inspect.iscoroutinefunction(handler):
+            return children_of(await handler(message), tag, message_id)
+        result = await asyncio.to_thread(_plain, handler, message, tag, message_id)
+        if inspect.isawaitable(result):
+            return children_of(await result, tag, message_id)
+        return cast(list[Any], result)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # this message's task is being cancelled: the worker is stopping
+        raise HandlerCancelled(message_id) from exc
+
+
+def _plain(handler: Callable[[Any], Any], message: Any, tag: str, message_id: str) -> Any:
+    """A plain handler's result, in a thread: its children, or an awaitable of them."""
+    result = handler(message)
+    if inspect.isawaitable(result):
+        return result
+    return children_of(result, tag, message_id)

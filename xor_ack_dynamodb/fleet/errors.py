@@ -13,6 +13,21 @@ class InvalidEnvelope(XorAckError):
     """
 
 
+class HandlerCancelled(XorAckError):
+    """A handler raised ``CancelledError`` though its message was not being cancelled (a
+    future it awaited was cancelled by someone else): a failure of that message alone, as
+    any exception a handler raises; it is delivered again after a back-off.  Raised from
+    the ``CancelledError``.  A worker or a Lambda function that is stopping still gets
+    its own cancellation."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(
+            f"the handler of message {message_id} raised CancelledError (an awaited future "
+            "was cancelled): the message failed and is delivered again"
+        )
+        self.message_id = message_id
+
+
 class InvalidPayload(InvalidArgument):
     """A job's payload its root message cannot carry to a worker (``Fleet.submit``,
     ``replay``): not JSON data, or nested deeper than ``payloads.MAX_DEPTH`` levels.
