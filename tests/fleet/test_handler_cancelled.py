@@ -12,10 +12,7 @@ future it awaited was cancelled by someone else), and a plain handler returning 
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,21 +21,15 @@ from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 from xor_ack_dynamodb.fleet.lambda_sqs import SqsBatchHandler
 from xor_ack_dynamodb.table import TableSpec
 
+from .test_lambda import batch
+
 pytestmark = pytest.mark.ddblocal
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _batch(bodies: list[str]) -> dict[str, Any]:
-    event = json.loads((FIXTURES / "sqs_event.json").read_text())
-    template = event["Records"][0]
-    records = []
-    for i, body in enumerate(bodies):
-        record = copy.deepcopy(template)
-        record["messageId"] = f"m-{i}"
-        record["body"] = body
-        record["attributes"]["ApproximateReceiveCount"] = "1"
-        records.append(record)
-    return {"Records": records}
+def _fleet(spec: TableSpec, endpoint: str, handler: Any, send: Any) -> Any:
+    return Fleet.connect(
+        table=spec.name, endpoint_url=endpoint, region_name="us-east-1", handler=handler, send=send
+    )
 
 
 async def _cancelled_by_another() -> None:
@@ -61,13 +52,7 @@ def test_a_handler_raising_cancelled_error_fails_its_message_alone_in_a_batch(
         return []
 
     def open_fleet() -> Any:
-        return Fleet.connect(
-            table=ddb_table.name,
-            endpoint_url=ddb_local_endpoint,
-            region_name="us-east-1",
-            handler=handler,
-            send=send,
-        )
+        return _fleet(ddb_table, ddb_local_endpoint, handler, send)
 
     async def submit() -> None:
         async with open_fleet() as fleet:
@@ -78,7 +63,7 @@ def test_a_handler_raising_cancelled_error_fails_its_message_alone_in_a_batch(
     lambda_handler = SqsBatchHandler(open_fleet)
     try:
         poison, good = (e.to_json() for e in queue)
-        response = lambda_handler(_batch([poison, good]), None)
+        response = lambda_handler(batch([poison, good]), None)
         assert response == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     finally:
         lambda_handler.close()
@@ -101,13 +86,7 @@ async def test_the_worker_backs_off_a_handler_raising_cancelled_error(
 
     async with (
         sqs_client(endpoint=moto_endpoint, region_name="us-east-1") as client,
-        Fleet.connect(
-            table=ddb_table.name,
-            endpoint_url=ddb_local_endpoint,
-            region_name="us-east-1",
-            handler=handler,
-            send=SqsSender(client, work),
-        ) as fleet,
+        _fleet(ddb_table, ddb_local_endpoint, handler, SqsSender(client, work)) as fleet,
     ):
         await fleet.submit("cancelled-job", None)
         worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=30)
@@ -134,13 +113,7 @@ async def test_a_plain_generator_handler_does_not_block_the_event_loop(
     async def send(envelopes: Any) -> None:
         queue.extend(envelopes)
 
-    async with Fleet.connect(
-        table=ddb_table.name,
-        endpoint_url=ddb_local_endpoint,
-        region_name="us-east-1",
-        handler=pages,
-        send=send,
-    ) as fleet:
+    async with _fleet(ddb_table, ddb_local_endpoint, pages, send) as fleet:
         root = await fleet.submit("generator-job", "root")
         gaps: list[float] = []
 
