@@ -258,6 +258,33 @@ async def test_a_continuation_whose_process_died_runs_on_the_redelivery(
         assert not await h.fleet.complete("job-cont")  # the stream's path finds it done too
 
 
+async def test_copies_of_the_acking_message_in_one_batch_run_the_continuation_once(
+    harness_factory: Any,
+) -> None:
+    # A batch holding several copies of the message that acked a job (its continuation died,
+    # SQS delivered it again twice) handles them at once: each read "not done" and ran it.
+    async with harness_factory() as h:
+        await h.fleet.submit("job-copies", {"width": 1, "depth": 0})
+        root = h.queue.pop()
+        h.fail_continuation = 1
+        with pytest.raises(RuntimeError):
+            await h.fleet.handle(root.to_json())
+        slow = h.fleet.completion.continuation
+
+        async def continuation(done: Completed) -> None:
+            await asyncio.sleep(0.05)  # the effect takes time: the other copy reads meanwhile
+            assert slow is not None
+            await slow(done)
+
+        h.fleet.completion.continuation = continuation
+        copies = await asyncio.gather(
+            *(h.fleet.handle(root.to_json(), receive_count=2) for _ in range(3))
+        )
+        assert [c.continued for c in copies].count(True) == 1
+        assert [c.tag for c in h.completed] == ["job-copies"]
+        assert h.fleet.completion._running == {}  # nothing kept once the runs are over
+
+
 async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still_continues(
     harness_factory: Any,
 ) -> None:

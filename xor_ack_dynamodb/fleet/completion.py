@@ -8,7 +8,7 @@
   continuation again (``Fleet.complete(tag)`` does the same from a stream event).
 - **Effect once**: a continuation that finished writes the ``done`` marker, and
   one found done is not run again.  A run can only repeat when its process died
-  between the effect and the marker (or two copies raced there): every run gets
+  between the effect and the marker (or copies in two processes raced there): every run gets
   the same ``continuation_id`` (BLAKE2b of the tag and the chain's generation) for
   the effect to deduplicate on, as ``QueueContinuation`` does with SQS FIFO's
   ``MessageDeduplicationId``.
@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -50,18 +51,32 @@ class Completion:
         self.markers = markers
         self.continuation = continuation
         self.runs = 0
+        # One lock per chain whose continuation is being run here: a batch that delivers
+        # several messages of one acked chain (re-deliveries) runs it once, not once per
+        # message at the same time.  Entries live while a run holds or waits for them.
+        self._running: dict[str, tuple[asyncio.Lock, int]] = {}
 
     async def run(self, done: Completed) -> bool:
         """Run the continuation unless it is recorded done; True if it ran now."""
         if self.continuation is None:
             return False
         key = done_key(done.tag, done.chain_id)
-        if await self.markers.claimed(key):
-            return False
-        await self.continuation(done)
-        self.runs += 1
-        await self.markers.put(key, done.chain_id)
-        return True
+        lock, waiting = self._running.get(key, (asyncio.Lock(), 0))
+        self._running[key] = (lock, waiting + 1)
+        try:
+            async with lock:
+                if await self.markers.claimed(key):
+                    return False
+                await self.continuation(done)
+                self.runs += 1
+                await self.markers.put(key, done.chain_id)
+                return True
+        finally:
+            lock, waiting = self._running[key]
+            if waiting == 1:
+                del self._running[key]
+            else:
+                self._running[key] = (lock, waiting - 1)
 
 
 #: What SQS takes as a ``MessageGroupId``: 1 to 128 ASCII letters, digits and punctuation.
