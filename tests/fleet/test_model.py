@@ -15,7 +15,7 @@ import pytest
 
 import xor_ack_dynamodb.fleet as fleet_package
 from xor_ack_dynamodb.dynamodb import XorAckDynamoDB
-from xor_ack_dynamodb.errors import InvalidArgument
+from xor_ack_dynamodb.errors import InvalidArgument, InvalidTag
 from xor_ack_dynamodb.fleet import (
     FLEET_TOKEN_WINDOW,
     Completed,
@@ -37,7 +37,7 @@ from xor_ack_dynamodb.fleet.errors import (
     TombstoneTooShort,
     UnsuitableClient,
 )
-from xor_ack_dynamodb.fleet.markers import DEFAULT_MARKER_TTL, page_key
+from xor_ack_dynamodb.fleet.markers import DEFAULT_MARKER_TTL, MAX_JOB_TAG_BYTES, page_key
 from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
 from xor_ack_dynamodb.table import TableSpec
 
@@ -651,6 +651,23 @@ async def test_a_replay_refused_before_its_create_logs_no_replayed_line(
             assert not [r for r in caplog.messages if '"event":"replayed"' in r]
             await h.fleet.replay("job-never-replayed", 0)
         assert [r for r in caplog.messages if '"event":"replayed"' in r]
+
+
+async def test_a_tag_too_long_for_its_markers_is_refused_before_anything_is_written(
+    harness_factory: Any,
+) -> None:
+    # A tag near DynamoDB's 2,048 bytes was created, then its markers' keys (the tag and a
+    # suffix) were refused with a raw ValidationException at every receive of its messages.
+    longest = "j" * MAX_JOB_TAG_BYTES
+    async with harness_factory(token_window=4, page_size=2) as h:
+        for call in (h.fleet.submit, h.fleet.replay):
+            with pytest.raises(InvalidTag, match=f"at most {MAX_JOB_TAG_BYTES} bytes"):
+                await call(longest + "j", {"width": 10, "depth": 1})
+            assert h.queue == [] and await h.fleet.ack.get(longest + "j") is None
+        children, state = await _far_job(h, longest)  # its pages are written: keys fit
+        assert h.fleet.markers.has_page(longest, state.chain_id, 0)
+        assert (await h.fleet.handle(children[-1].to_json())).acked
+        assert [c.tag for c in h.completed] == [longest]
 
 
 async def _far_job(h: Any, tag: str) -> tuple[list[Envelope], Any]:

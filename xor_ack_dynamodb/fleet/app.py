@@ -40,7 +40,7 @@ from .errors import (
     TombstoneTooShort,
     WindowMismatch,
 )
-from .markers import DEFAULT_MARKER_TTL, Markers
+from .markers import DEFAULT_MARKER_TTL, Markers, check_job_tag
 from .once import Once, Result, Verdict
 from .payloads import check_payload
 from .telemetry import Telemetry, log
@@ -206,8 +206,10 @@ class Fleet:
         (default: the fleet's); ``ttl`` must then be longer.  A payload the root message
         cannot carry (``InvalidPayload``: not JSON data, too deep) creates no chain, nor
         does a job refused for its queue (``QueueUnavailable``: a sender that can say
-        whether it can send, as ``SqsSender`` can, is asked first).
+        whether it can send, as ``SqsSender`` can, is asked first).  ``InvalidTag`` for a
+        tag too long for the job's markers (``MAX_JOB_TAG_BYTES``).
         """
+        check_job_tag(tag)
         check_payload(tag, payload, self.ack.token_window)
         # The root as it will be sent: its chain id (8 bytes) is made by the create.
         await _ready(self.send, root_envelope(tag, bytes(8), payload, self.ack.token_window))
@@ -245,6 +247,7 @@ class Fleet:
         they find another generation and are dropped, so the new chain counts only
         the new run's work.  ``ReplayRefused`` if the chain is live or acked.
         """
+        check_job_tag(tag)
         state = await self.ack.get(tag)
         if state is not None and state.live:
             raise ReplayRefused(tag, "live")

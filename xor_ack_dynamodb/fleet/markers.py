@@ -17,6 +17,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..dynamodb import item as I
+from ..errors import InvalidTag
 
 #: How long markers outlive their write: SQS keeps a message at most 14 days.
 DEFAULT_MARKER_TTL = 14 * 86_400
@@ -34,6 +35,24 @@ def page_key(tag: str, chain_id: bytes, page: int) -> str:
 
 def done_key(tag: str, chain_id: bytes) -> str:
     return f"{tag}{_PREFIX}done/{chain_id.hex()}"
+
+
+#: The longest a marker key adds to its tag: a page's, with a 16-digit chain id and a page
+#: number of up to 20 digits (``page_key``).
+MARKER_SUFFIX_BYTES = len(_PREFIX) + len("page/") + 16 + len("/") + 20
+#: The longest tag a fleet job may have: its markers' keys must fit DynamoDB's 2,048 bytes.
+MAX_JOB_TAG_BYTES = InvalidTag.MAX_BYTES - MARKER_SUFFIX_BYTES
+
+
+def check_job_tag(tag: str) -> None:
+    """``InvalidTag`` unless ``tag`` is one, short enough for its markers' keys: a longer one
+    would be accepted by its create, and its first marker write refused at every receive."""
+    size = len(InvalidTag.check(tag).encode("utf-8"))
+    if size > MAX_JOB_TAG_BYTES:
+        raise InvalidTag(
+            f"a fleet job's tag must be at most {MAX_JOB_TAG_BYTES} bytes of UTF-8 (its marker"
+            f" keys add up to {MARKER_SUFFIX_BYTES} to it), not {size}"
+        )
 
 
 def is_marker_key(key: str) -> bool:
