@@ -285,6 +285,26 @@ async def test_copies_of_the_acking_message_in_one_batch_run_the_continuation_on
         assert h.fleet.completion._running == {}  # nothing kept once the runs are over
 
 
+async def test_a_plain_continuation_runs_in_a_thread_once(harness_factory: Any) -> None:
+    # A plain function was accepted, ran its effect on the event loop, then failed with a raw
+    # TypeError (its None awaited) before the done marker: again at every receive.
+    import threading
+
+    ran: list[tuple[str, str]] = []
+
+    def continuation(done: Completed) -> None:
+        ran.append((done.tag, threading.current_thread().name))
+
+    async with harness_factory() as h:
+        h.fleet.completion.continuation = continuation
+        await h.fleet.submit("job-plain", {"width": 1, "depth": 0})
+        root = h.queue.pop()
+        assert (await h.fleet.handle(root.to_json())).continued
+        assert not (await h.fleet.handle(root.to_json(), receive_count=2)).continued
+    assert [tag for tag, _ in ran] == ["job-plain"]
+    assert ran[0][1] != threading.current_thread().name  # not on the event loop
+
+
 async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still_continues(
     harness_factory: Any,
 ) -> None:

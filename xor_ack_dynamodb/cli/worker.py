@@ -52,7 +52,7 @@ def function_option(name: str, help: str, *, required: bool = False) -> Callable
     required=True,
 )
 @function_option(
-    "--continuation", "An async function awaited once per acked chain with a fleet.Completed."
+    "--continuation", "A function (async or plain) run once per acked chain with a fleet.Completed."
 )
 @url_option(
     "--dead-letter-queue-url",

@@ -116,7 +116,7 @@ class Fleet:
     stamps go through its ``stamp_on``, so its retry and merging options do not
     matter, but no other writer may stamp the fleet's chains (see ``once.py``).
     ``handler``: the user's function (sync or async).  ``send``: sends child
-    envelopes (``SqsSender``).  ``continuation``: awaited once per acked chain
+    envelopes (``SqsSender``).  ``continuation``: run once per acked chain
     (``Completed``).  ``page_size``, ``marker_ttl``: see ``once.py`` and
     ``markers.py``.  ``timeout``, ``idle_timeout``: each job's deadline (the client's
     ``create`` options; ``submit`` may give others): a job still live past it is

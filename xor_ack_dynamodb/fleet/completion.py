@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -41,7 +42,20 @@ class Completed:
         return hashlib.blake2b(data, digest_size=16, person=b"xa-fleet-done").hexdigest()
 
 
-Continuation = Callable[[Completed], Awaitable[None]]
+#: An async function, or a plain one (it runs in a thread: it may block, the loop may not).
+Continuation = Callable[[Completed], Awaitable[None] | None]
+
+
+async def _call(continuation: Continuation, done: Completed) -> None:
+    """Run ``continuation`` for ``done`` to its end, async or plain (as handlers run)."""
+    if inspect.iscoroutinefunction(continuation):
+        await continuation(done)
+        return
+    # A plain function, or an object whose call may be async (``QueueContinuation``): called
+    # in a thread, and what it returns awaited here if it is awaitable.
+    result = await asyncio.to_thread(continuation, done)
+    if inspect.isawaitable(result):
+        await result
 
 
 class Completion:
@@ -67,7 +81,7 @@ class Completion:
             async with lock:
                 if await self.markers.claimed(key):
                     return False
-                await self.continuation(done)
+                await _call(self.continuation, done)
                 self.runs += 1
                 await self.markers.put(key, done.chain_id)
                 return True
