@@ -148,14 +148,21 @@ def split_stream() -> FakeStreams:
 
 def followed(fake: FakeStreams, on_ready: Any, count: int) -> list[str]:
     """The tags a follower from now tells, until ``count`` of them (``on_ready``: what is
-    written once it has started)."""
+    written once it has started), or those told in 10 s: a follower that missed one ends."""
     stop = threading.Event()
+    give_up = threading.Timer(10, stop.set)
+    give_up.start()
     seen: list[str] = []
-    for _record, decoded in events.follow(fake, "arn", interval=0.01, stop=stop, on_ready=on_ready):
-        assert not isinstance(decoded, Exception)
-        seen.extend(e.tag for e in decoded)
-        if len(seen) >= count:
-            stop.set()
+    try:
+        for _record, decoded in events.follow(
+            fake, "arn", interval=0.01, stop=stop, on_ready=on_ready
+        ):
+            assert not isinstance(decoded, Exception)
+            seen.extend(e.tag for e in decoded)
+            if len(seen) >= count:
+                stop.set()
+    finally:
+        give_up.cancel()
     return seen
 
 
@@ -313,6 +320,23 @@ def test_a_follower_from_now_whose_iterator_expired_before_a_record_skips_the_pa
     seen = followed(fake, lambda: fake.records["s"].extend(fresh), len(fresh))
     assert seen == ["new-0", "new-1", "new-2"]
     assert ("s", "TRIM_HORIZON") in fake.calls  # read again from the oldest, the past skipped
+
+
+def test_a_follower_from_now_skips_no_record_of_its_minute_where_times_are_minutes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DynamoDB Local rounds a record's time down to the minute.  A follower whose LATEST
+    iterator expired, started 20 s into a minute, read a record made after it as made 20 s
+    before it, and skipped it as the past."""
+    import time as _time
+
+    minute = 1_800_000_000.0  # a whole minute
+    monkeypatch.setattr(_time, "time", lambda: minute + 20)
+    past = [samples.record("INSERT", new=samples.chain_image("old"), approximate_time=minute - 60)]
+    fake = FakeStreams([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": list(past)})
+    fake.expire_once.add("s:1")  # the LATEST iterator: expired at its first read
+    fresh = [samples.record("INSERT", new=samples.chain_image("new"), approximate_time=minute)]
+    assert followed(fake, lambda: fake.records["s"].extend(fresh), 1) == ["new"]
 
 
 @pytest.mark.parametrize(

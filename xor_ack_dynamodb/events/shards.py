@@ -22,6 +22,8 @@ from typing import Any
 
 from ..dynamodb.loops import code_of, item_failed
 
+#: The coarsest rounding of a record's ``ApproximateCreationDateTime`` (seconds).
+_ROUNDED_TO = 60
 #: The logger of the reader's lines: the follower's, as docs/events.md names it.
 _LOGGER = "xor_ack_dynamodb.events.follow"
 
@@ -187,7 +189,10 @@ class StreamReader:
         is read again from its oldest record (``_Shard.skipping``)."""
         if not shard.skipping or shard.since is None:
             return batch
-        since = math.floor(shard.since)  # the records' times are whole seconds
+        # Record times are rounded down: to the second on AWS, to the minute on DynamoDB
+        # Local.  A record of the minute the shard was opened in may be new: it is told
+        # (a record made up to a minute before is told too; none made after is skipped).
+        since = math.floor(shard.since / _ROUNDED_TO) * _ROUNDED_TO
         for i, record in enumerate(batch):
             created = _created(record)
             if created is None or created >= since:
