@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -44,7 +45,8 @@ class FakeStreams:
         self.trimmed_before: dict[str, int] = {}
         self.expire_once: set[str] = set()
         self.fail_once: set[str] = set()  # iterators whose GetRecords fails once (throttled)
-        self.empty_once: set[str] = set()  # iterators answered empty once (a gap)
+        #: iterators answered empty (a gap), as many times as counted
+        self.empty_once: Counter[str] = Counter()
         self.calls: list[tuple[str, str]] = []
 
     def describe_stream(self, StreamArn: str, ExclusiveStartShardId: str | None = None) -> Any:
@@ -81,8 +83,8 @@ class FakeStreams:
         if ShardIterator in self.expire_once:
             self.expire_once.discard(ShardIterator)
             raise ExpiredIteratorException(ShardIterator)
-        if ShardIterator in self.empty_once:
-            self.empty_once.discard(ShardIterator)
+        if self.empty_once[ShardIterator] > 0:
+            self.empty_once[ShardIterator] -= 1
             return {"Records": [], "NextShardIterator": ShardIterator}
         records = self.records[shard_id][int(position) : int(position) + 2]
         end = int(position) + len(records)
@@ -176,6 +178,15 @@ def test_read_takes_every_page_of_shards_and_the_parent_first() -> None:
     got = [record for record, _ in events.read(fake, "arn")]
     assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
     assert ("parent", "AFTER_SEQUENCE_NUMBER") in fake.calls  # the expired iterator renewed
+
+
+def test_read_reads_a_closed_shard_to_its_end_past_empty_answers() -> None:
+    # A closed shard answering empty three times in a row was taken as read to its end, as
+    # an open one is: the records after the gap, and its child's, were never read.
+    fake = split_stream()
+    fake.empty_once.update({"parent:2": 4})
+    got = [record for record, _ in events.read(fake, "arn")]
+    assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
 
 
 def test_read_goes_past_empty_answers_of_an_open_shard() -> None:

@@ -63,6 +63,9 @@ def shards(streams: Any, arn: str) -> list[dict[str, Any]]:
 class _Shard:
     shard_id: str
     parent: str | None
+    #: Closed (it has an ending sequence number): read to its end, the iterator running out,
+    #: however many empty answers come first.
+    closed: bool = False
     iterator: str | None = None
     last_sequence: str | None = None
     done: bool = False
@@ -91,7 +94,8 @@ class StreamReader:
     #: Where shards open at the start are read from: the oldest record, or new ones only.
     from_start: bool = False
     #: Empty answers in a row after which an open shard counts as read to its end for now:
-    #: GetRecords may answer empty before a later part of a shard that holds records.
+    #: GetRecords may answer empty before a later part of a shard that holds records.  A
+    #: closed shard is read until its iterator runs out.
     empty_at_end: int = 1
     _shards: dict[str, _Shard] = field(default_factory=dict)
     _started: bool = False
@@ -113,8 +117,8 @@ class StreamReader:
             shard_id = shard["ShardId"]
             if shard_id in self._shards:
                 continue
-            state = _Shard(shard_id, shard.get("ParentShardId"))
             closed = "EndingSequenceNumber" in shard.get("SequenceNumberRange", {})
+            state = _Shard(shard_id, shard.get("ParentShardId"), closed)
             if self._started or self.from_start:
                 position = "TRIM_HORIZON"
             elif closed:  # tailing: a shard closed before we came holds only the past
@@ -238,7 +242,7 @@ class StreamReader:
             if batch:
                 shard.last_sequence = batch[-1].get("dynamodb", {}).get("SequenceNumber")
                 records.extend(self._new(shard, batch))
-            if shard.empty < self.empty_at_end:
+            if shard.closed or shard.empty < self.empty_at_end:
                 more = True
             shard.iterator = answer.get("NextShardIterator")
             if shard.iterator is None:
