@@ -49,6 +49,10 @@ class FakeStreams:
         self.empty_once: Counter[str] = Counter()
         self.calls: list[tuple[str, str]] = []
 
+    def delete_shard(self, shard_id: str) -> None:
+        """The stream deletes a shard (all of its records past the retention)."""
+        self.shards = [s for s in self.shards if s["ShardId"] != shard_id]
+
     def describe_stream(self, StreamArn: str, ExclusiveStartShardId: str | None = None) -> Any:
         ids = [s["ShardId"] for s in self.shards]
         start = ids.index(ExclusiveStartShardId) + 1 if ExclusiveStartShardId else 0
@@ -62,6 +66,9 @@ class FakeStreams:
         self, StreamArn: str, ShardId: str, ShardIteratorType: str, SequenceNumber: str = ""
     ) -> Any:
         self.calls.append((ShardId, ShardIteratorType))
+        if ShardId not in {s["ShardId"] for s in self.shards}:
+            error = {"Code": "ResourceNotFoundException", "Message": f"shard {ShardId}: none"}
+            raise ClientError({"Error": error}, "GetShardIterator")
         records = self.records[ShardId]
         oldest = self.trimmed_before.get(ShardId, 0)
         if ShardIteratorType == "TRIM_HORIZON":
@@ -290,6 +297,28 @@ def test_a_reader_past_the_retention_goes_on_from_the_oldest_record_and_says_so(
     assert len(trimmed) == 1 and '"shard":"s"' in trimmed[0]
     gaps = [c for c in counted if c["error"] == "TrimmedDataAccessException"]
     assert gaps == [{"loop": "follow", "error": "TrimmedDataAccessException"}]
+
+
+def test_a_reader_behind_a_shard_the_stream_deleted_reads_its_child(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The parent shard was deleted while the reader was in it (a day paused: its records
+    # past the retention): each new iterator for it was ResourceNotFoundException, a failed
+    # read for ever, and the child, waiting for its parent, was never read.
+    recorded(monkeypatch)
+    fake = split_stream()
+    reader = events.StreamReader(fake, "arn", from_start=True)
+    first, _ = reader.poll()
+    assert first == fake.records["parent"][:2]
+    fake.delete_shard("parent")
+    fake.expire_once.add("parent:2")
+    got: list[dict[str, Any]] = []
+    for _ in range(8):
+        got.extend(reader.poll()[0])
+    assert got == fake.records["child"]
+    assert reader.trimmed == 1 and reader.errors == 0  # a gap, told once; no failed read
+    gone = [r.message for r in caplog.records if '"shard-trimmed"' in r.message]
+    assert len(gone) == 1 and '"shard":"parent"' in gone[0]
 
 
 def test_a_follower_from_now_whose_first_read_fails_does_not_replay_the_past(

@@ -204,6 +204,32 @@ class StreamReader:
                 return batch[i:]
         return []
 
+    def _gone(self, shard: _Shard, exc: Exception) -> bool:
+        """Is ``shard`` gone from the stream (``ResourceNotFoundException``, and no longer
+        listed: the stream deleted it, all of its records past the 24-hour retention)?  Then
+        what was not read of it is lost: the gap is reported as a trimmed one is, and the
+        shard is done, so that its children are read.  A stream gone as a whole is not."""
+        if code_of(exc) != "ResourceNotFoundException":
+            return False
+        try:
+            listed = {s["ShardId"] for s in shards(self.streams, self.arn)}
+        except Exception:  # the stream itself cannot be read: a failure of this shard's read
+            return False
+        if shard.shard_id in listed:
+            return False
+        self.trimmed += 1
+        item_failed(
+            "follow",
+            exc,
+            logger=_LOGGER,
+            event="shard-trimmed",
+            shard=shard.shard_id,
+            lost_after=shard.last_sequence,
+        )
+        shard.done, shard.broken, shard.iterator = True, False, None
+        shard.failures, shard.error = 0, None
+        return True
+
     def _ready(self, shard: _Shard) -> bool:
         parent = self._shards.get(shard.parent) if shard.parent else None
         return not shard.done and (parent is None or parent.done)
@@ -232,6 +258,8 @@ class StreamReader:
                 more = True
                 continue
             except Exception as exc:  # this shard, this round: the others go on
+                if self._gone(shard, exc):
+                    continue
                 # A new iterator from TRIM_HORIZON would replay the past to a follower from now.
                 shard.broken = shard.broken or not (shard.from_now and not shard.last_sequence)
                 self._failed(shard, exc)
