@@ -55,7 +55,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("round-timeout-str", {"round_timeout": "5"}, r"round_timeout='5'.*seconds"),
     ("chain-timeout-bool", {"chain_timeout": True}, r"chain_timeout=True.*seconds"),
     ("report-int", {"report": 5}, r"report=5.*path"),
-    ("report-name-too-long", {"report": "r" * 240 + ".jsonl"}, r"report=.*too long a name"),
+    (
+        "report-name-too-long",
+        {"report": "r" * 240 + ".jsonl"},
+        r"report=.*too long a name: its lines go to \.NAME\.<12 hex digits>\.partial beside",
+    ),
     ("tracker-a-name", {"tracker": "chains"}, r"tracker='chains'.*TrackerConfig\(table="),
     ("on-event-str", {"on_event": "log"}, r"on_event='log'.*callable"),
     ("faults-str", {"faults": "often"}, r"faults='often'.*FaultConfig"),

@@ -131,8 +131,8 @@ def refuse_report(path: str) -> None:
         limit := _name_max(folder)
     ):
         why = (
-            f"is too long a name: its lines go to {partial_name('NAME')} beside it, which "
-            f"must fit the {limit} bytes a name may have there; give a shorter name"
+            "is too long a name: its lines go to .NAME.<12 hex digits>.partial beside it,"
+            f" which must fit the {limit} bytes a name may have there; give a shorter name"
         )
     else:
         return
