@@ -18,6 +18,7 @@ import yaml
 
 from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.errors import InvalidEvent, InvalidTimeout
+from xor_ack_dynamodb.events import Acked
 from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, SettingMissing
 from xor_ack_dynamodb.fleet.lambda_sqs import (
@@ -288,6 +289,27 @@ def test_the_stream_function_continues_chains_that_just_acked(
         assert handler.skipped == 0  # the fleet's marker is no chain, and no failure either
     finally:
         handler.environment.close()
+
+
+def test_the_stream_function_raises_a_failed_continuation_after_the_others_ended() -> None:
+    # The first failure was raised at once, while the batch's other continuations were
+    # still running: left in the loop that stops with the invocation, mid-effect.
+    ended: list[str] = []
+
+    class Continuing:
+        async def complete_chain(self, tag: str, chain_id: bytes) -> bool:
+            if tag == "bad":
+                raise RuntimeError("the continuation failed")
+            await asyncio.sleep(0.05)
+            ended.append(tag)
+            return True
+
+    handler = StreamCompletionHandler(lambda: None)  # type: ignore[arg-type,return-value]
+    acked = [Acked(tag, b"\1" * 8, 0.0) for tag in ("bad", "slow")]
+    handler.events = lambda event: list(acked)  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="the continuation failed"):
+        asyncio.run(handler.process(Continuing(), {}))  # type: ignore[arg-type]
+    assert ended == ["slow"]
 
 
 def test_the_stream_function_skips_a_record_that_is_no_chain_and_handles_the_rest(

@@ -263,7 +263,15 @@ class StreamCompletionHandler:
         ended = [e for e in found if isinstance(e, Failed)]  # TimedOut is a Failed
         for failed in ended:
             log(failed.kind.replace("_", "-"), failed.tag, None, reason=failed.reason)
-        ran = await asyncio.gather(*(fleet.complete_chain(e.tag, e.chain_id) for e in acked))
+        # Every continuation runs to its end before a failed one is raised: left running in
+        # a loop that stops with the invocation, the others would be frozen mid-effect.
+        outcomes = await asyncio.gather(
+            *(fleet.complete_chain(e.tag, e.chain_id) for e in acked), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        ran = [outcome is True for outcome in outcomes]
         timed_out = sum(isinstance(e, TimedOut) for e in ended)
         return {
             "acked": len(acked),
