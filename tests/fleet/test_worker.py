@@ -417,3 +417,36 @@ async def test_a_message_too_large_for_the_queue_is_refused_before_anything_is_s
         assert "nothing was sent" in str(refused.value)
         assert waiting() == 0  # not one sibling went out
         assert await fleet.ack.get("too-large-child") == before
+
+
+async def test_an_extension_under_way_when_a_handler_fails_does_not_undo_its_back_off() -> None:
+    """A scripted SQS peer whose visibility extension lands 0.3 s after it was sent.  The
+    handler failed while one was under way: the back-off (2 s) was set, then the extension
+    (the whole timeout) landed and replaced it; the worker cancelled its keeper only after
+    the back-off, and a cancelled request already sent still lands."""
+    landed: list[int] = []
+    under_way: set[asyncio.Task[None]] = set()
+
+    class Peer:
+        async def change_message_visibility(self, **request: Any) -> None:
+            seconds = request["VisibilityTimeout"]
+
+            async def land() -> None:
+                await asyncio.sleep(0.3 if seconds == 3 else 0.0)
+                landed.append(seconds)
+
+            task = asyncio.ensure_future(land())
+            under_way.add(task)
+            await asyncio.shield(task)  # a caller cancelled: the request still lands
+
+    class Failing:
+        async def handle(self, body: str, receive_count: int) -> Any:
+            await asyncio.sleep(1.1)  # the first extension leaves at 1 s
+            raise RuntimeError("the handler failed")
+
+    worker = Worker(Failing(), Peer(), "queue", visibility_timeout=3)  # type: ignore[arg-type]
+    message = {"ReceiptHandle": "r", "Body": "{}", "MessageId": "m"}
+    await worker._handle(message)
+    await asyncio.gather(*under_way)
+    assert landed == [3, 2]  # the extension, then the back-off: the message waits 2 s
+    assert worker.stats["failed"] == 1 and worker.stats["extended"] == 1

@@ -149,9 +149,14 @@ class Worker:
         receipt = message["ReceiptHandle"]
         count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
         message_id = message.get("MessageId")
-        keeper = asyncio.ensure_future(self._keep_visible(receipt))
+        handled_now = asyncio.Event()
+        keeper = asyncio.ensure_future(self._keep_visible(receipt, handled_now))
         try:
-            handled = await self.fleet.handle(message["Body"], count)
+            try:
+                handled = await self.fleet.handle(message["Body"], count)
+            finally:  # an extension in flight ends first: it would undo a back-off or release
+                handled_now.set()
+                await asyncio.gather(keeper, return_exceptions=True)
         except asyncio.CancelledError:
             await self._set_visibility(receipt, 0)  # shutting down: another worker takes it
             self.stats["released"] += 1
@@ -181,8 +186,6 @@ class Worker:
             )
             await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
             return
-        finally:
-            keeper.cancel()
         self.stats[handled.verdict.value] += 1
         try:
             await self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
@@ -190,10 +193,17 @@ class Worker:
             self.stats["delete_errors"] += 1
             item_failed("worker", exc, logger=LOGGER, event="delete-failed", message_id=message_id)
 
-    async def _keep_visible(self, receipt: str) -> None:
+    async def _keep_visible(self, receipt: str, handled: asyncio.Event) -> None:
+        """Extend the message's visibility every third of it until ``handled`` is set; an
+        extension under way when it is set is finished, never cut off (cancelled, it may
+        still reach SQS after the back-off that follows, and undo it)."""
         period = max(1.0, self.visibility_timeout / 3)
         while True:
-            await asyncio.sleep(period)
+            try:
+                await asyncio.wait_for(handled.wait(), period)
+                return
+            except TimeoutError:
+                pass
             await self._set_visibility(receipt, self.visibility_timeout)
             self.stats["extended"] += 1
 
