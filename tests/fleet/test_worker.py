@@ -446,7 +446,68 @@ async def test_an_extension_under_way_when_a_handler_fails_does_not_undo_its_bac
 
     worker = Worker(Failing(), Peer(), "queue", visibility_timeout=3)  # type: ignore[arg-type]
     message = {"ReceiptHandle": "r", "Body": "{}", "MessageId": "m"}
-    await worker._handle(message)
+    await worker._one_by_one([message])
     await asyncio.gather(*under_way)
     assert landed == [3, 2]  # the extension, then the back-off: the message waits 2 s
     assert worker.stats["failed"] == 1 and worker.stats["extended"] == 1
+
+
+class _FifoPeer:
+    """A scripted SQS FIFO queue: one receive gives ``batch``, then none; it records the
+    deletes and visibility changes."""
+
+    def __init__(self, batch: list[dict[str, Any]]) -> None:
+        self.batch = batch
+        self.deleted: list[str] = []
+        self.visibility: list[tuple[str, int]] = []
+
+    async def receive_message(self, **request: Any) -> Any:
+        assert "MessageGroupId" in request["MessageSystemAttributeNames"]
+        batch, self.batch = self.batch, []
+        if not batch:
+            await asyncio.sleep(request["WaitTimeSeconds"])
+        return {"Messages": batch}
+
+    async def delete_message(self, **request: Any) -> None:
+        self.deleted.append(request["ReceiptHandle"])
+
+    async def change_message_visibility(self, **request: Any) -> None:
+        self.visibility.append((request["ReceiptHandle"], request["VisibilityTimeout"]))
+
+
+async def test_a_fifo_group_is_handled_in_order_and_held_back_behind_a_failure() -> None:
+    """A receive from a FIFO queue holds several messages of a group: they were handled at
+    once, a later one finishing first, and run although an earlier one failed."""
+
+    def message(group: str, n: int) -> dict[str, Any]:
+        attributes = {"ApproximateReceiveCount": "1", "MessageGroupId": group}
+        return {
+            "MessageId": f"{group}{n}",
+            "ReceiptHandle": f"{group}{n}",
+            "Body": f"{group}{n}",
+            "Attributes": attributes,
+        }
+
+    order: list[str] = []
+
+    class Fleet_:
+        async def handle(self, body: str, receive_count: int) -> Any:
+            await asyncio.sleep({"a1": 0.3, "a2": 0.1}.get(body, 0.0))
+            order.append(body)
+            if body == "b1":
+                raise RuntimeError("the handler failed")
+            return type("Handled", (), {"verdict": Verdict.APPLIED})()
+
+    batch = [message("a", 1), message("b", 1), message("a", 2), message("b", 2), message("a", 3)]
+    peer = _FifoPeer(batch)
+    worker = Worker(Fleet_(), peer, "work.fifo", wait_time=1)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    running = asyncio.ensure_future(worker.run(stop))
+    await wait_for(lambda: len(peer.deleted) == 3, 10)
+    stop.set()
+    stats = await running
+    assert [m for m in order if m.startswith("a")] == ["a1", "a2", "a3"]
+    assert "b2" not in order  # behind b1, which failed: made visible again, not run
+    assert peer.deleted == ["a1", "a2", "a3"]
+    assert ("b1", 2) in peer.visibility and ("b2", 0) in peer.visibility  # back-off; behind it
+    assert stats["held_back"] == 1 and stats["failed"] == 1

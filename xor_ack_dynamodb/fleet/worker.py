@@ -8,6 +8,9 @@
   a back-off growing with its receive count, until the queue's redrive policy
   moves it to the dead-letter queue; ``dead_letter_queue_url`` makes the worker
   drain that queue too, failing each message's chain with reason ``dead-letter``;
+- on a FIFO queue (URL ending in ``.fifo``) the messages of one group in a receive are
+  handled one after another, in order; behind one that is not done, the rest are made
+  visible again unhandled (``held_back``), so that they come after it;
 - ``stop`` (SIGTERM or SIGINT by ``install_signal_handlers``) stops receiving, lets
   the messages in hand finish for ``shutdown_grace`` seconds, and releases those
   still running (visibility 0) so that another worker takes them at once; with
@@ -97,8 +100,8 @@ class Worker:
                     await asyncio.wait({stopping, *self._tasks}, return_when="FIRST_COMPLETED")
                     continue
                 messages = await self._receive(self.queue_url, min(MAX_BATCH, free), stopping)
-                for message in messages:
-                    task = asyncio.ensure_future(self._one(message))
+                for in_order in self._in_order(messages):
+                    task = asyncio.ensure_future(self._one_by_one(in_order))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
         finally:
@@ -118,7 +121,7 @@ class Worker:
                 MaxNumberOfMessages=count,
                 WaitTimeSeconds=self.wait_time,
                 VisibilityTimeout=self.visibility_timeout,
-                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                MessageSystemAttributeNames=["ApproximateReceiveCount", "MessageGroupId"],
             )
         )
         await asyncio.wait({receive, stopping}, return_when="FIRST_COMPLETED")
@@ -137,26 +140,59 @@ class Worker:
         self.stats["received"] += len(messages)
         return messages
 
-    async def _one(self, message: dict[str, Any]) -> None:
-        """One message, on its own: nothing it raises reaches the loop (but a cancellation)."""
-        try:
-            await self._handle(message)
-        except Exception as exc:  # a bug, an SQS error after the handler: reported, go on
-            self.stats["item_errors"] += 1
-            item_failed("worker", exc, logger=LOGGER, message_id=message.get("MessageId"))
+    def _in_order(self, messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """The received messages as runs to handle one after another: on a FIFO queue, the
+        messages of each group, in the order received (SQS gives a group's next messages
+        only once these are deleted or visible again); elsewhere, each message alone."""
+        if not self.queue_url.endswith(".fifo"):
+            return [[message] for message in messages]
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for position, message in enumerate(messages):
+            group = message.get("Attributes", {}).get("MessageGroupId")
+            groups.setdefault(group if isinstance(group, str) else f"\0{position}", []).append(
+                message
+            )
+        return list(groups.values())
 
-    async def _handle(self, message: dict[str, Any]) -> None:
+    async def _one_by_one(self, messages: list[dict[str, Any]]) -> None:
+        """Messages in order, each on its own: nothing they raise reaches the loop (but a
+        cancellation).  All are kept visible while they wait their turn; once one is not
+        done (failed, refused, cancelled), the rest are held back: made visible again, not
+        handled, so that they come after it (``held_back``; ``released`` when stopping)."""
+        kept = [_Kept(self, message) for message in messages]
+        for position, one in enumerate(kept):
+            try:
+                done = await self._handle(one)
+            except asyncio.CancelledError:
+                await self._hold_back(kept[position + 1 :], "released")
+                raise
+            except Exception as exc:  # a bug, an SQS error after the handler: reported, go on
+                await one.stop()
+                self.stats["item_errors"] += 1
+                message_id = one.message.get("MessageId")
+                item_failed("worker", exc, logger=LOGGER, message_id=message_id)
+                done = False
+            if not done:
+                await self._hold_back(kept[position + 1 :], "held_back")
+                return
+
+    async def _hold_back(self, kept: list[_Kept], counted: str) -> None:
+        for one in kept:
+            await one.stop()
+            await self._set_visibility(one.message["ReceiptHandle"], 0)
+            self.stats[counted] += 1
+
+    async def _handle(self, one: _Kept) -> bool:
+        """Handle one message: True once its handler succeeded (it is then deleted)."""
+        message = one.message
         receipt = message["ReceiptHandle"]
         count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
         message_id = message.get("MessageId")
-        handled_now = asyncio.Event()
-        keeper = asyncio.ensure_future(self._keep_visible(receipt, handled_now))
         try:
             try:
                 handled = await self.fleet.handle(message["Body"], count)
             finally:  # an extension in flight ends first: it would undo a back-off or release
-                handled_now.set()
-                await asyncio.gather(keeper, return_exceptions=True)
+                await one.stop()
         except asyncio.CancelledError:
             await self._set_visibility(receipt, 0)  # shutting down: another worker takes it
             self.stats["released"] += 1
@@ -166,14 +202,14 @@ class Worker:
             item_failed(
                 "worker", exc, logger=LOGGER, event="invalid-envelope", message_id=message_id
             )
-            return  # left to the redrive policy: it ends in the dead-letter queue
+            return False  # left to the redrive policy: it ends in the dead-letter queue
         except WindowMismatch as exc:  # refused before the handler: a worker of the right
             self.stats["refused"] += 1  # window may take it once it is visible again
             item_failed(
                 "worker", exc, logger=LOGGER, event="window-mismatch", message_id=message_id
             )
             await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
-            return
+            return False
         except Exception as exc:
             self.stats["failed"] += 1
             item_failed(
@@ -185,13 +221,14 @@ class Worker:
                 receives=count,
             )
             await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
-            return
+            return False
         self.stats[handled.verdict.value] += 1
         try:
             await self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
         except Exception as exc:  # it comes back, and is then a duplicate: applied once
             self.stats["delete_errors"] += 1
             item_failed("worker", exc, logger=LOGGER, event="delete-failed", message_id=message_id)
+        return True
 
     async def _keep_visible(self, receipt: str, handled: asyncio.Event) -> None:
         """Extend the message's visibility every third of it until ``handled`` is set; an
@@ -249,6 +286,22 @@ class Worker:
         except Exception as exc:  # a failed delete, a message without a body: go on
             self.stats["dead_letter_errors"] += 1
             item_failed("worker.dead_letters", exc, logger=LOGGER, message_id=message_id)
+
+
+class _Kept:
+    """A message in hand, its visibility extended (``Worker._keep_visible``) until
+    :meth:`stop`, which lets an extension under way finish."""
+
+    def __init__(self, worker: Worker, message: dict[str, Any]) -> None:
+        self.message = message
+        self._done = asyncio.Event()
+        self._keeper = asyncio.ensure_future(
+            worker._keep_visible(message["ReceiptHandle"], self._done)
+        )
+
+    async def stop(self) -> None:
+        self._done.set()
+        await asyncio.gather(self._keeper, return_exceptions=True)
 
 
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
