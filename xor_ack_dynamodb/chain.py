@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from numbers import Real
 
 from .errors import InvalidArgument, InvalidToken
+from .errors._refusals import shown
 from .stamps import Stamp
 
 MAX_TOKEN_BYTES = 16
@@ -26,9 +27,15 @@ def moment_of(call: str, now: object) -> float:
     a finite number) or, for None, the clock's; ``InvalidArgument`` for anything else."""
     if now is None:
         return write_moment(time.time())
-    if isinstance(now, bool) or not isinstance(now, Real) or not math.isfinite(now):
-        raise InvalidArgument(f"{call} takes epoch seconds (a finite number) or None, not {now!r}")
-    return write_moment(float(now))
+    try:  # an int too big for a float: OverflowError, as nan and the infinities are refused
+        finite = not isinstance(now, bool) and isinstance(now, Real) and math.isfinite(now)
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise InvalidArgument(
+            f"{call} takes epoch seconds (a finite number) or None, not {shown(now)}"
+        )
+    return write_moment(float(now))  # type: ignore[arg-type]
 
 
 def write_moment(now: float) -> float:
