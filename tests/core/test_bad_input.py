@@ -289,6 +289,11 @@ CASES: list[Case] = [
         lambda a: a.wait("good", timeout=1, poll_interval=0),
         InvalidWait,
     ),
+    Case(
+        "wait poll_interval over a year",
+        lambda a: a.wait("good", timeout=math.inf, poll_interval=1e10),
+        InvalidWait,
+    ),
     # -- fail()'s reason
     Case("reason empty", lambda a: a.fail("good", reason=""), InvalidReason),
     Case("reason not encodable", lambda a: a.fail("good", reason=SURROGATE), InvalidReason),

@@ -104,7 +104,7 @@ class InvalidTTL(XorAckError, ValueError):
 
 class InvalidWait(XorAckError, ValueError):
     """``wait()`` was given a ``timeout`` that is not a number >= 0 (``inf``: no limit)
-    or a ``poll_interval`` that is not a finite number above 0.
+    or a ``poll_interval`` that is not a number of seconds above 0 and at most a year.
 
     A NaN timeout would otherwise poll forever.  Also a ``ValueError``.
     """

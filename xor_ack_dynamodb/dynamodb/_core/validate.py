@@ -6,7 +6,6 @@ and how their outcomes come back to the caller (``collect_many``, ``unwrap``).
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict
@@ -134,6 +133,11 @@ def first_deadline(lifetime: Lifetime) -> float | None:
     return timeout if timeout is not None else lifetime.get("idle_timeout")
 
 
+#: The longest pause between two reads of ``wait()``: a year (a clock's sleep takes no more
+#: than some 292 years; nothing waits that long between reads on purpose).
+MAX_POLL_INTERVAL = 366 * 86_400.0
+
+
 def check_wait(timeout: object, poll_interval: object) -> None:
     """Validate ``wait()``'s durations: a timeout >= 0 (inf allowed), a finite interval > 0."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
@@ -146,10 +150,11 @@ def check_wait(timeout: object, poll_interval: object) -> None:
     if (
         isinstance(poll_interval, bool)
         or not isinstance(poll_interval, (int, float))
-        or not 0 < poll_interval < math.inf
+        or not 0 < poll_interval <= MAX_POLL_INTERVAL
     ):
         raise InvalidWait(
-            f"poll_interval must be a finite number of seconds above 0, not {poll_interval!r}"
+            f"poll_interval must be a number of seconds above 0 and at most"
+            f" {MAX_POLL_INTERVAL:.0f} (a year), not {shown(poll_interval)}"
         )
 
 
