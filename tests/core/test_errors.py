@@ -69,3 +69,37 @@ def test_chain_timeout_still_catches_both_and_warns_where_it_is_named() -> None:
     assert legacy("t", 30).code == "ChainTimeout" and "30 s" in str(legacy("t", 30))
     with pytest.raises(AttributeError):
         E.NoSuchError  # type: ignore[attr-defined]  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        E.ChainFailed("job-1", "payment declined"),
+        E.WaitTimeout("job-1", 1.0),
+        E.AmbiguousWrite("job-1", 32),
+        E.CorruptItem("job-1", "stamp", "is missing"),
+        E.StampManyFailed({}, {"job-1": E.TagNotFound("job-1")}),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_an_error_survives_pickling(error: E.XorAckError) -> None:
+    # Errors whose __init__ takes more than the message could not be unpickled (a bare
+    # TypeError: a missing argument), so one raised in a process pool broke the pool.
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error) and str(copy) == str(error)
+    assert copy.__dict__.keys() == error.__dict__.keys()
+
+
+def test_every_error_pickles_as_the_base_says() -> None:
+    import importlib
+
+    for module in ("fleet.errors", "spark.errors", "pipeline.errors", "dashboard"):
+        importlib.import_module(f"xor_ack_dynamodb.{module}")
+    found, todo = [], [E.XorAckError]
+    while todo:
+        found.append(cls := todo.pop())
+        todo.extend(cls.__subclasses__())
+    assert len(found) > 40
+    assert [c for c in found if c.__reduce__ is not E.XorAckError.__reduce__] == []

@@ -17,7 +17,7 @@ Which one a call raises is decided by the item as the write found it (``_core/to
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from ..chain import ChainState  # annotations only: chain.py sits above the errors
@@ -27,14 +27,29 @@ _MODULE = "xor_ack_dynamodb.errors"
 R = TypeVar("R")
 
 
+def _rebuilt(cls: type[XorAckError], args: tuple[object, ...], state: dict[str, object]) -> Any:
+    """An error as pickled: its message and attributes, without calling its ``__init__``."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class XorAckError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    Every one survives pickling (a process pool, Dask, Ray hand it to the caller), though
+    most take other arguments than the message they pass to ``Exception``.
+    """
 
     __module__ = _MODULE
 
     @property
     def code(self) -> str:
         return type(self).__name__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
 
 
 class _TagError(XorAckError):
