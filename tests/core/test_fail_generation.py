@@ -84,3 +84,32 @@ def test_a_chain_id_that_is_not_one_is_refused_before_anything_is_sent(bad: obje
 
     with pytest.raises(InvalidState):
         check_chain_id(bad)
+
+
+def _live(chain_id: bytes) -> dict[str, object]:
+    import time
+
+    return item(ROOT, version=1, chain_id=chain_id, deadline=time.time() + 600)
+
+
+def test_a_touch_of_another_generation_writes_nothing() -> None:
+    # ``touch(chain_id=)``, as ``fail``'s: the dashboard touches the chain its page showed.
+    ran = Ran()
+    with pytest.raises(TagNotFound):
+        drive(chains().touch(TAG, 7200, CHAIN), [("get_item", got(_live(OTHER_CHAIN)))], ran)
+    assert ran.ops == ["get_item"]
+
+
+def test_a_touch_raced_by_a_new_generation_is_refused_by_its_condition() -> None:
+    ran = Ran()
+    with pytest.raises(TagNotFound):
+        drive(
+            chains().touch(TAG, 7200, CHAIN),
+            [
+                ("get_item", got(_live(CHAIN))),
+                ("update_item", condition_failed(_live(OTHER_CHAIN))),
+            ],
+            ran,
+        )
+    assert ran.ops == ["get_item", "update_item"]  # not sent again on the new generation
+    assert ran.calls[1].params["ExpressionAttributeValues"][":c"] == {"B": CHAIN}

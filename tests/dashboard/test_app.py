@@ -438,6 +438,66 @@ async def test_a_touch_from_the_page_of_an_earlier_chain_of_the_tag_touches_noth
         await board.close()
 
 
+async def test_a_tag_re_created_between_the_touch_check_and_its_write_is_not_touched(
+    ddb_local_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The action checked the chain id with a read of its own, then touched the tag with no
+    chain id: a tag acked and created again by another process in between had its new
+    chain's deadline moved.  The other process acts right after the action's read."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    first = new_stamp()
+    writer.create("job", first, timeout=600)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        confirm = await client.get("/actions/touch?tag=job")
+        old = shown(writer, "job")
+        read = board.ack.get
+
+        async def read_then_the_other_process_writes(tag: str) -> Any:
+            state = await read(tag)
+            monkeypatch.setattr(board.ack, "get", read)  # once: the action's own check
+            assert writer.stamp("job", first).acked
+            writer.create("job", new_stamp(), timeout=60)  # a new generation
+            return state
+
+        monkeypatch.setattr(board.ack, "get", read_then_the_other_process_writes)
+        form = {"csrf": confirm.csrf(), "tag": "job", "timeout": "7200", "chain_id": old}
+        answer = await client.post("/actions/touch", form=form)
+        assert answer.status == 303, answer.text
+        page = await client.get(answer.headers["location"])
+        assert "re-created since the page you acted from: nothing was written" in page.text
+        now = writer.get("job")
+        assert now is not None and now.deadline is not None
+        assert now.deadline < time.time() + 120  # the new chain's own deadline, not moved
+    finally:
+        await board.close()
+
+
+async def test_a_touch_of_a_chain_failed_since_its_page_says_chain_closed(
+    ddb_local_endpoint: str,
+) -> None:
+    """Only an acked chain (TagNotFound) got the "Chain closed" page; a failed one got the
+    library's "Chain failed ... replay its input" page, with no word that nothing was
+    written."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("job", new_stamp(), timeout=600)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        confirm = await client.get("/actions/touch?tag=job")
+        form = {"csrf": confirm.csrf(), "tag": "job", "timeout": "60"}
+        form["chain_id"] = shown(writer, "job")
+        writer.fail("job", "lost")  # by someone else, after the page was shown
+        answer = await client.post("/actions/touch", form=form)
+        assert answer.status == 409, answer.text
+        assert "Chain closed" in answer.text and "nothing was written" in answer.text
+    finally:
+        await board.close()
+
+
 async def test_a_deadline_that_passes_as_the_touch_comes_is_said(
     ddb_local_endpoint: str,
 ) -> None:

@@ -24,7 +24,7 @@ from starlette.responses import RedirectResponse, Response
 
 from xor_ack_dynamodb import ChainState
 from xor_ack_dynamodb.dynamodb.sweeper import sweep_async
-from xor_ack_dynamodb.errors import TagNotFound
+from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, TagNotFound
 from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
 from .config import Send
@@ -167,12 +167,18 @@ async def touch(request: Request) -> Response:
             "(Fail or Sweep now fail it, reason timeout); nothing was written",
         )
     try:
-        touched = await dashboard.ack.touch(tag, timeout=timeout)
-    except TagNotFound:
-        # no live chain: acked or failed since the page showed it, or none at all (the 404)
+        # the write is conditioned on the generation shown: one re-created since is left alone
+        touched = await dashboard.ack.touch(tag, timeout=timeout, chain_id=chain_id)
+    except (TagNotFound, ChainFailed) as refused:
+        # no live chain: acked or failed since the page showed it, re-created, or none at
+        # all (the 404)
+        if isinstance(refused, ChainTimedOut) and refused.failed_by_this_call:
+            raise  # past its deadline as it was written: this touch failed it (the 409 says)
         now = await dashboard.ack.get(tag)
         if now is None:
             raise
+        if now.chain_id != chain_id:
+            return _back_to_chain(request, tag, "recreated")
         raise Refused(
             409,
             "Chain closed",

@@ -221,7 +221,9 @@ class XorAckDynamoDB(Sending):
         result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
         return result
 
-    async def touch(self, tag: str, *, timeout: float | None = None) -> ChainState:
+    async def touch(
+        self, tag: str, *, timeout: float | None = None, chain_id: bytes | None = None
+    ) -> ChainState:
         """Move a live chain's deadline to now + its ``idle_timeout`` (Storm's ``resetTimeout``).
 
         ``timeout`` moves it to now + ``timeout`` instead (needed for a chain created
@@ -229,8 +231,11 @@ class XorAckDynamoDB(Sending):
         A touch only extends: a later deadline, or a chain without one, is returned as
         it is.  Past the deadline: the chain is failed ("timeout") and ``ChainTimedOut``
         raised.  One conditional write (a read first if the chain is not cached).
+        ``chain_id``: touch only that generation, as ``fail``'s (``TagNotFound`` for another).
         """
-        result: ChainState = await self._run(self._core.touch(tag, timeout))
+        result: ChainState = await self._run(
+            self._core.touch(tag, timeout, check_chain_id(chain_id))
+        )
         return result
 
     async def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:

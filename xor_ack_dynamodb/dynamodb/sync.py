@@ -326,9 +326,11 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         result: ChainState = self._run(self._core.wait(tag, timeout, poll_interval))
         return result
 
-    def touch(self, tag: str, *, timeout: float | None = None) -> ChainState:
+    def touch(
+        self, tag: str, *, timeout: float | None = None, chain_id: bytes | None = None
+    ) -> ChainState:
         """Extend a live chain's deadline; see ``XorAckDynamoDB.touch``."""
-        result: ChainState = self._run(self._core.touch(tag, timeout))
+        result: ChainState = self._run(self._core.touch(tag, timeout, check_chain_id(chain_id)))
         return result
 
     def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:

@@ -137,13 +137,17 @@ class Deadlines(Reads):
             raise error
         return current
 
-    def touch(self, tag: str, timeout: float | None = None) -> Generator[Effect, Any, ChainState]:
+    def touch(
+        self, tag: str, timeout: float | None = None, chain_id: bytes | None = None
+    ) -> Generator[Effect, Any, ChainState]:
         """Move a live chain's deadline to now + ``timeout`` (default: its ``idle_timeout``).
 
         Storm's ``resetTimeout``.  A touch only extends: a deadline already later, or
         a chain without one, is left as it is (and returned).  A chain with neither an
         ``idle_timeout`` nor a ``timeout`` given raises ``InvalidTimeout`` (nothing is
         written); one past its deadline is failed ("timeout") and ``ChainTimedOut`` raised.
+        ``chain_id``: touch only that generation, as ``fail``'s: another one under the tag
+        is no chain (``TagNotFound``, nothing written; the write is conditioned on it).
         """
         check_tag(tag)
         extension = check_timeout("timeout", timeout)
@@ -154,6 +158,12 @@ class Deadlines(Reads):
         attempt = 0
         started = self.monotonic()
         while True:
+            if chain_id is not None and state is not None and state.chain_id != chain_id:
+                if remembered:  # the cache may hold an earlier generation: the item decides
+                    remembered = False
+                    state = yield from self._read(tag)
+                    continue
+                state = None  # another generation: not the chain to touch
             status = D.status_of(state, self.clock())
             if status is Status.OVERDUE:
                 assert state is not None
