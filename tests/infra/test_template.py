@@ -203,3 +203,23 @@ def test_iam_knows_no_resource_for_list_streams_and_an_index_for_query() -> None
     assert "index" in actions["query"]["Resources"]
     for name in ("describestream", "getrecords", "getsharditerator"):
         assert actions[name]["Resources"] == ["stream"]
+
+
+@pytest.mark.parametrize("name", ["table.yaml", "sweeper.yaml", "events.yaml"])
+def test_a_partition_key_name_the_clients_refuse_is_refused_by_the_stack(name: str) -> None:
+    # The parameter took any [a-zA-Z0-9_.-]{1,255}: "stamp" made a table no client, sweeper
+    # or xor-ack command opens, and "due_at" a key declared twice (S and N) in the table.
+    import re
+
+    from xor_ack_dynamodb.dynamodb.item import ATTRIBUTES
+    from xor_ack_dynamodb.errors import XorAckError
+
+    parameter = load_template(TEMPLATE.parent / name)["Parameters"]["PartitionKeyName"]
+    pattern = re.compile(parameter["AllowedPattern"])  # CloudFormation's is Java's: alike here
+    for key in sorted(ATTRIBUTES):
+        assert pattern.fullmatch(key) is None, key
+        with pytest.raises(XorAckError):
+            TableSpec(partition_key=key)
+    for key in ("tagID", "pk", "stamp_", "my.version", "deadline-2", "x" * 255):
+        assert pattern.fullmatch(key) is not None, key
+        TableSpec(partition_key=key)
