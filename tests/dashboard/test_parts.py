@@ -98,9 +98,9 @@ def _b64(blob: bytes) -> dict[str, str]:
     return {"B": base64.b64encode(blob).decode()}
 
 
-def _removal(old: object, by_ttl: bool = False) -> events.StreamRecord:
+def _removal(old: object, by_ttl: bool = False, at: float = NOW + 300) -> events.StreamRecord:
     body = {"Keys": {"tagID": {"S": "file-7"}}, "SequenceNumber": "1", "StreamViewType": "x"}
-    body.update(OldImage=old, ApproximateCreationDateTime=NOW + 300)
+    body.update(OldImage=old, ApproximateCreationDateTime=at)
     raw: dict[str, Any] = {"eventID": "1", "eventName": "REMOVE", "dynamodb": body}
     if by_ttl:
         raw["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
@@ -175,6 +175,26 @@ async def test_what_each_record_does_to_the_counts(
     counts.note(moves_of(record, events.events_of(record), "tagID"))
     after = tuple(count.value for count in counts.now())
     assert after == (10 + change[0], 5 + change[1], 7 + change[2])
+
+
+@pytest.mark.parametrize(
+    ("dated", "change"),
+    [(NOW + 100 - 40, -1), (NOW + 100 - 61, 0)],
+    ids=["in-the-minute-the-count-began", "a-minute-before"],
+)
+async def test_a_deletion_dated_by_a_rounded_time_moves_the_count_it_may_follow(
+    dated: float, change: int
+) -> None:
+    """A deletion's time is its stream record's, rounded down (to the minute on DynamoDB
+    Local): one made just after a count began read as made before it, and the open count
+    kept the chain until the next count (an hour with ``--count-every 3600``)."""
+    now = [NOW + 100.0]
+    counts = Counts(FixedCounts(open=10, overdue=5, failed=7), clock=lambda: now[0])  # type: ignore[arg-type]
+    await counts.refresh()  # began at NOW + 100
+    now[0] = NOW + 105  # the record comes after it began
+    record = _removal(DUE_LATER, at=dated)
+    counts.note(moves_of(record, events.events_of(record), "tagID"))
+    assert counts.now()[0].value == 10 + change
 
 
 def test_a_chains_history_from_its_records() -> None:

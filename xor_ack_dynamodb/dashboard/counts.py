@@ -23,7 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xor_ack_dynamodb import ChainState, events
@@ -46,6 +46,9 @@ class Move:
     failed: int = 0
     closed: bool = False
     deadline: float | None = None
+    #: ``time`` is a stream record's, rounded down (``events.RECORD_TIME_STEP``): a
+    #: deletion's, whose item holds no time of it.
+    rounded: bool = False
 
     def overdue(self, as_of: float | None) -> int:
         counted = as_of is not None and self.deadline is not None and self.deadline <= as_of
@@ -73,9 +76,9 @@ def moves_of(
         deadline = old.deadline if old is not None and same else None
         if isinstance(event, (events.Expired, events.Deleted)):
             if event.state == "live":
-                out.append(Move(event.time, open=-1, closed=True, deadline=deadline))
+                out.append(Move(event.time, open=-1, closed=True, deadline=deadline, rounded=True))
             elif event.state in ("failed", "timed_out"):
-                out.append(Move(event.time, failed=-1))
+                out.append(Move(event.time, failed=-1, rounded=True))
         elif event.kind == "created":
             out.append(Move(event.time, open=1))
         elif event.kind == "acked":
@@ -116,8 +119,19 @@ class Counts:
     refreshes: int = 0
 
     def note(self, moves: list[Move]) -> None:
-        """What the stream's records did (from the follower, on the event loop)."""
-        self._moves.extend(m for m in moves if self._as_of is None or m.time >= self._as_of)
+        """What the stream's records did (from the follower, on the event loop).
+
+        A move whose time is rounded down is dated by the latest it may have happened
+        (within its rounding, and not after it came): a deletion in the minute a count
+        began (DynamoDB Local's record times are minutes) was taken for one before it, and
+        the count kept the chain until the next one.  One just before a count that comes
+        after it began is taken away twice, until the next count."""
+        now = self.clock()
+        for move in moves:
+            if move.rounded:
+                move = replace(move, time=min(move.time + events.RECORD_TIME_STEP, now))
+            if self._as_of is None or move.time >= self._as_of:
+                self._moves.append(move)
 
     def request(self) -> None:
         """Count again now (after an action)."""

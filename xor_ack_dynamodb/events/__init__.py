@@ -37,7 +37,7 @@ from ..lifecycle import (
 )
 from .follow import follow, read, stream_arn, streams_client
 from .handler import RecentIds, StreamHandler
-from .records import StreamRecord, parse
+from .records import RECORD_TIME_STEP, StreamRecord, parse
 from .shards import StreamReader
 from .stats import Summary
 from .transitions import NEW_CHAIN, REMOVED, REPLACED, SAME_CHAIN, decode, events_of
@@ -46,6 +46,7 @@ __all__ = [
     "CLASSES",
     "KINDS",
     "NEW_CHAIN",
+    "RECORD_TIME_STEP",
     "REMOVED",
     "REPLACED",
     "SAME_CHAIN",

@@ -33,6 +33,10 @@ LOCAL_TTL_EVENT_NAME = "UNKNOWN_TO_SDK_VERSION"
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
 #: ``eventSource`` of a DynamoDB Streams record (both formats).
 SOURCE = "aws:dynamodb"
+#: The coarsest rounding of a record's ``ApproximateCreationDateTime`` (seconds): it is
+#: rounded down, to the second on AWS and to the minute on DynamoDB Local, so a record was
+#: made in ``[approximate_time, approximate_time + RECORD_TIME_STEP)``.
+RECORD_TIME_STEP = 60
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dynamodb.loops import code_of, item_failed
+from .records import RECORD_TIME_STEP
 
-#: The coarsest rounding of a record's ``ApproximateCreationDateTime`` (seconds).
-_ROUNDED_TO = 60
 #: The logger of the reader's lines: the follower's, as docs/events.md names it.
 _LOGGER = "xor_ack_dynamodb.events.follow"
 
@@ -196,7 +195,7 @@ class StreamReader:
         # Record times are rounded down: to the second on AWS, to the minute on DynamoDB
         # Local.  A record of the minute the shard was opened in may be new: it is told
         # (a record made up to a minute before is told too; none made after is skipped).
-        since = math.floor(shard.since / _ROUNDED_TO) * _ROUNDED_TO
+        since = math.floor(shard.since / RECORD_TIME_STEP) * RECORD_TIME_STEP
         for i, record in enumerate(batch):
             created = _created(record)
             if created is None or created >= since:
