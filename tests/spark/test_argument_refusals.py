@@ -54,6 +54,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("run-id-int", {"run_id": 5}, r"run_id=5.*letters"),
     ("round-timeout-str", {"round_timeout": "5"}, r"round_timeout='5'.*seconds"),
     ("chain-timeout-bool", {"chain_timeout": True}, r"chain_timeout=True.*seconds"),
+    # an int too big for a float raised a bare OverflowError; over a year, the round's
+    # thread join overflowed mid-round, and the first create refused "timeout"
+    ("round-timeout-huge-int", {"round_timeout": 10**400}, r"round_timeout=an int of 401"),
+    ("round-timeout-over-a-year", {"round_timeout": 1e10}, r"round_timeout=.*at most 31622400"),
+    ("chain-timeout-over-a-year", {"chain_timeout": 4e7}, r"chain_timeout=.*at most 31622400"),
     ("report-int", {"report": 5}, r"report=5.*path"),
     (
         "report-name-too-long",
@@ -252,8 +257,9 @@ def test_a_tracker_config_the_chains_could_not_use_is_refused_when_it_is_made(
         ({"crash_rate": None}, r"crash_rate must be between 0 and 1, got None"),
         ({"crash_rate": math.nan}, r"crash_rate must be between 0 and 1, got nan"),
         ({"seed": "7"}, r"seed must be an int, got '7'"),
+        ({"max_attempt": "3"}, r"max_attempt must be None or an int >= 0, got '3'"),
     ],
-    ids=["drop-str", "crash-none", "crash-nan", "seed-str"],
+    ids=["drop-str", "crash-none", "crash-nan", "seed-str", "max-attempt-str"],
 )
 def test_a_fault_config_of_the_wrong_type_is_refused_when_it_is_made(
     given: dict[str, Any], said: str

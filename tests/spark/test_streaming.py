@@ -101,6 +101,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         ({"retention": 0}, InvalidArgument),
         ({"retention": float("nan")}, InvalidArgument),
         ({"retention": 101 * 365 * 86_400.0}, InvalidArgument),
+        ({"retention": 10**400}, InvalidArgument),  # was a bare OverflowError
         ({"run_id": "r" * 60}, InvalidArgument),
     ],
     ids=[
@@ -116,6 +117,7 @@ def test_stream_of_files_every_file_acked_and_counts_exact(
         "retention 0",
         "retention nan",
         "retention over 100 years",
+        "retention an int too big for a float",
         "run_id too long for a batch run",
     ],
 )

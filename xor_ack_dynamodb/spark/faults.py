@@ -49,6 +49,11 @@ class FaultConfig:
                 raise InvalidArgument(f"{name} must be between 0 and 1, got {rate!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidArgument(f"seed must be an int, got {self.seed!r}")
+        attempt = self.max_attempt
+        if attempt is not None and (
+            isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0
+        ):
+            raise InvalidArgument(f"max_attempt must be None or an int >= 0, got {attempt!r}")
 
     @classmethod
     def rate(cls, rate: float, seed: int = 0) -> FaultConfig:

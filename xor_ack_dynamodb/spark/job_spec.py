@@ -6,13 +6,14 @@ spec that cannot run is refused here, before anything is read or written.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..dynamodb import MAX_TIMEOUT
+from ..errors._refusals import shown
 from ..lifecycle import Acked, Failed
 from .arguments import check_keys, check_options, check_process
 from .errors import InvalidArgument
@@ -96,9 +97,11 @@ class JobSpec:
             raise InvalidArgument("max_attempts and max_errors must be >= 1")
         for name in ("round_timeout", "chain_timeout"):
             seconds = getattr(self, name)
-            if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+            # compared, not math.isfinite: that raises OverflowError for an int too big
+            if seconds is not None and not 0 < seconds <= MAX_TIMEOUT:
                 raise InvalidArgument(
-                    f"{name}={seconds!r}: give a number of seconds > 0, or None for no limit"
+                    f"{name}={shown(seconds)}: give a number of seconds > 0 and at most"
+                    f" {MAX_TIMEOUT:.0f} (a year), or None for no limit"
                 )
         if self.page_size < 1:
             raise InvalidArgument("page_size must be >= 1")

@@ -18,12 +18,12 @@ Untracked (``tracking=False``) there are no marks: each batch goes to
 from __future__ import annotations
 
 import logging
-import math
 import os
 import uuid
 from dataclasses import replace
 from typing import Any, cast
 
+from ..errors._refusals import shown
 from .commit import resolver
 from .errors import BatchFailed, Incurable, InvalidArgument
 from .files import Files, is_connect
@@ -118,10 +118,10 @@ def track_stream(
     if (
         isinstance(retention, bool)
         or not isinstance(retention, int | float)
-        or not (math.isfinite(retention) and 0 < retention <= MAX_RETENTION)
+        or not 0 < retention <= MAX_RETENTION  # nan, inf and an int too big for a float too
     ):
         raise InvalidArgument(
-            f"retention={retention!r}: give the seconds a stream remembers an input it "
+            f"retention={shown(retention)}: give the seconds a stream remembers an input it "
             f"committed, a number > 0 and at most {MAX_RETENTION:.0f} (100 years; default "
             f"{DEFAULT_RETENTION:g}: 30 days)"
         )
