@@ -268,3 +268,33 @@ def test_a_fault_config_of_the_wrong_type_is_refused_when_it_is_made(
 
     with pytest.raises(InvalidArgument, match=said):
         FaultConfig(**given)
+
+
+@pytest.mark.parametrize(
+    ("report", "said"),
+    [
+        ("report.jsonl/", "ends in a separator"),
+        ("out", "at or inside the output folder"),
+        ("out/report.jsonl", "at or inside the output folder"),
+    ],
+    ids=["trailing-slash", "the-output-folder", "in-the-output-folder"],
+)
+def test_a_report_the_run_could_not_end_with_is_refused_before_anything_is_written(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, report: str, said: str
+) -> None:
+    # Each passed the checks: the run committed its output, then renaming the report onto
+    # a folder raised a bare OSError (no report); or the report's hidden file, in an empty
+    # output folder, made the commit refuse the output as not empty after every round.
+    (tmp_path / "out").mkdir()  # an empty output folder: a valid sink
+    with pytest.raises(InvalidArgument, match=f"report=.*{said}"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out")),
+            keys=KEYS,
+            tracker=tracker,
+            report=f"{tmp_path}/{report}",  # as given: a Path drops a trailing slash
+        )
+    assert chains(tracker) == [] and [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert list((tmp_path / "out").iterdir()) == []

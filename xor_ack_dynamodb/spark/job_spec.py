@@ -19,6 +19,7 @@ from .arguments import check_keys, check_options, check_process
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
+from .paths import is_remote, local_path
 from .report import InputResult, RoundObserver, TrackedReport
 from .report_stream import partial_name
 from .sink import Sink
@@ -116,15 +117,26 @@ class JobSpec:
                 "input_tasks must be >= 1 (or None: three per core of the session)"
             )
         if self.report_path is not None:
-            refuse_report(self.report_path)
+            refuse_report(self.report_path, self.sink.path)
         check_process(self.process)  # last: it pickles the function, the other checks don't
 
 
-def refuse_report(path: str) -> None:
+def refuse_report(path: str, output: str | None = None) -> None:
     """Refuse a report file that could not be written when the run ends (a run's lines go
-    to a hidden file beside it, renamed onto it): before the first chain, not after."""
+    to a hidden file beside it, renamed onto it): before the first chain, not after.
+
+    ``output``: the sink's folder.  A report at it or inside it is refused too: renamed onto
+    the output, or its hidden file in the output's folder, it fails the run's commit."""
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
+    inside = output is not None and not is_remote(output) and _within(path, local_path(output))
+    if path.endswith(os.sep) or (os.altsep is not None and path.endswith(os.altsep)):
+        why = "ends in a separator, so it can only name a folder: give the path of a file"
+    elif inside:
+        why = (
+            f"is at or inside the output folder {output!r}, which holds what the run commits"
+            " and nothing else: give a path outside it"
+        )
+    elif os.path.isdir(path):
         why = "is a folder: give the path of a file in it"
     elif not os.path.isdir(folder):
         why = f"is in no folder ({folder} does not exist): create it, or give another path"
@@ -140,6 +152,12 @@ def refuse_report(path: str) -> None:
     else:
         return
     raise InvalidArgument(f"report={path!r} {why}")
+
+
+def _within(path: str, folder: str) -> bool:
+    """Is ``path`` the folder ``folder`` or in it (links resolved as far as they exist)?"""
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _name_max(folder: str) -> int:

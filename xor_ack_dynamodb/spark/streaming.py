@@ -170,7 +170,7 @@ def track_stream(
     if given_options.get("report") is not None:
         # Each batch's report is named after its folder: the longest such name must fit.
         longest = run_batch_path(base, LONGEST_BATCH_ID, batch_run_id(given))
-        refuse_report(batch_report(given_options["report"], longest))
+        refuse_report(batch_report(given_options["report"], longest), folder)
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
     output_check(spark, struct, sink, scratch, Files(spark))
 
