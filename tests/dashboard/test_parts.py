@@ -303,6 +303,7 @@ def _request(cookie: str = "", headers: dict[str, str] | None = None) -> Request
         ("/chains", b"status=failed&token=", "/chains?status=failed"),
         ("/", b"token=", "/"),
         ("//evil.example/", b"token=", "/evil.example/"),  # not //host: another site
+        ("/\\evil.example/", b"token=", "/%5Cevil.example/"),  # nor /\\host (Starlette)
     ],
 )
 def test_the_login_redirect_is_a_path_on_this_site(path: str, query: bytes, expected: str) -> None:
