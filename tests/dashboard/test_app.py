@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import random
 import re
@@ -411,18 +412,33 @@ async def test_a_touch_that_moves_nothing_does_not_say_it_moved_the_deadline(
         await board.close()
 
 
+@contextlib.asynccontextmanager
+async def touch_confirmed(endpoint: str, first: bytes) -> AsyncIterator[tuple[Any, ...]]:
+    """A table with the live chain "job" (stamp ``first``, 10 minutes to its deadline) and
+    the touch confirmation of its page: (spec, writer, board, client, confirm page)."""
+    spec = fresh_table(endpoint)
+    writer = chains(endpoint, spec)
+    writer.create("job", first, timeout=600)
+    board = Dashboard(table=spec.name, endpoint_url=endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        yield spec, writer, board, client, await client.get("/actions/touch?tag=job")
+    finally:
+        await board.close()
+
+
 async def test_a_touch_from_the_page_of_an_earlier_chain_of_the_tag_touches_nothing(
     ddb_local_endpoint: str,
 ) -> None:
     """The tag was failed and created again after its page was shown: the touch went to
     the new chain, which the operator never saw (the form named no chain)."""
-    spec = fresh_table(ddb_local_endpoint)
-    writer = chains(ddb_local_endpoint, spec)
-    writer.create("job", new_stamp(), timeout=600)
-    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
-    try:
-        client = await logged_in(board)
-        confirm = await client.get("/actions/touch?tag=job")
+    async with touch_confirmed(ddb_local_endpoint, new_stamp()) as (
+        spec,
+        writer,
+        _,
+        client,
+        confirm,
+    ):
         old = shown(writer, "job")
         assert f'name="chain_id" value="{old}"' in confirm.text
         writer.fail("job", "lost")
@@ -434,8 +450,6 @@ async def test_a_touch_from_the_page_of_an_earlier_chain_of_the_tag_touches_noth
         page = await client.get(answer.headers["location"])
         assert "re-created since the page you acted from: nothing was written" in page.text
         assert changed(before, snapshot(ddb_local_endpoint, spec.name)) == set()
-    finally:
-        await board.close()
 
 
 async def test_a_tag_re_created_between_the_touch_check_and_its_write_is_not_touched(
@@ -444,14 +458,8 @@ async def test_a_tag_re_created_between_the_touch_check_and_its_write_is_not_tou
     """The action checked the chain id with a read of its own, then touched the tag with no
     chain id: a tag acked and created again by another process in between had its new
     chain's deadline moved.  The other process acts right after the action's read."""
-    spec = fresh_table(ddb_local_endpoint)
-    writer = chains(ddb_local_endpoint, spec)
     first = new_stamp()
-    writer.create("job", first, timeout=600)
-    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
-    try:
-        client = await logged_in(board)
-        confirm = await client.get("/actions/touch?tag=job")
+    async with touch_confirmed(ddb_local_endpoint, first) as (_, writer, board, client, confirm):
         old = shown(writer, "job")
         read = board.ack.get
 
@@ -471,8 +479,6 @@ async def test_a_tag_re_created_between_the_touch_check_and_its_write_is_not_tou
         now = writer.get("job")
         assert now is not None and now.deadline is not None
         assert now.deadline < time.time() + 120  # the new chain's own deadline, not moved
-    finally:
-        await board.close()
 
 
 async def test_a_touch_of_a_chain_failed_since_its_page_says_chain_closed(
@@ -481,21 +487,13 @@ async def test_a_touch_of_a_chain_failed_since_its_page_says_chain_closed(
     """Only an acked chain (TagNotFound) got the "Chain closed" page; a failed one got the
     library's "Chain failed ... replay its input" page, with no word that nothing was
     written."""
-    spec = fresh_table(ddb_local_endpoint)
-    writer = chains(ddb_local_endpoint, spec)
-    writer.create("job", new_stamp(), timeout=600)
-    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
-    try:
-        client = await logged_in(board)
-        confirm = await client.get("/actions/touch?tag=job")
+    async with touch_confirmed(ddb_local_endpoint, new_stamp()) as (_, writer, _, client, confirm):
         form = {"csrf": confirm.csrf(), "tag": "job", "timeout": "60"}
         form["chain_id"] = shown(writer, "job")
         writer.fail("job", "lost")  # by someone else, after the page was shown
         answer = await client.post("/actions/touch", form=form)
         assert answer.status == 409, answer.text
         assert "Chain closed" in answer.text and "nothing was written" in answer.text
-    finally:
-        await board.close()
 
 
 async def test_a_deadline_that_passes_as_the_touch_comes_is_said(

@@ -174,15 +174,7 @@ class StreamReader:
         except Exception as exc:
             if code_of(exc) != "TrimmedDataAccessException":
                 raise
-            self.trimmed += 1
-            item_failed(
-                "follow",
-                exc,
-                logger=_LOGGER,
-                event="shard-trimmed",
-                shard=shard.shard_id,
-                lost_after=shard.last_sequence,
-            )
+            self._gap(shard, exc)
             shard.last_sequence = None  # the gap told once: from the oldest record kept
             return self._iterator(shard.shard_id, "TRIM_HORIZON")
 
@@ -216,6 +208,13 @@ class StreamReader:
             return False
         if shard.shard_id in listed:
             return False
+        self._gap(shard, exc)
+        shard.done, shard.broken, shard.iterator = True, False, None
+        shard.failures, shard.error = 0, None
+        return True
+
+    def _gap(self, shard: _Shard, exc: Exception) -> None:
+        """Report records of ``shard`` lost past the retention, after its last one read."""
         self.trimmed += 1
         item_failed(
             "follow",
@@ -225,9 +224,6 @@ class StreamReader:
             shard=shard.shard_id,
             lost_after=shard.last_sequence,
         )
-        shard.done, shard.broken, shard.iterator = True, False, None
-        shard.failures, shard.error = 0, None
-        return True
 
     def _ready(self, shard: _Shard) -> bool:
         parent = self._shards.get(shard.parent) if shard.parent else None
