@@ -285,24 +285,41 @@ async def test_copies_of_the_acking_message_in_one_batch_run_the_continuation_on
         assert h.fleet.completion._running == {}  # nothing kept once the runs are over
 
 
-async def test_a_plain_continuation_runs_in_a_thread_once(harness_factory: Any) -> None:
-    # A plain function was accepted, ran its effect on the event loop, then failed with a raw
-    # TypeError (its None awaited) before the done marker: again at every receive.
-    import threading
-
-    ran: list[tuple[str, str]] = []
-
-    def continuation(done: Completed) -> None:
-        ran.append((done.tag, threading.current_thread().name))
+async def test_a_plain_continuation_runs_once(harness_factory: Any) -> None:
+    # A plain function was accepted, ran its effect, then failed with a raw TypeError (its
+    # None awaited) before the done marker: again at every receive.
+    ran: list[str] = []
 
     async with harness_factory() as h:
-        h.fleet.completion.continuation = continuation
+        h.fleet.completion.continuation = lambda done: ran.append(done.tag)
         await h.fleet.submit("job-plain", {"width": 1, "depth": 0})
         root = h.queue.pop()
         assert (await h.fleet.handle(root.to_json())).continued
         assert not (await h.fleet.handle(root.to_json(), receive_count=2)).continued
-    assert [tag for tag, _ in ran] == ["job-plain"]
-    assert ran[0][1] != threading.current_thread().name  # not on the event loop
+    assert ran == ["job-plain"]
+
+
+@pytest.mark.parametrize("returns", ["gather", "task"])
+async def test_a_plain_continuation_returning_an_awaitable_of_the_loop_runs(
+    harness_factory: Any, returns: str
+) -> None:
+    # ``lambda done: asyncio.gather(...)`` (what the Awaitable type allowed) was called in a
+    # thread for a while, where it finds no event loop: it failed at every receive.
+    ran: list[str] = []
+
+    async def effect(done: Completed) -> None:
+        ran.append(done.tag)
+
+    def continuation(done: Completed) -> Any:
+        if returns == "gather":
+            return asyncio.gather(effect(done))
+        return asyncio.ensure_future(effect(done))
+
+    async with harness_factory() as h:
+        h.fleet.completion.continuation = continuation
+        await h.fleet.submit("job-awaitable", {"width": 1, "depth": 0})
+        assert (await h.fleet.handle(h.queue.pop().to_json())).continued
+    assert ran == ["job-awaitable"]
 
 
 async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still_continues(

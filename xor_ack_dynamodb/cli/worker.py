@@ -52,7 +52,9 @@ def function_option(name: str, help: str, *, required: bool = False) -> Callable
     required=True,
 )
 @function_option(
-    "--continuation", "A function (async or plain) run once per acked chain with a fleet.Completed."
+    "--continuation",
+    "A function (async, or plain returning an awaitable or None) run once per acked chain"
+    " with a fleet.Completed.",
 )
 @url_option(
     "--dead-letter-queue-url",

@@ -42,18 +42,15 @@ class Completed:
         return hashlib.blake2b(data, digest_size=16, person=b"xa-fleet-done").hexdigest()
 
 
-#: An async function, or a plain one (it runs in a thread: it may block, the loop may not).
+#: An async function, or a plain one returning an awaitable or None.
 Continuation = Callable[[Completed], Awaitable[None] | None]
 
 
 async def _call(continuation: Continuation, done: Completed) -> None:
-    """Run ``continuation`` for ``done`` to its end, async or plain (as handlers run)."""
-    if inspect.iscoroutinefunction(continuation):
-        await continuation(done)
-        return
-    # A plain function, or an object whose call may be async (``QueueContinuation``): called
-    # in a thread, and what it returns awaited here if it is awaitable.
-    result = await asyncio.to_thread(continuation, done)
+    """Run ``continuation`` for ``done`` to its end: called on the event loop (a plain
+    function may return an awaitable that needs it, ``asyncio.gather(...)``), and what it
+    returns awaited if it is awaitable; a plain function's None is its effect done."""
+    result = continuation(done)
     if inspect.isawaitable(result):
         await result
 

@@ -86,6 +86,10 @@ class Worker:
         self.dead_letter_queue_url = dead_letter_queue_url
         self.stats: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Messages received and not yet settled (deleted, backed off, released): a FIFO
+        #: group's wait their turn in one task, so tasks are not the measure.
+        self._in_hand = 0
+        self._settled = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> Counter[str]:
         """Work until ``stop`` is set, then shut down gracefully; returns the counters."""
@@ -95,11 +99,15 @@ class Worker:
             dead = asyncio.ensure_future(self._drain_dead_letters(stop))
         try:
             while not stop.is_set():
-                free = self.concurrency - len(self._tasks)
+                free = self.concurrency - self._in_hand
                 if free <= 0:
-                    await asyncio.wait({stopping, *self._tasks}, return_when="FIRST_COMPLETED")
+                    self._settled.clear()
+                    settled = asyncio.ensure_future(self._settled.wait())
+                    await asyncio.wait({stopping, settled}, return_when="FIRST_COMPLETED")
+                    settled.cancel()
                     continue
                 messages = await self._receive(self.queue_url, min(MAX_BATCH, free), stopping)
+                self._in_hand += len(messages)
                 for in_order in self._in_order(messages):
                     task = asyncio.ensure_future(self._one_by_one(in_order))
                     self._tasks.add(task)
@@ -159,28 +167,44 @@ class Worker:
         cancellation).  All are kept visible while they wait their turn; once one is not
         done (failed, refused, cancelled), the rest are held back: made visible again, not
         handled, so that they come after it (``held_back``; ``released`` when stopping)."""
-        kept = [_Kept(self, message) for message in messages]
-        for position, one in enumerate(kept):
-            try:
-                done = await self._handle(one)
-            except asyncio.CancelledError:
-                await self._hold_back(kept[position + 1 :], "released")
-                raise
-            except Exception as exc:  # a bug, an SQS error after the handler: reported, go on
-                await one.stop()
-                self.stats["item_errors"] += 1
-                message_id = one.message.get("MessageId")
-                item_failed("worker", exc, logger=LOGGER, message_id=message_id)
-                done = False
-            if not done:
-                await self._hold_back(kept[position + 1 :], "held_back")
-                return
+        pending = [_Kept(self, message) for message in messages]  # never raises
+        try:
+            while pending:
+                one = pending[0]
+                try:
+                    done = await self._handle(one)
+                except asyncio.CancelledError:
+                    self._settle(pending.pop(0))  # released by _handle
+                    raise
+                except Exception as exc:  # a bug, an SQS error after the handler: go on
+                    await one.stop()
+                    self.stats["item_errors"] += 1
+                    message_id = one.message.get("MessageId")
+                    item_failed("worker", exc, logger=LOGGER, message_id=message_id)
+                    done = False
+                self._settle(pending.pop(0))
+                if not done:
+                    await self._hold_back(pending, "held_back")
+        except asyncio.CancelledError:
+            await self._hold_back(pending, "released")
+            raise
 
-    async def _hold_back(self, kept: list[_Kept], counted: str) -> None:
-        for one in kept:
+    def _settle(self, one: _Kept) -> None:
+        """``one`` is out of hand: a receive may take another message."""
+        self._in_hand -= 1
+        self._settled.set()
+
+    async def _hold_back(self, pending: list[_Kept], counted: str) -> None:
+        """Make each pending message visible again, unhandled (taken from ``pending`` once
+        done: a cancellation midway leaves the rest there to be released)."""
+        while pending:
+            one = pending[0]
             await one.stop()
-            await self._set_visibility(one.message["ReceiptHandle"], 0)
+            receipt = one.message.get("ReceiptHandle")
+            if isinstance(receipt, str):
+                await self._set_visibility(receipt, 0)
             self.stats[counted] += 1
+            self._settle(pending.pop(0))
 
     async def _handle(self, one: _Kept) -> bool:
         """Handle one message: True once its handler succeeded (it is then deleted)."""
@@ -191,8 +215,10 @@ class Worker:
         try:
             try:
                 handled = await self.fleet.handle(message["Body"], count)
-            finally:  # an extension in flight ends first: it would undo a back-off or release
-                await one.stop()
+            except BaseException:  # an extension under way ends first: it would undo the
+                await one.stop()  # back-off or the release that follows
+                raise
+            await one.stop(wait=False)  # deleted next: a late extension does no harm
         except asyncio.CancelledError:
             await self._set_visibility(receipt, 0)  # shutting down: another worker takes it
             self.stats["released"] += 1
@@ -288,20 +314,36 @@ class Worker:
             item_failed("worker.dead_letters", exc, logger=LOGGER, message_id=message_id)
 
 
+#: How long a message's end waits for a visibility extension under way (which could
+#: otherwise land after the back-off or release, and undo it) before cutting it off.
+EXTENSION_WAIT = 2.0
+
+
 class _Kept:
     """A message in hand, its visibility extended (``Worker._keep_visible``) until
-    :meth:`stop`, which lets an extension under way finish."""
+    :meth:`stop`, which lets an extension under way finish (for ``EXTENSION_WAIT`` at most:
+    a hung request holds neither the message's end nor a shutdown)."""
 
     def __init__(self, worker: Worker, message: dict[str, Any]) -> None:
         self.message = message
         self._done = asyncio.Event()
-        self._keeper = asyncio.ensure_future(
-            worker._keep_visible(message["ReceiptHandle"], self._done)
+        receipt = message.get("ReceiptHandle")  # none: a bug, met by _handle, not here
+        self._keeper = (
+            asyncio.ensure_future(worker._keep_visible(receipt, self._done))
+            if isinstance(receipt, str)
+            else None
         )
 
-    async def stop(self) -> None:
+    async def stop(self, *, wait: bool = True) -> None:
         self._done.set()
-        await asyncio.gather(self._keeper, return_exceptions=True)
+        if self._keeper is None:
+            return
+        try:
+            if wait:
+                await asyncio.wait({self._keeper}, timeout=EXTENSION_WAIT)
+        finally:  # cut off (or cancelled meanwhile): it ends here
+            self._keeper.cancel()
+            await asyncio.gather(self._keeper, return_exceptions=True)
 
 
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
