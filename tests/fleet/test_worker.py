@@ -592,59 +592,32 @@ async def test_shutdown_during_a_hold_back_releases_the_rest_and_stops_their_kee
     assert stats["held_back"] + stats["released"] == 2
 
 
-async def test_a_hung_extension_does_not_hold_a_finished_message() -> None:
-    """The handler is done at 1.2 s, while the keeper's extension (sent at 1 s) hangs.
-    Before the change the keeper was cancelled and the message deleted at once; now
-    ``_Kept.stop`` waits for the extension without bound, so the delete waits as long as
-    the request hangs (here 20 s; with aiobotocore's timeouts and retries, minutes), past
-    the visibility timeout: another worker receives the message again meanwhile."""
-
-    class Peer(_Peer):
-        async def change_message_visibility(self, **request: Any) -> None:
-            if request["VisibilityTimeout"] == 3:
-                await asyncio.sleep(20)  # a request that hangs
-
-    class Handler:
-        async def handle(self, body: str, receive_count: int) -> Any:
-            await asyncio.sleep(1.2)
-            return _applied()
-
-    peer = Peer([[_message(None, 1)]])
-    worker = Worker(Handler(), peer, "work", wait_time=1, visibility_timeout=3)  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    running = asyncio.ensure_future(worker.run(stop))
-    try:
-        await asyncio.sleep(3.0)
-        assert peer.deleted == ["None1"], "the finished message is still not deleted"
-    finally:
-        stop.set()
-        worker.shutdown_grace = 0.0
-        await running
+class _HangingExtensions(_Peer):
+    async def change_message_visibility(self, **request: Any) -> None:
+        if request["VisibilityTimeout"] == 3:
+            await asyncio.sleep(20)  # an extension request that hangs
 
 
-async def test_a_hung_extension_does_not_hold_up_a_shutdown() -> None:
-    """A handler runs long; the keeper's extension (sent at 1 s) hangs.  ``stop`` with
-    ``shutdown_grace=0`` cancels the task once: ``_handle``'s ``finally`` then awaits
-    ``_Kept.stop``, which waits for the hung extension, so ``run`` does not return until
-    the request ends (here 20 s), far past the grace; before, the keeper was cancelled."""
-
-    class Peer(_Peer):
-        async def change_message_visibility(self, **request: Any) -> None:
-            if request["VisibilityTimeout"] == 3:
-                await asyncio.sleep(20)  # a request that hangs
+@pytest.mark.parametrize("works", [1.2, 30.0], ids=["handler-done", "shutdown"])
+async def test_a_hung_extension_holds_neither_a_delete_nor_a_shutdown(works: float) -> None:
+    """The keeper's extension (sent at 1 s) hangs.  Waiting for it without bound held the
+    delete of a message whose handler was done at 1.2 s (past the visibility timeout:
+    received again elsewhere) and a shutdown with ``shutdown_grace=0`` for 20 s."""
 
     class Handler:
         async def handle(self, body: str, receive_count: int) -> Any:
-            await asyncio.sleep(30)
+            await asyncio.sleep(works)
             return _applied()
 
-    peer = Peer([[_message(None, 1)]])
+    peer = _HangingExtensions([[_message(None, 1)]])
     worker = Worker(  # type: ignore[arg-type]
         Handler(), peer, "work", wait_time=1, visibility_timeout=3, shutdown_grace=0.0
     )
     stop = asyncio.Event()
     running = asyncio.ensure_future(worker.run(stop))
     await asyncio.sleep(1.5)
+    if works < 1.5:
+        await wait_for(lambda: peer.deleted == ["None1"], 0.5)  # at once, not after 2 s
     stop.set()
     loop = asyncio.get_running_loop()
     began = loop.time()
