@@ -258,8 +258,8 @@ class Worker:
 
     async def _keep_visible(self, receipt: str, handled: asyncio.Event) -> None:
         """Extend the message's visibility every third of it until ``handled`` is set; an
-        extension under way when it is set is finished, never cut off (cancelled, it may
-        still reach SQS after the back-off that follows, and undo it)."""
+        extension under way then is let finish (``_Kept.stop``): cancelled, it may still
+        reach SQS after the back-off that follows, and undo it."""
         period = max(1.0, self.visibility_timeout / 3)
         while True:
             try:
