@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -498,10 +499,32 @@ def _applied() -> Any:
     return type("Handled", (), {"verdict": Verdict.APPLIED})()
 
 
+class _Succeeding:
+    async def handle(self, body: str, receive_count: int) -> Any:
+        return _applied()
+
+
+async def _stopped_after(worker: Worker, seconds: float) -> Counter[str]:
+    """Run ``worker`` for ``seconds``, then stop it: its stats."""
+    stop = asyncio.Event()
+    running = asyncio.ensure_future(worker.run(stop))
+    await asyncio.sleep(seconds)
+    stop.set()
+    return await running
+
+
+async def _extensions_after_stop(peer: _Peer) -> list[tuple[str, int, float]]:
+    """The extensions (the whole timeout, 3 s) sent in the 2.5 s after a worker stopped:
+    a keeper's period is 1 s."""
+    stopped = asyncio.get_running_loop().time()
+    await asyncio.sleep(2.5)
+    return [v for v in peer.visibility if v[2] > stopped and v[1] == 3]
+
+
 async def test_fifo_messages_in_hand_stay_within_concurrency() -> None:
     """The module promises "``concurrency`` messages at most are in hand; a receive asks
-    for no more than the free slots".  A FIFO group of two counts as one task, so with
-    concurrency 2 a second receive takes a third message while two are in hand."""
+    for no more than the free slots".  A FIFO group of two was counted as one task, so with
+    concurrency 2 a second receive took a third message while two were in hand."""
     release = asyncio.Event()
 
     class Blocking:
@@ -524,51 +547,31 @@ async def test_fifo_messages_in_hand_stay_within_concurrency() -> None:
 async def test_a_message_that_breaks_its_group_leaves_no_keeper_running() -> None:
     """A receive whose second message of a group has no receipt handle (a bug, as the
     module says, must be reported and counted, the loop going on): building its ``_Kept``
-    raises outside any ``try``, the task dies unreported, and the first message's keeper,
-    already started, goes on extending its visibility after the worker stopped: it is
+    raised outside any ``try``, the task died unreported, and the first message's keeper,
+    already started, went on extending its visibility after the worker stopped: it was
     never handled nor made visible again."""
 
-    class Handler:
-        async def handle(self, body: str, receive_count: int) -> Any:
-            return _applied()
-
     peer = _Peer([[_message("a", 1), _message("a", 2, receipt=False)]])
-    worker = Worker(Handler(), peer, "work.fifo", wait_time=1, visibility_timeout=3)  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    running = asyncio.ensure_future(worker.run(stop))
-    await asyncio.sleep(0.3)
-    stop.set()
-    stats = await running
-    stopped = asyncio.get_running_loop().time()
-    await asyncio.sleep(2.5)  # the keeper's period is 1 s
-    after = [v for v in peer.visibility if v[2] > stopped and v[1] == 3]
+    worker = Worker(_Succeeding(), peer, "work.fifo", wait_time=1, visibility_timeout=3)  # type: ignore[arg-type]
+    stats = await _stopped_after(worker, 0.3)
+    after = await _extensions_after_stop(peer)
     assert after == [], f"extensions after the worker stopped: {after}"
     assert stats["item_errors"] == 1
 
 
 async def test_a_standard_queue_message_without_receipt_is_counted_as_before() -> None:
-    """Before the change ``_one`` counted any exception of a message (``item_errors``);
-    ``_Kept`` is now built outside the ``try``: the error escapes to the task, uncounted."""
-
-    class Handler:
-        async def handle(self, body: str, receive_count: int) -> Any:
-            return _applied()
-
+    """Any exception of a message is counted (``item_errors``); for a while ``_Kept`` was
+    built outside the ``try``: the error escaped to the task, uncounted."""
     peer = _Peer([[_message(None, 1, receipt=False)]])
-    worker = Worker(Handler(), peer, "work", wait_time=1)  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    running = asyncio.ensure_future(worker.run(stop))
-    await asyncio.sleep(0.3)
-    stop.set()
-    stats = await running
-    assert stats["item_errors"] == 1
+    worker = Worker(_Succeeding(), peer, "work", wait_time=1)  # type: ignore[arg-type]
+    assert (await _stopped_after(worker, 0.3))["item_errors"] == 1
 
 
 async def test_shutdown_during_a_hold_back_releases_the_rest_and_stops_their_keepers() -> None:
     """a1 fails; the worker holds a2 and a3 back (visibility 0, slow here).  A shutdown
-    (grace 0) cancels the task inside ``_hold_back``, which is outside the ``try`` that
-    releases the rest on a cancellation: a3 is neither released nor counted, and its
-    keeper goes on extending it after the worker stopped."""
+    (grace 0) cancels the task inside the hold-back: a3 was neither released nor counted
+    (the hold-back was outside the ``try`` that releases the rest on a cancellation), and
+    its keeper went on extending it after the worker stopped."""
 
     class Failing:
         async def handle(self, body: str, receive_count: int) -> Any:
@@ -580,14 +583,8 @@ async def test_shutdown_during_a_hold_back_releases_the_rest_and_stops_their_kee
     worker = Worker(  # type: ignore[arg-type]
         Failing(), peer, "work.fifo", wait_time=1, visibility_timeout=3, shutdown_grace=0.0
     )
-    stop = asyncio.Event()
-    running = asyncio.ensure_future(worker.run(stop))
-    await asyncio.sleep(0.3)  # a1 failed, a2's release under way
-    stop.set()
-    stats = await running
-    stopped = asyncio.get_running_loop().time()
-    await asyncio.sleep(2.5)  # the keeper's period is 1 s
-    after = [v for v in peer.visibility if v[2] > stopped and v[1] == 3]
+    stats = await _stopped_after(worker, 0.3)  # a1 failed, a2's release under way
+    after = await _extensions_after_stop(peer)
     assert after == [], f"extensions after the worker stopped: {after}"
     assert stats["held_back"] + stats["released"] == 2
 
