@@ -13,16 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..spark.paths import is_inside as _inside
 from ..spark.paths import is_remote, local_path
+from ..spark.paths import real_path as _real
 from .errors import FolderUnwritable, PathsOverlap, Refused, ReportExists, ReportUnwritable
-
-
-def _real(path: str) -> str:
-    return path.rstrip("/") if is_remote(path) else os.path.realpath(local_path(path))
-
-
-def _inside(inner: str, outer: str) -> bool:
-    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
 def check_paths(

@@ -19,7 +19,7 @@ from .arguments import check_keys, check_options, check_process
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
-from .paths import is_remote, local_path
+from .paths import is_inside, is_remote, real_path
 from .report import InputResult, RoundObserver, TrackedReport
 from .report_stream import partial_name
 from .sink import Sink
@@ -128,7 +128,11 @@ def refuse_report(path: str, output: str | None = None) -> None:
     ``output``: the sink's folder.  A report at it or inside it is refused too: renamed onto
     the output, or its hidden file in the output's folder, it fails the run's commit."""
     folder = os.path.dirname(os.path.abspath(path))
-    inside = output is not None and not is_remote(output) and _within(path, local_path(output))
+    inside = (
+        output is not None
+        and not is_remote(output)
+        and is_inside(real_path(path), real_path(output))
+    )
     if path.endswith(os.sep) or (os.altsep is not None and path.endswith(os.altsep)):
         why = "ends in a separator, so it can only name a folder: give the path of a file"
     elif inside:
@@ -152,12 +156,6 @@ def refuse_report(path: str, output: str | None = None) -> None:
     else:
         return
     raise InvalidArgument(f"report={path!r} {why}")
-
-
-def _within(path: str, folder: str) -> bool:
-    """Is ``path`` the folder ``folder`` or in it (links resolved as far as they exist)?"""
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _name_max(folder: str) -> int:

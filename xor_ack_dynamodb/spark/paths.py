@@ -66,6 +66,17 @@ def local_path(path: str) -> str:
     return "/" + path.lstrip("/") if path.startswith("//") else path
 
 
+def real_path(path: str) -> str:
+    """A path to compare with another: a local one absolute with its links resolved, a
+    remote one without a trailing slash."""
+    return path.rstrip("/") if is_remote(path) else os.path.realpath(local_path(path))
+
+
+def is_inside(inner: str, outer: str) -> bool:
+    """Is ``inner`` the folder ``outer`` or in it (both as :func:`real_path` gives them)?"""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
 def qualified(path: str) -> str:
     """The form the job passes to Hadoop: ``file:/abs/path`` for a local one."""
     return (path.rstrip("/") or "/") if is_remote(path) else "file:" + local_path(path)
