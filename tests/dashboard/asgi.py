@@ -24,8 +24,12 @@ class Answer:
         return self.body.decode()
 
     def csrf(self) -> str:
-        found = re.search(r'name="csrf" value="([^"]*)"', self.text)
-        assert found is not None, "no CSRF field on the page"
+        return self.field("csrf")
+
+    def field(self, name: str) -> str:
+        """The value of the page's (hidden) form field ``name``."""
+        found = re.search(rf'name="{re.escape(name)}" value="([^"]*)"', self.text)
+        assert found is not None, f"no {name} field on the page"
         return found.group(1)
 
 

@@ -747,7 +747,12 @@ async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> N
         ack.fail("plain", "lost")
         assert 'id="action-replay"' not in (await client.get("/chain?tag=plain")).text
         confirm = await client.get("/actions/replay?tag=fleet/job-9")
-        form = {"csrf": confirm.csrf(), "tag": "fleet/job-9", "payload": '{"n": 3}'}
+        form = {
+            "csrf": confirm.csrf(),
+            "tag": "fleet/job-9",
+            "chain_id": confirm.field("chain_id"),
+            "payload": '{"n": 3}',
+        }
         bad = await client.post("/actions/replay", form={**form, "payload": "{not json"})
         assert bad.status == 400 and sent == []
         # nested deeper than json.loads recurses: a RecursionError, a 500 page, until refused
@@ -762,8 +767,12 @@ async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> N
         assert [(e.tag, e.payload) for e in sent] == [("fleet/job-9", {"n": 3})]
         state = ack.get("fleet/job-9")
         assert state is not None and state.live and state.chain_id == sent[0].chain_id
-        again = await client.post("/actions/replay", form=form)  # live now: refused
-        assert again.status == 409 and len(sent) == 1
+        again = await client.post("/actions/replay", form=form)  # replayed: not once more
+        assert again.status == 303 and "done=recreated" in again.headers["location"]
+        assert len(sent) == 1
+        form["chain_id"] = state.chain_id.hex()  # from the new chain's page: live, refused
+        live = await client.post("/actions/replay", form=form)
+        assert live.status == 409 and len(sent) == 1
     finally:
         await board.close()
 
@@ -782,13 +791,54 @@ async def test_a_replay_whose_root_message_is_not_sent_says_so(ddb_local_endpoin
     try:
         client = await logged_in(board)
         confirm = await client.get("/actions/replay?tag=fleet/job-4")
-        form = {"csrf": confirm.csrf(), "tag": "fleet/job-4", "payload": "null"}
+        form = {
+            "csrf": confirm.csrf(),
+            "tag": "fleet/job-4",
+            "chain_id": confirm.field("chain_id"),
+            "payload": "null",
+        }
         answer = await client.post("/actions/replay", form=form)
         assert answer.status == 502, answer.text
         assert "root message was not sent" in answer.text and "not allowed to send" in answer.text
         assert "DynamoDB" not in answer.text
         state = ack.get("fleet/job-4")
         assert state is not None and state.live  # as the page says
+    finally:
+        await board.close()
+
+
+async def test_a_job_replayed_since_its_page_is_not_replayed_once_more(
+    ddb_local_endpoint: str,
+) -> None:
+    """Between the confirmation and its POST someone else replayed the job, and the new run
+    failed too: the POST replayed it once more, as the form named no generation.  Now the
+    form carries the chain id its page showed; another generation is left alone."""
+    sent: list[Envelope] = []
+
+    async def send(envelopes: Sequence[Envelope]) -> None:
+        sent.extend(envelopes)
+
+    board, table_spec, ack = failed_fleet_job(ddb_local_endpoint, "fleet/job-5", send)
+    try:
+        client = await logged_in(board)
+        confirm = await client.get("/actions/replay?tag=fleet/job-5")
+        form = {
+            "csrf": confirm.csrf(),
+            "tag": "fleet/job-5",
+            "chain_id": confirm.field("chain_id"),
+            "payload": "null",
+        }
+        ack.create("fleet/job-5", stamp_of(root_id("fleet/job-5")))  # replayed elsewhere
+        ack.fail("fleet/job-5", "dead-letter")  # and failed again
+        before = snapshot(ddb_local_endpoint, table_spec.name)
+        answer = await client.post("/actions/replay", form=form)
+        assert answer.status == 303 and "done=recreated" in answer.headers["location"]
+        unnamed_form = {name: value for name, value in form.items() if name != "chain_id"}
+        unnamed = await client.post("/actions/replay", form=unnamed_form)
+        assert unnamed.status == 400 and "No chain id" in unnamed.text
+        assert (
+            sent == [] and changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
+        )
     finally:
         await board.close()
 
@@ -821,7 +871,7 @@ async def test_a_replay_payload_nested_too_deep_to_send_changes_nothing(
     try:
         client = await logged_in(board)
         confirm = await client.get(f"/actions/replay?tag={tag}")
-        form = {"csrf": confirm.csrf(), "tag": tag}
+        form = {"csrf": confirm.csrf(), "tag": tag, "chain_id": confirm.field("chain_id")}
         before = snapshot(ddb_local_endpoint, table_spec.name)
         for depth in range(999, MAX_DEPTH, -1):
             payload = "[" * depth + "]" * depth
@@ -856,7 +906,8 @@ async def test_a_replay_payload_made_unsendable_changes_nothing(
         client = await logged_in(board)
         confirm = await client.get(f"/actions/replay?tag={tag}")
         before = snapshot(ddb_local_endpoint, table_spec.name)
-        answer = await client.post("/actions/replay", form={"csrf": confirm.csrf(), "tag": tag})
+        form = {"csrf": confirm.csrf(), "tag": tag, "chain_id": confirm.field("chain_id")}
+        answer = await client.post("/actions/replay", form=form)
         assert answer.status == 500, answer.text  # the dashboard's configuration, named
         assert (
             "replay_payload" in answer.text
@@ -934,9 +985,10 @@ async def test_a_chain_that_is_no_fleet_job_is_not_replayed_by_its_url(
         for tag in ("plain", "never-was"):
             confirm = await client.get(f"/actions/replay?tag={tag}")
             assert confirm.status == 409 and "Not a fleet job" in confirm.text
-            answer = await client.post(
-                "/actions/replay", form={"csrf": csrf, "tag": tag, "payload": "null"}
-            )
+            state = ack.get(tag)
+            shown = "" if state is None else state.chain_id.hex()
+            form = {"csrf": csrf, "tag": tag, "chain_id": shown, "payload": "null"}
+            answer = await client.post("/actions/replay", form=form)
             assert answer.status == 409 and "Not a fleet job" in answer.text, answer.text
         assert (
             sent == [] and changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
@@ -963,7 +1015,8 @@ async def test_the_page_of_an_unexpected_error_carries_the_security_headers(
     started: list[dict[str, str]] = []
     try:
         client = await logged_in(board)
-        csrf = (await client.get("/actions/replay?tag=fleet/job-2")).csrf()
+        confirm = await client.get("/actions/replay?tag=fleet/job-2")
+        form = {"csrf": confirm.csrf(), "tag": "fleet/job-2", "chain_id": confirm.field("chain_id")}
 
         async def app(scope: Any, receive: Any, send_: Any) -> None:
             async def keep(message: Any) -> None:
@@ -976,7 +1029,7 @@ async def test_the_page_of_an_unexpected_error_carries_the_security_headers(
 
         client.app = app
         with pytest.raises(RuntimeError):  # Starlette raises it again, for the server's log
-            await client.post("/actions/replay", form={"csrf": csrf, "tag": "fleet/job-2"})
+            await client.post("/actions/replay", form=form)
         [headers] = started
         assert headers[":status"] == "500"
         assert headers["x-frame-options"] == "DENY" and "content-security-policy" in headers

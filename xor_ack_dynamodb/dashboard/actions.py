@@ -7,8 +7,9 @@ of at most 64 KiB, every field valid.  A refused POST changes nothing.  Each act
 one call of the public client, so its guarantees are the library's: ``fail`` fails only
 the generation the page showed (``chain_id``), ``touch`` only extends that generation's
 deadline (and is refused past it, where the library's would fail the chain), a
-sweep fails each overdue chain once, a replay refuses a live or acked chain (and, before
-it writes, a payload its root message cannot carry: ``root_payload``).
+sweep fails each overdue chain once, a replay replays only the generation the page showed
+(or none, if it showed none), refuses a live or acked chain (and, before it writes, a
+payload its root message cannot carry: ``root_payload``).
 """
 
 from __future__ import annotations
@@ -123,6 +124,16 @@ def _chain_id(form: dict[str, str], action: str) -> bytes:
     return chain_id
 
 
+def _shown_generation(form: dict[str, str]) -> bytes:
+    """The replay form's ``chain_id``: the generation its page showed, empty if none."""
+    if "chain_id" not in form:
+        raise Refused(400, "No chain id", "replay a job from its page (it names the chain)")
+    try:
+        return bytes.fromhex(form["chain_id"])
+    except ValueError:
+        raise Refused(400, "Bad chain id", "chain_id is the hex id the page showed") from None
+
+
 def _back_to_chain(request: Request, tag: str, done: str) -> Response:
     return RedirectResponse(url(base_of(request), "chain", tag=tag, done=done), status_code=303)
 
@@ -215,7 +226,12 @@ async def replay(request: Request) -> Response:
     if not dashboard.config.replays or send is None:
         raise Refused(404, "No replays", "this dashboard was started without a queue")
     tag = tag_param(request, form)
-    _refuse_unless_fleet_job(dashboard, tag, await dashboard.ack.get(tag))
+    shown = _shown_generation(form)
+    state = await dashboard.ack.get(tag)
+    if state is not None and state.chain_id != shown:
+        # replayed (or re-created) since the page showed it: not replayed once more
+        return _back_to_chain(request, tag, "recreated")
+    _refuse_unless_fleet_job(dashboard, tag, state)
     if dashboard.config.replay_payload is not None:
         payload = dashboard.config.replay_payload(tag)
     else:
