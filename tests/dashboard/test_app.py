@@ -496,28 +496,33 @@ async def test_a_touch_of_a_chain_failed_since_its_page_says_chain_closed(
         assert "Chain closed" in answer.text and "nothing was written" in answer.text
 
 
-async def test_a_deadline_that_passes_as_the_touch_comes_is_said(
-    ddb_local_endpoint: str,
+@pytest.mark.parametrize("action", ["touch", "fail"])
+async def test_a_deadline_that_passes_as_the_action_comes_is_said_and_counted(
+    ddb_local_endpoint: str, action: str
 ) -> None:
-    """The chain is not overdue when the touch checks it and is when ``touch`` writes:
-    ``touch`` fails it ("timeout", as a sweep would) and raises ``ChainTimedOut``: the
-    page says so (409).  The dashboard's clock is set behind the library's to hold that
-    instant open."""
+    """The chain is not overdue when the page showed it and is when the action writes:
+    ``touch`` or ``fail`` fails it ("timeout", as a sweep would) and raises
+    ``ChainTimedOut``: the page says so (409), and the counts are asked for again (they
+    kept the chain overdue until the next count).  The dashboard's clock is set behind
+    the library's to hold that instant open."""
     spec = fresh_table(ddb_local_endpoint)
     writer = chains(ddb_local_endpoint, spec)
     writer.create("late", new_stamp(), timeout=0.3)
     board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
     board.clock = lambda: time.time() - 60  # the dashboard sees the chain before its deadline
+    recounts: list[None] = []
+    board.request_count = lambda: recounts.append(None)  # type: ignore[method-assign]
     try:
         client = await logged_in(board)
-        csrf = (await client.get("/actions/touch?tag=late")).csrf()
+        csrf = (await client.get(f"/actions/{action}?tag=late")).csrf()
         time.sleep(0.5)  # past it for the library
         form = {"csrf": csrf, "tag": "late", "timeout": "60", "chain_id": shown(writer, "late")}
-        answer = await client.post("/actions/touch", form=form)
+        answer = await client.post(f"/actions/{action}", form=form)
         assert answer.status == 409, answer.text
         assert "Past its deadline" in answer.text and "failed" in answer.text
         state = writer.get("late")
         assert state is not None and state.failed and state.reason == "timeout"
+        assert recounts == [None]
     finally:
         await board.close()
 

@@ -148,6 +148,10 @@ async def fail(request: Request) -> Response:
     chain_id = _chain_id(form, "fail")
     try:
         state = await dashboard.ack.fail(tag, reason, chain_id=chain_id)
+    except ChainTimedOut as timed_out:  # past its deadline: failed "timeout" (the 409 says)
+        if timed_out.failed_by_this_call:
+            dashboard.request_count()
+        raise
     except TagNotFound:
         # not the generation the page showed: a chain re-created since is left alone, and
         # is not "no chain" either: its page says so (a tag with no chain at all: the 404)
@@ -184,6 +188,7 @@ async def touch(request: Request) -> Response:
         # no live chain: acked or failed since the page showed it, re-created, or none at
         # all (the 404)
         if isinstance(refused, ChainTimedOut) and refused.failed_by_this_call:
+            dashboard.request_count()
             raise  # past its deadline as it was written: this touch failed it (the 409 says)
         now = await dashboard.ack.get(tag)
         if now is None:
