@@ -3,10 +3,12 @@ a missing table or a taken port (exit 1, one ``error:`` line), no traceback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -90,6 +92,28 @@ def test_dynamodb_not_running_is_one_error_line_within_seconds() -> None:
     assert result.stderr.startswith(f"error: DynamoDB at {endpoint} is unreachable: "), result
     assert len(result.stderr.splitlines()) == 1
     assert waited < 30, waited  # with the clients' ten retries: about 60-80 s
+
+
+def test_no_aws_credentials_is_said_as_such(tmp_path: Path) -> None:
+    """Without credentials the check said "DynamoDB at AWS is unreachable": the network
+    was never tried.  It is said as the other commands say it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_CONFIG_FILE=str(tmp_path / "config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"),
+        AWS_EC2_METADATA_DISABLED="true",  # no instance to ask
+    )
+    command = [
+        sys.executable, "-c", "from xor_ack_dynamodb.cli import main; main()",
+        "--region", "us-east-1", "dashboard", "--table", "any-table", "--port", "0",
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=False, env=env
+    )
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.strip() == (
+        "error: no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID"
+    ), result.stderr
 
 
 @pytest.mark.ddblocal

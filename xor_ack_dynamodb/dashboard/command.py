@@ -182,9 +182,10 @@ def dashboard(
 async def _check_table(config: Any) -> None:
     """Refuse to serve a table that is not there, or whose key is not the partition key
     given (one line, before anything listens)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
     from xor_ack_dynamodb import XorAckDynamoDB
+    from xor_ack_dynamodb.cli.errors import explain
     from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
     from xor_ack_dynamodb.table import TableMismatch, TableSpec
 
@@ -204,6 +205,8 @@ async def _check_table(config: Any) -> None:
                 raise Refused(f"table {config.table} does not exist at {where}") from exc
             raise Refused(f"DynamoDB at {where} refused: {exc}") from exc
         except BotoCoreError as exc:
+            if isinstance(exc, (NoCredentialsError, NoRegionError)):  # not the network's
+                raise Refused(explain(exc) or str(exc)) from exc
             raise Refused(f"DynamoDB at {where} is unreachable: {exc}") from exc
     try:  # another key: every list and count would fail on the index entries it reads
         TableSpec(name=config.table, partition_key=config.partition_key).check(described["Table"])
