@@ -24,7 +24,7 @@ from xor_ack_dynamodb.errors import (
 from xor_ack_dynamodb.table import TableSpec
 
 from .facade import open_client
-from .hooks import _Hooked
+from .hooks import _Hooked, hooked_client
 
 
 def test_plan_batch_reports_each_callers_serial_state() -> None:
@@ -146,6 +146,14 @@ def test_sync_client_threads_merge_and_ack_once(backend: tuple[str, TableSpec]) 
     assert ack.stats.conflicts == 0  # merged in-process: no client races with itself
 
 
+def until(check: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if check():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the stamps never queued")
+
+
 def test_sync_writer_interrupted_mid_merge_leaves_no_stamp_stranded(
     backend: tuple[str, TableSpec],
 ) -> None:
@@ -161,13 +169,6 @@ def test_sync_writer_interrupted_mid_merge_leaves_no_stamp_stranded(
     def queued() -> int:
         with ack._queue_lock:
             return len(ack._merging.queues.get("t", []))
-
-    def until(check: Callable[[], bool]) -> None:
-        for _ in range(500):
-            if check():
-                return
-            time.sleep(0.01)
-        raise AssertionError("the stamps never queued")
 
     def before_update(params: dict[str, Any]) -> None:
         writes.append(1)
@@ -211,3 +212,106 @@ def test_sync_writer_interrupted_mid_merge_leaves_no_stamp_stranded(
 
 
 STAMPS = {name: new_stamp() for name in "abcd"}
+
+
+class Boom(ConnectionResetError):
+    """What a client you pass may raise that is no botocore error (a wrapper's own)."""
+
+
+async def _three_callers(
+    kind: str, local: tuple[str, TableSpec], fail_write: int
+) -> tuple[dict[str, Any], Any, dict[str, Stamp], Stamp]:
+    """a stamps; b and c queue behind a's write; the ``fail_write``-th UpdateItem of the
+    stamping client (1: a's own; 2: the merge of b and c) raises ``Boom``.  Returns what
+    each caller was told, the chain as it is, the stamps and the root."""
+    endpoint, spec = local
+    stamps = {name: new_stamp() for name in "abc"}
+    root = xor(new_stamp(), *stamps.values())  # never acked by a, b, c
+    setup = SyncXorAckDynamoDB(
+        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), table=spec.name
+    )
+    setup.create("t", root)
+    told: dict[str, Any] = {}
+    writes: list[int] = []
+
+    if kind == "async":
+
+        def before_async(params: dict[str, Any]) -> None:
+            writes.append(1)
+            if len(writes) == fail_write:
+                raise Boom("wrapper refused the request")
+
+        async with hooked_client(
+            "async", endpoint, spec.name, before={"update_item": before_async}
+        ) as ack:
+            results = await asyncio.gather(
+                *(ack.stamp("t", stamps[n]) for n in "abc"), return_exceptions=True
+            )
+            await ack.drain()
+        told = dict(zip("abc", results, strict=True))
+    else:
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+        started = threading.Event()
+        ack: Any = None
+
+        def queued() -> int:
+            with ack._queue_lock:
+                return len(ack._merging.queues.get("t", []))
+
+        def before_sync(params: dict[str, Any]) -> None:
+            writes.append(1)
+            if len(writes) == 1:  # a's own write: b and c queue behind it
+                started.set()
+                until(lambda: queued() == 2)
+            if len(writes) == fail_write:
+                raise Boom("wrapper refused the request")
+
+        ack = SyncXorAckDynamoDB(_Hooked(client, {"update_item": before_sync}, {}), table=spec.name)
+
+        def stamp(name: str) -> None:
+            try:
+                told[name] = ack.stamp("t", stamps[name])
+            except Exception as exc:
+                told[name] = exc
+
+        threads = {n: threading.Thread(target=stamp, args=(n,)) for n in "abc"}
+        threads["a"].start()
+        assert started.wait(5)
+        threads["b"].start()
+        threads["c"].start()
+        for thread in threads.values():
+            thread.join(10)
+    state = setup.get("t")
+    return told, state, stamps, root
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_landed_stamp_is_not_told_the_error_of_a_later_merge(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """a's write lands; the merge of b and c (written after it) raises.  a's stamp is in
+    the chain, so a is told its state: the sync client told it the error of the others'
+    write (a caller told an error for a stamp that landed stamps again, and XOR twice
+    cancels it out)."""
+    told, state, stamps, root = await _three_callers(kind, local, fail_write=2)
+    assert state.stamp == xor(root, stamps["a"])  # a landed, b and c did not
+    assert isinstance(told["b"], Boom) and isinstance(told["c"], Boom)
+    assert told["a"] == xor(root, stamps["a"]), f"{kind}: a's landed stamp told {told['a']!r}"
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_stamps_queued_behind_a_failed_first_write_are_treated_alike(
+    kind: str, local: tuple[str, TableSpec]
+) -> None:
+    """a's own write raises (no botocore error): b and c, queued and never sent, are
+    written by the next merge, by both clients (as after a botocore error, and as the
+    sync one did after an interruption); the sync client failed them with a's error
+    without sending them."""
+    told, state, stamps, root = await _three_callers(kind, local, fail_write=1)
+    assert isinstance(told["a"], Boom)
+    ok = [n for n in "bc" if isinstance(told[n], Stamp)]
+    expected = root if not ok else xor(root, *(stamps[n] for n in ok))
+    assert state.stamp == expected  # never lies, either way
+    assert ok == ["b", "c"], f"{kind}: queued stamps told {told['b']!r}, {told['c']!r}"

@@ -147,13 +147,19 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             ticket = self._merging.submit(tag, entry, Future)
         if not isinstance(ticket, Merge):
             return ticket.result()
-        outcomes = self._write_merges(ticket)
-        assert outcomes is not None  # or the interruption was raised
+        outcomes = self._write_merges(ticket, own=True)
+        assert outcomes is not None  # or its own write's error was raised
         return outcomes[0]
 
-    def _write_merges(self, merge: Merge[Future[Outcome]] | None) -> list[Outcome] | None:
+    def _write_merges(
+        self, merge: Merge[Future[Outcome]] | None, *, own: bool = False
+    ) -> list[Outcome] | None:
         """Write a chain's merges one at a time until none are left; the first's outcomes.
 
+        As the async client does: ``own`` (the caller's own write, the first) raising
+        raises to the caller alone, and the stamps queued behind it are written by another
+        thread; a later merge raising gives its error to its callers and to those queued
+        behind it, and the caller, whose stamp is written, is told its own outcome.
         Interrupted (``KeyboardInterrupt``): the stamps of the write in flight get
         ``InterruptedWrite`` (it may have landed), and those queued behind it, never
         sent, are written by another thread, as the async client's writer task does.
@@ -162,10 +168,18 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         while merge is not None:
             try:
                 outcomes = self._run(merge.write(self._core))
-            except Exception as exc:  # the chain's error: every stamp on it gets it
-                with self._queue_lock:
+            except Exception as exc:
+                if own and first is None:  # the caller's own write: its error, not theirs
+                    with self._queue_lock:
+                        after = self._merging.finished(merge, exc)
+                    if after is not None:
+                        threading.Thread(
+                            target=self._write_rest, args=(after,), daemon=True
+                        ).start()
+                    raise
+                with self._queue_lock:  # the chain's error: this merge's and the queued
                     self._merging.abandon(merge, exc)
-                raise
+                return first
             except BaseException:
                 lost = [InterruptedWrite(merge.tag, self.token_window) for _ in merge.entries]
                 with self._queue_lock:
