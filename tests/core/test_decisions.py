@@ -241,6 +241,31 @@ def test_refused_write_reports_the_botocore_error_without_a_read() -> None:
     assert ran.result == [throttled]
 
 
+@pytest.mark.parametrize("retry", [None, THREE_TRIES], ids=["no-retry", "retries"])
+@pytest.mark.parametrize("cached", [False, True], ids=["fresh", "cached"])
+def test_a_race_lost_to_a_write_of_the_same_token_is_told_the_state_at_once(
+    retry: RetryPolicy | None, cached: bool
+) -> None:
+    """The write is refused because a write of the same work (same token: a re-run, a
+    retried call) landed first.  A client with the chain cached was told the state; a
+    fresh one took it for a lost race: it backed off, counted a conflict, and without
+    retries raised ``StaleLocalData`` for a stamp the chain holds."""
+    token = b"task-a#1"
+    core = chains(retry)
+    before = item(ROOT, tokens=OLD[:2])
+    script: list[tuple[str, Any]] = [("get_item", got(before))]
+    if cached:
+        core.remember(I.decode(before, "tagID"), TAG)
+        script = []
+    landed = item(xor(ROOT, A), version=2, tokens=[*OLD[:2], token])
+    ran = drive(
+        core.stamp_batch(TAG, [Entry(A, token)]),
+        [*script, ("update_item", condition_failed(landed))],
+    )
+    assert ran.result == [xor(ROOT, A)]
+    assert ran.sleeps == [] and core.stats.conflicts == 0
+
+
 # -- create -----------------------------------------------------------------------
 
 

@@ -281,6 +281,14 @@ class SingleChain(Endings):
                 pending, state = batch + later, current
                 continue
             overdue = status is Status.OVERDUE
+            assert current is not None  # CLOSED holds a chain gone
+            if any(entries[i].token in current.tokens for i in batch + later):
+                # Refused because a write of this same work (its token: a re-run, a retried
+                # call) landed first: no race lost, nothing to wait for; the loop's top tells
+                # those stamps the state and plans the others on it.
+                attempt -= 1
+                pending, state = batch + later, current
+                continue
             again = D.STAMP_AGAIN[(remembered, refused and current is not None, overdue)]
             if again is Step.TIME_OUT:  # refused for being late, not raced: no back-off,
                 pending, state = batch + later, current  # the loop's top fails the chain
