@@ -298,6 +298,8 @@ CASES: list[Case] = [
     Case("reason empty", lambda a: a.fail("good", reason=""), InvalidReason),
     Case("reason not encodable", lambda a: a.fail("good", reason=SURROGATE), InvalidReason),
     Case("reason over one item", lambda a: a.fail("good", reason="x" * 410_000), InvalidReason),
+    # the deadline's own: a chain failed so was told ChainTimedOut, a timed_out event
+    Case("reason the deadline's", lambda a: a.fail("good", reason="timeout"), InvalidReason),
     # -- the chain's state
     Case("create on a live chain", lambda a: a.create("good", S), TagExists),
     Case("stamp an unknown tag", lambda a: a.stamp("missing", S), TagNotFound),

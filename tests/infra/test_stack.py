@@ -143,7 +143,7 @@ def test_client_runs_on_the_stack_table_within_the_policy(stack: Stack) -> None:
     assert state is not None and state.acked
     assert ack.wait("file-1", timeout=5).acked
     ack.create("file-2", new_stamp())
-    assert ack.fail("file-2", "timeout").failed
+    assert ack.fail("file-2", "worker lost").failed
     third = new_stamp()
     ack.create("file-3", third)
     assert ack.stamp_many({"file-3": third}, tokens={"file-3": "t"})["file-3"].acked

@@ -48,9 +48,17 @@ RUN = "stage-test"
 SCHEMA = pa.schema([("word", pa.string()), ("n", pa.int64())])
 
 
+#: What ``words`` rejects, by key, with its message
+REJECTED = {
+    "file:/bad": "not-utf8: invalid start byte at byte 3",
+    "file:/bad-timeout": "timeout",  # the deadline's own reason: fail() refuses it
+    "file:/bad-empty": "",  # no reason at all: fail() refuses it too
+}
+
+
 def words(key: str, rows: Any) -> Any:
-    if key.endswith("bad"):
-        raise InputRejected("not-utf8: invalid start byte at byte 3")
+    if key in REJECTED:
+        raise InputRejected(REJECTED[key])
     return pa.table({"word": ["a", "b", "c", "d"], "n": [1, 2, 3, 4]}, schema=SCHEMA)
 
 
@@ -134,17 +142,27 @@ def test_rows_committed_twice_keep_the_chain_open(tracker: TrackerConfig, chains
     assert not chains.get(tag).acked
 
 
+@pytest.mark.parametrize(
+    ("key", "reason"),
+    [
+        ("file:/bad", "not-utf8: invalid start byte at byte 3"),
+        # the empty one raised InvalidReason in the task; "timeout" read back as the
+        # deadline's, and fail() refuses it now
+        ("file:/bad-timeout", "rejected: timeout"),
+        ("file:/bad-empty", "rejected: no reason given"),
+    ],
+)
 def test_a_rejected_input_fails_at_once_with_its_reason(
-    tracker: TrackerConfig, chains: Any
+    tracker: TrackerConfig, chains: Any, key: str, reason: str
 ) -> None:
-    tag, marker = start(chains, "file:/bad")
+    tag, marker = start(chains, key)
     s = spec(tracker)
     out = produce(s, marker)
     assert out.num_rows == 0 and out.column_names == ["word", "n", ID, HASH_HIGH, HASH_LOW]
     commit(s, chains, tag, out)  # the check's stamp is refused by the closed chain
     state = chains.get(tag)
     assert state.failed and not state.acked
-    assert state.reason == "not-utf8: invalid start byte at byte 3"
+    assert state.reason == reason
 
 
 def lines_of(

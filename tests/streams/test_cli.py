@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from click.testing import CliRunner, Result
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB
 from xor_ack_dynamodb.cli import cli
+from xor_ack_dynamodb.errors import ChainTimedOut
 from xor_ack_dynamodb.table import TableSpec
 
 pytestmark = pytest.mark.ddblocal
@@ -36,8 +38,10 @@ def write_chains(client: SyncXorAckDynamoDB, prefix: str = "") -> None:
         client.stamp(f"{prefix}ok-{i}", b"\x01" * 8)
     client.create(f"{prefix}bad", b"\x01" * 8)
     client.fail(f"{prefix}bad", "worker lost")
-    client.create(f"{prefix}late", b"\x01" * 8)
-    client.fail(f"{prefix}late", "timeout")
+    client.create(f"{prefix}late", b"\x01" * 8, timeout=0.1)
+    time.sleep(0.2)
+    with contextlib.suppress(ChainTimedOut):  # past its deadline: failed "timeout"
+        client.fail(f"{prefix}late", "too late")
     client.create(f"{prefix}open", b"\x01" * 8)
     client.stamp(f"{prefix}open", b"\x03" * 8)  # intermediate: no event
     client.delete(f"{prefix}open")

@@ -5,6 +5,7 @@ same records in the Lambda format through the handler."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import json
 import time
@@ -16,7 +17,7 @@ from infra.cfn import ROOT, load_template
 from infra.event_patterns import matches
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, events
-from xor_ack_dynamodb.errors import StreamNotEnabled
+from xor_ack_dynamodb.errors import ChainTimedOut, StreamNotEnabled
 from xor_ack_dynamodb.events.follow import read, stream_arn, streams_client
 from xor_ack_dynamodb.local import LocalDynamoDB
 from xor_ack_dynamodb.table import TableSpec
@@ -62,8 +63,10 @@ def test_a_chains_life_from_dynamodb_local(ddb_local_endpoint: str, ddb_table: T
     chains.stamp("acked", b)  # zero: acked
     chains.create("failed", a)
     chains.fail("failed", "worker lost")
-    chains.create("timed-out", a)
-    chains.fail("timed-out", "timeout")
+    chains.create("timed-out", a, timeout=0.1)
+    time.sleep(0.2)
+    with contextlib.suppress(ChainTimedOut):  # past its deadline: failed "timeout"
+        chains.fail("timed-out", "too late")
     chains.create("deleted", c)
     chains.stamp("deleted", b)
     chains.delete("deleted")

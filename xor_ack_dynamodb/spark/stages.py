@@ -32,6 +32,7 @@ import numpy as np
 
 from ..chain import ChainState
 from ..errors import ChainFailed, TagNotFound
+from ..lifecycle import TIMEOUT_REASON
 from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
 from .errors import InputsInterleaved, SparkTrackingError
 from .faults import FaultConfig, TaskFaults
@@ -189,7 +190,7 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
             raise SparkTrackingError(result.failure)
         if spec.tracker is not None:
             with contextlib.suppress(ChainFailed, TagNotFound):
-                chains_for(spec.tracker).fail(tag, reason=result.failure)
+                chains_for(spec.tracker).fail(tag, reason=chain_reason(result.failure))
         out = spec.schema.empty_table()
     if spec.tracker is not None and result.failure is None:
         lanes = row_lanes(spec.run_id, out, spec.columns)
@@ -235,3 +236,13 @@ def stamp_committed(spec: RoundSpec, tag: str, total: int, known: ChainState | N
 
 def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(x ^ y for x, y in zip(a, b, strict=True))
+
+
+def chain_reason(failure: str) -> str:
+    """The reason an input's chain is failed with: its failure as said (an
+    ``InputRejected``'s message, say), unless ``fail()`` could not take it as it is: an
+    empty one, the deadline's own ``"timeout"``, or text UTF-8 cannot hold."""
+    text = failure.encode("utf-8", "replace").decode("utf-8")
+    if not text or text == TIMEOUT_REASON:
+        return f"rejected: {text or 'no reason given'}"
+    return text

@@ -25,6 +25,7 @@ from ...errors import (
     StampManyFailed,
 )
 from ...errors._refusals import shown
+from ...lifecycle import TIMEOUT_REASON
 from ...stamps import Stamp, as_stamp
 from .effects import Entry, Outcome
 
@@ -159,9 +160,16 @@ def check_wait(timeout: object, poll_interval: object) -> None:
 
 
 def check_reason(reason: object) -> str:
-    """Validate ``fail()``'s reason: a non-empty ``str`` that UTF-8 can encode."""
+    """Validate ``fail()``'s reason: a non-empty ``str`` that UTF-8 can encode, not the
+    deadline's own ``"timeout"``."""
     if not isinstance(reason, str) or not reason:
         raise InvalidReason(f"reason must be a non-empty str, not {reason!r}")
+    if reason == TIMEOUT_REASON:  # what tells a chain its deadline failed from the rest
+        raise InvalidReason(
+            f'reason "{TIMEOUT_REASON}" is the one a chain\'s deadline fails it with (told as '
+            "ChainTimedOut, a timed_out event): pass a reason of your own, e.g. "
+            '"timed out calling the API"'
+        )
     try:
         reason.encode("utf-8")
     except UnicodeEncodeError as exc:
