@@ -51,6 +51,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("input-tasks-str", {"input_tasks": "4"}, r"input_tasks='4'.*whole number"),
     ("partitions-0", {"partitions": 0}, r"partitions=0.*>= 1"),
     ("partitions-negative", {"partitions": -1}, r"partitions=-1.*>= 1"),
+    # over a Java int: each round failed in repartition, after its chains were written
+    ("partitions-huge", {"partitions": 2**31}, r"partitions=2147483648.*at most 2,147,483,647"),
+    # past what a page is sliced by: a bare ValueError from islice
+    ("page-size-huge", {"page_size": 10**30}, r"page_size=10+: give a whole number of at most"),
     ("run-id-int", {"run_id": 5}, r"run_id=5.*letters"),
     ("round-timeout-str", {"round_timeout": "5"}, r"round_timeout='5'.*seconds"),
     ("chain-timeout-bool", {"chain_timeout": True}, r"chain_timeout=True.*seconds"),
@@ -60,6 +64,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("round-timeout-over-a-year", {"round_timeout": 1e10}, r"round_timeout=.*at most 31622400"),
     ("chain-timeout-over-a-year", {"chain_timeout": 4e7}, r"chain_timeout=.*at most 31622400"),
     ("report-int", {"report": 5}, r"report=5.*path"),
+    ("report-unencodable", {"report": "r\ud800.jsonl"}, r"report=.*cannot be a file's name"),
     (
         "report-name-too-long",
         {"report": "r" * 240 + ".jsonl"},
@@ -70,6 +75,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("faults-str", {"faults": "often"}, r"faults='often'.*FaultConfig"),
     ("key-column-int", {"source": "name int"}, r"key='name' is a column of type int.*cast"),
     ("key-column-array", {"source": "name array<string>"}, r"key='name' .*array<string>"),
+    # a bare AttributeError ('list' object has no attribute 'columns')
+    (
+        "source-a-list",
+        {"source": [("a", 1)], "key": "name", "keys": None},
+        r"source=\[\('a', 1\)\] is not a DataFrame",
+    ),
 ]
 
 
@@ -298,3 +309,26 @@ def test_a_report_the_run_could_not_end_with_is_refused_before_anything_is_writt
         )
     assert chains(tracker) == [] and [p.name for p in tmp_path.iterdir()] == ["out"]
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_report_path_that_is_a_symbolic_link_is_refused_before_anything_is_written(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """The report is put in place by a rename: a report path that was a user's link was
+    replaced by a regular file (the link gone, the file it named left as it was)."""
+    named = tmp_path / "latest.jsonl"
+    named.write_text("former\n")
+    link = tmp_path / "run.jsonl"
+    link.symlink_to(named)
+    with pytest.raises(InvalidArgument, match=r"report=.*is a symbolic link.*latest\.jsonl"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out")),
+            keys=KEYS,
+            tracker=tracker,
+            report=str(link),
+        )
+    assert chains(tracker) == [] and not (tmp_path / "out").exists()
+    assert link.is_symlink() and named.read_text() == "former\n"

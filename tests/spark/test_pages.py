@@ -310,6 +310,70 @@ def test_a_run_whose_create_meets_a_live_chain_of_another_run_leaves_that_chain_
     assert all(s is None or s.failed for s in states.values())  # none of its own left live
 
 
+def test_a_run_id_whose_rows_another_run_staged_is_refused_and_those_rows_left(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """A run killed under ``run_id`` left its staged rows; a run given the same id staged
+    beside them, and its commit took their rows of the same round and ids for its own
+    (the run "complete", the output holding rows of neither its inputs nor its function).
+    It is refused before its first chain, and the rows are left where they are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    left = tmp_path / ".out.xor-ack-again" / "rows" / "_xa_round=1" / "_xa_page=000002"
+    left.mkdir(parents=True)
+    pq.write_table(pa.table({"v": [99], "_xa_id": pa.array([0], pa.int32())}), left / "p.parquet")
+    with pytest.raises(RunIdInUse) as refused:
+        track(local_spark, one_row(), "v long", Sink(str(out)), keys=["a", "b"], tracker=tracker,
+              run_id="again", page_size=1)  # fmt: skip
+    assert refused.value.folder is not None and refused.value.folder.endswith("again/rows")
+    assert "holds rows another run under it staged" in str(refused.value)
+    assert not out.exists() and (left / "p.parquet").exists()
+    assert tracker.chains().get_many([file_tag("again", k, 1) for k in "ab"]) == {
+        file_tag("again", k, 1): None for k in "ab"
+    }
+
+
+def test_a_run_stopped_by_a_run_id_in_use_removes_no_rows_the_other_run_staged(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other run under the id stages its rows while this one creates its chains and
+    meets that run's live chain: the stopped run removed the staging folder they share,
+    the other run's rows with it.  A run removes its staging folder only once it wrote
+    there itself."""
+    out = tmp_path / "out"
+    theirs = tmp_path / ".out.xor-ack-shared" / "rows" / "_xa_round=1" / "_xa_page=000001"
+    held = file_tag("shared", "b", 1)
+    tracker.chains().create(held, b"\x01" * 16)
+    created = RoundChains.created
+
+    def staged_meanwhile(self: RoundChains, key: Any, tags: Any) -> Any:
+        theirs.mkdir(parents=True, exist_ok=True)  # the other run's round, as this one creates
+        return created(self, key, tags)
+
+    monkeypatch.setattr(RoundChains, "created", staged_meanwhile)
+    with pytest.raises(RunIdInUse):
+        track(local_spark, one_row(), "v long", Sink(str(out)), keys=["a", "b"], tracker=tracker,
+              run_id="shared")  # fmt: skip
+    assert theirs.is_dir() and not out.exists()
+
+
+def test_keys_with_lone_surrogates_are_tracked_under_chains_of_their_own(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """A key that is no valid UTF-8 gets a chain named by its SHA-256: an escaped byte
+    ("\\udc80", as os.listdir gives) did; a lone surrogate no byte escapes as ("\\ud800",
+    from JSON, say) raised a bare UnicodeEncodeError naming the chain."""
+    keys = ["a", "b\udc80", "c\ud800"]
+    report = track(
+        local_spark, one_row(), "v long", Sink(str(tmp_path / "out")), keys=keys, tracker=tracker
+    )
+    assert report.ok and report.acked == 3
+    tags = {file_tag(report.run_id, k, 1) for k in keys}
+    assert len(tags) == 3 and all("sha256:" in t for t in tags if not t.endswith("/a#1"))
+
+
 def test_input_tasks_is_how_many_tasks_run_the_function(
     local_spark: Any, tmp_path: Path, tracker: TrackerConfig
 ) -> None:

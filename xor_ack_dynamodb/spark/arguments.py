@@ -8,6 +8,7 @@ A wrong argument (a function Spark cannot run, an option of the wrong type) is a
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -84,6 +85,8 @@ def check_keys(keys: Any) -> Sequence[str]:
 
 #: ``track()``'s options that count something (None: the default, where it has one).
 COUNTS = ("max_attempts", "max_errors", "page_size", "input_tasks", "partitions")
+#: The counts with a most: Spark's partitions are a Java int, a page is sliced by Python.
+MOST = {"partitions": 2**31 - 1, "page_size": sys.maxsize}
 
 
 def check_options(spec: Any) -> None:
@@ -104,6 +107,10 @@ def check_options(spec: Any) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidArgument(f"{name}={value!r}: give a whole number >= 1")
+    for name, most in MOST.items():
+        value = getattr(spec, name)
+        if value is not None and value > most:
+            raise InvalidArgument(f"{name}={value!r}: give a whole number of at most {most:,}")
     if spec.partitions is not None and spec.partitions < 1:
         raise InvalidArgument(
             f"partitions={spec.partitions!r}: give a whole number >= 1, or None for "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from . import output
-from .errors import OutputDisplaced
+from .errors import OutputDisplaced, RunIdInUse
 from .files import Files, is_connect
 from .paths import (
     MANIFEST,
@@ -67,6 +67,14 @@ class Target(Protocol):
     def cleanup(self) -> None: ...
 
 
+def refuse_staged(files: Files, rows_root: str, run_id: str) -> None:
+    """Refuse a run whose rows folder exists already: another run under its ``run_id``
+    staged rows there (one going, or one stopped before it removed them), and the commit
+    would take that run's rows of the same rounds and ids for this one's."""
+    if files.listing(rows_root) is not None:
+        raise RunIdInUse(run_id, folder=rows_root)
+
+
 def resolver(spark: Any) -> Any:
     """How a path is made absolute before it is sent: refused when relative over Connect."""
     if is_connect(spark):
@@ -83,6 +91,7 @@ class FolderTarget:
         self.sink = sink
         self.path: str = sink.path
         self.files = Files(spark)
+        self.run_id = run_id
         self.output = resolve(sink.path, "the sink's folder")
         self.staging = staging_path(self.output, run_id)
         self.work_dir = resolve(work_dir, "the work folder") if work_dir else None
@@ -99,6 +108,7 @@ class FolderTarget:
         again, a stream tried it when it started)."""
         self._refuse_displaced()
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
+        refuse_staged(self.files, self.rows_root, self.run_id)
         scratch = f"{self.staging}-check"
         output.check(self.files.spark, struct, self.sink, scratch, self.files, probe=probe)
 

@@ -52,9 +52,21 @@ def _spark_error(exc: BaseException) -> bool:
     return module.startswith(("pyspark", "py4j"))
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 def check_key(source: Any, key: str | None) -> None:
     """Refuse a ``key`` that names no column of ``source`` (None: the inputs are ``keys``)."""
-    if source is None or key is None:
+    if source is None:
+        return
+    if not hasattr(source, "columns") or not hasattr(source, "schema"):
+        raise InvalidArgument(
+            f"source={_short(source)} is not a DataFrame: give the DataFrame of the inputs'"
+            " rows (and key= its column naming each row's input), or keys= and no source"
+        )
+    if key is None:
         return
     columns = tuple(source.columns)
     if key not in columns:  # by its exact name: the rounds tell the key from the other columns

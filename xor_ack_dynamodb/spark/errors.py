@@ -225,22 +225,37 @@ class DynamoDBFailed(SparkTrackingError):
 
 
 class RunIdInUse(SparkTrackingError):
-    """A ``run_id`` given again while live chains of another run under it hold some of
-    this run's inputs (``TagExists`` on their creates): the run stopped before their job.
+    """A ``run_id`` given again while another run under it holds some of this run's inputs
+    (live chains: ``TagExists`` on their creates) or its staging folder (rows staged by a
+    run still going, or by one stopped before it removed them): the run stopped before its
+    job, with nothing of the other run's read, taken or removed.
 
     The output was not touched and no report file was written; this run's own chains were
-    failed, the other run's left as they are.  ``.run_id``; ``.tags``: the chains held."""
+    failed, the other run's left as they are.  ``.run_id``; ``.tags``: the chains held;
+    ``.folder``: the staging folder found (None when chains were)."""
 
-    def __init__(self, run_id: str, tags: tuple[str, ...]) -> None:
-        many = f"{len(tags)} of its inputs' chains, first " if len(tags) > 1 else ""
+    def __init__(
+        self, run_id: str, tags: tuple[str, ...] = (), *, folder: str | None = None
+    ) -> None:
+        if folder is not None:
+            held = (
+                f"{folder} holds rows another run under it staged (one still going, or one "
+                "stopped before it removed them)"
+            )
+            then = "once no run under it is going, delete that folder"
+        else:
+            many = f"{len(tags)} of its inputs' chains, first " if len(tags) > 1 else ""
+            held = f'live chains of another run hold {many}"{tags[0]}"'
+            then = "let that run end first"
         super().__init__(
-            f'run_id="{run_id}" is in use: live chains of another run hold {many}"{tags[0]}". '
+            f'run_id="{run_id}" is in use: {held}. '
             f'Run "{run_id}" stopped before its job: the output was not touched, no report '
             "file was written, and that run's chains were left as they are. Give this run "
-            "another run_id (or none: a new one is made each run), or let that run end first"
+            f"another run_id (or none: a new one is made each run), or {then}"
         )
         self.run_id = run_id
         self.tags = tags
+        self.folder = folder
 
 
 class BatchFailed(SparkTrackingError):

@@ -73,6 +73,9 @@ class TrackedJob:
         self.isolation = Isolation(spec.max_errors)
         #: The output was put in place (what an interruption leaves behind).
         self.committed = False
+        #: This run wrote into its staging folder: the cleanup removes it.  Until then the
+        #: folder is not this run's to remove (another run under the run_id may hold it).
+        self.staged = False
         self.out_struct = declared.schema_struct(spark, spec.schema)
         declared.check_key(spec.source, spec.key)
         self.columns = tuple(f.name for f in self.out_struct.fields)
@@ -137,7 +140,7 @@ class TrackedJob:
                 raise self._dynamodb_failed(lost) from lost.cause
             raise
         finally:
-            if not spec.keep_staging:
+            if self.staged and not spec.keep_staging:
                 self.target.cleanup()
         self.report.seconds["total"] = round(time.monotonic() - started, 3)
         self._finish()
@@ -155,6 +158,7 @@ class TrackedJob:
         write that fails is ``OutputWriteFailed``; the library's own refusals stay as they
         are."""
         written: list[Written] = []
+        self.staged = True
         error = self.jobs.run(
             lambda: written.append(self.target.commit(rows, counts, self.run_id)), None
         )
@@ -282,6 +286,7 @@ class TrackedJob:
         keys_df = markers(self.spark, keys, pending, tags, created)
         staged = rows_dir(self.rows_root, round_, page.number)
         t = time.monotonic()
+        self.staged = True
         error = self.jobs.run(
             lambda: (
                 produced_rows(self.spec, spec, keys_df, self._tasks(spec))

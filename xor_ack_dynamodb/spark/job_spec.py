@@ -127,6 +127,13 @@ def refuse_report(path: str, output: str | None = None) -> None:
 
     ``output``: the sink's folder.  A report at it or inside it is refused too: renamed onto
     the output, or its hidden file in the output's folder, it fails the run's commit."""
+    try:
+        os.fsencode(path)
+    except UnicodeError:  # e.g. a lone surrogate: no file system name can hold it
+        raise InvalidArgument(
+            f"report={path!r} cannot be a file's name here (it is no valid text for the "
+            "file system): give another path"
+        ) from None
     folder = os.path.dirname(os.path.abspath(path))
     inside = (
         output is not None
@@ -139,6 +146,11 @@ def refuse_report(path: str, output: str | None = None) -> None:
         why = (
             f"is at or inside the output folder {output!r}, which holds what the run commits"
             " and nothing else: give a path outside it"
+        )
+    elif os.path.islink(path):
+        why = (
+            "is a symbolic link: the report is put in place by a rename, which would replace"
+            f" the link; give the path it points to ({os.path.realpath(path)!r}) or another"
         )
     elif os.path.isdir(path):
         why = "is a folder: give the path of a file in it"

@@ -8,7 +8,7 @@ def file_tag(run_id: str, path: str, attempt: int, *, limit: int = 1024) -> str:
 
     A late stamp of an old attempt can never touch the replay's chain.  Paths
     too long for a DynamoDB key, or that are not valid UTF-8 (a file name's
-    bytes), are replaced by their SHA-256.
+    bytes, a lone surrogate), are replaced by their SHA-256.
     """
     tag = f"{run_id}/{path}#{attempt}"
     try:
@@ -18,5 +18,9 @@ def file_tag(run_id: str, path: str, attempt: int, *, limit: int = 1024) -> str:
         pass
     import hashlib
 
-    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+    try:  # a file name's bytes as os.listdir escapes them
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte is escaped as (e.g. "\ud800")
+        raw = path.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(raw).hexdigest()
     return f"{run_id}/sha256:{digest}#{attempt}"

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from . import output
-from .commit import Counts, Written, resolver
+from .commit import Counts, Written, refuse_staged, resolver
 from .errors import DatabaseMissing, TableColumnsDiffer
 from .files import Files
 from .sink import Sink
@@ -36,6 +36,7 @@ class TableTarget:
         self.sink = sink
         self.table: str = sink.table
         self.files = Files(spark)
+        self.run_id = run_id
         base = resolver(spark)(work_dir, "the work folder") if work_dir else self._beside()
         self.staging = f"{base.rstrip('/')}/.xor-ack-{run_id}"
         self.rows_root = f"{self.staging}/rows"
@@ -58,6 +59,7 @@ class TableTarget:
         (``struct``, the declared schema, through ``finish``), a new one partitioned by a
         column the output lacks.  (A new table's format is never tried, whatever ``probe``
         says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
+        refuse_staged(self.files, self.rows_root, self.run_id)
         out = output.schema(self.spark, struct, self.sink)
         columns = tuple(field.name for field in out.fields)
         if not self.exists():
