@@ -197,6 +197,19 @@ def test_a_file_failed_while_listed_makes_the_output_incomplete_like_any_failure
     assert {p.name: p.read_bytes() for p in out.iterdir()} == good
 
 
+def test_a_work_dir_named_with_glob_characters_is_read_as_it_is(
+    spark: Any, tracker: Any, tmp_path: Path
+) -> None:
+    """``--work-dir rows{1}``: the staged rows were read back by Spark as a glob, which
+    matched nothing: "AnalysisException: [PATH_NOT_FOUND]", exit 1, after every chain
+    was acked."""
+    root = tmp_path / "in"
+    generate(root, files=2, lines=3, seed=4)
+    report = run(spark, tracker, root, tmp_path / "o", work_dir=str(tmp_path / "rows{1}"))
+    assert report.ok
+    assert read_output(tmp_path / "o" / "counts") == dict(expected_counts(root))
+
+
 def test_a_finished_run_that_kept_its_staging_does_not_block_the_next_one(
     spark: Any, tracker: Any, tmp_path: Path
 ) -> None:

@@ -43,6 +43,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("schema-none", {"schema": None}, r"schema=None.*DDL"),
     ("schema-int", {"schema": 5}, r"schema=5.*DDL"),
     ("sink-a-path", {"sink": "out"}, r"sink='out'.*Sink\(path="),
+    # its staging folder's name is not: an OSError from the first write beside it
+    ("sink-name-too-long", {"sink": Sink("o" * 240)}, r"Sink\(path='o+'\) is too long a name"),
     ("max-attempts-str", {"max_attempts": "3"}, r"max_attempts='3'.*whole number"),
     ("max-attempts-float", {"max_attempts": 2.5}, r"max_attempts=2\.5.*whole number"),
     ("max-errors-bool", {"max_errors": True}, r"max_errors=True.*whole number"),

@@ -145,6 +145,20 @@ def test_a_folder_is_replaced_only_by_a_complete_output_unless_partial_is_asked(
     assert manifest(out)["complete"] is False and manifest(out)["acked"] == 5
 
 
+def test_an_output_folder_named_with_glob_characters_is_read_as_it_is(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """An output folder named ``counts[2024]``: the run's staged rows beside it were read
+    back by Spark as a glob, which matched nothing, and the run ended in a bare
+    ``AnalysisException`` (PATH_NOT_FOUND) after every chain was acked.  (The word
+    count's ``--work-dir``: tests/pipeline/test_options.py.)"""
+    out = tmp_path / "counts[2024]"
+    report = track(local_spark, good, SCHEMA, Sink(str(out)), keys=KEYS, tracker=tracker)
+    assert report.ok and report.output_state == "complete"
+    keys = pq.read_table(out, columns=["key"]).column("key").to_pylist()
+    assert sorted(keys) == sorted(KEYS)
+
+
 def test_overwrite_keeps_an_output_with_a_file_put_inside_one_of_its_partition_folders(
     local_spark: Any, tracker: TrackerConfig, tmp_path: Path
 ) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .digest import combine_lanes, lanes_sums_by
 from .files import is_connect
-from .paths import is_remote, local_path
+from .paths import is_remote, literal, local_path
 from .stages import HASH_HIGH, HASH_LOW, ID
 
 
@@ -40,7 +40,7 @@ def committed_sums(spark: Any, folder: str, staged_ddl: str) -> dict[int, int]:
     """
     if not is_remote(folder) and not is_connect(spark):
         return local_sums_by(local_path(folder))
-    staged = spark.read.schema(staged_ddl).parquet(folder)
+    staged = spark.read.schema(staged_ddl).parquet(literal(folder))
     return spark_sums_by(staged.select(ID, HASH_HIGH, HASH_LOW), ID, HASH_HIGH, HASH_LOW)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from . import output
-from .errors import OutputDisplaced, RunIdInUse
+from .errors import InvalidArgument, OutputDisplaced, RunIdInUse
 from .files import Files, is_connect
 from .paths import (
     MANIFEST,
@@ -36,6 +36,7 @@ from .paths import (
     qualified,
     server_path,
     staging_path,
+    staging_too_long,
 )
 from .sink import Sink
 
@@ -106,6 +107,13 @@ class FolderTarget:
         output left displaced by a run stopped mid-commit), and what the commit could not
         write (``struct``: the declared schema; ``probe=False``: the format is not tried
         again, a stream tried it when it started)."""
+        limit = staging_too_long(self.output, self.run_id)
+        if limit is not None:  # found by the first write beside it, after every chain
+            raise InvalidArgument(
+                f"Sink(path={self.path!r}) is too long a name: the run stages beside it in"
+                f" .NAME.xor-ack-{self.run_id}-check, which must fit the {limit} bytes a name"
+                " may have there; give a shorter name"
+            )
         self._refuse_displaced()
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)
         refuse_staged(self.files, self.rows_root, self.run_id)

@@ -19,7 +19,7 @@ from .arguments import check_keys, check_options, check_process
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
-from .paths import is_inside, is_remote, real_path
+from .paths import is_inside, is_remote, name_max, real_path
 from .report import InputResult, RoundObserver, TrackedReport
 from .report_stream import partial_name
 from .sink import Sink
@@ -159,7 +159,7 @@ def refuse_report(path: str, output: str | None = None) -> None:
     elif not os.access(folder, os.W_OK | os.X_OK):
         why = f"cannot be written ({folder} is not writable): give another path"
     elif len(partial_name(os.path.basename(path)).encode("utf-8", "surrogateescape")) > (
-        limit := _name_max(folder)
+        limit := name_max(folder)
     ):
         why = (
             "is too long a name: its lines go to .NAME.<12 hex digits>.partial beside it,"
@@ -168,11 +168,3 @@ def refuse_report(path: str, output: str | None = None) -> None:
     else:
         return
     raise InvalidArgument(f"report={path!r} {why}")
-
-
-def _name_max(folder: str) -> int:
-    """The longest name a file in ``folder`` may have, in bytes (255 where not told)."""
-    try:
-        return os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        return 255

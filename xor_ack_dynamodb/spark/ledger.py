@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import ReservedColumn
-from .paths import is_remote, local_path
+from .paths import is_remote, literal, local_path
 from .stages import ID, STAGED_DDL
 
 #: Where a run's acked pairs go, under its rows root.
@@ -88,13 +88,13 @@ class AckedLedger:
         if not self.pairs:
             return self.spark.createDataFrame([], schema)
         staged_ddl = f"{schema}, {STAGED_DDL}, {ROUND} int, {PAGE} int"
-        staged = self.spark.read.schema(staged_ddl).parquet(self.rows_root)
+        staged = self.spark.read.schema(staged_ddl).parquet(literal(self.rows_root))
         # Through the page folders it wrote (one path per page): given the ``_acked`` folder
         # itself Spark warns "All paths were ignored" (though it reads it), and given a glob
         # that it looks for a metadata folder: warnings in the user's log.
         pairs = (
             self.spark.read.schema(f"{PAIRS_DDL}, {PAGE} int")
             .option("basePath", self.folder)
-            .parquet(*self.pages)
+            .parquet(*map(literal, self.pages))
         )
         return staged.join(pairs.select(ROUND, ID), [ROUND, ID]).select(*columns)

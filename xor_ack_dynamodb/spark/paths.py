@@ -82,6 +82,16 @@ def qualified(path: str) -> str:
     return (path.rstrip("/") or "/") if is_remote(path) else "file:" + local_path(path)
 
 
+#: The characters Hadoop's glob gives a meaning to, in a path Spark reads
+GLOB_CHARACTERS = frozenset("[]{}*?\\")
+
+
+def literal(path: str) -> str:
+    """``path`` for Spark to read as it is: a folder named ``counts[2024]`` is no glob
+    (given as it is, Spark finds no path, after every chain of a run was written)."""
+    return "".join(f"\\{c}" if c in GLOB_CHARACTERS else c for c in path)
+
+
 def is_relative(path: str) -> bool:
     """A local path that names no root (``out``, ``./x``, ``file:x``)."""
     if is_remote(path):
@@ -338,6 +348,25 @@ def _local_tree(path: str) -> tuple[str, ...]:
 
 #: What names a run's staging folder after OUTPUT's name: ``.NAME.xor-ack-RUN_ID``.
 STAGING_MARK = "xor-ack-"
+
+
+def name_max(folder: str) -> int:
+    """The longest name a file in ``folder`` may have, in bytes (255 where not told)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def staging_too_long(output: str, run_id: str) -> int | None:
+    """The most bytes a name may have beside a local ``output`` when the run's staging
+    folders (``.NAME.xor-ack-RUN`` and its ``-check``) would not fit them, else None."""
+    if is_remote(output):
+        return None
+    parent, _, name = local_path(output).rstrip("/").rpartition("/")
+    longest = f".{name}.{STAGING_MARK}{run_id}-check"
+    limit = name_max(parent or "/")
+    return limit if len(os.fsencode(longest)) > limit else None
 
 
 def staging_path(output: str, run_id: str) -> str:
