@@ -51,6 +51,17 @@ def test_a_sample_folder_that_cannot_be_created_is_refused_in_one_line(tmp_path:
     assert (tmp_path / "a-file").read_text() == "the user's\n"
 
 
+def test_a_sample_line_too_long_to_make_is_a_usage_error(tmp_path: Path) -> None:
+    """--words-per-line 10**20 passed and reached random.choices: "unexpected
+    OverflowError ... (a bug: please report it)", exit 1."""
+    target = tmp_path / "c"
+    args = ["wordcount-sample", str(target), "--words-per-line", str(10**20)]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 2, result.output
+    assert "--words-per-line" in result.output and "a bug" not in result.output
+    assert not target.exists()
+
+
 def test_a_sample_cut_short_by_the_disk_is_one_line_and_exit_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

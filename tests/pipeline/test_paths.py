@@ -116,6 +116,10 @@ def _refusals(t: Path) -> list[tuple[list[str], str]]:
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "in-file")], "FolderUnwritable: --work"),
         ([i, "-o", str(t / "o"), "--work-dir", str(t / "in-file" / "w")], "another --work-dir"),
         ([str(t / "counts" / "empty"), "-o", str(t / "o")], "InputMissing"),
+        # names the file system takes, their hidden siblings not: "OSError: [Errno 36] File
+        # name too long", exit 1, after the run (for --report, after the counts were written)
+        ([i, "-o", str(t / ("o" * 240))], "choose a shorter --output"),
+        ([i, "-o", str(t / "o"), "--report", str(t / ("r" * 240 + ".json"))], "shorter --report"),
     ]
 
 
@@ -381,9 +385,19 @@ def test_a_single_file_and_missing_inputs(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--table", ""), ("--endpoint-url", "nope"), ("--region", "x y"), ("--partition-key", "")],
+    [
+        ("--table", ""),
+        ("--endpoint-url", "nope"),
+        ("--region", "x y"),
+        ("--partition-key", ""),
+        # each passed, started Spark and ended in exit 1 in the library's words, or another's:
+        ("--timeout", "1e9"),  # "InvalidArgument: round_timeout=...", track()'s name
+        ("--partitions", str(2**31)),  # "Py4JError: Method repartition([class Long])"
+        ("--output-partitions", str(2**31)),  # "FinishFailed: Sink(finish=...)"
+        ("--master", "bogus"),  # "JAVA_GATEWAY_EXITED", naming no option
+    ],
 )
-def test_bad_connection_options_are_usage_errors_before_anything(
+def test_bad_options_are_usage_errors_before_anything(
     tree: Path, no_spark: None, option: str, value: str
 ) -> None:
     from xor_ack_dynamodb.cli import cli

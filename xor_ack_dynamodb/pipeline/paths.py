@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spark.paths import is_inside as _inside
-from ..spark.paths import is_remote, local_path
+from ..spark.paths import is_remote, local_path, name_max, staging_too_long
 from ..spark.paths import real_path as _real
 from .errors import FolderUnwritable, PathsOverlap, Refused, ReportExists, ReportUnwritable
 
@@ -92,6 +92,13 @@ def is_report(path: Path) -> bool:
 def _check_report_folder(report: Path) -> None:
     """The report's folder is one, or can be made (checked before the run, not found after it)."""
     _check_folder(report.absolute().parent, f"report {report}", "--report", ReportUnwritable)
+    folder = str(report.absolute().parent)
+    if len(os.fsencode(_temporary(report, PID_SPAN).name)) > (limit := name_max(folder)):
+        raise ReportUnwritable(
+            f"report {report} is too long a name: it is written to .NAME.xor-ack-PID.tmp "
+            f"beside it first, which must fit the {limit} bytes a name may have there; "
+            "choose a shorter --report"
+        )
 
 
 def check_folders(output: str, work_dir: str | None) -> None:
@@ -100,6 +107,13 @@ def check_folders(output: str, work_dir: str | None) -> None:
     if not is_remote(output):
         where = Path(local_path(output)).parent
         _check_folder(where, f"output {output}", "--output", FolderUnwritable)
+        limit = staging_too_long(output, RUN_ID_SPAN)
+        if limit is not None:
+            raise FolderUnwritable(
+                f"output {output} is too long a name: the run stages beside it in "
+                f".NAME.xor-ack-RUN-check, which must fit the {limit} bytes a name may have "
+                "there; choose a shorter --output"
+            )
     if work_dir is not None and not is_remote(work_dir):
         where = Path(local_path(work_dir))
         _check_folder(where, f"--work-dir {work_dir}", "--work-dir", FolderUnwritable)
@@ -122,10 +136,20 @@ def _check_folder(folder: Path, what: str, option: str, error: type[Refused]) ->
         )
 
 
+#: The longest process id (Linux's pid_max: 4,194,304) and run id (12 hex digits) a name
+#: beside a report or the output holds
+PID_SPAN, RUN_ID_SPAN = "9" * 7, "f" * 12
+
+
+def _temporary(target: Path, pid: str) -> Path:
+    """The hidden file a report is written to first, beside it."""
+    return target.with_name(f".{target.name}.xor-ack-{pid}.tmp")
+
+
 def write_atomically(target: Path, text: str) -> None:
     """Write ``text`` to a hidden temporary sibling, then rename it onto ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.xor-ack-{os.getpid()}.tmp")
+    temp = _temporary(target, str(os.getpid()))
     try:
         temp.write_text(text, encoding="utf-8")
         os.replace(temp, target)

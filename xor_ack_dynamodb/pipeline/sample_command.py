@@ -16,7 +16,7 @@ from .options import shown
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @shown("--files", click.IntRange(min=0), 100)
 @shown("--lines", click.IntRange(min=0), 40)
-@shown("--words-per-line", click.IntRange(min=1), 12)
+@shown("--words-per-line", click.IntRange(min=1, max=100_000), 12)
 @shown("--seed", int, 0)
 @shown(
     "--invalid",

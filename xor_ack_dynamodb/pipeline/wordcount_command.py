@@ -6,6 +6,7 @@ PySpark is imported only when it runs.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import click
 
 from ..cli.errors import RefusedUsage, UserError, explain
 from ..cli.options import (
-    SECONDS,
+    DEADLINE,
     Finite,
     check_key,
     check_region,
@@ -29,6 +30,24 @@ from .interruption import _interrupted, ending, in_one_line, session_name
 from .options import shown
 from .paths import check_folders, check_paths, check_report, write_atomically
 
+#: The most partitions Spark takes (a Java int)
+JAVA_INT = 2**31 - 1
+#: The forms of a Spark master: local[N] and its kin, yarn, or a cluster manager's URL
+#: (spark://, k8s://, a plugin's own scheme)
+MASTER = re.compile(
+    r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|[A-Za-z][\w+.-]*://\S+"
+)
+
+
+def check_master(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A master Spark could not start with ended in a Java gateway error naming nothing."""
+    if value is not None and not MASTER.fullmatch(value.strip()):
+        raise click.BadParameter(
+            f"{value!r} is no Spark master: give local[N], spark://HOST:PORT, yarn or "
+            "k8s://HOST:PORT (or leave it out: local[*])"
+        )
+    return value
+
 
 @click.command("wordcount")
 @click.argument("input_path", metavar="INPUT")
@@ -41,7 +60,11 @@ from .paths import check_folders, check_paths, check_report, write_atomically
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the JSON report here.",
 )
-@click.option("--master", help="Spark master [default: local[*], or spark-submit's].")
+@click.option(
+    "--master",
+    callback=check_master,
+    help="Spark master [default: local[*], or spark-submit's].",
+)
 @click.option(
     "--remote",
     envvar="SPARK_REMOTE",
@@ -59,14 +82,14 @@ from .paths import check_folders, check_paths, check_report, write_atomically
 @click.option("--partition-key", default="tagID", show_default=True, callback=check_key)
 @shown(
     "--timeout",
-    SECONDS,
+    DEADLINE,  # track()'s round_timeout: at most a year
     300.0,
     "Seconds a round may take; its unfinished files are replayed.",
 )
 @shown("--max-attempts", click.IntRange(min=1), 8, "Attempts per file before it is failed.")
 @click.option(
     "--partitions",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=JAVA_INT),
     default=None,
     help="Shuffle partitions of the counted rows before they are staged "
     "[default: spark.sql.shuffle.partitions]; the writes per file do not depend on it.",
@@ -98,7 +121,7 @@ from .paths import check_folders, check_paths, check_report, write_atomically
     help="After the run, count the finished files again in plain Python (no Spark, no "
     "chains) and check OUTPUT against that count; exit 1 if they differ.",
 )
-@shown("--output-partitions", click.IntRange(min=1), 1, "CSV files of the counts.")
+@shown("--output-partitions", click.IntRange(min=1, max=JAVA_INT), 1, "CSV files of the counts.")
 @click.option(
     "--single-writes",
     is_flag=True,
