@@ -22,6 +22,8 @@ DEFAULT_NBYTES = 16
 
 #: The smallest stamp :func:`new_stamp` makes (64 bits, as Storm).
 MIN_NBYTES = 8
+#: The largest: a DynamoDB item's 400 KB (a chain's item holds its stamp).
+MAX_NBYTES = 400 * 1024
 
 
 class Stamp(bytes):
@@ -115,6 +117,8 @@ def new_stamp(nbytes: int = DEFAULT_NBYTES) -> Stamp:
     """A cryptographically random stamp of ``nbytes`` bytes that is never all zeros."""
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < MIN_NBYTES:
         raise InvalidStamp(f"nbytes must be an int >= {MIN_NBYTES}, got {nbytes!r}")
+    if nbytes > MAX_NBYTES:  # a huge int: an OverflowError or MemoryError from os.urandom
+        raise InvalidStamp(f"nbytes must be at most {MAX_NBYTES} (400 KB), got {nbytes!r}")
     while True:
         value = secrets.token_bytes(nbytes)
         if any(value):

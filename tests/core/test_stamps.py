@@ -98,8 +98,9 @@ def test_new_stamp_default_size_and_randomness() -> None:
     assert len(new_stamp(nbytes=64)) == 64
 
 
-@pytest.mark.parametrize("nbytes", [0, 7, -1, 8.0, True])
-def test_new_stamp_rejects_short_or_odd_sizes(nbytes: object) -> None:
+# past 400 KB: 10**20 raised a bare OverflowError from os.urandom
+@pytest.mark.parametrize("nbytes", [0, 7, -1, 8.0, True, 400 * 1024 + 1, 10**20])
+def test_new_stamp_rejects_short_long_or_odd_sizes(nbytes: object) -> None:
     with pytest.raises(InvalidStamp):
         new_stamp(nbytes=nbytes)  # type: ignore[arg-type]
 

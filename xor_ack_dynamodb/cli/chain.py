@@ -34,6 +34,10 @@ from .options import (
 )
 from .show import _echo_pairs, _when, argument, escaped, shown
 
+#: The largest random stamp ``chain create --bytes`` makes: one a chain's item holds
+#: with its tokens (a stamp past a few hundred KB does not fit one)
+MAX_CLI_NBYTES = 1024
+
 
 def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
     """A stamp in hex (``0x`` allowed); empty or not hex is a usage error."""
@@ -141,7 +145,7 @@ def chain() -> None:
 @click.option(
     "--bytes",
     "nbytes",
-    type=click.IntRange(min=MIN_NBYTES),
+    type=click.IntRange(min=MIN_NBYTES, max=MAX_CLI_NBYTES),
     default=DEFAULT_NBYTES,
     show_default=True,
     help="Size of the random stamp made when STAMP is omitted.",
