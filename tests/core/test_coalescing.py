@@ -16,9 +16,7 @@ from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stam
 from xor_ack_dynamodb.dynamodb._core.effects import Entry
 from xor_ack_dynamodb.dynamodb._core.merged import plan_batch
 from xor_ack_dynamodb.errors import (
-    AmbiguousWrite,
     BufferLengthsUnequal,
-    InterruptedWrite,
     TagNotFound,
 )
 from xor_ack_dynamodb.table import TableSpec
@@ -154,34 +152,21 @@ def until(check: Callable[[], bool]) -> None:
     raise AssertionError("the stamps never queued")
 
 
-def test_sync_writer_interrupted_mid_merge_leaves_no_stamp_stranded(
-    backend: tuple[str, TableSpec],
-) -> None:
-    """The thread writing a chain's merged stamps is interrupted (Ctrl-C) while stamps
-    wait behind it: the stamps of the write in flight are told it may have landed
-    (``InterruptedWrite``, typed), those queued behind it are written by another thread,
-    and sending the first ones again with their tokens completes the chain once."""
+def _sync_callers(
+    backend: tuple[str, TableSpec], before_update: Callable[[int, Any], None]
+) -> tuple[SyncXorAckDynamoDB, Callable[[str], threading.Thread], dict[str, object]]:
+    """A sync client on chain "t" (the XOR of ``STAMPS``) whose n-th UpdateItem first
+    calls ``before_update(n, client)``; a way to start a thread that stamps one of
+    ``STAMPS`` with its name as token, and what each was told (Ctrl-C included)."""
     endpoint, spec = backend
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     writes: list[int] = []
-    started = {n: threading.Event() for n in (1, 2)}
 
-    def queued() -> int:
-        with ack._queue_lock:
-            return len(ack._merging.queues.get("t", []))
-
-    def before_update(params: dict[str, Any]) -> None:
+    def before(params: dict[str, Any]) -> None:
         writes.append(1)
-        n = len(writes)
-        if n in started:
-            started[n].set()
-        if n == 1:  # a's own write: b and c queue behind it
-            until(lambda: queued() == 2)
-        elif n == 2:  # the merge of b and c: d queues behind it, then Ctrl-C
-            until(lambda: queued() == 1)
-            raise KeyboardInterrupt
+        before_update(len(writes), ack)
 
-    ack = SyncXorAckDynamoDB(_Hooked(client, {"update_item": before_update}, {}), table=spec.name)
+    ack = SyncXorAckDynamoDB(_Hooked(client, {"update_item": before}, {}), table=spec.name)
     SyncXorAckDynamoDB(client, table=spec.name).create("t", xor(*STAMPS.values()))
     told: dict[str, object] = {}
 
@@ -191,24 +176,69 @@ def test_sync_writer_interrupted_mid_merge_leaves_no_stamp_stranded(
         except BaseException as exc:  # what each caller was told, Ctrl-C included
             told[name] = exc
 
-    threads = {name: threading.Thread(target=stamp, args=(name,)) for name in STAMPS}
-    threads["a"].start()
-    started[1].wait(5)
-    threads["b"].start()
-    threads["c"].start()
-    started[2].wait(5)
-    threads["d"].start()
-    for thread in threads.values():
+    def start(name: str) -> threading.Thread:
+        thread = threading.Thread(target=stamp, args=(name,))
+        thread.start()
+        return thread
+
+    return ack, start, told
+
+
+def queued(ack: SyncXorAckDynamoDB) -> int:
+    with ack._queue_lock:
+        return len(ack._merging.queues.get("t", []))
+
+
+def test_sync_caller_interrupted_in_its_write_leaves_no_stamp_stranded(
+    backend: tuple[str, TableSpec],
+) -> None:
+    """A caller is interrupted (Ctrl-C) in its own write while stamps wait behind it: it
+    gets the interruption, those queued behind it are written by another thread, and its
+    stamp sent again with its token lands once."""
+    started = threading.Event()
+
+    def before_update(n: int, ack: SyncXorAckDynamoDB) -> None:
+        if n == 1:  # a's own write: b and c queue behind it, then Ctrl-C (before sending)
+            started.set()
+            until(lambda: queued(ack) == 2)
+            raise KeyboardInterrupt
+
+    ack, start, told = _sync_callers(backend, before_update)
+    threads = [start("a")]
+    assert started.wait(5)
+    threads += [start("b"), start("c")]
+    for thread in threads:
         thread.join(10)
-    assert isinstance(told["a"], KeyboardInterrupt)  # its own stamp had landed before
-    for name in "bc":
-        error = told[name]
-        assert isinstance(error, InterruptedWrite) and isinstance(error, AmbiguousWrite)
-        assert error.tag == "t" and "same token" in str(error)
-    assert isinstance(told["d"], Stamp) and not told["d"].acked  # written by another thread
-    # b and c, sent again with their tokens, land once; exactly one is told acked.
-    again = [ack.stamp("t", STAMPS[name], token=name) for name in "bc"]
-    assert [s.acked for s in again] == [False, True]
+    assert isinstance(told["a"], KeyboardInterrupt)
+    assert all(isinstance(told[n], Stamp) and not told[n].acked for n in "bc"), told
+    assert not ack.stamp("t", STAMPS["a"], token="a").acked
+    assert ack.stamp("t", STAMPS["d"], token="d").acked  # a, b, c and d, each once
+
+
+def test_a_sync_caller_returns_once_its_own_stamp_is_written(
+    backend: tuple[str, TableSpec],
+) -> None:
+    """The caller that wrote first went on writing the stamps that queued behind it, and
+    those queued behind those: under steady contention it never returned.  Now its
+    stamp is told as soon as it is written; the others are written by another thread."""
+    a_done = threading.Event()
+    order: list[str] = []
+
+    def before_update(n: int, ack: SyncXorAckDynamoDB) -> None:
+        if n == 1:  # a's own write: b queues behind it
+            until(lambda: queued(ack) == 1)
+        elif n == 2:  # b's: written once a was told (or, before, never: a wrote it)
+            order.append("b's write" if a_done.wait(5) else "b's write, a still in stamp()")
+
+    ack, start, told = _sync_callers(backend, before_update)
+    a = start("a")
+    until(lambda: "t" in ack._merging.queues)
+    b = start("b")
+    a.join(10)
+    a_done.set()
+    b.join(10)
+    assert isinstance(told["a"], Stamp) and isinstance(told["b"], Stamp)
+    assert order == ["b's write"]
 
 
 STAMPS = {name: new_stamp() for name in "abcd"}

@@ -140,8 +140,9 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     def _submit(self, tag: str, entry: Entry) -> Outcome:
         """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
 
-        The first caller writes its stamp, then the stamps that queued meanwhile,
-        merged, until none are left (the plan is ``_coalescing``'s).
+        The first caller writes its stamp; the stamps that queued meanwhile are written,
+        merged, by a thread of their own until none are left (the plan is
+        ``_coalescing``'s), as the async client's writer task does.
         """
         with self._queue_lock:
             ticket = self._merging.submit(tag, entry, Future)
@@ -156,10 +157,10 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
     ) -> list[Outcome] | None:
         """Write a chain's merges one at a time until none are left; the first's outcomes.
 
-        As the async client does: ``own`` (the caller's own write, the first) raising
-        raises to the caller alone, and the stamps queued behind it are written by another
-        thread; a later merge raising gives its error to its callers and to those queued
-        behind it, and the caller, whose stamp is written, is told its own outcome.
+        As the async client does: ``own`` (the caller's own write, the first) is the only
+        one the caller writes; the stamps queued behind it are written by another thread,
+        whether it landed or raised (raised: to the caller alone); a later merge raising
+        gives its error to its callers and to those queued behind it.
         Interrupted (``KeyboardInterrupt``): the stamps of the write in flight get
         ``InterruptedWrite`` (it may have landed), and those queued behind it, never
         sent, are written by another thread, as the async client's writer task does.
@@ -190,6 +191,12 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             first = outcomes if first is None else first
             with self._queue_lock:
                 merge = self._merging.finished(merge, outcomes)
+            if own and merge is not None:
+                # The caller's stamp is written: it returns, and the stamps that queued
+                # meanwhile are written by a thread of their own (the async client's writer
+                # task), or under steady contention this caller would never return.
+                threading.Thread(target=self._write_rest, args=(merge,), daemon=True).start()
+                break
         return first
 
     def _write_rest(self, merge: Merge[Future[Outcome]]) -> None:
