@@ -31,7 +31,7 @@ from xor_ack_dynamodb.fleet import Envelope, SqsSender, root_id, stamp_of
 from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
 from xor_ack_dynamodb.table import TableSpec
 
-from .asgi import Client
+from .asgi import Answer, Client
 from .conftest import changed, dynamodb, fresh_table, snapshot
 
 pytestmark = pytest.mark.ddblocal
@@ -737,6 +737,11 @@ def failed_fleet_job(
     return board, table_spec, ack
 
 
+def replay_form(confirm: Answer, tag: str, **fields: str) -> dict[str, str]:
+    """The replay confirmation's form as its page fills it (``fields``: the payload)."""
+    return {"csrf": confirm.csrf(), "tag": tag, "chain_id": confirm.field("chain_id"), **fields}
+
+
 async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> None:
     sent: list[Envelope] = []
 
@@ -752,12 +757,7 @@ async def test_a_fleet_jobs_page_offers_its_replay(ddb_local_endpoint: str) -> N
         ack.fail("plain", "lost")
         assert 'id="action-replay"' not in (await client.get("/chain?tag=plain")).text
         confirm = await client.get("/actions/replay?tag=fleet/job-9")
-        form = {
-            "csrf": confirm.csrf(),
-            "tag": "fleet/job-9",
-            "chain_id": confirm.field("chain_id"),
-            "payload": '{"n": 3}',
-        }
+        form = replay_form(confirm, "fleet/job-9", payload='{"n": 3}')
         bad = await client.post("/actions/replay", form={**form, "payload": "{not json"})
         assert bad.status == 400 and sent == []
         # nested deeper than json.loads recurses: a RecursionError, a 500 page, until refused
@@ -796,12 +796,7 @@ async def test_a_replay_whose_root_message_is_not_sent_says_so(ddb_local_endpoin
     try:
         client = await logged_in(board)
         confirm = await client.get("/actions/replay?tag=fleet/job-4")
-        form = {
-            "csrf": confirm.csrf(),
-            "tag": "fleet/job-4",
-            "chain_id": confirm.field("chain_id"),
-            "payload": "null",
-        }
+        form = replay_form(confirm, "fleet/job-4", payload="null")
         answer = await client.post("/actions/replay", form=form)
         assert answer.status == 502, answer.text
         assert "root message was not sent" in answer.text and "not allowed to send" in answer.text
@@ -827,12 +822,7 @@ async def test_a_job_replayed_since_its_page_is_not_replayed_once_more(
     try:
         client = await logged_in(board)
         confirm = await client.get("/actions/replay?tag=fleet/job-5")
-        form = {
-            "csrf": confirm.csrf(),
-            "tag": "fleet/job-5",
-            "chain_id": confirm.field("chain_id"),
-            "payload": "null",
-        }
+        form = replay_form(confirm, "fleet/job-5", payload="null")
         ack.create("fleet/job-5", stamp_of(root_id("fleet/job-5")))  # replayed elsewhere
         ack.fail("fleet/job-5", "dead-letter")  # and failed again
         before = snapshot(ddb_local_endpoint, table_spec.name)
@@ -876,7 +866,7 @@ async def test_a_replay_payload_nested_too_deep_to_send_changes_nothing(
     try:
         client = await logged_in(board)
         confirm = await client.get(f"/actions/replay?tag={tag}")
-        form = {"csrf": confirm.csrf(), "tag": tag, "chain_id": confirm.field("chain_id")}
+        form = replay_form(confirm, tag)
         before = snapshot(ddb_local_endpoint, table_spec.name)
         for depth in range(999, MAX_DEPTH, -1):
             payload = "[" * depth + "]" * depth
@@ -911,7 +901,7 @@ async def test_a_replay_payload_made_unsendable_changes_nothing(
         client = await logged_in(board)
         confirm = await client.get(f"/actions/replay?tag={tag}")
         before = snapshot(ddb_local_endpoint, table_spec.name)
-        form = {"csrf": confirm.csrf(), "tag": tag, "chain_id": confirm.field("chain_id")}
+        form = replay_form(confirm, tag)
         answer = await client.post("/actions/replay", form=form)
         assert answer.status == 500, answer.text  # the dashboard's configuration, named
         assert (
@@ -1021,7 +1011,7 @@ async def test_the_page_of_an_unexpected_error_carries_the_security_headers(
     try:
         client = await logged_in(board)
         confirm = await client.get("/actions/replay?tag=fleet/job-2")
-        form = {"csrf": confirm.csrf(), "tag": "fleet/job-2", "chain_id": confirm.field("chain_id")}
+        form = replay_form(confirm, "fleet/job-2")
 
         async def app(scope: Any, receive: Any, send_: Any) -> None:
             async def keep(message: Any) -> None:

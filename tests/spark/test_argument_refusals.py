@@ -289,8 +289,10 @@ def test_a_fault_config_of_the_wrong_type_is_refused_when_it_is_made(
         ("report.jsonl/", "ends in a separator"),
         ("out", "at or inside the output folder"),
         ("out/report.jsonl", "at or inside the output folder"),
+        # put in place by a rename, a user's link was replaced by a regular file
+        ("link.jsonl", "is a symbolic link: .*latest.jsonl"),
     ],
-    ids=["trailing-slash", "the-output-folder", "in-the-output-folder"],
+    ids=["trailing-slash", "the-output-folder", "in-the-output-folder", "a-symbolic-link"],
 )
 def test_a_report_the_run_could_not_end_with_is_refused_before_anything_is_written(
     local_spark: Any, tracker: TrackerConfig, tmp_path: Path, report: str, said: str
@@ -299,6 +301,8 @@ def test_a_report_the_run_could_not_end_with_is_refused_before_anything_is_writt
     # a folder raised a bare OSError (no report); or the report's hidden file, in an empty
     # output folder, made the commit refuse the output as not empty after every round.
     (tmp_path / "out").mkdir()  # an empty output folder: a valid sink
+    (tmp_path / "latest.jsonl").write_text("former\n")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "latest.jsonl")
     with pytest.raises(InvalidArgument, match=f"report=.*{said}"):
         track(
             local_spark,
@@ -309,28 +313,7 @@ def test_a_report_the_run_could_not_end_with_is_refused_before_anything_is_writt
             tracker=tracker,
             report=f"{tmp_path}/{report}",  # as given: a Path drops a trailing slash
         )
-    assert chains(tracker) == [] and [p.name for p in tmp_path.iterdir()] == ["out"]
-    assert list((tmp_path / "out").iterdir()) == []
-
-
-def test_a_report_path_that_is_a_symbolic_link_is_refused_before_anything_is_written(
-    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
-) -> None:
-    """The report is put in place by a rename: a report path that was a user's link was
-    replaced by a regular file (the link gone, the file it named left as it was)."""
-    named = tmp_path / "latest.jsonl"
-    named.write_text("former\n")
-    link = tmp_path / "run.jsonl"
-    link.symlink_to(named)
-    with pytest.raises(InvalidArgument, match=r"report=.*is a symbolic link.*latest\.jsonl"):
-        track(
-            local_spark,
-            good,
-            SCHEMA,
-            Sink(str(tmp_path / "out")),
-            keys=KEYS,
-            tracker=tracker,
-            report=str(link),
-        )
-    assert chains(tracker) == [] and not (tmp_path / "out").exists()
-    assert link.is_symlink() and named.read_text() == "former\n"
+    assert chains(tracker) == [] and list((tmp_path / "out").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.jsonl", "link.jsonl", "out"]
+    assert (tmp_path / "link.jsonl").is_symlink()
+    assert (tmp_path / "latest.jsonl").read_text() == "former\n"
