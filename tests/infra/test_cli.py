@@ -231,9 +231,11 @@ def test_chain_by_hand(backend: tuple[str, TableSpec]) -> None:
     assert_user_error(run(*base, "chain", "stamp", "file-1", half), 'TagNotFound: "file-1"')
 
     assert run(*base, "chain", "create", "file-2", "aabbccddeeff0011", "--ttl", "60").exit_code == 0
-    failed = run(*base, "chain", "fail", "file-2", "--reason", "timeout")
-    assert failed.output == "file-2 failed (timeout)\n"
-    assert json.loads(run(*base, "chain", "get", "file-2", "--json").output)["reason"] == "timeout"
+    failed = run(*base, "chain", "fail", "file-2", "--reason", "worker lost")
+    assert failed.output == "file-2 failed (worker lost)\n"
+    assert (
+        json.loads(run(*base, "chain", "get", "file-2", "--json").output)["reason"] == "worker lost"
+    )
     assert run(*base, "chain", "delete", "file-2").output == "file-2 deleted\n"
     assert_user_error(run(*base, "chain", "get", "file-2"), '"file-2" does not exist')
     assert_user_error(run(*base, "chain", "delete", "file-2"), 'TagNotFound: "file-2"')

@@ -122,6 +122,7 @@ def test_an_empty_reason_or_token_is_a_usage_error_in_the_options_words(
     assert run(*base, "chain", "create", "kept-open", "0102").exit_code == 0
     for args, option in [
         (("fail", "kept-open", "--reason", ""), "--reason"),
+        (("fail", "kept-open", "--reason", "timeout"), "--reason"),  # the deadline's reason
         (("stamp", "kept-open", "0101", "--token", ""), "--token"),
     ]:
         result = run(*base, "chain", *args)

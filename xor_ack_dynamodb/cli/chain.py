@@ -21,6 +21,7 @@ from ..errors import (
     TagNotFound,
     ZeroBufferNoOp,
 )
+from ..lifecycle import TIMEOUT_REASON
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .errors import RefusedUsage, UserError
 from .options import (
@@ -59,6 +60,17 @@ def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) ->
     """An option that cannot be empty (``--reason``, ``--token``): a usage error if it is."""
     if value == "":
         raise click.BadParameter(f"a {param.name} cannot be empty")
+    return value
+
+
+def _reason_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--reason``: not empty, and not the deadline's own ``timeout`` (the library refuses
+    both): a usage error if it is."""
+    if _not_empty(ctx, param, value) == TIMEOUT_REASON:
+        raise click.BadParameter(
+            f'"{TIMEOUT_REASON}" is the reason a chain\'s deadline fails it with: give one of '
+            'your own, e.g. --reason "timed out calling the API"'
+        )
     return value
 
 
@@ -350,7 +362,7 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
 @chain.command("fail")
 @click.argument("tag", callback=check_tag)
 @click.option(
-    "--reason", default="failed", show_default=True, callback=_not_empty, help="Why it failed."
+    "--reason", default="failed", show_default=True, callback=_reason_option, help="Why it failed."
 )
 @click.pass_context
 def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
