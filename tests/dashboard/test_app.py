@@ -26,10 +26,11 @@ from starlette.routing import Mount
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.dashboard import ConfigError, Dashboard, DashboardConfig
+from xor_ack_dynamodb.dashboard.inventory import encode_cursor
 from xor_ack_dynamodb.dynamodb.aws import FAIL_FAST_ATTEMPTS
 from xor_ack_dynamodb.fleet import Envelope, SqsSender, root_id, stamp_of
 from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
-from xor_ack_dynamodb.table import TableSpec
+from xor_ack_dynamodb.table import INVENTORY_SHARDS, TableSpec
 
 from .asgi import Answer, Client
 from .conftest import changed, dynamodb, fresh_table, snapshot
@@ -697,6 +698,45 @@ async def test_rows_by_tag_are_what_a_list_swaps_in(dashboard: Dashboard) -> Non
     assert "<img" not in answer.text
 
 
+async def test_a_failed_lists_row_of_a_chain_made_again_names_no_reason(
+    ddb_local_endpoint: str,
+) -> None:
+    """After a replay (any create again) the chain is live: its row swapped into the
+    failed list said the reason "None", one no one gave."""
+    spec = fresh_table(ddb_local_endpoint)
+    writer = chains(ddb_local_endpoint, spec)
+    writer.create("job/7", new_stamp())
+    writer.fail("job/7", "lost")
+    writer.create("job/7", new_stamp(), timeout=600)  # replayed: live again
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        answer = await client.get("/rows?status=failed&tag=job/7")
+        assert answer.status == 200 and 'class="badge open"' in answer.text
+        assert '<td class="reason"></td>' in answer.text and "None" not in answer.text
+    finally:
+        await board.close()
+
+
+async def test_an_overdue_cursor_past_now_is_a_400_not_dynamodb_refusing(
+    ddb_local_endpoint: str,
+) -> None:
+    """A position of the overdue list is at or before the time its page was made; one past
+    now (forged, or a clock set back) is outside the Query's ``due_at <= now``: DynamoDB
+    refused it, a 502 "DynamoDB refused" with a traceback in the log."""
+    spec = fresh_table(ddb_local_endpoint)
+    chains(ddb_local_endpoint, spec).create("late", new_stamp(), timeout=1)
+    board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    try:
+        client = await logged_in(board)
+        positions = [["late", "99999999999"]] + [None] * (INVENTORY_SHARDS - 1)
+        cursor = encode_cursor("overdue", positions)  # type: ignore[arg-type]
+        answer = await client.get(f"/chains?status=overdue&cursor={cursor}")
+        assert answer.status == 400 and "Bad cursor" in answer.text, answer.text
+    finally:
+        await board.close()
+
+
 async def test_a_row_whose_chain_is_gone_is_swapped_for_one_that_says_so(
     ddb_local_endpoint: str,
 ) -> None:
@@ -985,6 +1025,48 @@ async def test_a_chain_that_is_no_fleet_job_is_not_replayed_by_its_url(
             form = {"csrf": csrf, "tag": tag, "chain_id": shown, "payload": "null"}
             answer = await client.post("/actions/replay", form=form)
             assert answer.status == 409 and "Not a fleet job" in answer.text, answer.text
+        assert (
+            sent == [] and changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
+        )
+    finally:
+        await board.close()
+
+
+async def test_a_fleet_jobs_tag_another_writer_made_again_is_no_fleet_job(
+    ddb_local_endpoint: str,
+) -> None:
+    """The tag was a fleet job once, then another writer made a chain of its own under it
+    (a random first stamp), which failed: the stream's record of the earlier generation
+    made it a fleet job, so its page offered Replay and the POST replaced that writer's
+    chain with a fleet job and sent a root message."""
+    sent: list[Envelope] = []
+
+    async def send(envelopes: Sequence[Envelope]) -> None:
+        sent.extend(envelopes)
+
+    tag = "reused/1"
+    board, table_spec, ack = failed_fleet_job(ddb_local_endpoint, tag, send)
+    ack.create(tag, new_stamp())  # another producer's chain under the same tag
+    ack.fail(tag, "lost")
+    try:
+        client = await logged_in(board)
+        assert (await client.get("/")).status == 200  # the stream's reader starts
+        for _ in range(300):  # the stream read: the earlier generation's record in hand
+            if board.stream.caught_up and board.story(tag) is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert board.story(tag) is not None
+        page = await client.get(f"/chain?tag={tag}")
+        assert page.status == 200 and 'id="action-replay"' not in page.text
+        confirm = await client.get(f"/actions/replay?tag={tag}")
+        assert confirm.status == 409 and "Not a fleet job" in confirm.text
+        state = ack.get(tag)
+        assert state is not None
+        csrf = (await client.get("/actions/sweep")).csrf()
+        before = snapshot(ddb_local_endpoint, table_spec.name)
+        form = {"csrf": csrf, "tag": tag, "chain_id": state.chain_id.hex(), "payload": "null"}
+        answer = await client.post("/actions/replay", form=form)
+        assert answer.status == 409 and "Not a fleet job" in answer.text
         assert (
             sent == [] and changed(before, snapshot(ddb_local_endpoint, table_spec.name)) == set()
         )

@@ -480,3 +480,28 @@ async def test_a_tag_with_a_carriage_return_or_a_nul_updates_live(
         )
     for shown in (page, *chains):
         await shown.close()
+
+
+async def test_the_rows_of_many_long_tags_update_live(session: Any, server: Server) -> None:
+    """A list swapped in the rows the stream wrote with one GET of every tag: past the
+    server's limit on a request head (uvicorn's 16 KiB; 30 tags of 2,048 bytes,
+    percent-encoded, are about 180 KB) it was refused, and the rows stayed stale until a
+    reload.  The page now asks for them a few at a time."""
+    tags = [f"live-long/{i:02d}" + "長" * 678 for i in range(30)]  # 2,048 bytes each
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        for tag in tags:
+            ack.create(tag, new_stamp(), timeout=3600)
+    page = await session.new_page()
+    await page.goto(server.base + "chains?status=open&size=50&prefix=live-long/")
+    versions = (
+        "() => [...document.querySelectorAll('tr[data-key] td.num')].map(c => c.textContent.trim())"
+    )
+    assert await page.evaluate(versions) == ["1"] * 30
+    await page.wait_for_selector("#live-state.on")
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        for tag in tags:
+            ack.stamp(tag, new_stamp())
+    await page.wait_for_function(
+        f"() => ({versions})().join() === Array(30).fill('2').join()", timeout=10_000
+    )
+    await page.close()

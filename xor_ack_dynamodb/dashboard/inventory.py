@@ -264,6 +264,11 @@ class Inventory:
         positions: list[Position] = (
             decode_cursor(status, cursor) if cursor else [None] * INVENTORY_SHARDS
         )
+        now = self.clock()
+        if status == "overdue" and any(
+            isinstance(p, tuple) and float(p[1]) > write_moment(now) for p in positions
+        ):  # outside the Query's "due_at <= now": DynamoDB refuses it (a 502, not a 400)
+            raise BadCursor("the cursor's position is past now")
         shards = [_Shard(n, p, taken=p) for n, p in enumerate(positions)]
         for shard in shards:
             shard.exhausted = shard.position == DONE
@@ -271,7 +276,6 @@ class Inventory:
                 shard.frontier = self._key(status, shard.number, shard.position)
                 shard.frontier_sort = float(shard.position[1])
         limit = FILTERED_LIMIT if prefix else max(4, 2 * math.ceil(size / INVENTORY_SHARDS) + 2)
-        now = self.clock()
         newest_first = status == "failed"
         taken: list[Entry] = []
         queries = 0

@@ -228,11 +228,16 @@ async def rows(request: Request) -> Response:
 def fleet_job(tag: str, state: ChainState | None, story: Story | None) -> bool:
     """Was this chain made by ``Fleet.submit``? Its first stamp is its root message's.
 
-    Told by the stream's record of its creation, else by the chain as it is now.
+    Told by the stream's record of its creation (of this generation: a fleet job's tag
+    another writer made again is not one; with no chain now, of the latest), else by
+    the chain as it is now.
     """
     root = root_id(tag)
     first = stamp_of(root)
-    if story is not None and any(e.what == "created" and e.stamp == first for e in story.entries):
+    created = [e for e in (story.entries if story is not None else ()) if e.what == "created"]
+    if state is not None:
+        created = [e for e in created if e.chain_id == state.chain_id]
+    if created and created[-1].stamp == first:
         return True
     if state is None:
         return False

@@ -38,12 +38,31 @@
   // A list swaps in the rows of the chains the stream wrote, rendered by the server
   // (one read by tag, no index query): a chain gone since comes back as an "absent" row;
   // a row whose tag it does not find (a damaged item) stays as it is.
+  // At most this many characters of tags in one GET of rows: a request head past a
+  // server's or a proxy's limit (uvicorn's 16 KiB, often 8 KiB) is refused whole.
+  var ROWS_QUERY = 6000;
+
   function refreshRows(tags) {
+    var batch = [], size = 0;
+    for (var i = 0; i < tags.length; i++) {
+      var length = encodeURIComponent(tags[i]).length + 5;
+      if (batch.length > 0 && size + length > ROWS_QUERY) { fetchRows(batch); batch = []; size = 0; }
+      batch.push(tags[i]);
+      size += length;
+    }
+    if (batch.length > 0) { fetchRows(batch); }
+  }
+
+  function fetchRows(tags) {
     var url = new URL(base + "rows", window.location.href);
     url.searchParams.set("status", live.getAttribute("data-rows"));
     for (var i = 0; i < tags.length; i++) { url.searchParams.append("tag", tags[i]); }
     fetch(url.toString(), { credentials: "same-origin", headers: { "Accept": "text/html" } })
-      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (response) {
+        if (response.ok) { return response.text(); }
+        soon(20);  // refused: the whole part fetched again instead
+        return null;
+      })
       .then(function (html) {
         if (html === null) { return; }
         var holder = document.createElement("template");
