@@ -22,6 +22,7 @@ POLICY_ACTIONS = {
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:UpdateItem",
+    "dynamodb:PartiQLInsert",
     "dynamodb:PartiQLUpdate",
     "dynamodb:DeleteItem",
     "dynamodb:DescribeTable",
@@ -223,3 +224,34 @@ def test_a_partition_key_name_the_clients_refuse_is_refused_by_the_stack(name: s
     for key in ("tagID", "pk", "stamp_", "my.version", "deadline-2", "x" * 255):
         assert pattern.fullmatch(key) is not None, key
         TableSpec(partition_key=key)
+
+
+@pytest.mark.ddblocal
+def test_the_client_policy_allows_the_statements_the_client_sends(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """IAM authorises each statement of a BatchExecuteStatement by its verb:
+    ``create_many(via="partiql")`` (the Spark rounds' creates) sends INSERTs, and the
+    policy, with PartiQLUpdate only, denied every one of them (moto runs none: DynamoDB
+    Local here)."""
+    import boto3
+
+    from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+
+    raw = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    verbs: set[str] = set()
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name == "BatchExecuteStatement":
+            verbs.update(
+                s["Statement"].split(None, 1)[0].capitalize() for s in params["Statements"]
+            )
+
+    raw.meta.events.register("before-parameter-build.dynamodb", record)
+    ack = SyncXorAckDynamoDB(raw, table=ddb_table.name)
+    ack.create_many({f"in-{i}": new_stamp() for i in range(3)}, via="partiql")
+    assert verbs == {"Insert"}
+    for kms in ("", KMS_KEY):
+        policy = Resolver(load_template(), KmsKeyArn=kms).resource("ClientPolicy")
+        (items, *_) = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert {f"dynamodb:PartiQL{verb}" for verb in verbs} <= set(items["Action"])
