@@ -76,3 +76,14 @@ def test_the_table_of_what_the_write_found_is_the_cores() -> None:
                 first = re.search(r"`(\w+)`", cell)
                 assert first and first.group(1) == told.__name__, (op, found, cell)  # type: ignore[union-attr]
     assert seen == set(T.TOLD)
+
+
+def test_the_clients_errors_are_importable_from_the_errors_module() -> None:
+    """The errors the clients' methods raise come from ``xor_ack_dynamodb.errors``, as
+    api.md says: ``TableMismatch`` (``sweep``, ``list_chains``) was only in the table
+    tools' module."""
+    import xor_ack_dynamodb.errors as errors
+    from xor_ack_dynamodb.dynamodb import table
+
+    assert errors.TableMismatch is table.TableMismatch
+    assert "TableMismatch" in errors.__all__

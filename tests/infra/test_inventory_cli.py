@@ -208,10 +208,24 @@ def test_a_sweep_or_list_under_another_partition_key_names_the_tables_key(
         wrong.sweep()
     base = ("--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name)
     says = f"TableMismatch: table {ddb_table.name}'s partition key is tagID, not jobID"
-    assert_user_error(run(*base, "--partition-key", "jobID", "sweep"), says)
+    checked = f"TableMismatch: table {ddb_table.name} has key tagID (HASH), expected jobID"
+    assert_user_error(run(*base, "--partition-key", "jobID", "sweep"), checked)  # first
     assert_user_error(run(*base, "--partition-key", "jobID", "chain", "list"), says)
     state = chains.get("late")
     assert state is not None and state.live  # left for a sweep under the right key
+
+
+def test_a_sweep_under_another_partition_key_is_refused_with_nothing_overdue(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """With nothing overdue the sweep met no index entry to tell the key by: it said
+    "0 chain(s) failed", exit 0, of a table it could not have swept.  The command checks
+    the table's key first."""
+    _client(ddb_local_endpoint, ddb_table).create("live", new_stamp(), timeout=3600)
+    base = ("--endpoint-url", ddb_local_endpoint, "--table", ddb_table.name)
+    result = run(*base, "--partition-key", "jobID", "sweep")
+    assert_user_error(result, f"TableMismatch: table {ddb_table.name}")
+    assert "swept" not in result.output
 
 
 @pytest.mark.parametrize("server", ["ddb_local_endpoint", "moto_endpoint"])
@@ -293,6 +307,7 @@ def scripted_sweeps(monkeypatch: pytest.MonkeyPatch, answers: list[Any], waits: 
         yield _Stopping(waits=waits)
 
     monkeypatch.setattr(Settings, "chains", lambda self: Chains())
+    monkeypatch.setattr(sweep_verb, "_check_key", lambda settings: None)  # no table to ask
     monkeypatch.setattr(sweep_verb, "_stop_on_signals", stopping)
 
 

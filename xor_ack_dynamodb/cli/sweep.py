@@ -6,13 +6,15 @@ import json
 import time
 
 import click
+from botocore.exceptions import ClientError
 
 from ..chain import ChainState
+from ..dynamodb.aws import error_code
 from ..dynamodb.loops import item_failed
 from ..errors import SweepStopped
 from ..sweeper import SweepSummary, sweep_once
 from .errors import UserError, _one_line, explain
-from .options import WAIT, Verb, _settings, json_option
+from .options import WAIT, Settings, Verb, _settings, json_option
 from .show import _when, shown
 from .signals import stop_on_signals as _stop_on_signals
 
@@ -31,6 +33,20 @@ def _report(summary: SweepSummary, failed: list[ChainState], as_json: bool) -> N
         reason = shown(state.reason or "")
         click.echo(f"{shown(state.tag)} failed ({reason}) at {_when(state.failed_at)}")
     click.echo(f"swept {summary.table}: {summary.failed} chain(s) failed ({summary.seconds:g} s)")
+
+
+def _check_key(settings: Settings) -> None:
+    """``TableMismatch`` (one ``error:`` line) if the table's key is not ``--partition-key``:
+    a sweep finds that only at the first overdue chain, and one that finds none would say
+    "0 chain(s) failed" of a table it cannot read.  A principal without DescribeTable (the
+    sweeper's policy) sweeps without this check."""
+    try:
+        described = settings.client().describe_table(TableName=settings.table)["Table"]
+    except ClientError as exc:
+        if error_code(exc) in ("AccessDeniedException", "UnauthorizedOperation"):
+            return
+        raise
+    settings.spec().check(described)
 
 
 @click.command("sweep", cls=Verb)
@@ -58,6 +74,7 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
       xor-ack sweep --watch 60 --table my-chains
     """
     settings = _settings(ctx)
+    _check_key(settings)
     chains = settings.chains()
     table = settings.table
 

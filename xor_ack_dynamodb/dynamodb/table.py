@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from ..errors import XorAckError
+from ..errors import TableMismatch, XorAckError
 from .aws import error_code
 from .item import (
     ATTRIBUTES as ITEM_ATTRIBUTES,
@@ -110,10 +110,6 @@ _TABLE_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 
 class InvalidTableSpec(XorAckError):
     """A table name, key name, billing mode or capacity that DynamoDB would refuse."""
-
-
-class TableMismatch(XorAckError):
-    """An existing table has another key schema or TTL attribute than the clients expect."""
 
 
 class TableWaitTimeout(XorAckError, TimeoutError):

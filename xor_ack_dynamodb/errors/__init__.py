@@ -61,6 +61,7 @@ from ._table import (
     StreamNotEnabled,
     StreamReadFailed,
     StreamViewConflict,
+    TableMismatch,
     UpgradeTimeout,
 )
 
@@ -278,6 +279,7 @@ __all__ = [
     "StreamViewConflict",
     "SweepIncomplete",
     "SweepStopped",
+    "TableMismatch",
     "TagExists",
     "TagNotFound",
     "TickerRunning",

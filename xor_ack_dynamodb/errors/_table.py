@@ -10,6 +10,13 @@ from __future__ import annotations
 from ._failures import _MODULE, XorAckError
 
 
+class TableMismatch(XorAckError):
+    """An existing table has another key schema or TTL attribute than the clients expect
+    (raised by ``sweep()`` and ``list_chains()`` as well as by the table tools)."""
+
+    __module__ = _MODULE
+
+
 class RegionMissing(XorAckError):
     """No AWS region was given or configured for a DynamoDB client."""
 
