@@ -461,6 +461,8 @@ def test_group_options_work_after_the_verb_and_win(moto_endpoint: str) -> None:
         (("chain", "create", "x" * 2049), "Invalid value for 'TAG': a tag must be at most 2048"),
         (("chain", "show", "a\udc80"), "Invalid value for 'TAG': a tag must be encodable"),
         (("submit", "x" * 2049, "{}"), "Invalid value for 'TAG': a tag must be at most 2048"),
+        # the fleet's own limit (markers' keys): exit 1 in the library's words
+        (("submit", "x" * 1992, "{}"), "Invalid value for 'TAG': a fleet job's tag must be at"),
         (("submit", "x", "[" * 100_000), "Invalid value for '[PAYLOAD]': PAYLOAD is nested too"),
         (("chain", "create", "t", "xyz"), "Invalid value for '[STAMP]': 'xyz' is not hexadecimal"),
         # an OverflowError said as a bug; a stamp too long for the item, as the library says it

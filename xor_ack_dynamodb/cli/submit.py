@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from ..errors import InvalidTag
+from ..fleet.markers import check_job_tag
 from .options import (
     Verb,
     _settings,
@@ -21,6 +23,16 @@ from .options import (
 from .show import shown
 
 
+def _job_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """TAG: a tag, and one short enough for a fleet job's markers (``MAX_JOB_TAG_BYTES``)."""
+    tag = check_tag(ctx, param, value)
+    try:
+        check_job_tag(tag)
+    except InvalidTag as exc:
+        raise click.BadParameter(str(exc)) from exc
+    return tag
+
+
 def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
     try:
         return json.loads(value)
@@ -31,7 +43,7 @@ def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
 
 
 @click.command("submit", cls=Verb)
-@click.argument("tag", callback=check_tag)
+@click.argument("tag", callback=_job_tag)
 @click.argument("payload", default="null", callback=_payload)
 @url_option("--queue-url", "The work queue the workers read.", required=True)
 @url_option(
