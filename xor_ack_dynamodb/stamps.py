@@ -65,8 +65,10 @@ class AppliedBefore(Stamp):
 
 def _as_bytes(value: object) -> bytes:
     """The bytes of a bytes-like stamp: all of a memoryview's bytes, whatever its item size."""
-    if isinstance(value, bytes):
+    if type(value) is bytes:
         return value
+    if isinstance(value, bytes):  # a subclass: its buffer, as the C core reads it (a
+        return memoryview(value).tobytes()  # ``__bytes__`` of its own is not its bytes)
     if isinstance(value, (bytearray, memoryview)):
         try:
             return bytes(value)  # a memoryview's ``nbytes``, not its ``len()`` of items
@@ -87,7 +89,7 @@ def as_stamp(value: object, *, allow_zero: bool = False) -> Stamp:
     stamp = value if isinstance(value, Stamp) else Stamp(_as_bytes(value))
     if not stamp:
         raise InvalidStamp("a stamp must not be empty")
-    if not allow_zero and stamp.acked:
+    if not allow_zero and not any(stamp):  # not ``.acked``: AppliedBefore says False to it
         raise ZeroBufferNoOp()
     return stamp
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -25,7 +27,7 @@ from xor_ack_dynamodb.errors import (
 )
 from xor_ack_dynamodb.memory import AckStats, CAck, FailReason, PyAck
 from xor_ack_dynamodb.memory.acker import Acker
-from xor_ack_dynamodb.stamps import Stamp, new_stamp, xor
+from xor_ack_dynamodb.stamps import AppliedBefore, Stamp, new_stamp, xor
 
 
 class Events:
@@ -108,12 +110,15 @@ def test_add_of_a_pending_tag_raises_tag_exists_and_changes_nothing(Ack: type[Py
     assert ack.stats.added == 1
 
 
+# An AppliedBefore (what the DynamoDB client returns) says False to .acked: an all-zero one
+# started a chain already at zero (never acked: it could only time out)
+@pytest.mark.parametrize("zero", [b"\x00\x00", AppliedBefore(bytes(2))], ids=["bytes", "applied"])
 @pytest.mark.parametrize("verb", ["add", "stamp"])
-def test_zero_stamp_raises_zero_buffer_noop(Ack: type[PyAck], verb: str) -> None:
+def test_zero_stamp_raises_zero_buffer_noop(Ack: type[PyAck], verb: str, zero: bytes) -> None:
     ack = Ack()
     ack.add("t", b"\x05\x00")
     with pytest.raises(ZeroBufferNoOp):
-        getattr(ack, verb)("t" if verb == "stamp" else "u", b"\x00\x00")
+        getattr(ack, verb)("t" if verb == "stamp" else "u", zero)
     assert ack.state("t") == b"\x05\x00"
     assert "u" not in ack
     assert ack.stats.unclaimed == 0 and ack.stats.added == 1
@@ -496,7 +501,8 @@ def test_high_water_validation(Ack: type[PyAck]) -> None:
     for bad_buckets in (1, 0, 2.0, None):
         with pytest.raises(InvalidArgument):
             Ack(buckets=bad_buckets)  # type: ignore[arg-type]
-    for bad_timeout in (0, -1, float("inf"), float("nan"), "1", True):
+    # 5e-324: a tick interval of 0 s (ticking() then named an interval never passed)
+    for bad_timeout in (0, -1, float("inf"), float("nan"), "1", True, 5e-324):
         with pytest.raises(InvalidTimeout):
             Ack(timeout=bad_timeout)  # type: ignore[arg-type]
     assert Ack(high_water=5).high_water == 5 and Ack().high_water is None
@@ -855,3 +861,21 @@ def test_no_extensions_environment_variable_selects_pure_python() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "python"
+
+
+class _OwnBytes(bytes):
+    """A bytes subclass whose ``__bytes__`` is not its buffer (as some wrappers have)."""
+
+    def __bytes__(self) -> bytes:
+        return b"\x01" * len(self)
+
+
+def test_both_cores_read_a_stamp_by_its_buffer_and_copy_neither(Ack: type[PyAck]) -> None:
+    """The C core read a bytes subclass's buffer, PyAck its ``__bytes__``: two states for
+    one call; and PyAck was deep-copied (live chains, listeners) where CAck raised."""
+    ack = Ack()
+    ack.add("t", _OwnBytes(b"\x00\x05"))
+    assert ack.state("t") == b"\x00\x05"
+    for copy_of in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match=f"cannot pickle or copy '{type(ack).__name__}'"):
+            copy_of(ack)

@@ -225,6 +225,17 @@ def test_helper_argument_errors() -> None:
         with pytest.raises(InvalidArgument, match="at least one Acker"):
             AckerSink(nothing)
     assert len(AckerSink(iter([Acker(), Acker()])).ackers) == 2
+    # each was a raw TypeError or AttributeError, some at the first tree's start
+    for odd in (5, None):
+        with pytest.raises(InvalidArgument, match="give a list of Acker"):
+            AckerSink(odd)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="each one must be an Acker"):
+        AckerSink([Acker(), "acker"])  # type: ignore[list-item]
+    for sink in (object(), None):
+        with pytest.raises(InvalidArgument, match="has no init"):
+            TupleTree(sink)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="next_id=5"):
+        TupleTree(AckerSink([Acker()]), 5)  # type: ignore[arg-type]
 
 
 def test_a_tuple_id_of_zero_is_refused_instead_of_hanging_the_bolt() -> None:

@@ -15,7 +15,7 @@ import math
 import sys
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NoReturn, SupportsIndex
 
 from ..errors import (
     BufferLengthsUnequal,
@@ -143,6 +143,11 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         nbuckets = check_buckets(buckets)  # checked in the order of the arguments, as before
         self._timeout = None if timeout is None else _positive_seconds("timeout", timeout)
         self._tick_interval = None if self._timeout is None else self._timeout / (nbuckets - 1)
+        if self._tick_interval == 0.0:  # 5e-324 / 2: ticking() would name an interval
+            raise InvalidTimeout(
+                f"timeout={timeout!r} is too small: its tick interval, timeout / (buckets - 1),"
+                " is 0 seconds"
+            )
         generations: Generations[str, EntryLike] = Generations(nbuckets, high_water)
         self._generations = generations
         self._chains = generations.entries
@@ -155,6 +160,14 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         self._failed_listeners: tuple[FailedListener, ...] = ()
         self._failed = self._expired = self._overflowed = 0
         self._unclaimed = self._orphaned = self._dropped = 0
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """Neither core is copied or pickled (the C one cannot be): a tracker holds live
+        chains, listeners and maybe a ticker thread; make a new one instead."""
+        raise TypeError(
+            f"cannot pickle or copy {type(self).__name__!r}: a tracker holds live chains and "
+            "listeners; make a new one"
+        )
 
     # -- configuration and inspection ----------------------------------------
 

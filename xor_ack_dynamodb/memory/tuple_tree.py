@@ -136,9 +136,19 @@ class AckerSink:
     """In-process :class:`Acker` shards; each tree goes to ``acker_for(ackers, anchor_id)``."""
 
     def __init__(self, ackers: Iterable[Acker]) -> None:
-        self.ackers = tuple(ackers)  # an iterator counts by what it yields
+        try:
+            self.ackers = tuple(ackers)  # an iterator counts by what it yields
+        except TypeError:
+            raise InvalidArgument(
+                f"AckerSink(ackers={ackers!r}): give a list of Acker, e.g. [Acker()]"
+            ) from None
         if not self.ackers:
             raise InvalidArgument("AckerSink(ackers): at least one Acker is needed")
+        for acker in self.ackers:
+            if not isinstance(acker, Acker):
+                raise InvalidArgument(
+                    f"AckerSink(ackers=[..., {acker!r}, ...]): each one must be an Acker"
+                )
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
         outcome = acker_for(self.ackers, anchor_id).track(task_id, source_id, anchor_id, value)
@@ -193,12 +203,22 @@ class _Driver(Generic[SinkT]):
         deterministic: bool = False,
     ) -> None:
         for verb in ("init", "xor", "fail"):
+            if not callable(getattr(sink, verb, None)):
+                raise InvalidArgument(
+                    f"{type(self).__name__} needs a sink with init, xor and fail methods "
+                    f"(AckerSink, AckSink, DynamoDBSink, ...); {type(sink).__name__} has no {verb}"
+                )
             if inspect.iscoroutinefunction(getattr(sink, verb, None)) != self._awaits:
                 kind, other = ("async", "blocking") if self._awaits else ("blocking", "async")
                 raise InvalidArgument(
                     f"{type(self).__name__} needs a sink whose init, xor and fail are {kind}; "
                     f"{type(sink).__name__}.{verb} is {other}: use {self._other} for it"
                 )
+        if next_id is not None and not callable(next_id):
+            raise InvalidArgument(
+                f"{type(self).__name__}(next_id={next_id!r}): give a function that returns a "
+                "new id, e.g. IdGenerator(), or None"
+            )
         self.sink = sink
         self._plan = TreePlan(next_id, deterministic)
 
