@@ -52,6 +52,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         ({"AWS_REGION": "eu-west-2", "AWS_DEFAULT_REGION": "eu-west-1"}, "sa-east-1", "sa-east-1"),
         ({"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, None, "us-east-1"),
         ({"AWS_ENDPOINT_URL": "http://localhost:8000"}, None, "us-east-1"),
+        # all of 127.0.0.0/8 is loopback: 127.0.0.2 was RegionMissing
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.2:8000"}, None, "us-east-1"),
         (
             {"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000", "AWS_REGION": "eu-west-2"},
             None,

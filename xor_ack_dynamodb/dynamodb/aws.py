@@ -51,6 +51,7 @@ the change; docs/performance.md has the benchmark after it).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 import re
@@ -162,7 +163,16 @@ def is_loopback(url: str | None) -> bool:
     """True for an endpoint on this machine's loopback (DynamoDB Local, moto)."""
     if not url:
         return False
-    return (urlsplit(url).hostname or "") in _LOOPBACK
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:  # a malformed URL: no host of this machine
+        return False
+    if host in _LOOPBACK:
+        return True
+    try:  # all of 127.0.0.0/8 (and ::1 spelled otherwise), as the dashboard takes it
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def region(explicit: str | None = None, *, session: Any = None, endpoint: str | None = None) -> str:

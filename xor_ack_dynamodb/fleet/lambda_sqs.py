@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from ..dynamodb import MAX_TIMEOUT
 from ..dynamodb.loops import item_failed
 from ..dynamodb.sweeper import sweep_async
 from ..errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidTimeout
@@ -322,6 +323,8 @@ def _seconds_from_env(name: str) -> float | None:
         raise InvalidTimeout(f"{name}={text!r} is not a number of seconds") from exc
     if not (math.isfinite(seconds) and seconds > 0):
         raise InvalidTimeout(f"{name}={text!r} is not a number of seconds above 0")
+    if seconds > MAX_TIMEOUT:  # else refused at every submit, naming no variable
+        raise InvalidTimeout(f"{name}={text!r} is over a year ({MAX_TIMEOUT:.0f} seconds)")
     return seconds
 
 
