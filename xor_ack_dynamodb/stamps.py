@@ -65,10 +65,10 @@ class AppliedBefore(Stamp):
 
 def _as_bytes(value: object) -> bytes:
     """The bytes of a bytes-like stamp: all of a memoryview's bytes, whatever its item size."""
-    if type(value) is bytes:
+    if type(value) is bytes or isinstance(value, Stamp):  # no copy: the common cases
         return value
-    if isinstance(value, bytes):  # a subclass: its buffer, as the C core reads it (a
-        return memoryview(value).tobytes()  # ``__bytes__`` of its own is not its bytes)
+    if isinstance(value, bytes):  # another subclass: its buffer, as the C core reads it
+        return memoryview(value).tobytes()  # (a ``__bytes__`` of its own is not its bytes)
     if isinstance(value, (bytearray, memoryview)):
         try:
             return bytes(value)  # a memoryview's ``nbytes``, not its ``len()`` of items
