@@ -241,6 +241,40 @@ def test_a_sync_caller_returns_once_its_own_stamp_is_written(
     assert order == ["b's write"]
 
 
+class _NoWriterThreads(threading.Thread):
+    """A process out of threads (a pids limit, Lambda's 1,024, interpreter shutdown): the
+    client's writer thread is refused as CPython refuses one then; the test's start."""
+
+    def start(self) -> None:
+        if getattr(getattr(self, "_target", None), "__name__", "") == "_write_rest":
+            raise RuntimeError("can't start new thread")
+        super().start()
+
+
+def test_a_sync_caller_writes_what_queued_behind_it_when_no_thread_can_start(
+    backend: tuple[str, TableSpec], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller whose stamp landed was told ``RuntimeError`` (it would stamp again: XOR
+    twice), the stamp queued behind it was never written nor told, and the tag stayed in
+    flight: every later stamp on it waited forever.  It writes them itself instead."""
+
+    def before_update(n: int, ack: SyncXorAckDynamoDB) -> None:
+        if n == 1:  # a's own write: b queues behind it
+            until(lambda: queued(ack) == 1)
+
+    ack, start, told = _sync_callers(backend, before_update)
+    monkeypatch.setattr(threading, "Thread", _NoWriterThreads)
+    a = start("a")
+    until(lambda: "t" in ack._merging.queues)
+    threads = [a, start("b")]
+    for thread in threads:
+        thread.join(10)
+    assert isinstance(told["a"], Stamp) and isinstance(told["b"], Stamp), told
+    assert "t" not in ack._merging.queues  # nothing in flight: the next stamp is written
+    assert not ack.stamp("t", STAMPS["c"], token="c").acked
+    assert ack.stamp("t", STAMPS["d"], token="d").acked
+
+
 STAMPS = {name: new_stamp() for name in "abcd"}
 
 

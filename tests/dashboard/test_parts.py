@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import pytest
 from starlette.requests import Request
 
-from xor_ack_dynamodb import events
+from xor_ack_dynamodb import ChainState, events, new_stamp
 from xor_ack_dynamodb.dashboard import ConfigError, follower
 from xor_ack_dynamodb.dashboard.charts import per_minute
 from xor_ack_dynamodb.dashboard.config import (
@@ -25,7 +25,7 @@ from xor_ack_dynamodb.dashboard.config import (
 )
 from xor_ack_dynamodb.dashboard.counts import Counts, Move, moves_of
 from xor_ack_dynamodb.dashboard.follower import Follower
-from xor_ack_dynamodb.dashboard.history import History, entries_of
+from xor_ack_dynamodb.dashboard.history import Entry, History, entries_of
 from xor_ack_dynamodb.dashboard.inventory import (
     BadCursor,
     decode_cursor,
@@ -33,10 +33,12 @@ from xor_ack_dynamodb.dashboard.inventory import (
 )
 from xor_ack_dynamodb.dashboard.kept_cursors import KeptCursors
 from xor_ack_dynamodb.dashboard.live import Broadcaster
+from xor_ack_dynamodb.dashboard.pages import fleet_job
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
 from xor_ack_dynamodb.dashboard.windows import Windows
 from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
+from xor_ack_dynamodb.fleet import root_id, stamp_of
 from xor_ack_dynamodb.fleet.payloads import nesting
 from xor_ack_dynamodb.table import INVENTORY_SHARDS
 
@@ -219,6 +221,29 @@ def test_a_chains_history_from_its_records() -> None:
     history.add("b", entries_of(records[0], events.events_of(records[0])))
     history.add("c", entries_of(records[0], events.events_of(records[0])))
     assert history.of("file-7") is None and len(history) == 2  # least recently written
+
+
+def test_a_replayed_fleet_job_with_a_long_history_is_still_one() -> None:
+    """A history keeps its first entry and its latest ones: a job replayed once whose new
+    run wrote more than the rest hold lost its own creation (the first, kept, was the
+    earlier generation's), and with the root's token out of the chain's window too, its
+    page dropped Replay and the POST was "Not a fleet job".  The latest creation is kept."""
+    tag = "fleet/job-big"
+    first = stamp_of(root_id(tag))
+    gen1, gen2 = b"\x01" * 8, b"\x02" * 8
+    history = History(max_entries=40)
+    history.add(tag, [Entry(1.0, "created", 1, gen1, "", first)])
+    history.add(tag, [Entry(2.0, "failed", 2, gen1, "dead-letter", new_stamp())])
+    history.add(tag, [Entry(3.0, "created", 1, gen2, "", first)])  # Fleet.replay
+    for n in range(45):  # its messages' stamps
+        history.add(tag, [Entry(4.0 + n, "stamped", 2 + n, gen2, "", new_stamp())])
+    story = history.of(tag)
+    assert story is not None and story.dropped > 0 and len(story.entries) == 40
+    assert [e.chain_id for e in story.entries if e.what == "created"] == [gen1, gen2]
+    state = ChainState(
+        tag, new_stamp(), gen2, 47, tuple(new_stamp(8) for _ in range(64)), 3.0, 49.0
+    )  # the root's write out of the token window
+    assert fleet_job(tag, state, story)
 
 
 def test_cursors_round_trip_and_refuse_anything_else() -> None:

@@ -8,7 +8,8 @@ of the item it needs (``version``, ``stamp``, ``deadline``, ``updated_at``: the 
 layout of docs/design.md) from the record's images.
 
 Memory is bounded: the histories of the last ``max_tags`` tags written (least recently
-written dropped first), the last ``max_entries`` entries of each, plus its first.
+written dropped first), the last ``max_entries`` entries of each, plus its first and its
+latest creation.
 """
 
 from __future__ import annotations
@@ -131,10 +132,19 @@ class History:
         else:
             self._stories.move_to_end(tag)
         story.entries.extend(entries)
-        extra = len(story.entries) - self.max_entries
-        if extra > 0:  # keep the first entry (how the chain began) and the latest ones
-            del story.entries[1 : 1 + extra]
-            story.dropped += extra
+        held = story.entries
+        if len(held) <= self.max_entries:
+            return
+        # keep the first entry (how the tag began), the latest creation (how the chain it
+        # holds now began: what tells a fleet job) and the latest entries
+        created = max((i for i, e in enumerate(held) if e.what == "created"), default=0)
+        heads = [0] if created in (0, len(held) - 1) else [0, created]
+        start = len(held) - (self.max_entries - len(heads))
+        if created >= start:
+            heads, start = [0], len(held) - (self.max_entries - 1)
+        kept = [held[i] for i in heads] + held[start:]
+        story.dropped += len(held) - len(kept)
+        held[:] = kept
 
     def of(self, tag: str) -> Story | None:
         story = self._stories.get(tag)

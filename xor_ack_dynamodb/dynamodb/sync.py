@@ -174,9 +174,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                     with self._queue_lock:
                         after = self._merging.finished(merge, exc)
                     if after is not None:
-                        threading.Thread(
-                            target=self._write_rest, args=(after,), daemon=True
-                        ).start()
+                        self._hand_off(after)
                     raise
                 with self._queue_lock:  # the chain's error: this merge's and the queued
                     self._merging.abandon(merge, exc)
@@ -186,7 +184,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                 with self._queue_lock:
                     after = self._merging.finished(merge, lost)
                 if after is not None:
-                    threading.Thread(target=self._write_rest, args=(after,), daemon=True).start()
+                    self._hand_off(after)
                 raise
             first = outcomes if first is None else first
             with self._queue_lock:
@@ -195,9 +193,18 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
                 # The caller's stamp is written: it returns, and the stamps that queued
                 # meanwhile are written by a thread of their own (the async client's writer
                 # task), or under steady contention this caller would never return.
-                threading.Thread(target=self._write_rest, args=(merge,), daemon=True).start()
+                self._hand_off(merge)
                 break
         return first
+
+    def _hand_off(self, merge: Merge[Future[Outcome]]) -> None:
+        """``merge`` (and what queues behind it) written by a thread of its own; by this one
+        if no thread can be started (a process out of threads, or shutting down): taken off
+        the queue, nobody else would write them, and the tag would wait for them forever."""
+        try:
+            threading.Thread(target=self._write_rest, args=(merge,), daemon=True).start()
+        except RuntimeError:
+            self._write_rest(merge)
 
     def _write_rest(self, merge: Merge[Future[Outcome]]) -> None:
         """:meth:`_write_merges` in a thread of its own: its errors reached the waiters."""
