@@ -17,6 +17,7 @@ from click.testing import Result
 from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.cli import Settings
 from xor_ack_dynamodb.cli import submit as submit_verb
+from xor_ack_dynamodb.cli import sweep as sweep_verb
 from xor_ack_dynamodb.cli.events import event_line
 from xor_ack_dynamodb.cli.show import argument
 from xor_ack_dynamodb.errors import TagNotFound
@@ -81,6 +82,7 @@ class _Chains:
 def chains(monkeypatch: pytest.MonkeyPatch) -> _Chains:
     fake = _Chains()
     monkeypatch.setattr(Settings, "chains", lambda self: fake)
+    monkeypatch.setattr(sweep_verb, "_check_key", lambda settings: None)  # no table to ask
     return fake
 
 
