@@ -435,6 +435,8 @@ async def test_a_live_stream_ends_when_cancelled_just_as_a_notice_arrives() -> N
 
 def test_what_the_pages_print() -> None:
     assert when(1_800_000_000.25) == "2027-01-15 08:00:00.250Z"
+    # in milliseconds (another program's expires_at): a year past 9999, a 500 page
+    assert when(1_800_000_000_250) == "1.8e+12 (no date)"
     assert [duration(s) for s in (0.012, 1.5, 243, 7500, 200_000)] == [
         "12 ms",
         "1.50 s",

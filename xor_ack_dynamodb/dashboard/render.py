@@ -22,10 +22,15 @@ STATIC = HERE / "static"
 
 
 def when(epoch: float | None) -> str:
-    """``2026-11-23 21:42:34.897Z`` (UTC, milliseconds); an em dash for None."""
+    """``2026-11-23 21:42:34.897Z`` (UTC, milliseconds); an em dash for None; the number
+    as it is for one no date is (an ``expires_at`` another program wrote in milliseconds:
+    a year past 9999 made the chain's page a 500)."""
     if epoch is None:
         return "—"
-    moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    try:
+        moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    except (ValueError, OverflowError, OSError):
+        return f"{epoch:g} (no date)"
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
