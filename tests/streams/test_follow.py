@@ -5,6 +5,7 @@ read only after its parent), an expired iterator, tailing from LATEST, calls tha
 from __future__ import annotations
 
 import importlib
+import itertools
 import threading
 import time
 from collections import Counter
@@ -201,6 +202,26 @@ def test_read_goes_past_empty_answers_of_an_open_shard() -> None:
     fake.empty_once.update({"child:0", "child:2"})  # the open shard answers empty twice
     got = [record for record, _ in events.read(fake, "arn")]
     assert sequence_numbers(got) == sequence_numbers(fake.records["parent"] + fake.records["child"])
+
+
+def test_read_of_a_table_written_to_all_the_time_ends_with_what_it_held() -> None:
+    """``read`` ("every record the stream holds now": ``xor-ack chain stats``) waited for an
+    open shard to answer empty three times in a row: on a table with a write before every
+    GetRecords that never came, and the command never ended.  It ends at the first record
+    made after the read began, and leaves that one and the later ones out."""
+
+    class Busy(FakeStreams):
+        def get_records(self, ShardIterator: str) -> Any:
+            if ShardIterator.startswith("s:"):
+                image = samples.chain_image(f"busy-{len(self.records['s'])}")
+                made = time.time() + 1  # after the read began, as its rounded time says
+                self.records["s"].append(samples.record("INSERT", new=image, approximate_time=made))
+            return super().get_records(ShardIterator)
+
+    held = [samples.record("INSERT", new=samples.chain_image(f"held-{i}")) for i in range(4)]
+    fake = Busy([{"ShardId": "s", "SequenceNumberRange": {}}], {"s": list(held)})
+    got = [record for record, _ in itertools.islice(events.read(fake, "arn"), 200)]
+    assert sequence_numbers(got) == sequence_numbers(held)
 
 
 def test_follow_from_latest_sees_only_new_records_and_stops() -> None:

@@ -144,13 +144,15 @@ def read(
 ) -> Iterator[Decoded]:
     """Every record the stream holds now (at most 24 hours' worth), oldest first.
 
-    An open shard counts as read once it answers empty three times in a row; a closed one
-    is read to its end, past any empty answers.  A shard whose read failed is not read yet:
-    it is read again from where it was after a short wait (``READ_BACKOFF``, doubled each
-    time); :class:`StreamReadFailed` (the last error its ``__cause__``) once it failed
-    ``READ_ATTEMPTS`` times in a row, never a count that silently misses its records.
+    An open shard counts as read once it answers empty three times in a row, or gives a
+    record made after the read began (left out: a table written to all the time never
+    answers empty); a closed one is read to its end, past any empty answers.  A shard
+    whose read failed is not read yet: it is read again from where it was after a short
+    wait (``READ_BACKOFF``, doubled each time); :class:`StreamReadFailed` (the last error
+    its ``__cause__``) once it failed ``READ_ATTEMPTS`` times in a row, never a count that
+    silently misses its records.
     """
-    reader = StreamReader(streams, arn, from_start=True, empty_at_end=3)
+    reader = StreamReader(streams, arn, from_start=True, empty_at_end=3, until=time.time())
     reader.refresh()
     while True:
         records, more = reader.poll()

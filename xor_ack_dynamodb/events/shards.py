@@ -96,6 +96,10 @@ class StreamReader:
     #: GetRecords may answer empty before a later part of a shard that holds records.  A
     #: closed shard is read until its iterator runs out.
     empty_at_end: int = 1
+    #: Read "what the stream holds now" (epoch seconds): a shard is read to its end once it
+    #: gives a record made after this moment (left out); a table written to all the time
+    #: never answers empty three times in a row.  None: no end (a follower).
+    until: float | None = None
     _shards: dict[str, _Shard] = field(default_factory=dict)
     _started: bool = False
     #: GetRecords (or GetShardIterator) calls that failed, each reported; the reader went on.
@@ -177,6 +181,16 @@ class StreamReader:
             self._gap(shard, exc)
             shard.last_sequence = None  # the gap told once: from the oldest record kept
             return self._iterator(shard.shard_id, "TRIM_HORIZON")
+
+    @staticmethod
+    def _before(batch: list[dict[str, Any]], until: float) -> list[dict[str, Any]]:
+        """``batch`` up to its first record made after ``until`` (record times are rounded
+        down, so a record that says it was made after it was)."""
+        for i, record in enumerate(batch):
+            created = _created(record)
+            if created is not None and created > until:
+                return batch[:i]
+        return batch
 
     @staticmethod
     def _new(shard: _Shard, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -262,6 +276,12 @@ class StreamReader:
             shard.failures, shard.error = 0, None
             batch = answer.get("Records", [])
             shard.empty = 0 if batch else shard.empty + 1
+            if self.until is not None:
+                now = self._before(batch, self.until)
+                if len(now) < len(batch):  # past the moment read: this shard is read
+                    records.extend(now)
+                    shard.done = True
+                    continue
             if batch:
                 shard.last_sequence = batch[-1].get("dynamodb", {}).get("SequenceNumber")
                 records.extend(self._new(shard, batch))
