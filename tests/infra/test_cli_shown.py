@@ -144,6 +144,8 @@ def test_an_event_line_is_one_line() -> None:
         assert line == f"1970-01-01T00:00:00.000Z created   {shown} chain=0a"
     failed = event_line(Failed("two\nlines", b"", 0.0, reason=REASON))
     assert failed == f"1970-01-01T00:00:00.000Z failed    'two\\nlines' reason={REASON_SHOWN}"
+    # a time in nanoseconds (another tool's item) ended `events follow` with a bare OSError
+    assert event_line(Created("ns", b"\x0a", 1.7e18)).startswith("1.7e+18 created   ns ")
 
 
 def test_submit_says_the_tag_on_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

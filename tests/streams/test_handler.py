@@ -11,6 +11,7 @@ import pytest
 from xor_ack_dynamodb import events
 from xor_ack_dynamodb.dynamodb import loops as _loops
 from xor_ack_dynamodb.errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidListener
+from xor_ack_dynamodb.fleet.markers import done_key
 
 from . import samples
 
@@ -145,6 +146,27 @@ def test_a_corrupt_or_foreign_record_is_reported_and_skipped_the_batch_goes_on(
     assert failed == {
         "batchItemFailures": [{"itemIdentifier": records[3]["dynamodb"]["SequenceNumber"]}]
     }
+
+
+def test_a_fleets_marker_items_are_no_corrupt_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet keeps marker items in its chains table (pages, done records): each write and
+    TTL removal of one was reported as a corrupt record (a warning, a metric, ``skipped``),
+    where the fleet's own stream handler passes them by.  They give no event."""
+    counted: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        _loops, "counter", type("C", (), {"add": lambda s, n, a: counted.append(a)})()
+    )
+    marker = {
+        "tagID": {"S": done_key("job-1", b"\x07" * 8)},
+        "chain_id": {"B": samples.b64(b"\x07" * 8)},
+        "created_at": {"N": "1700000000"},
+        "expires_at": {"N": "1701209600"},
+    }
+    records = [samples.record("INSERT", new=marker), samples.record("REMOVE", old=marker, ttl=True)]
+    assert [events.decode(record) for record in records] == [[], []]
+    handler = Recorder().handler()
+    assert handler({"Records": records}) == {"batchItemFailures": []}
+    assert (handler.skipped, counted) == (0, [])
 
 
 def test_the_event_kind_is_checked_in_the_handler_too() -> None:

@@ -18,8 +18,14 @@ from .signals import stop_on_signals
 
 
 def _stamp_time(seconds: float) -> str:
+    """UTC to the millisecond; the number as it is for a time no date is (an item's
+    ``acked_at`` another tool wrote in nanoseconds ended the follower with a bare OSError)."""
+    try:
+        moment = time.gmtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds:g}"
     millis = int(seconds * 1000) % 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", moment) + f".{millis:03d}Z"
 
 
 def event_line(event: ChainEvent) -> str:

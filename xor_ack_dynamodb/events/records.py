@@ -61,6 +61,16 @@ class StreamRecord:
         return f"record {self.sequence_number or '?'} (eventID {self.event_id or '?'})"
 
 
+#: What a fleet's marker items (its pages and done records, ``<tag>#xor-ack-fleet/...``)
+#: have in their key: items of a chains table that are no chain, and no chain's event.
+FLEET_MARKER = "#xor-ack-fleet/"
+
+
+def is_marker_key(key: str) -> bool:
+    """Is ``key`` a fleet marker's (a page, a done record), not a chain's tag?"""
+    return FLEET_MARKER in key
+
+
 def check_partition_key(partition_key: object) -> str:
     """The table's partition key as ``decode`` and ``StreamHandler`` take it: a non-empty str."""
     if not isinstance(partition_key, str) or not partition_key:

@@ -35,7 +35,7 @@ from ..lifecycle import (
     Kind,
     failure,
 )
-from .records import StreamRecord, check_partition_key, parse
+from .records import StreamRecord, check_partition_key, is_marker_key, parse
 
 State: TypeAlias = Literal["absent", "live", "acked", "failed", "timed_out"]
 Removal: TypeAlias = Literal["ttl", "caller"]
@@ -122,7 +122,13 @@ def _chain(
 
 
 def events_of(record: StreamRecord, partition_key: str = DEFAULT_PARTITION_KEY) -> list[ChainEvent]:
-    """The events of one parsed record, in order (old chain's first); ``CorruptRecord`` if bad."""
+    """The events of one parsed record, in order (old chain's first); ``CorruptRecord`` if bad.
+
+    None for a fleet's marker item (``is_marker_key``): an item of the table that is no
+    chain, written and removed by the fleet itself."""
+    key = record.keys.get(partition_key, {}).get("S")
+    if isinstance(key, str) and is_marker_key(key):
+        return []
     old = _chain(record, "old", partition_key)
     new = _chain(record, "new", partition_key)
     if record.event_name == "REMOVE":

@@ -18,6 +18,8 @@ from typing import Any
 
 from ..dynamodb import item as I
 from ..errors import InvalidTag
+from ..events.records import FLEET_MARKER
+from ..events.records import is_marker_key as is_marker_key
 
 #: How long markers outlive their write: SQS keeps a message at most 14 days.
 DEFAULT_MARKER_TTL = 14 * 86_400
@@ -26,7 +28,7 @@ DEFAULT_MARKER_TTL = 14 * 86_400
 #: so it lives as long as a job's deadline may be (a year), not SQS's 14 days.  A chain
 #: older than that without page 0 is refused (``MarkerMissing``), never guessed about.
 FIRST_PAGE_TTL = 366 * 86_400
-_PREFIX = "#xor-ack-fleet/"
+_PREFIX = FLEET_MARKER
 
 
 def page_key(tag: str, chain_id: bytes, page: int) -> str:
@@ -53,11 +55,6 @@ def check_job_tag(tag: str) -> None:
             f"a fleet job's tag must be at most {MAX_JOB_TAG_BYTES} bytes of UTF-8 (its marker"
             f" keys add up to {MARKER_SUFFIX_BYTES} to it), not {size}"
         )
-
-
-def is_marker_key(key: str) -> bool:
-    """Is ``key`` a marker's (a page, a done record), not a chain's tag?"""
-    return _PREFIX in key
 
 
 class Markers:
