@@ -145,5 +145,7 @@ class Files:
         elif os.path.isdir(local_path(target)):
             shutil.rmtree(local_path(target), ignore_errors=True)
         else:
-            with contextlib.suppress(FileNotFoundError):
+            # nothing there, or a file where a folder on its path was expected: nothing of
+            # this run's to remove (a cleanup must not hide the run's own error)
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 os.unlink(local_path(target))

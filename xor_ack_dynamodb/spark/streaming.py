@@ -12,7 +12,8 @@ end as the library's typed events (``events.Acked`` / ``events.Failed``, as
 (:class:`BatchFailed`), which stops the query, unless ``stop_on_failure=False``.
 
 Untracked (``tracking=False``) there are no marks: each batch goes to
-``OUTPUT/batch=N``, which a batch run again replaces.
+``OUTPUT/batch=N-START`` (``START``: new at each start of the query), which a batch run
+again in the same start replaces.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from typing import Any, cast
 
 from ..errors._refusals import shown
 from .commit import resolver
-from .errors import BatchFailed, Incurable, InvalidArgument
+from .errors import BatchFailed, Incurable, InvalidArgument, OutputUnusable
 from .files import Files, is_connect
 from .job_spec import RUN_ID_MAX, EventSink, refuse_report
 from .ledger import refuse_reserved
 from .output import check as output_check
-from .paths import is_relative, qualified, staging_path
+from .paths import is_relative, qualified, server_path, staging_path
 from .report import TrackedReport
 from .sink import Sink
 from .stages import Process
@@ -45,11 +46,6 @@ from .stream_marks import batch_path as run_batch_path
 from .table_check import check_table
 
 log = logging.getLogger("xor_ack_dynamodb.spark")
-
-
-def batch_path(output: str, batch_id: int) -> str:
-    """Where micro-batch ``batch_id`` of an untracked stream into ``output`` is committed."""
-    return f"{output.rstrip('/')}/batch={batch_id:06d}"
 
 
 def batch_report(report: str | os.PathLike[str], batch_folder: str) -> str:
@@ -105,6 +101,27 @@ def track_stream(
     from .declared import check_key, schema_struct
     from .tracking import job_spec, tracked_job
 
+    if not isinstance(sink, Sink):
+        raise InvalidArgument(
+            f"sink={sink!r} is not a Sink: give Sink(path=...), the folder each micro-batch "
+            "is committed under"
+        )
+    if not getattr(stream, "isStreaming", False):
+        raise InvalidArgument(
+            "stream= is not a streaming DataFrame (spark.readStream...): for a DataFrame "
+            "read once, use track()"
+        )
+    for option in ("keys", "source"):
+        if option in options:
+            raise InvalidArgument(
+                f"{option}= is track()'s: a stream's inputs are the keys (key=...) of each "
+                "micro-batch of stream="
+            )
+    if not isinstance(available_now, bool):
+        raise InvalidArgument(
+            f"available_now={available_now!r}: give True (process what is there, then "
+            "stop) or False (run until stopped)"
+        )
     if not isinstance(checkpoint, str) or not checkpoint.strip():
         raise InvalidArgument(
             f"checkpoint={checkpoint!r}: give the folder where Spark keeps the query's "
@@ -148,6 +165,13 @@ def track_stream(
     # As the sink's folder: absolute; over Spark Connect a relative one is refused (the
     # server would keep the query's progress in its own working directory).
     checkpoint = resolver(spark)(checkpoint, "checkpoint")
+    files = Files(spark)
+    for what, where in (("checkpoint", checkpoint), ("the sink's folder", folder)):
+        found = files.listing(resolver(spark)(where, what))
+        if found is not None and not found.is_dir:  # Spark's error, after the checkpoint
+            raise OutputUnusable(
+                f"{what} {where!r} is a file: give a folder (it is made if it is missing)"
+            )
     struct = schema_struct(spark, schema)
     check_key(stream, key)
     refuse_reserved(struct.fieldNames())
@@ -158,7 +182,10 @@ def track_stream(
     # is not (over Spark Connect, in the server's Python), so it is given the resolved one.
     given_options = {k: v for k, v in options.items() if k not in CHAINS_OPTIONS}
     report = given_options.get("report")
-    if report is not None and not is_connect(spark):
+    if report is not None and is_connect(spark):
+        # written by the batches, in the server: a relative one in its working directory
+        server_path(os.fspath(report), "report")  # RelativePath (an absolute one: as is)
+    elif report is not None:
         # The driver writes it: a relative one is where it was when the stream started,
         # not where a batch finds the working directory (a notebook's %cd).
         given_options["report"] = os.path.abspath(os.fspath(report))
@@ -172,7 +199,11 @@ def track_stream(
         longest = run_batch_path(base, LONGEST_BATCH_ID, batch_run_id(given))
         refuse_report(batch_report(given_options["report"], longest), folder)
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
-    output_check(spark, struct, sink, scratch, Files(spark))
+    output_check(spark, struct, sink, scratch, files)
+    # Untracked: each start of the query commits to folders of its own (a batch run again
+    # in it replaces its folder); started again without its checkpoint, the batch ids
+    # begin at 0 again, and batch=000000 of the earlier start was replaced: its rows lost.
+    start = batch_run_id(None)
 
     def batch(frame: Any, batch_id: int) -> None:
         spark = frame.sparkSession
@@ -185,7 +216,7 @@ def track_stream(
             target = replace(sink, path=path)
             settings["tracker"] = tracker
         else:
-            path = batch_path(base, batch_id)
+            path = run_batch_path(base, batch_id, start)
             target = replace(sink, path=path, overwrite=True)
         if settings.get("report") is not None:  # one file per batch run, none replaced
             settings["report"] = batch_report(settings["report"], path)
