@@ -106,6 +106,11 @@ def track_stream(
             f"sink={sink!r} is not a Sink: give Sink(path=...), the folder each micro-batch "
             "is committed under"
         )
+    if sink.path is None:
+        raise InvalidArgument(
+            "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N-RUN): "
+            "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
+        )
     if not getattr(stream, "isStreaming", False):
         raise InvalidArgument(
             "stream= is not a streaming DataFrame (spark.readStream...): for a DataFrame "
@@ -126,11 +131,6 @@ def track_stream(
         raise InvalidArgument(
             f"checkpoint={checkpoint!r}: give the folder where Spark keeps the query's "
             "progress (checkpoint=...), one per query, the same at every restart"
-        )
-    if sink.path is None:
-        raise InvalidArgument(
-            "track_stream commits each micro-batch to a folder of its own (OUTPUT/batch=N): "
-            "give Sink(path=...); a table sink would take a batch that Spark runs again twice"
         )
     if (
         isinstance(retention, bool)
@@ -167,7 +167,7 @@ def track_stream(
     checkpoint = resolver(spark)(checkpoint, "checkpoint")
     files = Files(spark)
     for what, where in (("checkpoint", checkpoint), ("the sink's folder", folder)):
-        found = files.listing(resolver(spark)(where, what))
+        found = files.listing(files.followed(resolver(spark)(where, what)))
         if found is not None and not found.is_dir:  # Spark's error, after the checkpoint
             raise OutputUnusable(
                 f"{what} {where!r} is a file: give a folder (it is made if it is missing)"
