@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from xor_ack_dynamodb.dynamodb.aws import is_endpoint_url, is_region
+from xor_ack_dynamodb.dynamodb.aws import is_loopback_host as is_loopback
 from xor_ack_dynamodb.errors import InvalidArgument
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
 
@@ -38,16 +39,6 @@ class ConfigError(InvalidArgument):
     """A dashboard setting that cannot work (a bind address without a token, a size of 0).
 
     An ``InvalidArgument`` (so an ``XorAckError``, and a ``ValueError`` as before)."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for an address only this machine reaches: 127.0.0.0/8, ::1, ``localhost``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _host_name(host: str) -> str:

@@ -73,7 +73,6 @@ if TYPE_CHECKING:
 
 #: The region used for a loopback endpoint when none is configured (any region works there).
 LOCAL_REGION = "us-east-1"
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _TRUE = ("true", "1", "yes")
 
 
@@ -159,6 +158,16 @@ def is_region(value: object) -> bool:
     return isinstance(value, str) and _REGION.fullmatch(value) is not None
 
 
+def is_loopback_host(host: str) -> bool:
+    """True for a host only this machine reaches: ``localhost``, 127.0.0.0/8, ``::1``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def is_loopback(url: str | None) -> bool:
     """True for an endpoint on this machine's loopback (DynamoDB Local, moto)."""
     if not url:
@@ -167,12 +176,7 @@ def is_loopback(url: str | None) -> bool:
         host = urlsplit(url).hostname or ""
     except ValueError:  # a malformed URL: no host of this machine
         return False
-    if host in _LOOPBACK:
-        return True
-    try:  # all of 127.0.0.0/8 (and ::1 spelled otherwise), as the dashboard takes it
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(host)
 
 
 def region(explicit: str | None = None, *, session: Any = None, endpoint: str | None = None) -> str:
