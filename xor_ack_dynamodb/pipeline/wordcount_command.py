@@ -21,6 +21,7 @@ from ..cli.options import (
     check_table,
     url_option,
 )
+from ..spark.arguments import MAX_PARTITIONS
 from ..spark.input_listing import list_local
 from ..spark.paths import is_remote, judge_output, local_listing
 from .chains_table import _maybe_tracker
@@ -30,8 +31,6 @@ from .interruption import _interrupted, ending, in_one_line, session_name
 from .options import shown
 from .paths import check_folders, check_paths, check_report, write_atomically
 
-#: The most partitions Spark takes (a Java int)
-JAVA_INT = 2**31 - 1
 #: The forms of a Spark master: local[N] and its kin, yarn, or a cluster manager's URL
 #: (spark://, k8s://, a plugin's own scheme)
 MASTER = re.compile(
@@ -89,7 +88,7 @@ def check_master(ctx: click.Context, param: click.Parameter, value: str | None) 
 @shown("--max-attempts", click.IntRange(min=1), 8, "Attempts per file before it is failed.")
 @click.option(
     "--partitions",
-    type=click.IntRange(min=1, max=JAVA_INT),
+    type=click.IntRange(min=1, max=MAX_PARTITIONS),
     default=None,
     help="Shuffle partitions of the counted rows before they are staged "
     "[default: spark.sql.shuffle.partitions]; the writes per file do not depend on it.",
@@ -121,7 +120,9 @@ def check_master(ctx: click.Context, param: click.Parameter, value: str | None) 
     help="After the run, count the finished files again in plain Python (no Spark, no "
     "chains) and check OUTPUT against that count; exit 1 if they differ.",
 )
-@shown("--output-partitions", click.IntRange(min=1, max=JAVA_INT), 1, "CSV files of the counts.")
+@shown(
+    "--output-partitions", click.IntRange(min=1, max=MAX_PARTITIONS), 1, "CSV files of the counts."
+)
 @click.option(
     "--single-writes",
     is_flag=True,

@@ -85,8 +85,10 @@ def check_keys(keys: Any) -> Sequence[str]:
 
 #: ``track()``'s options that count something (None: the default, where it has one).
 COUNTS = ("max_attempts", "max_errors", "page_size", "input_tasks", "partitions")
+#: The most partitions Spark takes (a Java int).
+MAX_PARTITIONS = 2**31 - 1
 #: The counts with a most: Spark's partitions are a Java int, a page is sliced by Python.
-MOST = {"partitions": 2**31 - 1, "page_size": sys.maxsize}
+MOST = {"partitions": MAX_PARTITIONS, "page_size": sys.maxsize}
 
 
 def check_options(spec: Any) -> None:
