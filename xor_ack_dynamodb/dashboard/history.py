@@ -138,7 +138,7 @@ class History:
         # keep the first entry (how the tag began), the latest creation (how the chain it
         # holds now began: what tells a fleet job) and the latest entries
         created = max((i for i, e in enumerate(held) if e.what == "created"), default=0)
-        heads = [0] if created in (0, len(held) - 1) else [0, created]
+        heads = [0] if created == 0 else [0, created]
         start = len(held) - (self.max_entries - len(heads))
         if created >= start:
             heads, start = [0], len(held) - (self.max_entries - 1)

@@ -28,20 +28,19 @@ DEFAULT_MARKER_TTL = 14 * 86_400
 #: so it lives as long as a job's deadline may be (a year), not SQS's 14 days.  A chain
 #: older than that without page 0 is refused (``MarkerMissing``), never guessed about.
 FIRST_PAGE_TTL = 366 * 86_400
-_PREFIX = FLEET_MARKER
 
 
 def page_key(tag: str, chain_id: bytes, page: int) -> str:
-    return f"{tag}{_PREFIX}page/{chain_id.hex()}/{page}"
+    return f"{tag}{FLEET_MARKER}page/{chain_id.hex()}/{page}"
 
 
 def done_key(tag: str, chain_id: bytes) -> str:
-    return f"{tag}{_PREFIX}done/{chain_id.hex()}"
+    return f"{tag}{FLEET_MARKER}done/{chain_id.hex()}"
 
 
 #: The longest a marker key adds to its tag: a page's, with a 16-digit chain id and a page
 #: number of up to 20 digits (``page_key``).
-MARKER_SUFFIX_BYTES = len(_PREFIX) + len("page/") + 16 + len("/") + 20
+MARKER_SUFFIX_BYTES = len(FLEET_MARKER) + len("page/") + 16 + len("/") + 20
 #: The longest tag a fleet job may have: its markers' keys must fit DynamoDB's 2,048 bytes.
 MAX_JOB_TAG_BYTES = InvalidTag.MAX_BYTES - MARKER_SUFFIX_BYTES
 
