@@ -229,7 +229,7 @@ async def test_sweep_now_shows_the_chains_it_failed_and_those_it_could_not(
     board = Dashboard(table=spec.name, endpoint_url=ddb_local_endpoint, token=TOKEN)
     try:
         client = await logged_in(board)
-        form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
+        form = {"csrf": board.guard.csrf_for(client.cookies[board.guard.cookie])}
         answer = await client.post("/actions/sweep", form=form)
         assert answer.status == 200, answer.text
         assert re.search(r'id="swept-count">1<', answer.text), answer.text
@@ -263,7 +263,7 @@ async def test_a_table_without_the_inventory_says_to_upgrade_it(ddb_local_endpoi
             assert answer.status == 502, answer.text
             assert "Table not upgraded" in answer.text and upgrade in answer.text, status
             assert "Traceback" not in answer.text
-        csrf = board.guard.csrf_for(client.cookies["xor_ack_dashboard"])
+        csrf = board.guard.csrf_for(client.cookies[board.guard.cookie])
         sweep = await client.post("/actions/sweep", form={"csrf": csrf})
         assert sweep.status == 502 and upgrade in sweep.text, sweep.text
         deadline = time.monotonic() + 10
@@ -288,7 +288,7 @@ async def test_read_only_offers_and_takes_no_action(
         assert "Fail…" not in page.text and "Sweep now" not in (await client.get("/")).text
         assert (await client.get("/actions/fail?tag=job/01")).status == 403
         before = snapshot(ddb_local_endpoint, populated.name)
-        form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
+        form = {"csrf": board.guard.csrf_for(client.cookies[board.guard.cookie])}
         answer = await client.post("/actions/sweep", form=form)
         assert answer.status == 403 and "read-only" in answer.text
         assert changed(before, snapshot(ddb_local_endpoint, populated.name)) == set()
@@ -316,7 +316,7 @@ async def test_touch_is_not_offered_past_the_deadline_and_fails_nothing(
         assert confirm.status == 200 and "past its deadline" in confirm.text
         assert 'name="timeout"' not in confirm.text
         before = snapshot(ddb_local_endpoint, spec.name)
-        form = {"csrf": board.guard.csrf_for(client.cookies["xor_ack_dashboard"])}
+        form = {"csrf": board.guard.csrf_for(client.cookies[board.guard.cookie])}
         form.update(tag="late", timeout="60", chain_id=shown(writer, "late"))
         answer = await client.post("/actions/touch", form=form)
         assert answer.status == 409 and "Past its deadline" in answer.text, answer.text
@@ -1161,7 +1161,7 @@ async def test_sweep_now_that_stopped_part_way_shows_what_it_failed_and_why(
         raise SweepStopped([s for s in failed if s is not None], {}, 5, throttled)
 
     monkeypatch.setattr(dashboard.ack, "sweep", stopped_sweep)
-    csrf = dashboard.guard.csrf_for(client.cookies["xor_ack_dashboard"])
+    csrf = dashboard.guard.csrf_for(client.cookies[dashboard.guard.cookie])
     answer = await client.post("/actions/sweep", form={"csrf": csrf})
     assert answer.status == 200, answer.text
     assert re.search(r'id="swept-count">2<', answer.text)

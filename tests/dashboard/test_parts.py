@@ -308,10 +308,12 @@ def test_a_cursor_nested_too_deep_is_a_bad_cursor() -> None:
         decode_cursor("open", deep)
 
 
-def _request(cookie: str = "", headers: dict[str, str] | None = None) -> Request:
+def _request(
+    cookie: str = "", headers: dict[str, str] | None = None, name: str | None = None
+) -> Request:
     sent = {"host": "127.0.0.1:8321", **(headers or {})}
     if cookie:
-        sent["cookie"] = f"{COOKIE}={cookie}"
+        sent["cookie"] = f"{name or Guard('a-token-of-enough-length').cookie}={cookie}"
     scope = {
         "type": "http",
         "method": "GET",
@@ -351,12 +353,26 @@ def test_sessions_are_signed_by_the_token() -> None:
     assert guard.session_of(_request(session)) == session
     tampered = session[:-1] + ("0" if session[-1] != "0" else "1")
     assert guard.session_of(_request(tampered)) is None
-    assert Guard("another-token-entirely").session_of(_request(session)) is None
+    other = Guard("another-token-entirely")
+    assert other.session_of(_request(session, name=other.cookie)) is None
     assert guard.csrf_for(session) != guard.csrf_for(guard.new_session())
     with pytest.raises(Refused) as refused:
         guard.check_host(_request(headers={"host": "rebound.example:8321"}))
     assert refused.value.status == 400
     guard.check_host(_request(headers={"host": "localhost:8321"}))
+
+
+def test_two_dashboards_on_one_host_keep_their_own_sessions() -> None:
+    """Browsers keep cookies per host, not per port: two dashboards on 127.0.0.1 (two
+    tables, two ports) shared one cookie name, so opening the second replaced the
+    first's session and its pages answered 401 until its link was opened again."""
+    first, second = Guard("the-first-dashboards-token"), Guard("the-second-dashboards-token")
+    assert first.cookie != second.cookie and first.cookie.startswith(COOKIE)
+    assert Guard("the-first-dashboards-token").cookie == first.cookie  # a restart keeps it
+    one, two = first.new_session(), second.new_session()
+    both = {"cookie": f"{first.cookie}={one}; {second.cookie}={two}"}
+    assert first.session_of(_request(headers=both)) == one
+    assert second.session_of(_request(headers=both)) == two
 
 
 def test_only_loopback_serves_without_a_chosen_token() -> None:

@@ -54,7 +54,7 @@ async def test_a_public_url_with_its_default_port_still_takes_actions(
     )
     try:
         client = await logged_in(board)
-        csrf = board.guard.csrf_for(client.cookies["xor_ack_dashboard"])
+        csrf = board.guard.csrf_for(client.cookies[board.guard.cookie])
         answer = await client.post(
             "/actions/sweep",
             form={"csrf": csrf},

@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import actions, errors, pages
 from .render import STATIC, base_of
-from .security import COOKIE, HEADERS, Refused
+from .security import HEADERS, Refused
 
 if TYPE_CHECKING:
     from .service import Dashboard
@@ -83,7 +83,7 @@ class Guarded:
         if target is not None:
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(
-                COOKIE,
+                guard.cookie,
                 guard.new_session(),
                 path=base_of(request),
                 httponly=True,

@@ -6,7 +6,10 @@
   static assets answers 401, and every action 403.
 - **The session cookie** is ``<id>.<signature>``, signed with a key derived from the
   token (HMAC-SHA256): ``HttpOnly``, ``SameSite=Strict``, scoped to the dashboard's path.
-  A restart with the same token keeps sessions; a new token ends them.
+  Its name carries a digest of that key (``xor_ack_dashboard_<8 hex>``): browsers keep
+  cookies per host, not per port, so two dashboards on one host with their own tokens
+  would otherwise each replace the other's session.  A restart with the same token keeps
+  sessions; a new token ends them.
 - **Actions** are POSTs from a cookie session with the session's CSRF token (an HMAC of
   the session id) in the form, from the same origin (``Origin`` and ``Sec-Fetch-Site``,
   when the browser sends them; or from ``--public-url``'s origin, behind a proxy).
@@ -44,6 +47,7 @@ HEADERS = [
 ]
 
 
+#: The session cookie's name, before the digest of the dashboard's key (``Guard.cookie``).
 COOKIE = "xor_ack_dashboard"
 CSRF_FIELD = "csrf"
 #: The query parameter that carries the token in the URL the command prints.
@@ -74,11 +78,14 @@ class Guard:
     #: the request does not show when the proxy names the dashboard by its own address.
     trusted_origins: tuple[str, ...] = ()
     _key: bytes = field(init=False, repr=False)
+    #: The session cookie's name: this token's (see the module docstring).
+    cookie: str = field(init=False)
 
     def __post_init__(self) -> None:
         self._key = hmac.new(
             self.token.encode(), b"xor-ack dashboard session", hashlib.sha256
         ).digest()
+        self.cookie = f"{COOKIE}_{_sign(self._key, 'cookie name')[:8]}"
 
     # -- the token and the session ----------------------------------------------------
 
@@ -91,7 +98,7 @@ class Guard:
 
     def session_of(self, request: Request) -> str | None:
         """The request's valid session cookie, if it has one."""
-        value = request.cookies.get(COOKIE, "")
+        value = request.cookies.get(self.cookie, "")
         session_id, _, signature = value.partition(".")
         if not session_id or not signature:
             return None
