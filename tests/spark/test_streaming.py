@@ -180,6 +180,80 @@ def test_a_relative_checkpoint_over_spark_connect_is_refused_before_anything_is_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
 
 
+def _as_over_connect(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``track_stream`` on the local session as it runs over Spark Connect."""
+    from xor_ack_dynamodb.spark import commit as commit_module
+    from xor_ack_dynamodb.spark import streaming as streaming_module
+
+    monkeypatch.setattr(commit_module, "is_connect", lambda spark: True)
+    monkeypatch.setattr(streaming_module, "is_connect", lambda spark: True)
+
+
+def test_a_relative_report_over_spark_connect_is_refused_before_anything_is_written(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batches write the report in the server, whose working directory is not the
+    client's: a relative one is refused, naming it."""
+    from pyspark.sql import functions as F
+
+    from xor_ack_dynamodb.spark import RelativePath
+
+    monkeypatch.chdir(tmp_path)
+    inbox = make_corpus(tmp_path / "inbox", files=1, lines=2)
+    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    _as_over_connect(monkeypatch)
+    with pytest.raises(RelativePath, match=r"report 'run\.jsonl' is relative"):
+        track_stream(
+            stream,
+            count_file,
+            SCHEMA,
+            Sink(str(tmp_path / "counts")),
+            key="file",
+            checkpoint=str(tmp_path / "progress"),
+            table=chains_env,
+            report="run.jsonl",
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
+
+
+def test_over_spark_connect_a_stream_checks_the_server_s_python_not_the_client_s_disk(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over Spark Connect the batches run in a Python of the server that connects back as
+    a Connect client, and write the report on the server's disk.  The stream started
+    without asking whether that Python could (each batch then failed "Python worker
+    failed to connect back"), and refused a report whose folder the client lacks."""
+    from pyspark.sql import functions as F
+
+    from xor_ack_dynamodb.spark import Incurable
+    from xor_ack_dynamodb.spark import streaming as streaming_module
+
+    inbox = make_corpus(tmp_path / "inbox", files=1, lines=2)
+    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    _as_over_connect(monkeypatch)
+    monkeypatch.setattr(streaming_module, "STREAM_MODULES", ("xor_ack_no_such_module",))
+    with pytest.raises(Incurable) as stopped:
+        track_stream(
+            stream,
+            count_file,
+            SCHEMA,
+            Sink(str(tmp_path / "counts")),
+            key="file",
+            checkpoint=str(tmp_path / "progress"),
+            table=chains_env,
+            report="/only/on/the/server/run.jsonl",  # no such folder here: not judged here
+        )
+    said = str(stopped.value)
+    assert "cannot import xor_ack_no_such_module" in said
+    assert f'pip install "pyspark[connect]=={local_spark.version}"' in said
+    assert "pyarrow pandas" not in said  # the library's own modules are there
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
+
+
 def test_a_stream_tries_its_sink_s_format_once_not_in_every_micro_batch(
     local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -121,12 +121,14 @@ class JobSpec:
         check_process(self.process)  # last: it pickles the function, the other checks don't
 
 
-def refuse_report(path: str, output: str | None = None) -> None:
+def refuse_report(path: str, output: str | None = None, *, disk: bool = True) -> None:
     """Refuse a report file that could not be written when the run ends (a run's lines go
     to a hidden file beside it, renamed onto it): before the first chain, not after.
 
     ``output``: the sink's folder.  A report at it or inside it is refused too: renamed onto
-    the output, or its hidden file in the output's folder, it fails the run's commit."""
+    the output, or its hidden file in the output's folder, it fails the run's commit.
+    ``disk=False``: what the name alone tells (the report is written on another machine's
+    disk, which each run there checks before its first write)."""
     try:
         os.fsencode(path)
     except UnicodeError:  # e.g. a lone surrogate: no file system name can hold it
@@ -135,14 +137,15 @@ def refuse_report(path: str, output: str | None = None) -> None:
             "file system): give another path"
         ) from None
     folder = os.path.dirname(os.path.abspath(path))
-    inside = (
+    if path.endswith(os.sep) or (os.altsep is not None and path.endswith(os.altsep)):
+        why = "ends in a separator, so it can only name a folder: give the path of a file"
+    elif not disk:
+        return
+    elif (
         output is not None
         and not is_remote(output)
         and is_inside(real_path(path), real_path(output))
-    )
-    if path.endswith(os.sep) or (os.altsep is not None and path.endswith(os.altsep)):
-        why = "ends in a separator, so it can only name a folder: give the path of a file"
-    elif inside:
+    ):
         why = (
             f"is at or inside the output folder {output!r}, which holds what the run commits"
             " and nothing else: give a path outside it"

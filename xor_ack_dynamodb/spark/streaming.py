@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from ..errors._refusals import shown
 from .commit import resolver
+from .connect_check import MODULES, STREAM_MODULES, check_server
 from .errors import BatchFailed, Incurable, InvalidArgument, OutputUnusable
 from .files import Files, is_connect
 from .job_spec import RUN_ID_MAX, EventSink, refuse_report
@@ -175,7 +176,10 @@ def track_stream(
     struct = schema_struct(spark, schema)
     check_key(stream, key)
     refuse_reserved(struct.fieldNames())
-    tracker = job_spec(spark, process, schema, sink, source=stream, key=key, **options).tracker
+    checked = dict(options)
+    if is_connect(spark) and isinstance(checked.get("report"), str | os.PathLike):
+        checked["report"] = None  # on the server's disk: its name alone is checked below
+    tracker = job_spec(spark, process, schema, sink, source=stream, key=key, **checked).tracker
     if tracker is not None:
         check_table(tracker, stream_id)  # the table there and answering, once
     # The chains' table resolved here, once: a batch may run where the caller's environment
@@ -196,8 +200,13 @@ def track_stream(
     base = resolved if is_relative(folder) else folder
     if given_options.get("report") is not None:
         # Each batch's report is named after its folder: the longest such name must fit.
+        # Over Spark Connect the batches write it on the server's disk, not this one's:
+        # each batch checks it there, before its first write.
         longest = run_batch_path(base, LONGEST_BATCH_ID, batch_run_id(given))
-        refuse_report(batch_report(given_options["report"], longest), folder)
+        named = batch_report(given_options["report"], longest)
+        refuse_report(named, folder, disk=not is_connect(spark))
+    if is_connect(spark):  # the batches run in a Python of the server that must connect back
+        check_server(spark, MODULES + STREAM_MODULES)
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
     output_check(spark, struct, sink, scratch, files)
     # Untracked: each start of the query commits to folders of its own (a batch run again
