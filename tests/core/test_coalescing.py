@@ -89,6 +89,9 @@ async def test_an_error_reaches_every_caller(backend: tuple[str, TableSpec]) -> 
         )
     assert all(isinstance(r, ClientError) for r in results)
     assert {r.response["Error"]["Code"] for r in results} == {"ResourceNotFoundException"}
+    # Each caller its own instance: one raised in five tasks gathered all five tracebacks.
+    assert len({id(r) for r in results}) == len(results)
+    assert len({str(r) for r in results}) == 1
 
 
 async def test_same_token_twice_in_one_merge_lands_once(ack: XorAckDynamoDB) -> None:

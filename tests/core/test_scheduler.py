@@ -17,6 +17,7 @@ from typing import Any
 import aioboto3
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.dynamodb._coalescing import Merge, Merging
@@ -153,7 +154,10 @@ def _drive(merge: Merge[Any], core: _Core) -> list[Outcome]:
 def test_a_chains_error_is_each_merged_stamps_outcome_and_other_errors_propagate() -> None:
     merge: Merge[Waiter] = Merge("t", [entry(1), entry(2)], [None, Future()])
     refused = client_error("GetItem", "ResourceNotFoundException")
-    assert _drive(merge, _Core(refused)) == [refused, refused]
+    first, second = _drive(merge, _Core(refused))
+    assert first is refused  # each caller its own instance, the same error
+    assert isinstance(second, ClientError) and second is not refused
+    assert str(second) == str(refused) and second.__cause__ is refused
     assert _drive(merge, _Core([Stamp(b"\x01"), Stamp(b"\x03")])) == [b"\x01", b"\x03"]
     with pytest.raises(ZeroDivisionError):
         _drive(merge, _Core(ZeroDivisionError()))

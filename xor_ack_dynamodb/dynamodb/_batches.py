@@ -41,6 +41,7 @@ from ._attempts import (
 )
 from ._core.effects import Call, ClientStats, Effect
 from ._core.expressions import Update
+from ._core.merged import one_each
 from .aws import error_code
 
 logger = logging.getLogger(__name__)
@@ -278,7 +279,7 @@ class Batcher:
             )
         except ClientError as exc:
             if not batch_refused_whole(exc):
-                return [exc] * len(writes)  # re-sent by botocore: the core reads and judges
+                return one_each(exc, len(writes))  # re-sent by botocore: the core reads and judges
             if batch_unsupported(exc):
                 self._stop(error_code(exc) or "unknown error")
             results = []
@@ -287,7 +288,7 @@ class Batcher:
                 results.append((yield from self._alone(write.params, sent_before=False)))
             return results
         except BotoCoreError as exc:
-            return [exc] * len(writes)
+            return one_each(exc, len(writes))
         results = []
         for write, verdict in zip(writes, read_batch(response, len(writes)), strict=True):
             if isinstance(verdict, Applied):

@@ -29,6 +29,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ._core.effects import ENTRY_ERRORS, Effect, Entry, Outcome
 from ._core.many import Chains
+from ._core.merged import for_each_caller, one_each
 
 
 class Waiter(Protocol):
@@ -61,7 +62,7 @@ class Merge(Generic[W]):
         try:
             outcomes: list[Outcome] = yield from core.stamp_batch(self.tag, self.entries)
         except ENTRY_ERRORS as exc:
-            return [exc] * len(self.entries)
+            return one_each(exc, len(self.entries))
         return outcomes
 
 
@@ -93,7 +94,7 @@ class Merging(Generic[W]):
             if waiter is None or waiter.done():
                 continue
             if isinstance(outcomes, BaseException):
-                waiter.set_exception(outcomes)
+                waiter.set_exception(for_each_caller(outcomes))
             else:
                 waiter.set_result(outcomes[i])
         queue = self.queues[merge.tag]
@@ -112,4 +113,4 @@ class Merging(Generic[W]):
         queue = self.queues.pop(merge.tag, [])
         for waiter in [*merge.waiters, *(w for _, w in queue)]:
             if waiter is not None and not waiter.done():
-                waiter.set_exception(error)
+                waiter.set_exception(for_each_caller(error))

@@ -20,6 +20,7 @@ from ._client import ClientBase, Options, check_flag
 from ._coalescing import Merge, Merging
 from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
+from ._core.merged import one_each
 from ._direct import OPERATIONS, Direct
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class Sending(ClientBase["DynamoDBClient"]):
             if writes:
                 results = await self._run(self._batcher.send(writes))
         except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
-            results = [exc] * len(writes)
+            results = one_each(exc, len(writes))
         finally:  # (or a cancellation) still reaches every waiter, and nothing stays queued
             for ready in self._batcher.plan.finished():
                 self._spawn(self._flush(ready))

@@ -31,7 +31,7 @@ from . import told as T
 from .effects import ENTRY_ERRORS, Call, Effect, Entry, Outcome
 from .endings import Endings
 from .landing import Reply, Status, Step, Verdict
-from .merged import copy_error, plan_batch
+from .merged import copy_error, one_each, plan_batch
 from .reads import applied_before, created_here, memory_decides
 from .validate import (
     Lifetime,
@@ -168,8 +168,9 @@ class SingleChain(Endings):
                     for i in pending:
                         outcomes[i] = copy_error(late, late)
                 except (ClientError, BotoCoreError, StaleLocalData) as unsent:
-                    for i in pending:  # the timeout write failed: the stamps did not land
-                        outcomes[i] = copy_error(unsent, unsent)
+                    told = one_each(copy_error(unsent, unsent), len(pending))
+                    for i, error in zip(pending, told, strict=True):  # the timeout write
+                        outcomes[i] = error  # failed: the stamps did not land
                 break
             if status is not Status.LIVE:  # gone, acked or failed: no stamp belongs to it
                 _, kind = D.NOT_LANDED_STEP[("stamp", status)]
@@ -253,8 +254,9 @@ class SingleChain(Endings):
                     if not landed and failure is None:
                         failure = exc
                 if failure is not None:
-                    for i in batch + later:
-                        outcomes[i] = copy_error(failure, exc)
+                    told = one_each(copy_error(failure, exc), len(batch) + len(later))
+                    for i, error in zip(batch + later, told, strict=True):
+                        outcomes[i] = error
                     break
                 if landed:
                     self.stats.resent_writes_recognised += 1
@@ -355,7 +357,7 @@ class SingleChain(Endings):
         try:
             return (yield from self.stamp_batch(state.tag, entries, state, exact=True))
         except CorruptItem as exc:
-            return [exc] * len(entries)
+            return list[Outcome](one_each(exc, len(entries)))
 
     def stamp_one(self, tag: str, entry: Entry) -> Generator[Effect, Any, Outcome]:
         """One stamp written alone (``coalesce=False``): its outcome, its ``CorruptItem`` too."""

@@ -6,11 +6,15 @@ failure may answer several chains' callers; each caller is told its own part.
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Sequence
+from typing import TypeVar, cast
 
 from ...errors import AmbiguousWrite, ChainTimedOut, StaleLocalData
 from ...stamps import Stamp
 from .effects import Entry
+
+E = TypeVar("E", bound=BaseException)
 
 
 def copy_error(error: Exception, cause: BaseException, tag: str | None = None) -> Exception:
@@ -32,6 +36,34 @@ def copy_error(error: Exception, cause: BaseException, tag: str | None = None) -
         return error
     copy.__cause__ = cause
     return copy
+
+
+def one_each(error: E, count: int) -> list[E]:
+    """``error`` as the outcome of ``count`` callers: the first gets it, each other one of
+    its own (``for_each_caller``) of the same type."""
+    return [error, *(cast(E, for_each_caller(error)) for _ in range(count - 1))]
+
+
+def for_each_caller(error: BaseException) -> BaseException:
+    """A copy of ``error`` for one more caller (one instance raised in many tasks or threads
+    gathers all their tracebacks and contexts on itself), caused as ``error`` is, or by it:
+    ``copy_error``'s for the package's own, else a faithful copy (botocore's errors copy
+    from their response), else ``error`` itself; a cancellation or an interrupt as is."""
+    if not isinstance(error, Exception):
+        return error
+    cause = error.__cause__ or error
+    copied = copy_error(error, cause)
+    if copied is not error:
+        return copied
+    try:
+        copied = _copy.copy(error)
+    except Exception:
+        return error
+    if type(copied) is not type(error) or str(copied) != str(error):
+        return error
+    copied.__traceback__ = None
+    copied.__cause__ = cause
+    return copied
 
 
 def plan_batch(state: Stamp, entries: Sequence[Entry]) -> tuple[list[Stamp], Stamp, int]:
