@@ -22,6 +22,7 @@ from xor_ack_dynamodb.fleet import (
     Envelope,
     Fleet,
     Handled,
+    Message,
     QueueContinuation,
     Verdict,
     child_id,
@@ -705,6 +706,45 @@ async def test_a_tag_too_long_for_its_markers_is_refused_before_anything_is_writ
         assert h.fleet.markers.has_page(longest, state.chain_id, 0)
         assert (await h.fleet.handle(children[-1].to_json())).acked
         assert [c.tag for c in h.completed] == [longest]
+
+
+async def test_a_tag_holding_the_markers_infix_is_refused_before_anything_is_written(
+    harness_factory: Any,
+) -> None:
+    # Accepted, its job ran and acked, and every stream consumer then took its chain for
+    # a marker (``is_marker_key``): its Acked event, and so its continuation, never came.
+    tag = "tenant-7#xor-ack-fleet/nightly"
+    async with harness_factory() as h:
+        for call in (h.fleet.submit, h.fleet.replay):
+            with pytest.raises(InvalidTag, match="must not hold '#xor-ack-fleet/'"):
+                await call(tag, 0)
+            assert h.queue == [] and await h.fleet.ack.get(tag) is None
+
+
+async def test_a_job_past_its_deadline_before_its_root_ran_is_replayed_or_submitted_again(
+    harness_factory: Any,
+) -> None:
+    # With no sweeper run in between, replay refused the overdue job as "live" (no write
+    # could land on it, every worker dropped its root), and submit again re-sent that
+    # dropped root, saying "submitted", its new deadline ignored: the job never ran.
+    ran: list[Any] = []
+
+    def handler(message: Message) -> list[Any]:
+        ran.append(message.payload)
+        return []
+
+    async with harness_factory(handler) as h:
+        for n, call in enumerate((h.fleet.replay, h.fleet.submit)):
+            tag = f"job-overdue-{n}"
+            await h.fleet.submit(tag, "first", timeout=0.3)
+            first = h.queue.pop()
+            await asyncio.sleep(0.5)  # the deadline passes before any worker took the root
+            assert (await h.fleet.handle(first.to_json())).verdict is Verdict.CLOSED
+            root = await call(tag, "again", timeout=60)
+            assert root.chain_id != first.chain_id  # a new generation, the old one failed
+            assert (await h.fleet.handle(h.queue.pop().to_json())).acked
+        assert ran == ["again", "again"]
+        assert sorted(c.tag for c in h.completed) == ["job-overdue-0", "job-overdue-1"]
 
 
 async def _far_job(h: Any, tag: str) -> tuple[list[Envelope], Any]:

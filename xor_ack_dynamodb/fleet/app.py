@@ -19,6 +19,7 @@ The handler must return the same children's payloads for a payload, in any order
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -201,7 +202,8 @@ class Fleet:
         (a duplicate, applied once): a submitter that died after the create is safe.
         ``TagExists`` if a live chain has moved on since; a closed (acked or failed) or
         expired chain under the tag is replaced by a new generation, as ``create`` does
-        (``replay`` is the call that refuses a live or acked one).
+        (``replay`` is the call that refuses a live or acked one), and so is a live one
+        past its deadline, failed first ("timeout", as its next write would fail it).
         ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
         (default: the fleet's); ``ttl`` must then be longer.  A payload the root message
         cannot carry (``InvalidPayload``: not JSON data, too deep) creates no chain, nor
@@ -215,25 +217,43 @@ class Fleet:
         await _ready(self.send, root_envelope(tag, bytes(8), payload, self.ack.token_window))
         root_stamp = stamp_of(root_id(tag))
         try:
-            await self.ack.create(
-                tag,
-                root_stamp,
-                ttl=lifetime.get("ttl"),
-                timeout=_given(lifetime.get("timeout"), self.timeout),
-                idle_timeout=_given(lifetime.get("idle_timeout"), self.idle_timeout),
-            )
+            await self._create(tag, root_stamp, lifetime)
         except TagExists:
             state = await self.ack.get(tag)
-            if state is None or state.version != 1 or state.stamp != root_stamp:
+            if state is not None and state.overdue():
+                # Past its deadline, the root never ran: no write lands on the chain any
+                # more and every worker drops that root.  Failed ("timeout") as its next
+                # write would fail it, and made again, with this call's deadline.
+                await self._time_out(state)
+                await self._create(tag, root_stamp, lifetime)
+                state = (await self.ack.known_many([tag]))[tag]
+            elif state is None or state.version != 1 or state.stamp != root_stamp:
                 raise
         else:  # the chain id: the create's own state, held by the client (no read)
             state = (await self.ack.known_many([tag]))[tag]
-            if state is None:
-                raise TagNotFound(tag)
+        if state is None:
+            raise TagNotFound(tag)
         root = root_envelope(tag, state.chain_id, payload, self.ack.token_window)
         await self.send([root])
         log("submitted", tag, root.message_id)
         return root
+
+    async def _create(self, tag: str, root_stamp: bytes, lifetime: Lifetime) -> None:
+        await self.ack.create(
+            tag,
+            root_stamp,
+            ttl=lifetime.get("ttl"),
+            timeout=_given(lifetime.get("timeout"), self.timeout),
+            idle_timeout=_given(lifetime.get("idle_timeout"), self.idle_timeout),
+        )
+
+    async def _time_out(self, state: ChainState) -> None:
+        """Fail ``state``'s chain, past its deadline, as any write on it would ("timeout"):
+        its generation only, whoever's write it is."""
+        # ChainTimedOut (a ChainFailed): failed, by this call or another; TagNotFound: made
+        # again by another since
+        with contextlib.suppress(ChainFailed, TagNotFound):
+            await self.ack.fail(state.tag, chain_id=state.chain_id)
 
     async def replay(
         self,
@@ -245,16 +265,18 @@ class Fleet:
 
         Messages of the failed generation still in queues carry its ``chain_id``:
         they find another generation and are dropped, so the new chain counts only
-        the new run's work.  ``ReplayRefused`` if the chain is live or acked.
+        the new run's work.  ``ReplayRefused`` if the chain is live or acked; a live one
+        past its deadline is failed ("timeout", as a sweep would) and replayed.
         """
         check_job_tag(tag)
         state = await self.ack.get(tag)
-        if state is not None and state.live:
+        if state is not None and state.live and not state.overdue():
             raise ReplayRefused(tag, "live")
         if state is not None and state.acked:
             raise ReplayRefused(tag, "acked")
         root = await self.submit(tag, payload, **lifetime)  # refused: nothing made, no line
-        log("replayed", tag, root.message_id, reason=None if state is None else state.reason)
+        reason = None if state is None else "timeout" if state.live else state.reason
+        log("replayed", tag, root.message_id, reason=reason)
         return root
 
     # -- messages -----------------------------------------------------------------

@@ -46,9 +46,16 @@ MAX_JOB_TAG_BYTES = InvalidTag.MAX_BYTES - MARKER_SUFFIX_BYTES
 
 
 def check_job_tag(tag: str) -> None:
-    """``InvalidTag`` unless ``tag`` is one, short enough for its markers' keys: a longer one
-    would be accepted by its create, and its first marker write refused at every receive."""
+    """``InvalidTag`` unless ``tag`` is one, short enough for its markers' keys (a longer one
+    would be accepted by its create, and its first marker write refused at every receive),
+    and not holding the markers' infix ``FLEET_MARKER``."""
     size = len(InvalidTag.check(tag).encode("utf-8"))
+    if FLEET_MARKER in tag:  # its chain would be taken for a marker (no event) or meet one
+        raise InvalidTag(
+            f"a fleet job's tag must not hold {FLEET_MARKER!r}: the fleet keeps its markers"
+            f" under such keys, and a chain there is taken for one (its events are not"
+            f" told); give another tag, not {tag!r}"
+        )
     if size > MAX_JOB_TAG_BYTES:
         raise InvalidTag(
             f"a fleet job's tag must be at most {MAX_JOB_TAG_BYTES} bytes of UTF-8 (its marker"
