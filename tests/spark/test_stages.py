@@ -34,9 +34,11 @@ from xor_ack_dynamodb.spark.stages import (
     HASH_LOW,
     ID,
     INPUT,
+    KEY,
     MARKER,
     TAG,
     RoundSpec,
+    key_bytes,
     stamp_committed,
 )
 from xor_ack_dynamodb.spark.stages import produce as produce_task
@@ -179,6 +181,7 @@ def lines_of(
             TAG: [tag] * n,
             MARKER: [False] * len(lines) + [True],
             CREATED: pa.array([None] * len(lines) + [created], pa.binary()),
+            KEY: pa.array([None] * len(lines) + [key_bytes(key)], pa.binary()),
             "value": pa.array([*lines, None], pa.string()),
         }
     )
@@ -235,6 +238,7 @@ def test_a_stamp_that_cannot_be_written_fails_the_task(tracker: TrackerConfig) -
             TAG: ["t"],
             MARKER: [True],
             CREATED: pa.array([None], pa.binary()),
+            KEY: pa.array([key_bytes("file:/a")], pa.binary()),
         }
     )
     with pytest.raises(ClientError, match="non-existent table"):

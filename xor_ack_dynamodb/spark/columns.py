@@ -1,4 +1,4 @@
-"""Columns a tracked job's source is made of: the file each row was read from, as a path."""
+"""Columns a tracked job reads: one named as it is, the file each row was read from."""
 
 from __future__ import annotations
 
@@ -17,3 +17,11 @@ def input_file() -> Any:
 
     uri = F.col("_metadata.file_path")
     return F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))
+
+
+def named(name: str) -> Any:
+    """The column called ``name``, whatever its characters: a bare ``F.col("a.b")`` is
+    field ``b`` of a column ``a`` (``UNRESOLVED_COLUMN`` where there is none)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .columns import named
 from .errors import ReservedColumn
 from .paths import is_remote, literal, local_path
 from .stages import ID, STAGED_DDL
@@ -97,4 +98,4 @@ class AckedLedger:
             .option("basePath", self.folder)
             .parquet(*map(literal, self.pages))
         )
-        return staged.join(pairs.select(ROUND, ID), [ROUND, ID]).select(*columns)
+        return staged.join(pairs.select(ROUND, ID), [ROUND, ID]).select(*map(named, columns))

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .columns import named
 from .errors import InvalidArgument
 
 #: Inputs per page: their chains, entries and marker rows are what the driver holds, for
@@ -80,7 +81,7 @@ def key_of(column: str) -> Any:
     input, and the input was acked with none of its rows."""
     from pyspark.sql import functions as F
 
-    return F.make_valid_utf8(F.col(column).cast("string"))
+    return F.make_valid_utf8(named(column).cast("string"))
 
 
 def _listed(rows: Iterator[Any], keyless: Callable[[int], None]) -> Iterator[str]:

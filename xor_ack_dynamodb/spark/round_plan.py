@@ -12,9 +12,21 @@ from typing import Any
 
 from .job_spec import JobSpec
 from .paging import key_of
-from .stages import CREATED, ID, INPUT, MARKER, STAGED_DDL, TAG, RoundSpec, produce, transit
+from .stages import (
+    CREATED,
+    ID,
+    INPUT,
+    KEY,
+    MARKER,
+    STAGED_DDL,
+    TAG,
+    RoundSpec,
+    key_bytes,
+    produce,
+    transit,
+)
 
-KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary"
+KEYS_DDL = f"{INPUT} string, {ID} int, {TAG} string, {CREATED} binary, {KEY} binary"
 
 
 def markers(
@@ -24,8 +36,12 @@ def markers(
     tags: list[str],
     created: dict[str, bytes | None],
 ) -> Any:
-    """One row per input of the round: its key, id, tag and its chain as created."""
-    rows = [(k, i, tag, created.get(tag)) for k, i, tag in zip(keys, ids, tags, strict=True)]
+    """One row per input of the round: its key (as a string, and exactly: ``KEY``), id, tag
+    and its chain as created."""
+    rows = [
+        (k, i, tag, created.get(tag), key_bytes(k))
+        for k, i, tag in zip(keys, ids, tags, strict=True)
+    ]
     return spark.createDataFrame(rows, KEYS_DDL)
 
 
@@ -48,7 +64,7 @@ def produced_rows(job: JobSpec, spec: RoundSpec, keys_df: Any, tasks: int) -> An
         rows = (
             job.source.withColumn(INPUT, key_of(job.key))
             .drop(job.key)
-            .join(F.broadcast(keys_df.drop(CREATED)), INPUT)
+            .join(F.broadcast(keys_df.drop(CREATED, KEY)), INPUT)
             .withColumn(MARKER, F.lit(False))
         )
         grouped = rows.unionByName(marked, allowMissingColumns=True)

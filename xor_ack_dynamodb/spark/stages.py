@@ -48,6 +48,10 @@ TAG = "_xa_tag"
 MARKER = "_xa_marker"
 #: On each input's marker row: its chain as the driver created it (pickled ``ChainState``).
 CREATED = "_xa_created"
+#: On each input's marker row: its key exactly as the driver has it (``key_bytes``); the
+#: JVM's strings cannot hold a lone surrogate (``os.listdir``'s escaped bytes), which
+#: ``INPUT`` (the join with the source's rows) turns into U+FFFD.
+KEY = "_xa_key"
 #: The two 64-bit lanes of each staged row's hash, computed where the row was produced.
 HASH_HIGH = "_xa_hash_high"
 HASH_LOW = "_xa_hash_low"
@@ -169,11 +173,12 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
-    key = table.column(INPUT)[0].as_py()
     input_id = table.column(ID)[0].as_py()
     tag = table.column(TAG)[0].as_py()
     marker = table.column(MARKER)
-    created = table.filter(marker).column(CREATED)[0].as_py()
+    marked = table.filter(marker)
+    key = key_of_bytes(marked.column(KEY)[0].as_py())
+    created = marked.column(CREATED)[0].as_py()
     rows = table.filter(pc.invert(marker)).select(list(spec.source_columns))
     result = user_rows(
         spec.process,
@@ -203,6 +208,15 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
     out = out.append_column(ID, pa.array(np.full(out.num_rows, input_id, dtype=np.int32)))
     out = out.append_column(HASH_HIGH, pa.array(lanes[0].view(np.int64)))
     return out.append_column(HASH_LOW, pa.array(lanes[1].view(np.int64)))
+
+
+def key_bytes(key: str) -> bytes:
+    """An input's key as its marker row carries it: every ``str`` exactly (``key_of_bytes``)."""
+    return key.encode("utf-8", "surrogatepass")
+
+
+def key_of_bytes(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
 
 
 def transit(spec: RoundSpec, batches: Iterator[Any]) -> Iterator[Any]:

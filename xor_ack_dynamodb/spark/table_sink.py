@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from . import output
+from .columns import named
 from .commit import Counts, Written, refuse_staged, resolver
 from .errors import DatabaseMissing, TableColumnsDiffer
 from .files import Files
@@ -102,7 +103,9 @@ class TableTarget:
         out = output.shaped(rows, self.sink)
         if self.exists():  # by the table's own column order: its format takes them as it is
             columns = self.spark.table(self.table).columns
-            out.select(*columns).write.insertInto(self.table, overwrite=self.sink.overwrite)
+            out.select(*map(named, columns)).write.insertInto(
+                self.table, overwrite=self.sink.overwrite
+            )
         else:
             writer = out.write.format(self.sink.format).options(**self.sink.options)
             if self.sink.partition_by:
