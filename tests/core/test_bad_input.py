@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
+import time
 from array import array
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,11 @@ def valid_item(tag: str) -> dict[str, Any]:
         "created_at": {"N": "1700000000.5"},
         "updated_at": {"N": "1700000001"},
     }
+
+
+def fixed_item(tag: str, deadline: float) -> dict[str, Any]:
+    """A live chain with a fixed deadline (a ``timeout``, no ``idle_timeout``)."""
+    return {**valid_item(tag), "deadline": {"N": str(deadline)}}
 
 
 def damaged(**changes: Any) -> dict[str, Any]:
@@ -275,7 +281,10 @@ CASES: list[Case] = [
         InvalidTTL,
     ),
     Case("touch timeout 0", lambda a: a.touch("good", timeout=0), InvalidTimeout),
-    Case("touch a chain without idle_timeout", lambda a: a.touch("good"), InvalidTimeout),
+    # A fixed deadline and no idle_timeout: nothing says how far to move it (after one
+    # read); past it too, where the refusal came after the timeout write had failed it.
+    Case("touch a chain with a fixed timeout only", lambda a: a.touch("fixed"), InvalidTimeout),
+    Case("touch it past that deadline", lambda a: a.touch("overdue"), InvalidTimeout),
     # -- the inventory's arguments
     Case("list_chains status unknown", lambda a: drain(a, "done"), InvalidListing),
     Case("list_chains limit negative", lambda a: drain(a, "open", limit=-1), InvalidListing),
@@ -365,6 +374,8 @@ async def test_bad_input_gets_its_error_and_changes_nothing(
 ) -> None:
     ack, raw, table = fresh
     raw.put_item(TableName=table, Item=valid_item("good"))
+    raw.put_item(TableName=table, Item=fixed_item("fixed", time.time() + 3600))
+    raw.put_item(TableName=table, Item=fixed_item("overdue", 1700000002))
     if case.damage is not None:
         raw.put_item(TableName=table, Item=DAMAGES[case.damage][1])
     before = snapshot(raw, table)

@@ -409,6 +409,32 @@ def test_touch_of_a_fixed_deadline_needs_a_timeout_and_writes_nothing() -> None:
         drive(core.touch(TAG), [("get_item", got(item(ROOT, deadline=950)))])
 
 
+def test_touch_of_a_fixed_deadline_past_it_is_refused_before_the_timeout_write() -> None:
+    # The timeout write went first: the chain was failed, then the call refused anyway.
+    core, _ = chains(1100.0)
+    with pytest.raises(InvalidTimeout, match="touch"):
+        drive(core.touch(TAG), [("get_item", got(item(ROOT, deadline=1000)))])
+
+
+def test_touch_of_a_chain_without_a_deadline_returns_it_without_a_span() -> None:
+    core, _ = chains(900.0)
+    ran = drive(core.touch(TAG), [("get_item", got(item(ROOT)))])
+    assert ran.result.deadline is None and len(ran.calls) == 1
+
+
+def test_touch_planned_on_an_old_cached_state_is_planned_again_not_a_lost_race() -> None:
+    # Another client stamped the chain since this one cached it: the refusal was counted a
+    # lost race (a back-off, a conflict) and, with retry=None, raised StaleLocalData.
+    clock = Clock(900.0)
+    core = Chains(table="tbl", token_window=4, rng=random.Random(7), clock=clock, retry=None)
+    core.remember(decode(item(ROOT, version=1, deadline=930, idle_timeout=60), "tagID"), TAG)
+    moved = item(ROOT, version=2, deadline=940, idle_timeout=60)
+    ran = drive(core.touch(TAG), [("update_item", condition_failed(moved)), ("update_item", ok)])
+    assert ran.result.deadline == 960.0
+    assert values(ran.calls[1])[":old"] == {"N": "2"}
+    assert core.stats.cache_refreshes == 1
+
+
 def test_touch_after_the_deadline_fails_the_chain() -> None:
     core, _ = chains(1100.0)
     with pytest.raises(ChainTimedOut):

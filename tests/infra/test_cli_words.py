@@ -18,7 +18,8 @@ def test_touch_of_a_chain_without_idle_timeout_names_the_option_to_pass(
     moto_table: TableSpec, moto_endpoint: str
 ) -> None:
     base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
-    assert run(*base, "chain", "create", "no-idle", "0102").exit_code == 0
+    created = run(*base, "chain", "create", "no-idle", "0102", "--timeout", "600")
+    assert created.exit_code == 0
     result = run(*base, "chain", "touch", "no-idle")
     assert_user_error(result, "InvalidTimeout:")
     assert "--timeout SECONDS" in result.stderr
@@ -101,14 +102,17 @@ def test_a_stamp_refused_says_what_to_do(moto_table: TableSpec, moto_endpoint: s
 def test_touch_of_a_chain_without_a_deadline_says_nothing_moved(
     moto_table: TableSpec, moto_endpoint: str
 ) -> None:
-    """It printed "TAG deadline -", as if --timeout had been applied."""
+    """It printed "TAG deadline -", as if --timeout had been applied; without --timeout it
+    failed (exit 1) telling to pass --timeout, which then moved nothing."""
     base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
     assert run(*base, "chain", "create", "open-ended", "0102").exit_code == 0
-    result = run(*base, "chain", "touch", "open-ended", "--timeout", "100")
-    assert result.exit_code == 0, result.output
-    assert result.output == (
-        "open-ended has no deadline (created without --timeout or --idle-timeout): nothing moved\n"
-    )
+    for given in (("--timeout", "100"), ()):
+        result = run(*base, "chain", "touch", "open-ended", *given)
+        assert result.exit_code == 0, result.output
+        assert result.output == (
+            "open-ended has no deadline (created without --timeout or --idle-timeout): "
+            "nothing moved\n"
+        )
     shown = json.loads(run(*base, "chain", "show", "open-ended", "--json").output)
     assert shown["deadline"] is None
 

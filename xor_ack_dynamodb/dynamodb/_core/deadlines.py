@@ -165,26 +165,30 @@ class Deadlines(Reads):
                     continue
                 state = None  # another generation: not the chain to touch
             status = D.status_of(state, self.clock())
+            if status in (Status.LIVE, Status.OVERDUE):
+                assert state is not None
+                span = extension if extension is not None else state.idle_timeout
+                if (span is None or state.deadline is None) and remembered:
+                    remembered = False  # the cache's chain may be an earlier generation
+                    state = yield from self._read(tag)
+                    continue
+                if state.deadline is None:
+                    return state  # no deadline: nothing to extend
+                if span is None:  # before the timeout write: a refusal writes nothing
+                    raise InvalidTimeout(
+                        f'"{tag}" has no idle_timeout: pass touch(tag, timeout=SECONDS) to say'
+                        " how far from now its deadline moves"
+                    )
             if status is Status.OVERDUE:
                 assert state is not None
                 state = yield from self._refuse_late("touch", tag, state)
                 continue
             if status is not Status.LIVE:
                 raise T.refusal(D.NOT_LANDED_STEP[("touch", status)][1], tag, state, "touch")
-            assert state is not None
-            span = extension if extension is not None else state.idle_timeout
-            if span is None and remembered:  # the cache's chain may be an earlier generation
-                remembered = False
-                state = yield from self._read(tag)
-                continue
-            if span is None:
-                raise InvalidTimeout(
-                    f'"{tag}" has no idle_timeout: pass touch(tag, timeout=SECONDS) to say how'
-                    " far from now its deadline moves"
-                )
+            assert state is not None and span is not None and state.deadline is not None
             now = self._now()
             deadline = round(now + span, 3)
-            if state.deadline is None or deadline <= state.deadline:
+            if deadline <= state.deadline:
                 if remembered:  # a cached state says so: the item decides, not the cache
                     remembered = False
                     state = yield from self._read(tag)
@@ -207,7 +211,7 @@ class Deadlines(Reads):
                     current = yield from self._after_failed_condition(tag, exc)
                 else:
                     current = yield from self._read(tag)
-                remembered = False
+                planned_on_cache, remembered = remembered, False
                 try:
                     landed = self._landed(state, current, [token], tag, sent is D.Sent.MAYBE_TWICE)
                 except AmbiguousWrite as ambiguous:
@@ -218,9 +222,15 @@ class Deadlines(Reads):
                     return current
                 if reply is D.Reply.UNKNOWN:
                     raise  # proven not landed: the caller may touch again
-                if D.status_of(current, self.clock()) is Status.LIVE and not (
-                    yield from self._back_off(attempt, started)
-                ):
+                now_status = D.status_of(current, self.clock())
+                refused = reply is D.Reply.CONDITION_FAILED and current is not None
+                again = D.STAMP_AGAIN[(planned_on_cache, refused, now_status is Status.OVERDUE)]
+                if again is Step.REPLAN:  # the cached state was old, not raced: no back-off
+                    self.stats.cache_refreshes += 1
+                    attempt -= 1
+                    state = current
+                    continue
+                if now_status is Status.LIVE and not (yield from self._back_off(attempt, started)):
                     raise StaleLocalData(tag, attempt) from exc
                 state = current
                 continue
