@@ -398,7 +398,8 @@ def test_a_stream_with_an_input_that_fails_for_good_stops_or_goes_on_as_asked(
         stop_on_failure=stop,
     )
     if stop:
-        with pytest.raises(Exception, match="BatchFailed"):
+        named = rf"BatchFailed: micro-batch \d+: 1 inputs failed \([^)]*{re.escape(bad)}\)"
+        with pytest.raises(Exception, match=named):
             query.awaitTermination(240)
     else:
         query.awaitTermination(240)

@@ -172,7 +172,7 @@ def summary_table(report: TrackedReport) -> Table:
     table.add_row("files", str(report.listed))
     if report.tracking:
         table.add_row("acked", f"[green]{report.acked}[/]")
-        failed = len(report.failed)
+        failed = report.failed_count
         table.add_row("failed", f"[red]{failed}[/]" if failed else "0")
         table.add_row("files replayed", str(report.replayed))
         table.add_row("rounds", str(len(report.rounds)))

@@ -285,7 +285,7 @@ def wordcount(
         raise UserError(f"the counts in {output} do not match an independent count: {check.detail}")
     if not report.ok:
         raise UserError(
-            f"{len(report.failed)} of {plural(report.listed, 'file')} failed (see the report)"
+            f"{report.failed_count} of {plural(report.listed, 'file')} failed (see the report)"
         )
 
 

@@ -18,6 +18,7 @@ again in the same start replaces.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import uuid
@@ -259,7 +260,8 @@ def track_stream(
             report = cast(TrackedReport, exc.report)
             marks.before_commit(report)
         if not report.ok:
-            names = ", ".join(i.key for i in report.failed[:3])
+            failed = (i.key for i in report.endings() if i.status == "failed")
+            names = ", ".join(itertools.islice(failed, 3))  # the first three, not all in memory
             said = (
                 f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}); "
                 f"its output {target.path} holds the acked ones only"
