@@ -474,9 +474,11 @@ class _Peer:
         self.deleted: list[str] = []
         self.visibility: list[tuple[str, int, float]] = []
         self.slow_release = slow_release
+        self.receives = 0
 
     async def receive_message(self, **request: Any) -> Any:
         assert "MessageGroupId" in request["MessageSystemAttributeNames"]
+        self.receives += 1
         if not self.batches:
             await asyncio.sleep(request["WaitTimeSeconds"])
             return {"Messages": []}
@@ -557,6 +559,16 @@ async def test_a_message_that_breaks_its_group_leaves_no_keeper_running() -> Non
     after = await _extensions_after_stop(peer)
     assert after == [], f"extensions after the worker stopped: {after}"
     assert stats["item_errors"] == 1
+
+
+async def test_short_polling_pauses_on_an_empty_queue_not_between_messages() -> None:
+    """``--wait-time 0`` polled an empty queue in a tight loop: a request SQS bills each
+    time, as fast as the network answers."""
+    peer = _Peer([[_message(None, 1)], [_message(None, 2)], [_message(None, 3)]])
+    worker = Worker(_Succeeding(), peer, "work", wait_time=0)  # type: ignore[arg-type]
+    stats = await _stopped_after(worker, 0.5)
+    assert stats["received"] == 3  # no pause while messages come
+    assert peer.receives == 4  # then one empty receive, and a pause
 
 
 async def test_a_standard_queue_message_without_receipt_is_counted_as_before() -> None:

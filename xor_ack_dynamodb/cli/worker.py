@@ -65,7 +65,12 @@ def function_option(name: str, help: str, *, required: bool = False) -> Callable
     "SQS endpoint, e.g. http://127.0.0.1:5000 [default: AWS_ENDPOINT_URL_SQS, else AWS]",
 )
 @typed_option("--concurrency", click.IntRange(1, 10_000), "Messages handled at once.", 16)
-@typed_option("--wait-time", click.IntRange(0, 20), "Long-poll seconds of each receive.", 20)
+@typed_option(
+    "--wait-time",
+    click.IntRange(0, 20),
+    "Long-poll seconds of each receive (0: short polling, a second's pause when empty).",
+    20,
+)
 @typed_option(
     "--visibility-timeout",
     click.IntRange(1, 43_200),

@@ -46,6 +46,9 @@ T = TypeVar("T")
 #: SQS's own bounds.
 MAX_BATCH = 10
 MAX_WAIT = 20
+#: With ``wait_time=0`` (short polling), the pause after a receive that found no message:
+#: an empty queue is not polled in a tight loop (each receive is a request SQS bills).
+EMPTY_PAUSE = 1.0
 MAX_VISIBILITY = 43_200
 
 
@@ -146,6 +149,8 @@ class Worker:
             await asyncio.sleep(1.0)
             return []
         self.stats["received"] += len(messages)
+        if not messages and self.wait_time == 0:
+            await asyncio.wait({stopping}, timeout=EMPTY_PAUSE)
         return messages
 
     def _in_order(self, messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
