@@ -32,6 +32,8 @@ from xor_ack_dynamodb.errors import (
     CorruptItem,
     InvalidTimeout,
     InvalidTTL,
+    InventoryBuilding,
+    InventoryMissing,
     SweepIncomplete,
     SweepStopped,
     TagExists,
@@ -560,6 +562,20 @@ def test_a_page_unread_before_anything_was_done_is_dynamodbs_own_error() -> None
     with pytest.raises(type(throttled)) as caught:
         drive(core.sweep(), [("query", throttled)])
     assert caught.value is throttled
+
+
+def test_an_index_still_being_built_is_said_so_not_dynamodbs_validation_error() -> None:
+    # While `table upgrade` waits for DynamoDB to backfill the new index, a sweep or a list
+    # got a raw ValidationException, where a missing index gets InventoryMissing.
+    core, _ = chains(1100.0)
+    backfilling = client_error("ValidationException", op="Query")
+    backfilling.response["Error"]["Message"] = (
+        "Cannot read from backfilling global secondary index: xor_ack_open"
+    )
+    with pytest.raises(InventoryBuilding, match="still being built") as caught:
+        drive(core.sweep(), [("query", backfilling)])
+    assert isinstance(caught.value, InventoryMissing) and caught.value.__cause__ is backfilling
+    assert "table upgrade" in str(caught.value)
 
 
 def test_list_chains_checks_each_item_and_stops_at_the_limit() -> None:

@@ -35,8 +35,8 @@ from typing import Any, Literal, TypeAlias
 from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb.chain import write_moment
-from xor_ack_dynamodb.dynamodb.aws import is_missing_index
-from xor_ack_dynamodb.errors import InvalidTag, InventoryMissing
+from xor_ack_dynamodb.dynamodb.aws import inventory_refusal
+from xor_ack_dynamodb.errors import InvalidTag
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
 
 Status: TypeAlias = Literal["open", "overdue", "failed"]
@@ -219,8 +219,9 @@ class Inventory:
         try:
             return await self.client.query(**request)
         except ClientError as exc:
-            if is_missing_index(exc):
-                raise InventoryMissing(self.table, request["IndexName"]) from exc
+            refusal = inventory_refusal(exc, self.table, request["IndexName"])
+            if refusal is not None:
+                raise refusal from exc
             raise
 
     def _key(self, status: Status, shard: int, position: tuple[str, str]) -> dict[str, Any]:

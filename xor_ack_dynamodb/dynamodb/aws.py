@@ -64,7 +64,7 @@ import botocore
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ..errors import RegionMissing
+from ..errors import InventoryBuilding, InventoryMissing, RegionMissing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -300,6 +300,21 @@ def is_missing_index(exc: ClientError) -> bool:
     """Does ``exc`` say the table has no such index (a table an earlier release made)?"""
     code, message = error_code(exc), error_message(exc)
     return any(code == c and message.startswith(m) for c, m in _NO_SUCH_INDEX)
+
+
+#: How a Query of an index DynamoDB is still building (backfilling) is refused.
+_BACKFILLING = ("ValidationException", "Cannot read from backfilling global secondary index")
+
+
+def inventory_refusal(exc: ClientError, table: str, index: str) -> InventoryMissing | None:
+    """What a Query of inventory ``index`` refused with ``exc`` means: the index missing
+    (``InventoryMissing``), or still being built (``InventoryBuilding``); None: neither."""
+    if is_missing_index(exc):
+        return InventoryMissing(table, index)
+    code, message = _BACKFILLING
+    if error_code(exc) == code and error_message(exc).startswith(message):
+        return InventoryBuilding(table, index)
+    return None
 
 
 def http_status(exc: ClientError) -> int | None:

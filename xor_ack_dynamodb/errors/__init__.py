@@ -56,6 +56,7 @@ from ._refusals import (
 )
 from ._table import (
     CorruptRecord,
+    InventoryBuilding,
     InventoryMissing,
     RegionMissing,
     StreamNotEnabled,
@@ -268,6 +269,7 @@ __all__ = [
     "InvalidTimeout",
     "InvalidToken",
     "InvalidWait",
+    "InventoryBuilding",
     "InventoryMissing",
     "LessThanTwoBuffers",
     "NotAChain",

@@ -101,6 +101,24 @@ class InventoryMissing(XorAckError):
         self.index = index
 
 
+class InventoryBuilding(InventoryMissing):
+    """The inventory index is there, still being built (its backfill after ``table
+    upgrade``): DynamoDB refuses to read it until it is ACTIVE."""
+
+    __module__ = _MODULE
+
+    def __init__(self, table: str, index: str) -> None:
+        XorAckError.__init__(
+            self,
+            f"index {index} of table {table} is still being built (DynamoDB backfills it from"
+            " every item after `table upgrade`) and cannot be read yet; nothing was written:"
+            f" run `xor-ack --table {table} table upgrade` to wait until it is ACTIVE (or"
+            " `table describe` to see it), then again",
+        )
+        self.table = table
+        self.index = index
+
+
 class StreamViewConflict(XorAckError):
     """The table already has a stream of another view type than the events need.
 

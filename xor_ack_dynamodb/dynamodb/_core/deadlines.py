@@ -27,14 +27,13 @@ from ...errors import (
     CorruptItem,
     InvalidListing,
     InvalidTimeout,
-    InventoryMissing,
     StaleLocalData,
     SweepIncomplete,
     SweepStopped,
     XorAckError,
 )
 from .. import item as I
-from ..aws import is_missing_index
+from ..aws import inventory_refusal
 from ..table import INDEXES, TableMismatch
 from . import landing as D
 from . import told as T
@@ -252,8 +251,9 @@ class Deadlines(Reads):
         try:
             response = yield Call("query", query.request(self.partition_key))
         except ClientError as exc:
-            if is_missing_index(exc):
-                raise InventoryMissing(self.table, index) from exc
+            refusal = inventory_refusal(exc, self.table, index)
+            if refusal is not None:
+                raise refusal from exc
             raise
         tags = [self._tag_of(raw, index) for raw in response.get("Items", [])]
         return tags, response.get("LastEvaluatedKey")
