@@ -34,6 +34,7 @@ from xor_ack_dynamodb.errors import (
     InvalidTTL,
     InventoryBuilding,
     InventoryMissing,
+    StaleLocalData,
     SweepIncomplete,
     SweepStopped,
     TagExists,
@@ -435,6 +436,17 @@ def test_touch_planned_on_an_old_cached_state_is_planned_again_not_a_lost_race()
     assert ran.result.deadline == 960.0
     assert values(ran.calls[1])[":old"] == {"N": "2"}
     assert core.stats.cache_refreshes == 1
+
+
+def test_a_touch_that_loses_a_race_says_it_was_a_touch() -> None:
+    # StaleLocalData said "changed while it was being stamped; retry the stamp" whatever
+    # the write (a touch, a fail, a sweep's timeout write).
+    core = Chains(table="tbl", token_window=4, rng=random.Random(7), clock=Clock(900.0), retry=None)
+    live = item(ROOT, version=1, deadline=930, idle_timeout=60)
+    moved = item(ROOT, version=2, deadline=940, idle_timeout=60)
+    with pytest.raises(StaleLocalData, match=r"being touched .*; retry the touch") as caught:
+        drive(core.touch(TAG), [("get_item", got(live)), ("update_item", condition_failed(moved))])
+    assert caught.value.write == "touch"
 
 
 def test_touch_after_the_deadline_fails_the_chain() -> None:

@@ -84,6 +84,15 @@ class TagNotFound(_TagError):
         super().__init__(tag, f'"{tag}" does not exist')
 
 
+#: What ``StaleLocalData`` says each write was doing, and what to do again.
+_STALE_WRITES: dict[str, tuple[str, str]] = {
+    "stamp": ("being stamped", "retry the stamp"),
+    "touch": ("being touched", "retry the touch"),
+    "fail": ("being failed", "retry the fail"),
+    "timeout": ("failed past its deadline", "sweep again (or retry the call that met it)"),
+}
+
+
 class StaleLocalData(_TagError):
     """The stored state changed between the read and the conditional write.
 
@@ -92,13 +101,16 @@ class StaleLocalData(_TagError):
     once the policy's attempts or time budget are spent.
     """
 
-    def __init__(self, tag: str, attempts: int = 1) -> None:
+    def __init__(self, tag: str, attempts: int = 1, write: str = "stamp") -> None:
+        doing, again = _STALE_WRITES.get(write, _STALE_WRITES["stamp"])
         super().__init__(
             tag,
-            f'"{tag}" changed while it was being stamped ({attempts} attempt'
-            f"{'' if attempts == 1 else 's'}); retry the stamp",
+            f'"{tag}" changed while it was {doing} ({attempts} attempt'
+            f"{'' if attempts == 1 else 's'}); {again}",
         )
         self.attempts = attempts
+        #: The write it was: "stamp", "touch", "fail" or "timeout".
+        self.write = write
 
 
 class AmbiguousWrite(_TagError):

@@ -88,7 +88,7 @@ class Deadlines(Reads):
                 return None, current
             assert current is not None and step is Step.RESEND
             if attempt >= MAX_TIMEOUT_WRITES:
-                raise StaleLocalData(tag, attempt)
+                raise StaleLocalData(tag, attempt, "timeout")
             attempt += 1
             token = secrets.token_bytes(WRITE_TOKEN_BYTES)
             tokens = (*current.tokens, token)[-self.token_window :]
@@ -230,7 +230,7 @@ class Deadlines(Reads):
                     state = current
                     continue
                 if now_status is Status.LIVE and not (yield from self._back_off(attempt, started)):
-                    raise StaleLocalData(tag, attempt) from exc
+                    raise StaleLocalData(tag, attempt, "touch") from exc
                 state = current
                 continue
             self.remember(planned, tag)

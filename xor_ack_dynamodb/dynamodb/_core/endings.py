@@ -75,7 +75,7 @@ class Endings(Deadlines):
                 return state
             if attempt >= 3:
                 # Its condition failed each time, yet the item reads as live: give up.
-                raise StaleLocalData(tag, attempt)
+                raise StaleLocalData(tag, attempt, "fail")
             attempt += 1
             self.stats.requests["UpdateItem"] += 1
             self.stats.writes += 1

@@ -24,7 +24,7 @@ def copy_error(error: Exception, cause: BaseException, tag: str | None = None) -
         copy: Exception = type(error)(tag or error.tag, error.window)
         cause = error.__cause__ or cause
     elif isinstance(error, StaleLocalData):
-        copy = StaleLocalData(error.tag, error.attempts)
+        copy = StaleLocalData(error.tag, error.attempts, error.write)
     elif isinstance(error, ChainTimedOut):
         copy = ChainTimedOut(
             error.tag,
