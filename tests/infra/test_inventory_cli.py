@@ -188,8 +188,8 @@ def test_user_mistakes_are_one_line(moto_endpoint: str, moto_table: TableSpec) -
     base = ("--endpoint-url", moto_endpoint, "--table", moto_table.name)
     assert_user_error(run(*base, "chain", "show", "nobody"), '"nobody" does not exist')
     assert_user_error(run(*base, "chain", "touch", "nobody"), 'TagNotFound: "nobody"')
-    assert run(*base, "chain", "create", "open-ended").exit_code == 0
-    assert_user_error(run(*base, "chain", "touch", "open-ended"), "InvalidTimeout")
+    assert run(*base, "chain", "create", "fixed", "--timeout", "600").exit_code == 0
+    assert_user_error(run(*base, "chain", "touch", "fixed"), "InvalidTimeout")
     missing = ("--endpoint-url", moto_endpoint, "--table", "no-such-table")
     assert_user_error(run(*missing, "sweep"), "ResourceNotFoundException")
     assert_user_error(run(*missing, "chain", "list"), "ResourceNotFoundException")
