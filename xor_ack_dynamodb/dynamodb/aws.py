@@ -51,11 +51,14 @@ the change; docs/performance.md has the benchmark after it).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import json
 import os
 import platform
 import re
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import urlsplit
@@ -64,7 +67,13 @@ import botocore
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ..errors import InventoryBuilding, InventoryMissing, RegionMissing
+from ..errors import (
+    InvalidArgument,
+    InventoryBuilding,
+    InventoryMissing,
+    NotDynamoDB,
+    RegionMissing,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -133,7 +142,16 @@ def endpoint_url(explicit: str | None = None) -> str | None:
         return explicit
     if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() in _TRUE:
         return None
-    return os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL") or None
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"):
+        value = os.environ.get(name)
+        if value and not is_endpoint_url(value):  # botocore: "Invalid endpoint", a ValueError
+            raise InvalidArgument(
+                f"{name}={value!r} (from the environment) is not an http(s) URL such as"
+                f" http://127.0.0.1:8000: export a valid one, or unset {name}"
+            )
+        if value:
+            return value
+    return None
 
 
 def is_endpoint_url(value: object) -> bool:
@@ -242,13 +260,48 @@ def client_options(*, session: Any = None, **settings: Unpack[Settings]) -> dict
     return options
 
 
+def refuse_no_dynamodb(
+    endpoint: str, operation_model: Any, response_dict: dict[str, Any], **_: Any
+) -> None:
+    """botocore's ``before-parse``: ``NotDynamoDB`` for a success whose body is not a JSON
+    object.  botocore reads such a body (a web server's page) as an empty answer: a write
+    counted as landed, a ``DescribeTable`` without its ``Table``."""
+    status = int(response_dict.get("status_code") or 0)
+    body = response_dict.get("body")
+    if not 200 <= status < 300 or (not body and operation_model.output_shape is None):
+        return  # an error (botocore's to read), or an operation that answers nothing
+    try:
+        parsed = json.loads(body) if isinstance(body, (bytes, str)) else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return
+    headers = response_dict.get("headers") or {}
+    raise NotDynamoDB(endpoint, operation_model.name, status, str(headers.get("content-type", "")))
+
+
+def _checked(client: Any) -> Any:
+    """``client`` refusing answers that are not DynamoDB's (``refuse_no_dynamodb``)."""
+    handler = functools.partial(refuse_no_dynamodb, str(client.meta.endpoint_url))
+    client.meta.events.register("before-parse.dynamodb", handler)
+    return client
+
+
+@asynccontextmanager
+async def _checked_async(
+    opened: AbstractAsyncContextManager[AsyncDynamoDBClient],
+) -> AsyncIterator[AsyncDynamoDBClient]:
+    async with opened as client:
+        yield _checked(client)
+
+
 def sync_client(*, session: Any = None, **settings: Unpack[Settings]) -> DynamoDBClient:
     """A boto3 DynamoDB client (the caller closes it)."""
     import boto3
 
     session = session or boto3.session.Session()
-    client: DynamoDBClient = session.client(
-        "dynamodb", **client_options(session=session, **settings)
+    client: DynamoDBClient = _checked(
+        session.client("dynamodb", **client_options(session=session, **settings))
     )
     return client
 
@@ -260,10 +313,10 @@ def async_client(
     import aioboto3
 
     session = session or aioboto3.Session()
-    client: AbstractAsyncContextManager[AsyncDynamoDBClient] = session.client(
+    opened: AbstractAsyncContextManager[AsyncDynamoDBClient] = session.client(
         "dynamodb", **client_options(session=session, **settings)
     )
-    return client
+    return _checked_async(opened)
 
 
 # -- what an AWS error says: each fact read here, once ------------------------------

@@ -29,6 +29,24 @@ class RegionMissing(XorAckError):
         )
 
 
+class NotDynamoDB(XorAckError):
+    """The endpoint answered a request as no DynamoDB does: a success whose body is not
+    DynamoDB's JSON (a web page, another service).  Nothing was read or written there."""
+
+    __module__ = _MODULE
+
+    def __init__(self, endpoint: str, operation: str, status: int, content_type: str) -> None:
+        super().__init__(
+            f"{endpoint} answered {operation} with HTTP {status} and no DynamoDB reply"
+            f" ({content_type or 'no content type'}): it is not DynamoDB, so nothing was"
+            " read or written there; check the endpoint URL (--endpoint-url, endpoint_url=,"
+            " AWS_ENDPOINT_URL_DYNAMODB)"
+        )
+        self.endpoint = endpoint
+        self.operation = operation
+        self.status = status
+
+
 class CorruptRecord(XorAckError):
     """A DynamoDB Streams record that is not a chain's transition: not a stream record of
     the expected shape, an image missing (the stream must be ``NEW_AND_OLD_IMAGES``), or an

@@ -16,11 +16,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .install import LocalDynamoDBError, cache_dir
+from .install import LocalDynamoDBError, cache_dir, make_dir
 from .server import (
     Backend,
     _make_data_dir,
-    _make_dir,
     _port_for,
     _resolve,
     _say_fallback,
@@ -151,9 +150,14 @@ def server_status(directory: Path | None = None) -> ServerState | None:
     path = state_file(directory)
     try:
         state = ServerState.from_json(path.read_text())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none recorded (no such folder)
         return None
-    except (ValueError, KeyError, TypeError):
+    except (IsADirectoryError, PermissionError) as exc:
+        raise LocalDynamoDBError(
+            f"the local DynamoDB's state file {path} cannot be read ({exc.strerror or exc}):"
+            " set XOR_ACK_RUN_DIR to a folder of your own"
+        ) from exc
+    except (ValueError, KeyError, TypeError, OverflowError):  # damaged: no server known
         path.unlink(missing_ok=True)
         return None
     if not _is_our_server(state):
@@ -178,7 +182,7 @@ def start_detached(
     the later one sees the first running.
     """
     folder = directory or run_dir()
-    _make_dir(
+    make_dir(
         folder, "run directory", "set XOR_ACK_RUN_DIR (directory=...) to a folder you can write"
     )
     with _one_start_at_a_time(folder):

