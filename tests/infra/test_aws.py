@@ -162,9 +162,16 @@ def test_the_default_config_retries_in_standard_mode(env: pytest.MonkeyPatch) ->
     client = sync_client(region_name="eu-west-1")
     assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 11}
     assert client.meta.config.connect_timeout == 5
-    env.setenv("AWS_MAX_ATTEMPTS", "2")
-    assert botocore_config().retries is None  # botocore reads AWS_MAX_ATTEMPTS then
     assert botocore_config(retries={"max_attempts": 3}).retries == {"max_attempts": 3}
+    # Each variable replaces its own part only: AWS_MAX_ATTEMPTS alone switched the clients
+    # to botocore's legacy mode, AWS_RETRY_MODE=standard alone cut 11 sends to 3.
+    env.setenv("AWS_MAX_ATTEMPTS", "2")
+    retries = sync_client(region_name="eu-west-1").meta.config.retries
+    assert retries == {"mode": "standard", "total_max_attempts": 2}
+    env.delenv("AWS_MAX_ATTEMPTS")
+    env.setenv("AWS_RETRY_MODE", "adaptive")
+    retries = sync_client(region_name="eu-west-1").meta.config.retries
+    assert retries == {"mode": "adaptive", "total_max_attempts": 11}
 
 
 async def test_the_async_connect_reads_aws_region(env: pytest.MonkeyPatch) -> None:

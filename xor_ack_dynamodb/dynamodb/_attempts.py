@@ -27,10 +27,21 @@ that could not be watched, an error built by hand) falls back to
 
 from __future__ import annotations
 
+import inspect
 import socket
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    CredentialRetrievalError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ParamValidationError,
+    PartialCredentialsError,
+    TokenRetrievalError,
+    UnauthorizedSSOTokenError,
+)
 
 from .aws import http_status
 
@@ -41,13 +52,16 @@ _HANDLER_ID = "xor-ack-attempt-outcomes"
 _NEVER_SENT = "xor_ack_never_sent"  # set on a transport error none of whose attempts was sent
 
 
+#: The HTTP libraries' errors (and their subclasses: urllib3's ``NameResolutionError``,
+#: aiohttp's ``ClientConnectorDNSError`` and its TLS ones) of a connection never opened.
+_CONNECT_FAILED = frozenset({"NewConnectionError", "ClientConnectorError"})
+
+
 def connect_failed(error: BaseException | None) -> bool:
     """Is this HTTP library's error (urllib3's, aiohttp's) a connection that never opened?"""
-    return isinstance(error, socket.gaierror) or type(error).__name__ in {
-        "NewConnectionError",  # urllib3
-        "ClientConnectorError",  # aiohttp
-        "ClientConnectorDNSError",
-    }
+    if isinstance(error, socket.gaierror):
+        return True
+    return any(kind.__name__ in _CONNECT_FAILED for kind in type(error).__mro__)
 
 
 def _never_sent(exc: BaseException) -> bool:
@@ -100,7 +114,12 @@ def _on_call_error(exception: Any = None, context: Any = None, **_: Any) -> None
         return
     attempts = context.get(_CONTEXT_KEY)
     if attempts and not any(attempts):
-        setattr(exception, _NEVER_SENT, True)
+        mark_never_sent(exception)
+
+
+def mark_never_sent(exc: BaseException) -> None:
+    """``exc`` proven to follow no send at all: its request never reached DynamoDB."""
+    setattr(exc, _NEVER_SENT, True)
 
 
 #: Writes whose lost response is re-sent at once (see :func:`_resend_soon`).
@@ -109,31 +128,45 @@ _WRITES = frozenset({"UpdateItem", "TransactWriteItems", "BatchExecuteStatement"
 RESEND_DELAY = 0.01
 
 
-def _resend_soon(total_attempts: int) -> Any:
+def _resend_soon(total_attempts: int, decides: Any = None) -> Any:
     """``needs-retry``, first: re-send a write whose connection was lost after ``n * 10 ms``.
 
     A write whose response was lost is proven landed or not by its token in the
     item, which keeps the last ``token_window`` tokens; the longer the re-send
     waits (botocore's standard mode: up to 1 s, then 2 s, ...), the more writes of
     other clients can push the token out and leave the write ambiguous.  Only the
-    delay changes: a lost connection is retried by every botocore retry mode, the
-    attempts stay bounded by the client's own ``total_max_attempts``, and a 5xx or
-    a throttle keeps botocore's backoff.
+    delay changes: whether to re-send at all is botocore's retry handler's (``decides``,
+    asked first: its retry quota, spent in an outage, stops re-sends as it would), the
+    attempts stay bounded by the client's own ``total_max_attempts``, and a 5xx or a
+    throttle keeps botocore's backoff.
     """
 
-    def handler(
-        attempts: int = 0,
-        operation: Any = None,
-        caught_exception: BaseException | None = None,
-        **_: Any,
-    ) -> float | None:
-        if caught_exception is None or _never_sent(caught_exception):
+    def shortened(attempts: int, decided: Any) -> Any:
+        if inspect.isawaitable(decided):  # aiobotocore's handler: awaited by its emitter
+
+            async def later() -> float | None:
+                return shortened(attempts, await decided)  # type: ignore[no-any-return]
+
+            return later()
+        return None if decided is None else RESEND_DELAY * attempts
+
+    def handler(**kwargs: Any) -> Any:
+        attempts, caught = kwargs.get("attempts", 0), kwargs.get("caught_exception")
+        if caught is None or _never_sent(caught):
             return None
-        if getattr(operation, "name", None) not in _WRITES or attempts >= total_attempts:
+        name = getattr(kwargs.get("operation"), "name", None)
+        if name not in _WRITES or attempts >= total_attempts:
             return None
-        return RESEND_DELAY * attempts
+        return shortened(attempts, decides(**kwargs) if decides is not None else True)
 
     return handler
+
+
+def _botocore_retry(events: Any) -> Any:
+    """The retry handler botocore registered on ``events`` for DynamoDB, if it is found."""
+    emitter = getattr(events, "_emitter", events)
+    entry = getattr(emitter, "_unique_id_handlers", {}).get("retry-config-dynamodb")
+    return entry.get("handler") if isinstance(entry, dict) else None
 
 
 def watch(client: Any) -> bool:
@@ -145,7 +178,9 @@ def watch(client: Any) -> bool:
     total = retries.get("total_max_attempts")
     if isinstance(total, int) and hasattr(events, "register_first"):
         events.register_first(
-            "needs-retry.dynamodb", _resend_soon(total), unique_id=_HANDLER_ID + "-resend"
+            "needs-retry.dynamodb",
+            _resend_soon(total, _botocore_retry(events)),
+            unique_id=_HANDLER_ID + "-resend",
         )
     # First, as the re-send: botocore's legacy retry handler raises the caught error once
     # the attempts are spent, and the handlers after it never see the last attempt.
@@ -164,6 +199,20 @@ def earlier_send_may_have_landed(response: dict[str, Any]) -> bool:
     return int(meta.get("RetryAttempts", 0) or 0) > 0
 
 
+#: botocore's errors raised before a request is sent at all: no credentials (none found,
+#: a refresh or an SSO token that failed: signing needs them), a request refused by its
+#: own model.  Any other error after which no attempt was recorded (a response botocore
+#: could not parse) followed a send.
+_BEFORE_ANY_SEND = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    CredentialRetrievalError,
+    TokenRetrievalError,
+    UnauthorizedSSOTokenError,
+    ParamValidationError,
+)
+
+
 def may_have_landed(exc: BaseException) -> bool:
     """Could any send of the request that failed with ``exc`` have been applied?
 
@@ -172,6 +221,8 @@ def may_have_landed(exc: BaseException) -> bool:
     attempts could connect; anything else (a 5xx, a lost connection or a timeout
     on any attempt) may have landed.
     """
+    if isinstance(exc, _BEFORE_ANY_SEND):
+        return False
     if not isinstance(exc, ClientError):
         return not getattr(exc, _NEVER_SENT, False)
     status = http_status(exc)

@@ -43,6 +43,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ._attempts import (
     connect_failed,
     mark_answer_sent_before,
+    mark_never_sent,
     mark_sent_before,
     unmark_never_sent,
 )
@@ -271,7 +272,11 @@ class Direct:
             # this one, is then the same transaction, which DynamoDB answers as it did.
             params = {**params, "ClientRequestToken": str(uuid.uuid4())}
         body = encode(params)
-        credentials = await self._credentials.get_frozen_credentials()  # botocore's errors
+        try:
+            credentials = await self._credentials.get_frozen_credentials()
+        except BotoCoreError as exc:  # no credentials, or a refresh that failed: unsent
+            mark_never_sent(exc)
+            raise
         try:
             status, headers, raw = await self._send(operation, body, credentials)
         except Exception as exc:  # the transport's: aiohttp, the OS, a timeout

@@ -27,9 +27,10 @@ turns them off: only the argument is passed on.  :func:`endpoint_url` reads 1-3 
 whether the endpoint is a local one (6 above, and the credentials below).
 
 Credentials are botocore's default chain, except that a loopback endpoint with neither
-``AWS_ACCESS_KEY_ID`` nor ``AWS_PROFILE`` set signs with dummy ones (``local``): DynamoDB Local
-and moto accept any, so ``xor-ack local start`` then ``xor-ack table create`` works on a machine
-without an AWS account.
+``AWS_ACCESS_KEY_ID`` nor ``AWS_PROFILE`` set, and no session given credentials or a profile
+of its own, signs with dummy ones (``local``): DynamoDB Local and moto accept any, so
+``xor-ack local start`` then ``xor-ack table create`` works on a machine without an AWS
+account.
 
 Errors: what an AWS error says (its code, message, status, the item a failed condition
 returned, a cancelled transaction's reasons) is read by the functions at the end, one per
@@ -116,8 +117,13 @@ def botocore_config(**overrides: object) -> Config:
         "parameter_validation": False,  # the module docstring says why
         "user_agent": USER_AGENT,
     }
-    if not os.environ.get("AWS_RETRY_MODE") and not os.environ.get("AWS_MAX_ATTEMPTS"):
-        options["retries"] = {"mode": "standard", "max_attempts": 10}
+    retries: dict[str, object] = {}  # each part botocore's from the environment, if set there
+    if not os.environ.get("AWS_RETRY_MODE"):
+        retries["mode"] = "standard"
+    if not os.environ.get("AWS_MAX_ATTEMPTS"):
+        retries["max_attempts"] = 10
+    if retries:
+        options["retries"] = retries
     options.update(overrides)
     config: Config = Config(**options)
     return config
@@ -253,6 +259,7 @@ def client_options(*, session: Any = None, **settings: Unpack[Settings]) -> dict
             is_loopback(endpoint_url(endpoint))
             and not os.environ.get("AWS_ACCESS_KEY_ID")
             and not os.environ.get("AWS_PROFILE")
+            and not _own_credentials(session)
         )
     if local_credentials:
         options["aws_access_key_id"] = "local"
@@ -293,6 +300,18 @@ async def _checked_async(
 ) -> AsyncIterator[AsyncDynamoDBClient]:
     async with opened as client:
         yield _checked(client)
+
+
+def _own_credentials(session: Any) -> bool:
+    """Was ``session`` (boto3's or aioboto3's) given credentials or a profile of its own?
+    A local endpoint is then signed with them: DynamoDB Local without ``-sharedDb`` and
+    LocalStack keep tables per access key."""
+    inner = getattr(session, "_session", None)
+    if inner is None:
+        return False
+    if getattr(inner, "_credentials", None) is not None:
+        return True
+    return bool(inner.instance_variables().get("profile"))
 
 
 def sync_client(*, session: Any = None, **settings: Unpack[Settings]) -> DynamoDBClient:

@@ -1,0 +1,274 @@
+"""What a request that failed tells of its sends: never sent (no credentials, a host that
+does not resolve) is not "may have landed", botocore's retry quota still bounds the quick
+re-sends of lost writes, and a session's own credentials sign what it sends.
+
+Every server here is a scripted HTTP peer on 127.0.0.1; nothing reaches AWS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import aioboto3
+import boto3
+import pytest
+from botocore.exceptions import (
+    CredentialRetrievalError,
+    EndpointConnectionError,
+    NoCredentialsError,
+)
+
+from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp
+from xor_ack_dynamodb.retry import botocore_config
+
+# -- a threaded loopback peer that answers every request with the same JSON body ----------
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", "0"))
+        body = self.rfile.read(length)
+        self.server.seen.append((dict(self.headers.items()), body))
+        raw = json.dumps(self.server.answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("x-amzn-RequestId", "r")
+        self.send_header("x-amz-crc32", str(zlib.crc32(raw)))
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _peer(answer: dict[str, Any] | None = None) -> Iterator[tuple[str, list[Any]]]:
+    """(endpoint, requests seen) of an HTTP peer on 127.0.0.1 answering ``answer``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server.daemon_threads = True
+    server.seen = []  # type: ignore[attr-defined]
+    server.answer = answer if answer is not None else {}  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.seen  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _few_attempts() -> Any:
+    return botocore_config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=2)
+
+
+# -- a request never sent, for want of credentials, is reported "may have landed" ----
+
+
+def _no_credentials_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+class _Expired:
+    """Credentials whose refresh fails, as an expired SSO session's or role's do."""
+
+    method = "sso"
+
+    async def get_frozen_credentials(self) -> Any:
+        raise CredentialRetrievalError(provider="sso", error_msg="the SSO session expired")
+
+
+async def _create_with_expired_credentials(url: str) -> None:
+    async with aioboto3.Session().client(
+        "dynamodb",
+        endpoint_url=url,
+        region_name="us-east-1",
+        config=_few_attempts(),
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    ) as client:
+        client._request_signer._credentials = _Expired()  # the SSO session expired
+        ack = XorAckDynamoDB(client, table="t", direct=True)  # connect()'s direct path
+        await ack.create("job", new_stamp())
+
+
+@pytest.mark.parametrize("path", ["sync-no-credentials", "async-direct-expired-credentials"])
+def test_a_write_never_sent_for_want_of_credentials_is_not_reported_as_maybe_landed(
+    path: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """No credentials (or an expired SSO session): the request is never signed, nothing is
+    sent.  The user should get botocore's error (``NoCredentialsError``, for which the CLI
+    has its own message; ``CredentialRetrievalError``), not ``UnsettledWrite`` telling
+    them the write may have landed and to fail the chain and replay its input."""
+    with _peer() as (url, seen):
+        if path == "sync-no-credentials":
+            _no_credentials_anywhere(monkeypatch, tmp_path)
+            client = boto3.client(
+                "dynamodb", endpoint_url=url, region_name="us-east-1", config=_few_attempts()
+            )
+            try:
+                with pytest.raises(NoCredentialsError):
+                    SyncXorAckDynamoDB(client, table="t").create("job", new_stamp())
+            finally:
+                client.close()
+        else:
+            with pytest.raises(CredentialRetrievalError):
+                asyncio.run(_create_with_expired_credentials(url))
+        assert seen == []  # nothing was ever sent: it cannot have landed
+
+
+# -- a connection that never opened (DNS) is taken for a lost response ----------
+
+
+@pytest.fixture
+def unresolvable(monkeypatch: pytest.MonkeyPatch) -> str:
+    """An endpoint whose host name does not resolve (no lookup leaves this machine)."""
+    real = socket.getaddrinfo
+
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.endswith(".invalid"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    return "http://dynamodb.us-esat-1.invalid:8000"  # a typo in the region
+
+
+def test_a_host_that_does_not_resolve_is_not_a_write_that_may_have_landed(
+    unresolvable: str,
+) -> None:
+    """urllib3 2 raises ``NameResolutionError`` (a ``NewConnectionError``) for a failed
+    lookup; ``_attempts.connect_failed`` matches class names exactly and misses it, so
+    the write counts as maybe landed and the user gets ``UnsettledWrite``."""
+    client = boto3.client(
+        "dynamodb", endpoint_url=unresolvable, region_name="us-east-1", config=_few_attempts()
+    )
+    try:
+        ack = SyncXorAckDynamoDB(client, table="t")
+        with pytest.raises(EndpointConnectionError):
+            ack.create("job", new_stamp())
+    finally:
+        client.close()
+
+
+# -- a session's own credentials are replaced by dummy ones on a loopback endpoint ----
+
+
+def test_connect_signs_with_the_credentials_of_the_session_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """``connect(session=boto3.Session(aws_access_key_id=...))`` on a loopback endpoint
+    signed with ``local``: DynamoDB Local without ``-sharedDb`` (its official image's
+    default) and LocalStack keep tables per access key, so the user's tables vanish."""
+    _no_credentials_anywhere(monkeypatch, tmp_path)
+    session = boto3.Session(
+        aws_access_key_id="alice", aws_secret_access_key="secret", region_name="us-east-1"
+    )
+    with (
+        _peer({}) as (url, seen),
+        SyncXorAckDynamoDB.connect(table="t", endpoint_url=url, session=session) as ack,
+    ):
+        assert ack.get("job") is None
+    (headers, _), *_ = seen
+    authorization = {k.lower(): v for k, v in headers.items()}["authorization"]
+    assert "Credential=alice/" in authorization, authorization
+
+
+# -- the 10 ms re-send overrides botocore's own decision not to retry -----------------
+
+
+@contextlib.contextmanager
+def _hangs_up() -> Iterator[tuple[str, list[int]]]:
+    """An HTTP endpoint on 127.0.0.1 that reads each request and closes without answering
+    (an outage that loses every response); ``count[0]``: requests read."""
+    server = socket.create_server(("127.0.0.1", 0))
+    count = [0]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError):
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                while len(body) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    body += chunk
+                count[0] += 1
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}", count
+    finally:
+        server.close()
+
+
+def test_a_lost_write_is_not_re_sent_once_botocores_retry_quota_is_spent() -> None:
+    """ClientBase's docstring: the handlers ``watch`` adds "never change ... which errors
+    botocore retries or how often"; ``_resend_soon``: "only the delay changes".  In an
+    outage botocore's standard mode stops retrying once its retry quota is spent (to
+    avoid retry storms); ``_resend_soon`` answers ``needs-retry`` first with a delay, so
+    botocore re-sends every write ``total_max_attempts`` times anyway."""
+    with _hangs_up() as (url, count):
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=url,
+            region_name="us-east-1",
+            config=botocore_config(retries={"mode": "standard", "total_max_attempts": 3}),
+        )
+        params = {
+            "TableName": "t",
+            "Key": {"tagID": {"S": "a"}},
+            "UpdateExpression": "SET n = :n",
+            "ExpressionAttributeValues": {":n": {"N": "1"}},
+        }
+        try:
+            # What botocore alone does once its quota (500, 5 per retry) is spent: one send.
+            SyncXorAckDynamoDB(client, table="t")  # watches the client, as any tracker does
+            for _ in range(60):  # 60 writes, 2 retries each: 120 retries, over the quota
+                with contextlib.suppress(Exception):
+                    client.update_item(**params)
+            before = count[0]
+            with contextlib.suppress(Exception):
+                client.update_item(**params)
+            assert count[0] - before == 1, f"{count[0] - before} sends after the quota was spent"
+        finally:
+            client.close()
