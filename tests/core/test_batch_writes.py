@@ -699,3 +699,73 @@ async def test_a_caller_cancelled_while_its_write_waits_for_a_slot_sends_nothing
         await ack.drain()
         assert (await ack.get("second")).stamp == roots["second"]  # type: ignore[union-attr]
         assert (await ack.get("third")).version == 2  # type: ignore[union-attr]
+
+
+def test_an_interrupted_wait_for_a_batch_does_not_block_the_clients_later_writes(
+    local: tuple[str, Any],
+) -> None:
+    """With ``batch_writes``, a stamp that waits for a free slot sits in the plan; if its
+    thread is interrupted there (``KeyboardInterrupt``, a signal handler's exception), the
+    batch it would lead is later handed to its dead inbox: never sent, its slot never
+    freed.  With ``write_slots=1`` every later stamp of the client then waits forever."""
+    import signal
+
+    endpoint, spec = local
+    client = boto3.client(
+        "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=botocore_config()
+    )
+    ack = SyncXorAckDynamoDB(client, table=spec.name, batch_writes=True, write_slots=1)
+    roots = {tag: new_stamp() for tag in ("a", "b", "c")}
+    for tag, root in roots.items():
+        ack.create(tag, root)  # cached: each stamp below is one write, no read
+
+    gate, held = threading.Event(), threading.Event()
+
+    def hold(**_: Any) -> None:
+        if threading.current_thread().name == "holder":
+            held.set()
+            gate.wait(10)
+
+    client.meta.events.register("before-send.dynamodb.UpdateItem", hold)
+    holder = threading.Thread(
+        target=ack.stamp, args=("a", xor(roots["a"], new_stamp())), name="holder", daemon=True
+    )
+    holder.start()
+    assert held.wait(10)  # a's write holds the only slot
+
+    main = threading.get_ident()
+
+    def interrupt() -> None:
+        for _ in range(1000):
+            if ack._batcher is not None and ack._batcher.plan.waiting:
+                break
+            threading.Event().wait(0.005)
+        signal.pthread_kill(main, signal.SIGUSR1)
+
+    def on_signal(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            ack.stamp("b", xor(roots["b"], new_stamp()))  # waits for the slot: interrupted
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    gate.set()
+    holder.join(10)
+    assert not holder.is_alive()
+
+    later = threading.Thread(target=ack.stamp, args=("c", roots["c"]), daemon=True)
+    later.start()
+    later.join(10)
+    try:
+        plan = ack._batcher.plan if ack._batcher is not None else None
+        assert not later.is_alive(), (
+            "a later stamp waits forever for the slot",
+            plan and (plan.in_flight, len(plan.waiting)),
+        )
+        state = ack.get("b")  # withdrawn while it waited: never sent, not applied later
+        assert state is not None and state.stamp == roots["b"] and state.version == 1
+    finally:
+        client.meta.events.unregister("before-send.dynamodb.UpdateItem", hold)

@@ -189,6 +189,13 @@ class BatchPlan(Generic[T]):
             return [self._take()]
         return []
 
+    def withdraw(self, write: T) -> bool:
+        """Take ``write`` out if it still waits (its caller is gone); False if it was taken."""
+        kept = [(key, waiting) for key, waiting in self.waiting if waiting is not write]
+        withdrawn = len(kept) != len(self.waiting)
+        self.waiting = kept
+        return withdrawn
+
     def finished(self) -> list[list[T]]:
         self.in_flight -= 1
         ready: list[list[T]] = []

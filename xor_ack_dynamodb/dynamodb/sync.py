@@ -109,17 +109,24 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             ready = self._batcher.plan.offer(item_key(update), write)
         for writes in ready:
             writes[0].waiter.put(("lead", writes))
-        while True:
-            kind, value = inbox.get()
-            if kind == "lead":
-                self._flush(value)
-                continue
-            if value is _INTERRUPTED:  # the thread sending its batch was interrupted
-                tag = str(update.key[self._core.partition_key]["S"])
-                raise InterruptedWrite(tag, self.token_window)
-            if isinstance(value, BaseException):
-                raise value
-            return value
+        try:
+            while True:
+                kind, value = inbox.get()
+                if kind == "lead":
+                    self._flush(value)
+                    continue
+                if value is _INTERRUPTED:  # the thread sending its batch was interrupted
+                    tag = str(update.key[self._core.partition_key]["S"])
+                    raise InterruptedWrite(tag, self.token_window)
+                if isinstance(value, BaseException):
+                    raise value
+                return value
+        except BaseException:
+            with self._queue_lock:
+                withdrawn = self._batcher.plan.withdraw(write)
+            if not withdrawn:  # in a batch: its lead may come here, and must still be sent
+                threading.Thread(target=_drain, args=(self, inbox), daemon=True).start()
+            raise
 
     def _flush(self, writes: list[Write]) -> None:
         """Send writes (one, or a batch), hand each its result, and pass on what waited."""
@@ -384,3 +391,14 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         while (page := listing.next_page()) is not None:
             states: list[ChainState] = self._run(page)
             yield from states
+
+
+def _drain(client: SyncXorAckDynamoDB, inbox: SimpleQueue[tuple[str, Any]]) -> None:
+    """The inbox of a write whose caller was interrupted once it was in a batch: a batch it
+    is handed is sent (the other writes wait for it, and its request holds a slot); its
+    own result, which nobody waits for, ends it."""
+    while True:
+        kind, value = inbox.get()
+        if kind != "lead":
+            return
+        client._flush(value)
