@@ -46,6 +46,11 @@ _MESSAGE = 300
 
 _MISSING = re.compile(r"(ModuleNotFoundError|ImportError): (No module named '?([\w.]+)'?[^\n]*)")
 _IMPORT = re.compile(r"ImportError: ([^\n]+)")
+#: botocore's refusal to make a request at all where the tasks run: no region, no
+#: credentials (the driver found its own in its ~/.aws, the executors have none).
+_NO_AWS_SETTING = re.compile(
+    r"(?:botocore\.exceptions\.)?(NoRegionError|NoCredentialsError): [^\n]*"
+)
 #: A worker's Python that is not there (error=2, ENOENT) or may not run (error=13, EACCES):
 #: not a fork that failed for a moment (error=12 ENOMEM, 11 EAGAIN, 24 EMFILE: replayed).
 _NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*?error=(?:2|13),[^\n]*')
@@ -67,10 +72,17 @@ def one_line(text: str) -> str:
 
 def raised(key: str, error: BaseException | tuple[str, str]) -> str:
     """The reason of an input whose function raised ``error`` (or its ``(type, message)``)."""
-    kind, message = error if isinstance(error, tuple) else (type(error).__name__, str(error))
+    kind, message = error if isinstance(error, tuple) else (type(error).__name__, said(error))
     line = one_line(message)
-    said = f": {line}" if line else ""
-    return f"{RAISED}{kind}{said} (input {key})"
+    return f"{RAISED}{kind}{f': {line}' if line else ''} (input {key})"
+
+
+def said(error: BaseException) -> str:
+    """``str(error)``, or what can be said of it when its own ``__str__`` fails."""
+    try:
+        return str(error)
+    except Exception as failed:
+        return f"<its message could not be made: {type(failed).__name__}: {failed}>"
 
 
 def crashed(key: str, how: str) -> str:
@@ -198,6 +210,14 @@ def incurable(job_error: str | None, outcomes: Sequence[str], acked: int, where:
             f"{outcomes[0][len(RAISED) :]}): install {name} into the Python that runs the "
             "tasks there (spark.pyspark.python / PYSPARK_PYTHON)"
         )
+    imports = [_IMPORT.search(o) for o in outcomes]  # "cannot import name ...": a version
+    said = {m.group(1).rsplit(" (input ", 1)[0] for m in imports if m is not None}
+    if all(m is not None for m in imports) and len(said) == 1:
+        return (
+            f"the function cannot import what it needs on {where} (every input: "
+            f"{outcomes[0][len(RAISED) :]}): install matching versions into the Python that "
+            "runs the tasks there (spark.pyspark.python / PYSPARK_PYTHON)"
+        )
     return None
 
 
@@ -234,6 +254,13 @@ def _setup_problem(text: str, where: str) -> str | None:
             f"DynamoDB refuses the tasks' requests on {where} ({said}): give the credentials "
             "the tasks run with there the chains table's policy (infra/table.yaml), and the "
             "table's region and endpoint"
+        )
+    found = _NO_AWS_SETTING.search(text)
+    if found is not None:
+        return (
+            f"the tasks cannot reach DynamoDB on {where} ({one_line(found.group(0))}): give"
+            " them the chains table's region (TrackerConfig(region=...), the spark.xorack.region"
+            " setting, or AWS_REGION where they run) and credentials"
         )
     found = _IMPORT.search(text)
     if found is not None:

@@ -335,6 +335,9 @@ class TrackedJob:
         judged = text is not None or (round_ == 1 and len(said) > 1)
         message = incurable(text, said, said.count("acked"), where) if judged else None
         if message is not None and self._stopped is None:
+            # Stopped now, whatever each input's own ending: with max_errors=1 every one was
+            # spent (failed for good) and the run went on, writing an output of none.
+            self._stopped = message
             self._output_at_fault = text is None and output_at_fault(said)
         still: list[int] = []
         for i, (outcome, permanent) in zip(pending, outcomes, strict=True):

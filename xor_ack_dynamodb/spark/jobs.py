@@ -16,6 +16,10 @@ from typing import Any
 
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
+#: A line that says an exception of any name (the package's ``UnsettledWrite``, say):
+#: ``module.Name: message``, not a JVM frame or a JVM exception's line.
+_ANY_ERROR = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S.*")
+_JVM = ("org.", "java.", "scala.", "py4j.", "at ")
 #: Which task of which stage failed a job, in Spark's message.
 _TASK = re.compile(r"Task (\d+) in stage ([\d.]+) failed")
 #: How long cancelled Spark jobs may take to end after a timeout or an interrupt (seconds).
@@ -90,5 +94,8 @@ def first_line(exc: BaseException) -> str:
         where = f" (task {task.group(1)} of stage {task.group(2)})" if task else ""
         return f"spark job failed: a Python worker died{where}"
     python_errors = [line for line in lines if _PYTHON_ERROR.match(line)]
+    if not any(not line.startswith(_JVM) for line in python_errors):
+        named = [line for line in lines if _ANY_ERROR.match(line) and not line.startswith(_JVM)]
+        python_errors = named or python_errors
     first = python_errors[-1] if python_errors else lines[0]
     return f"spark job failed: {first[:300]}"

@@ -252,11 +252,20 @@ def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(x ^ y for x, y in zip(a, b, strict=True))
 
 
+#: The most characters of a failure a chain keeps as its reason: a chain is one DynamoDB
+#: item (400 KB), and the function's text (an ``InputRejected`` quoting its input) may not
+#: fit it.
+MAX_REASON_CHARS = 4000
+
+
 def chain_reason(failure: str) -> str:
     """The reason an input's chain is failed with: its failure as said (an
     ``InputRejected``'s message, say), unless ``fail()`` could not take it as it is: an
-    empty one, the deadline's own ``"timeout"``, or text UTF-8 cannot hold."""
+    empty one, the deadline's own ``"timeout"``, text UTF-8 cannot hold, or more than
+    ``MAX_REASON_CHARS`` (cut, saying how much more there was)."""
     text = failure.encode("utf-8", "replace").decode("utf-8")
     if not text or text == TIMEOUT_REASON:
         return f"rejected: {text or 'no reason given'}"
+    if len(text) > MAX_REASON_CHARS:
+        return f"{text[:MAX_REASON_CHARS]}... ({len(text) - MAX_REASON_CHARS} more characters)"
     return text
