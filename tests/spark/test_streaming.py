@@ -151,35 +151,6 @@ def test_a_stream_that_a_batch_would_refuse_is_refused_before_the_checkpoint_is_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]  # no checkpoint, no output
 
 
-def test_a_relative_checkpoint_over_spark_connect_is_refused_before_anything_is_written(
-    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The sink's folder was refused when relative over Spark Connect, the checkpoint was
-    sent as given: the server kept the query's progress in its own working directory."""
-    from pyspark.sql import functions as F
-
-    from xor_ack_dynamodb.spark import RelativePath
-    from xor_ack_dynamodb.spark import commit as commit_module
-
-    monkeypatch.chdir(tmp_path)
-    inbox = make_corpus(tmp_path / "inbox", files=1, lines=2)
-    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
-        "value", F.col("_metadata.file_path").alias("file")
-    )
-    monkeypatch.setattr(commit_module, "is_connect", lambda spark: True)  # as over Connect
-    with pytest.raises(RelativePath, match="checkpoint 'progress' is relative"):
-        track_stream(
-            stream,
-            count_file,
-            SCHEMA,
-            Sink(str(tmp_path / "counts")),
-            key="file",
-            checkpoint="progress",
-            table=chains_env,
-        )
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
-
-
 def _as_over_connect(monkeypatch: pytest.MonkeyPatch) -> None:
     """``track_stream`` on the local session as it runs over Spark Connect."""
     from xor_ack_dynamodb.spark import commit as commit_module
@@ -189,32 +160,45 @@ def _as_over_connect(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(streaming_module, "is_connect", lambda spark: True)
 
 
+def _start_over_connect(
+    spark: Any, folder: Path, table: str, monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> Any:
+    """``track_stream`` of one small file under ``folder``, as over Spark Connect."""
+    from pyspark.sql import functions as F
+
+    inbox = make_corpus(folder / "inbox", files=1, lines=2)
+    stream = spark.readStream.text(str(inbox / "part-0")).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    _as_over_connect(monkeypatch)
+    options.setdefault("checkpoint", str(folder / "progress"))
+    sink = Sink(str(folder / "counts"))
+    return track_stream(stream, count_file, SCHEMA, sink, key="file", table=table, **options)
+
+
+def test_a_relative_checkpoint_over_spark_connect_is_refused_before_anything_is_written(
+    local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sink's folder was refused when relative over Spark Connect, the checkpoint was
+    sent as given: the server kept the query's progress in its own working directory."""
+    from xor_ack_dynamodb.spark import RelativePath
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RelativePath, match="checkpoint 'progress' is relative"):
+        _start_over_connect(local_spark, tmp_path, chains_env, monkeypatch, checkpoint="progress")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
+
+
 def test_a_relative_report_over_spark_connect_is_refused_before_anything_is_written(
     local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The batches write the report in the server, whose working directory is not the
     client's: a relative one is refused, naming it."""
-    from pyspark.sql import functions as F
-
     from xor_ack_dynamodb.spark import RelativePath
 
     monkeypatch.chdir(tmp_path)
-    inbox = make_corpus(tmp_path / "inbox", files=1, lines=2)
-    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
-        "value", F.col("_metadata.file_path").alias("file")
-    )
-    _as_over_connect(monkeypatch)
     with pytest.raises(RelativePath, match=r"report 'run\.jsonl' is relative"):
-        track_stream(
-            stream,
-            count_file,
-            SCHEMA,
-            Sink(str(tmp_path / "counts")),
-            key="file",
-            checkpoint=str(tmp_path / "progress"),
-            table=chains_env,
-            report="run.jsonl",
-        )
+        _start_over_connect(local_spark, tmp_path, chains_env, monkeypatch, report="run.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
 
 
@@ -225,26 +209,16 @@ def test_over_spark_connect_a_stream_checks_the_server_s_python_not_the_client_s
     a Connect client, and write the report on the server's disk.  The stream started
     without asking whether that Python could (each batch then failed "Python worker
     failed to connect back"), and refused a report whose folder the client lacks."""
-    from pyspark.sql import functions as F
-
     from xor_ack_dynamodb.spark import Incurable
     from xor_ack_dynamodb.spark import streaming as streaming_module
 
-    inbox = make_corpus(tmp_path / "inbox", files=1, lines=2)
-    stream = local_spark.readStream.text(str(inbox / "part-0")).select(
-        "value", F.col("_metadata.file_path").alias("file")
-    )
-    _as_over_connect(monkeypatch)
     monkeypatch.setattr(streaming_module, "STREAM_MODULES", ("xor_ack_no_such_module",))
     with pytest.raises(Incurable) as stopped:
-        track_stream(
-            stream,
-            count_file,
-            SCHEMA,
-            Sink(str(tmp_path / "counts")),
-            key="file",
-            checkpoint=str(tmp_path / "progress"),
-            table=chains_env,
+        _start_over_connect(
+            local_spark,
+            tmp_path,
+            chains_env,
+            monkeypatch,
             report="/only/on/the/server/run.jsonl",  # no such folder here: not judged here
         )
     said = str(stopped.value)
