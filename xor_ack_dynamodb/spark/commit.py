@@ -31,9 +31,11 @@ from .paths import (
     STAGING_MARK,
     SUCCESS,
     OutputAction,
+    is_inside,
     judge_output,
     manifest_text,
     qualified,
+    real_path,
     server_path,
     staging_path,
     staging_too_long,
@@ -113,6 +115,13 @@ class FolderTarget:
                 f"Sink(path={self.path!r}) is too long a name: the run stages beside it in"
                 f" .NAME.xor-ack-{self.run_id}-check, which must fit the {limit} bytes a name"
                 " may have there; give a shorter name"
+            )
+        if self.work_dir is not None and is_inside(
+            real_path(self.work_dir), real_path(self.output)
+        ):  # its rows would be staged in the output, which the commit then refuses
+            raise InvalidArgument(
+                f"work_dir={self.work_dir!r} is at or inside Sink(path={self.path!r}): the run"
+                " stages its rows there; give a work folder outside the output"
             )
         self._refuse_displaced()
         judge_output(self.path, self.files.listing(self.output, tree=True), self.sink.overwrite)

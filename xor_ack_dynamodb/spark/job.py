@@ -166,10 +166,16 @@ class TrackedJob:
             return written[0]
         if isinstance(error, XorAckError) or not isinstance(error, Exception):
             raise error  # a refusal of the commit's own rules, or a Ctrl-C in the commit
+        if getattr(self.target, "replacing", False):  # Spark had begun replacing the rows
+            state = (
+                f"the table {self.spec.sink.table} was being overwritten with rows already"
+                " written, and may hold some or none of its former rows"
+            )
+        else:
+            state = "nothing was written to it (a former output, or table, is as it was)"
         raise OutputWriteFailed(
-            f"the output could not be written ({output.said(error)}); nothing was written to "
-            "it (a former output, or table, is as it was): fix what the error names and run "
-            "the job again (its inputs are processed again)",
+            f"the output could not be written ({output.said(error)}); {state}: fix what the"
+            " error names and run the job again (its inputs are processed again)",
             self.report,
         ) from error
 

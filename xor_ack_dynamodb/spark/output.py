@@ -73,8 +73,9 @@ def check(
 
 
 #: Spark's own file formats that write columns of every type a declared schema can
-#: hold: with no options, a sink of one of them is not probed (the probe is a Spark
-#: job, about 0.2 s, which a run of small inputs would pay in full on every run).
+#: hold: with no options and no ``partition_by`` (which Spark judges only as it writes:
+#: every column, one twice, a map), a sink of one of them is not probed (the probe is a
+#: Spark job, about 0.2 s, which a run of small inputs would pay in full on every run).
 WRITES_EVERY_COLUMN = frozenset({"parquet", "orc", "json"})
 
 
@@ -87,7 +88,7 @@ def probe_format(spark: Any, struct: Any, sink: Sink, scratch: str, files: Files
     takes no array) when it writes.  No rows: one small job, a few empty files at most;
     none for a format of ``WRITES_EVERY_COLUMN`` without options.
     """
-    if sink.format.lower() in WRITES_EVERY_COLUMN and not sink.options:
+    if sink.format.lower() in WRITES_EVERY_COLUMN and not sink.options and not sink.partition_by:
         probe_folder(sink, scratch, files)
         return
     try:

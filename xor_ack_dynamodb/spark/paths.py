@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import (
+    InvalidArgument,
     OutputExists,
     OutputNotOurs,
     OutputUnusable,
@@ -56,9 +57,16 @@ def is_remote(path: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    """The absolute local path of a local argument (``file:/x`` and ``file:///x`` included)."""
+    """The absolute local path of a local argument (``file:/x``, ``file:///x`` and
+    ``file://localhost/x`` included; ``InvalidArgument`` for another host's)."""
     if path.startswith("file://"):
-        path = path[len("file://") :]
+        host, slash, rest = path[len("file://") :].partition("/")
+        if host and host.lower() != "localhost":
+            raise InvalidArgument(
+                f"{path!r} names a file of the host {host!r}: give a path of this machine"
+                " (file:/x, file:///x, /x) or a Hadoop URI (hdfs://..., s3a://...)"
+            )
+        path = slash + rest
     elif path.startswith("file:/"):
         path = path[len("file:") :]
     path = os.path.abspath(path)
@@ -96,6 +104,8 @@ def is_relative(path: str) -> bool:
     """A local path that names no root (``out``, ``./x``, ``file:x``)."""
     if is_remote(path):
         return False
+    if path.startswith("file://"):
+        return False  # file://HOST/x: absolute (local_path refuses another host)
     bare = path[len("file:") :] if path.startswith("file:") else path
     return not bare.startswith("/")
 

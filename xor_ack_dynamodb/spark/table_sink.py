@@ -18,6 +18,7 @@ of the inputs that failed then adds what the first did not, and nothing twice.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Any
 
 from . import output
@@ -25,6 +26,7 @@ from .columns import named
 from .commit import Counts, Written, refuse_staged, resolver
 from .errors import DatabaseMissing, TableColumnsDiffer
 from .files import Files
+from .paths import literal
 from .sink import Sink
 
 
@@ -41,6 +43,9 @@ class TableTarget:
         base = resolver(spark)(work_dir, "the work folder") if work_dir else self._beside()
         self.staging = f"{base.rstrip('/')}/.xor-ack-{run_id}"
         self.rows_root = f"{self.staging}/rows"
+        #: Set while an ``overwrite`` replaces the table's rows: a failure then may have
+        #: left it with some or none of them (said by the run's error).
+        self.replacing = False
 
     def _beside(self) -> str:
         """The table's database folder (the warehouse folder if the catalog names none)."""
@@ -52,7 +57,8 @@ class TableTarget:
             location = None
         if not location:
             location = self.spark.conf.get("spark.sql.warehouse.dir")
-        return str(location)
+        # The catalog gives a URI, percent-encoded ("my%20db"): the folder is "my db".
+        return urllib.parse.unquote(str(location))
 
     def check(self, struct: Any, *, probe: bool = True) -> None:
         """Refuse before the first chain what the commit could not write: a table in a
@@ -72,6 +78,11 @@ class TableTarget:
                 )
             output.check_partitions(self.spark, columns, self.sink)  # saveAsTable's
             return
+        kind = self._kind()
+        if kind is not None:  # insertInto refuses one (EXPECT_TABLE_NOT_VIEW) at the commit
+            raise TableColumnsDiffer(
+                f"Sink(table={self.table!r}) is a {kind}, which takes no rows: name a table"
+            )
         existing = self.spark.table(self.table).columns
         if output.folded(self.spark, existing) != output.folded(self.spark, columns):
             raise TableColumnsDiffer(
@@ -97,15 +108,33 @@ class TableTarget:
     def exists(self) -> bool:
         return bool(self.spark.catalog.tableExists(self.table))
 
+    def _kind(self) -> str | None:
+        """ "view" or "temporary view" if the name is one (no table to write), else None."""
+        try:
+            found = self.spark.catalog.getTable(self.table)
+        except Exception:  # a catalog that cannot say: insertInto will
+            return None
+        if getattr(found, "isTemporary", False):
+            return "temporary view"
+        return "view" if str(getattr(found, "tableType", "")).upper() == "VIEW" else None
+
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
         if not counts.complete and not self.sink.partial:
             return "kept"
         out = output.shaped(rows, self.sink)
         if self.exists():  # by the table's own column order: its format takes them as it is
             columns = self.spark.table(self.table).columns
-            out.select(*map(named, columns)).write.insertInto(
-                self.table, overwrite=self.sink.overwrite
-            )
+            ordered = out.select(*map(named, columns))
+            if self.sink.overwrite:
+                # Spark deletes the table's files before its write job runs: the rows are
+                # made first (finish, and every expression that can fail on them), so that
+                # the table is touched only by a copy of rows already written.
+                made = f"{self.staging}/output"
+                ordered.write.parquet(made)
+                ordered = self.spark.read.parquet(literal(made))
+                self.replacing = True
+            ordered.write.insertInto(self.table, overwrite=self.sink.overwrite)
+            self.replacing = False
         else:
             writer = out.write.format(self.sink.format).options(**self.sink.options)
             if self.sink.partition_by:

@@ -1,0 +1,235 @@
+"""The output rules at their edges ("never destroy user data; a failed run never replaces a
+good result with a worse one; a refusal changes nothing"): a table overwrite whose rows fail
+as they are written, a work folder inside the output, a partitioning or a view Spark would
+refuse only at the commit, ``file://localhost/``, a database folder whose name has a space."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark import cloudpickle
+
+from xor_ack_dynamodb.spark import (
+    InvalidArgument,
+    OutputWriteFailed,
+    Refused,
+    Sink,
+    TrackerConfig,
+    track,
+)
+from xor_ack_dynamodb.spark.tracking import tracked_job
+
+pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
+SCHEMA = "key string, j long"
+KEYS = [f"in-{i}" for i in range(4)]
+
+
+def good(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"key": [key], "j": [int(key[3:])]})
+
+
+def with_map(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "key": [key],
+            "j": [int(key[3:])],
+            "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int32())),
+        }
+    )
+
+
+def on_the_data(rows: Any) -> Any:
+    """Planned, and fine on no rows: fails only as Spark writes the rows (ANSI division)."""
+    from pyspark.sql import functions as F
+
+    return rows.withColumn("j", (F.col("j") / (F.col("j") - F.col("j"))).cast("long"))
+
+
+# The workers cannot import this test module: its functions travel by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def chains(tracker: TrackerConfig) -> list[dict[str, Any]]:
+    """Every item of the run's chains table (a fresh table per test)."""
+    items: list[dict[str, Any]] = tracker.client().scan(TableName=tracker.table)["Items"]
+    return items
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def tree(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def database(spark: Any, location: Path) -> str:
+    name = f"edges_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE DATABASE {name} LOCATION '{location}'")
+    return name
+
+
+# -- a table's rows are deleted by an overwrite whose write then fails ------------------
+
+
+def test_a_table_overwrite_whose_write_fails_keeps_the_tables_rows(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """docs/spark.md: "an error (the output's own write failing: OutputWriteFailed) ... a
+    table: not touched", and OutputWriteFailed says "a former output, or table, is as it
+    was".  ``insertInto(overwrite=True)`` on a file-source table deletes the table's files
+    before its write job runs: the job fails, and the table is left EMPTY."""
+    table = f"{database(local_spark, tmp_path / 'db')}.rows"
+    run = {"keys": KEYS, "tracker": tracker}
+    assert track(local_spark, good, SCHEMA, Sink(table=table), **run).ok
+
+    def rows() -> list[tuple[str, int]]:
+        local_spark.catalog.refreshTable(table)
+        return sorted((r["key"], r["j"]) for r in local_spark.table(table).collect())
+
+    before = rows()
+    assert before == [(k, int(k[3:])) for k in KEYS]
+    local_spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(OutputWriteFailed, match="DIVIDE_BY_ZERO"):
+            sink = Sink(table=table, overwrite=True, finish=on_the_data)
+            track(local_spark, good, SCHEMA, sink, **run)
+    finally:
+        local_spark.conf.unset("spark.sql.ansi.enabled")
+    assert rows() == before
+
+
+# -- a work_dir at or inside the output folder ------------------------------------------
+
+
+@pytest.mark.parametrize("former", [False, True], ids=["absent", "ours-overwrite"])
+def test_a_work_dir_inside_the_output_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, former: bool
+) -> None:
+    """The rounds stage their rows in ``WORK_DIR/.xor-ack-RUN``: a work_dir inside the
+    output writes into the user's output folder during the run, and the commit then refuses
+    (``OutputExists`` "exists and is not empty" for the folder the run itself made, or
+    ``OutputNotOurs``) after every chain was written; an absent output is left behind as an
+    empty folder.  The word count's CLI refuses this (pipeline/paths.py); ``track`` does not."""
+    out = tmp_path / "out"
+    if former:
+        assert track(local_spark, good, SCHEMA, Sink(str(out)), keys=KEYS, tracker=tracker).ok
+    made = len(chains(tracker))
+    before = snapshot(out) if former else None
+    job = tracked_job(
+        local_spark,
+        good,
+        SCHEMA,
+        Sink(str(out), overwrite=former),
+        keys=KEYS,
+        tracker=tracker,
+        work_dir=str(out / "tmp"),
+    )
+    with pytest.raises((Refused, InvalidArgument)):
+        job.run()
+    assert len(chains(tracker)) == made  # refused before the first chain
+    if former:
+        assert snapshot(out) == before
+    else:
+        assert tree(tmp_path) == []  # a refusal changes nothing
+
+
+# -- partition_by Spark refuses: refused only at the commit, after every chain ----------
+
+
+@pytest.mark.parametrize(
+    ("schema", "process", "partition_by"),
+    [
+        (SCHEMA, good, ("key", "j")),  # ALL_PARTITION_COLUMNS_NOT_ALLOWED
+        (SCHEMA, good, ("j", "J")),  # COLUMN_ALREADY_EXISTS (case apart)
+        (f"{SCHEMA}, m map<string,int>", with_map, ("m",)),  # INVALID_PARTITION_COLUMN_DATA_TYPE
+    ],
+    ids=["all-columns", "duplicate", "map-column"],
+)
+def test_a_partition_by_spark_refuses_is_refused_before_the_first_chain(
+    local_spark: Any,
+    tracker: TrackerConfig,
+    tmp_path: Path,
+    schema: str,
+    process: Any,
+    partition_by: tuple[str, ...],
+) -> None:
+    """docs/spark.md: "A sink Spark cannot write is refused before the first chain too".
+    A Parquet sink without options is not probed (``WRITES_EVERY_COLUMN``) and
+    ``check_partitions`` only checks that each column exists: Spark's own refusal comes at
+    the commit, as OutputWriteFailed, after every input ran and its chain was written."""
+    sink = Sink(str(tmp_path / "out"), partition_by=partition_by)
+    with pytest.raises((Refused, InvalidArgument)):
+        track(local_spark, process, schema, sink, keys=KEYS, tracker=tracker)
+    assert chains(tracker) == []
+    assert tree(tmp_path) == []
+
+
+# -- a view as the table sink: refused only at the commit --------------------------------
+
+
+@pytest.mark.parametrize("temporary", [False, True], ids=["view", "temp-view"])
+def test_a_view_as_the_table_sink_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, temporary: bool
+) -> None:
+    """``TableTarget.check`` takes a view with the output's columns for a table
+    (``catalog.tableExists`` is true for views): ``insertInto`` refuses it
+    (EXPECT_TABLE_NOT_VIEW) at the commit, after every input ran and acked."""
+    if temporary:
+        name = f"review_view_{uuid.uuid4().hex[:8]}"
+        local_spark.sql(f"CREATE TEMPORARY VIEW {name} AS SELECT 'x' AS key, 1L AS j")
+    else:
+        name = f"{database(local_spark, tmp_path / 'db')}.v"
+        local_spark.sql(f"CREATE VIEW {name} AS SELECT 'x' AS key, 1L AS j")
+    with pytest.raises((Refused, InvalidArgument)):
+        track(local_spark, good, SCHEMA, Sink(table=name), keys=KEYS, tracker=tracker)
+    assert chains(tracker) == []
+
+
+# -- file://localhost/PATH is written under the current folder ---------------------------
+
+
+def test_a_file_uri_with_localhost_names_the_folder_it_says(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``file://localhost/abs/path`` is RFC 8089's spelling of ``/abs/path`` (and Hadoop's):
+    ``paths.local_path`` strips ``file://`` and makes ``localhost/abs/path`` absolute against
+    the current folder, so the output lands in ``CWD/localhost/abs/path`` (over Spark
+    Connect: the client's cwd sent to the server).  Either write /abs/path or refuse."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    out = tmp_path / "out"
+    try:
+        report = track(
+            local_spark, good, SCHEMA, Sink(f"file://localhost{out}"), keys=KEYS, tracker=tracker
+        )
+    except (Refused, InvalidArgument):
+        report = None
+    assert tree(cwd) == []  # nothing written where the user did not say
+    if report is not None:
+        assert report.ok and sorted(pq.read_table(out).column("key").to_pylist()) == KEYS
+
+
+# -- a database location with a space: a stray folder left beside it ---------------------
+
+
+def test_a_table_in_a_database_whose_location_has_a_space_leaves_nothing_beside_it(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """``TableTarget._beside`` takes ``getDatabase().locationUri`` (``file:/.../my%20db``,
+    percent-encoded) for a path: the rows are staged in a new folder literally named
+    ``my%20db`` beside the database's own, which the cleanup leaves behind."""
+    table = f"{database(local_spark, tmp_path / 'my db')}.rows"
+    report = track(local_spark, good, SCHEMA, Sink(table=table), keys=KEYS, tracker=tracker)
+    assert report.ok and local_spark.table(table).count() == len(KEYS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my db"]
