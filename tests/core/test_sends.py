@@ -12,6 +12,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,14 +21,21 @@ from typing import Any
 import aioboto3
 import boto3
 import pytest
+import urllib3
+from botocore.credentials import Credentials
 from botocore.exceptions import (
+    BotoCoreError,
     CredentialRetrievalError,
     EndpointConnectionError,
     NoCredentialsError,
+    ReadTimeoutError,
 )
 
-from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp
+from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb.dynamodb import sync as sync_module
+from xor_ack_dynamodb.dynamodb._attempts import may_have_landed
 from xor_ack_dynamodb.retry import botocore_config
+from xor_ack_dynamodb.table import TableSpec
 
 # -- a threaded loopback peer that answers every request with the same JSON body ----------
 
@@ -128,7 +136,8 @@ def test_a_write_never_sent_for_want_of_credentials_is_not_reported_as_maybe_lan
     with _peer() as (url, seen):
         if path == "sync-no-credentials":
             _no_credentials_anywhere(monkeypatch, tmp_path)
-            client = boto3.client(
+            # A session of its own: boto3's default one keeps what an earlier test found.
+            client = boto3.session.Session().client(
                 "dynamodb", endpoint_url=url, region_name="us-east-1", config=_few_attempts()
             )
             try:
@@ -272,3 +281,180 @@ def test_a_lost_write_is_not_re_sent_once_botocores_retry_quota_is_spent() -> No
             assert count[0] - before == 1, f"{count[0] - before} sends after the quota was spent"
         finally:
             client.close()
+
+
+def _drain_threads() -> list[threading.Thread]:
+    return [
+        t
+        for t in threading.enumerate()
+        if getattr(t, "_target", None) is sync_module._drain and t.is_alive()
+    ]
+
+
+# -- a batched write whose result is an error leaves a thread blocked forever --
+
+
+def test_a_batched_write_refused_by_its_condition_leaves_no_thread_behind(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=ddb_local_endpoint,
+        region_name="us-east-1",
+        config=botocore_config(),
+    )
+    other = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
+    ack = SyncXorAckDynamoDB(client, table=ddb_table.name, batch_writes=True, write_slots=1)
+    racer = SyncXorAckDynamoDB(other, table=ddb_table.name)
+    before = len(_drain_threads())
+    for i in range(5):
+        tag = f"race-{i}"
+        root = new_stamp()
+        ack.create(tag, root)  # cached by ack
+        s1, s2 = new_stamp(), new_stamp()
+        racer.stamp(tag, s1)  # ack's cache is now old
+        ack.stamp(tag, s2)  # its batched write's condition fails once, then it replans
+        state = ack.get(tag)
+        assert state is not None and state.stamp == xor(xor(root, s1), s2)
+    time.sleep(0.2)
+    leaked = len(_drain_threads()) - before
+    assert leaked == 0, f"{leaked} _drain threads blocked forever on an inbox nobody writes to"
+
+
+# -- a credentials error on a re-send does not hide an earlier send that may have landed --
+
+
+class _FailsOnSecondUse:
+    """Credentials that sign the first send and fail to refresh for the re-send."""
+
+    method = "sso"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_frozen_credentials(self) -> Any:
+        self.calls += 1
+        if self.calls == 2:
+            raise CredentialRetrievalError(provider="sso", error_msg="the SSO session expired")
+        return Credentials("testing", "testing", "testing").get_frozen_credentials()
+
+
+def test_a_credentials_error_after_a_lost_send_is_not_never_sent(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=ddb_local_endpoint,
+        region_name="us-east-1",
+        config=botocore_config(),
+    )
+    ack = SyncXorAckDynamoDB(client, table=ddb_table.name)
+    root = new_stamp()
+    ack.create("job", root)  # cached: the stamp below is one UpdateItem, no read
+    http = urllib3.PoolManager()
+    sends: list[int] = []
+
+    def lose_first_answer(request: Any, **_: Any) -> Any:
+        if sends:
+            return None
+        # The first attempt reaches DynamoDB and lands; its answer is lost.
+        answer = http.request("POST", request.url, body=request.body, headers=dict(request.headers))
+        sends.append(answer.status)
+        raise ReadTimeoutError(endpoint_url=request.url)
+
+    client.meta.events.register("before-send.dynamodb.UpdateItem", lose_first_answer)
+    flaky = _FailsOnSecondUse()
+    real = client._request_signer._credentials
+    client._request_signer._credentials = flaky
+    stamp = new_stamp()
+    error: BaseException | None = None
+    try:
+        ack.stamp("job", stamp)
+    except CredentialRetrievalError as exc:
+        error = exc
+    finally:
+        client.meta.events.unregister("before-send.dynamodb.UpdateItem", lose_first_answer)
+        client._request_signer._credentials = real
+    assert sends == [200]  # the first send landed
+    landed = ack.get("job")
+    assert landed is not None and landed.stamp == xor(root, stamp)
+    # Proven landed by the read after it (its token), or told it may have: never "not sent",
+    # which a caller would answer by stamping again (applied twice).
+    assert error is None or may_have_landed(error), "a write that landed is told never sent"
+
+
+# -- botocore's retry quota is charged once per quick re-send --------------------
+
+
+def _quota(client: Any) -> Any:
+    emitter = getattr(client.meta.events, "_emitter", client.meta.events)
+    handler = emitter._unique_id_handlers["retry-config-dynamodb"]["handler"]
+    handler = getattr(handler, "decides", handler)  # botocore's, wrapped by the watcher
+    return handler.__self__._retry_quota._quota
+
+
+def test_a_quick_re_send_charges_botocores_retry_quota_once() -> None:
+    params = {
+        "TableName": "t",
+        "Key": {"tagID": {"S": "a"}},
+        "UpdateExpression": "SET n = :n",
+        "ExpressionAttributeValues": {":n": {"N": "1"}},
+    }
+    spent = {}
+    with _hangs_up() as (url, _count):
+        for watched in (False, True):
+            client = boto3.client(
+                "dynamodb",
+                endpoint_url=url,
+                region_name="us-east-1",
+                config=botocore_config(retries={"mode": "standard", "total_max_attempts": 2}),
+            )
+            if watched:
+                SyncXorAckDynamoDB(client, table="t")  # registers _resend_soon
+            quota = _quota(client)
+            start = quota.available_capacity
+            with pytest.raises(BotoCoreError):  # the connection closed, twice
+                client.update_item(**params)  # one lost send, one re-send (lost too)
+            spent[watched] = start - quota.available_capacity
+            client.close()
+    assert spent[True] == spent[False], f"quota spent per re-send: {spent}"
+
+
+# -- a session that only resolved the default chain was given no credentials ------------
+
+
+def test_a_session_that_resolved_its_credentials_is_not_given_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from xor_ack_dynamodb.dynamodb.aws import client_options
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    creds = tmp_path / "credentials"
+    creds.write_text("[default]\naws_access_key_id = real\naws_secret_access_key = real\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    endpoint = "http://127.0.0.1:8000"
+    fresh = boto3.Session(region_name="us-east-1")
+    used = boto3.Session(region_name="us-east-1")
+    used.client("sqs", endpoint_url=endpoint).close()  # any client resolves the chain once
+    assert client_options(session=fresh, endpoint=endpoint).get("aws_access_key_id") == "local"
+    assert client_options(session=used, endpoint=endpoint).get("aws_access_key_id") == "local"
+
+
+# -- each caller's copy of a never-sent error is still never sent --------
+
+
+def test_each_callers_copy_of_a_never_sent_error_is_still_never_sent() -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from xor_ack_dynamodb.dynamodb._attempts import mark_never_sent
+    from xor_ack_dynamodb.dynamodb._core.merged import one_each
+
+    error = EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+    mark_never_sent(error)  # as _on_call_error does after a refused connection
+    assert not may_have_landed(error)
+    told = one_each(error, 3)  # Batcher.send: a batch of three writes, connection refused
+    landed = [may_have_landed(e) for e in told]
+    assert landed == [False, False, False], landed

@@ -108,12 +108,29 @@ def _on_call(parsed: Any = None, context: Any = None, **_: Any) -> None:
     parsed.setdefault("ResponseMetadata", {})[UNKNOWN_ATTEMPTS] = sum(attempts[:-1])
 
 
+#: botocore's errors raised before a send: no credentials (none found, a refresh or an
+#: SSO token that failed: signing needs them), a request refused by its own model.  With
+#: no attempt recorded before it, nothing was sent; after one (botocore signs each re-send
+#: again), an earlier send may have landed.  Any other error after which no attempt was
+#: recorded (a response botocore could not parse) followed a send.
+_BEFORE_ANY_SEND = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    CredentialRetrievalError,
+    TokenRetrievalError,
+    UnauthorizedSSOTokenError,
+    ParamValidationError,
+)
+
+
 def _on_call_error(exception: Any = None, context: Any = None, **_: Any) -> None:
     """``after-call-error``: mark a transport error after which nothing was ever sent."""
     if not isinstance(context, dict) or not isinstance(exception, BaseException):
         return
     attempts = context.get(_CONTEXT_KEY)
-    if attempts and not any(attempts):
+    # Every attempt's connection failed; or none was made, refused before a send.
+    sent = any(attempts) if attempts else not isinstance(exception, _BEFORE_ANY_SEND)
+    if not sent:
         mark_never_sent(exception)
 
 
@@ -128,17 +145,17 @@ _WRITES = frozenset({"UpdateItem", "TransactWriteItems", "BatchExecuteStatement"
 RESEND_DELAY = 0.01
 
 
-def _resend_soon(total_attempts: int, decides: Any = None) -> Any:
-    """``needs-retry``, first: re-send a write whose connection was lost after ``n * 10 ms``.
+def _resend_soon(total_attempts: int, decides: Any) -> Any:
+    """botocore's retry handler ``decides``, asked once, with the wait before the re-send of
+    a write whose connection was lost cut to ``n * 10 ms``.
 
     A write whose response was lost is proven landed or not by its token in the
     item, which keeps the last ``token_window`` tokens; the longer the re-send
     waits (botocore's standard mode: up to 1 s, then 2 s, ...), the more writes of
     other clients can push the token out and leave the write ambiguous.  Only the
-    delay changes: whether to re-send at all is botocore's retry handler's (``decides``,
-    asked first: its retry quota, spent in an outage, stops re-sends as it would), the
-    attempts stay bounded by the client's own ``total_max_attempts``, and a 5xx or a
-    throttle keeps botocore's backoff.
+    delay changes: whether to re-send at all stays botocore's (its retry quota, spent in
+    an outage, stops re-sends, and is charged once), the attempts stay bounded by the
+    client's own ``total_max_attempts``, and a 5xx or a throttle keeps botocore's backoff.
     """
 
     def shortened(attempts: int, decided: Any) -> Any:
@@ -151,21 +168,26 @@ def _resend_soon(total_attempts: int, decides: Any = None) -> Any:
         return None if decided is None else RESEND_DELAY * attempts
 
     def handler(**kwargs: Any) -> Any:
+        decided = decides(**kwargs)
         attempts, caught = kwargs.get("attempts", 0), kwargs.get("caught_exception")
-        if caught is None or _never_sent(caught):
-            return None
         name = getattr(kwargs.get("operation"), "name", None)
-        if name not in _WRITES or attempts >= total_attempts:
-            return None
-        return shortened(attempts, decides(**kwargs) if decides is not None else True)
+        lost = caught is not None and not _never_sent(caught)
+        if not lost or name not in _WRITES or attempts >= total_attempts:
+            return decided
+        return shortened(attempts, decided)
 
+    handler.decides = decides  # type: ignore[attr-defined]  # botocore's, wrapped
     return handler
+
+
+#: The unique id botocore registers its DynamoDB retry handler under.
+_BOTOCORE_RETRY = "retry-config-dynamodb"
 
 
 def _botocore_retry(events: Any) -> Any:
     """The retry handler botocore registered on ``events`` for DynamoDB, if it is found."""
     emitter = getattr(events, "_emitter", events)
-    entry = getattr(emitter, "_unique_id_handlers", {}).get("retry-config-dynamodb")
+    entry = getattr(emitter, "_unique_id_handlers", {}).get(_BOTOCORE_RETRY)
     return entry.get("handler") if isinstance(entry, dict) else None
 
 
@@ -176,14 +198,16 @@ def watch(client: Any) -> bool:
         return False
     retries = getattr(getattr(client.meta, "config", None), "retries", None) or {}
     total = retries.get("total_max_attempts")
-    if isinstance(total, int) and hasattr(events, "register_first"):
-        events.register_first(
-            "needs-retry.dynamodb",
-            _resend_soon(total, _botocore_retry(events)),
-            unique_id=_HANDLER_ID + "-resend",
+    decides = _botocore_retry(events)
+    if isinstance(total, int) and decides is not None and not hasattr(decides, "decides"):
+        # In its place: every handler of needs-retry runs, so asking it from another
+        # handler would charge its retry quota twice.
+        events.unregister("needs-retry.dynamodb", unique_id=_BOTOCORE_RETRY)
+        events.register(
+            "needs-retry.dynamodb", _resend_soon(total, decides), unique_id=_BOTOCORE_RETRY
         )
-    # First, as the re-send: botocore's legacy retry handler raises the caught error once
-    # the attempts are spent, and the handlers after it never see the last attempt.
+    # First: botocore's legacy retry handler raises the caught error once the attempts are
+    # spent, and the handlers after it never see the last attempt.
     register = events.register_first if hasattr(events, "register_first") else events.register
     register("needs-retry.dynamodb", _on_attempt, unique_id=_HANDLER_ID)
     events.register("after-call.dynamodb", _on_call, unique_id=_HANDLER_ID + "-call")
@@ -199,20 +223,6 @@ def earlier_send_may_have_landed(response: dict[str, Any]) -> bool:
     return int(meta.get("RetryAttempts", 0) or 0) > 0
 
 
-#: botocore's errors raised before a request is sent at all: no credentials (none found,
-#: a refresh or an SSO token that failed: signing needs them), a request refused by its
-#: own model.  Any other error after which no attempt was recorded (a response botocore
-#: could not parse) followed a send.
-_BEFORE_ANY_SEND = (
-    NoCredentialsError,
-    PartialCredentialsError,
-    CredentialRetrievalError,
-    TokenRetrievalError,
-    UnauthorizedSSOTokenError,
-    ParamValidationError,
-)
-
-
 def may_have_landed(exc: BaseException) -> bool:
     """Could any send of the request that failed with ``exc`` have been applied?
 
@@ -221,8 +231,6 @@ def may_have_landed(exc: BaseException) -> bool:
     attempts could connect; anything else (a 5xx, a lost connection or a timeout
     on any attempt) may have landed.
     """
-    if isinstance(exc, _BEFORE_ANY_SEND):
-        return False
     if not isinstance(exc, ClientError):
         return not getattr(exc, _NEVER_SENT, False)
     status = http_status(exc)

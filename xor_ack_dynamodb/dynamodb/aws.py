@@ -309,7 +309,8 @@ def _own_credentials(session: Any) -> bool:
     inner = getattr(session, "_session", None)
     if inner is None:
         return False
-    if getattr(inner, "_credentials", None) is not None:
+    given = getattr(inner, "_credentials", None)  # also what the default chain found, cached
+    if given is not None and getattr(given, "method", None) in (None, "explicit"):  # given to it
         return True
     return bool(inner.instance_variables().get("profile"))
 

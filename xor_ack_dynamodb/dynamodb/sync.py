@@ -29,6 +29,7 @@ from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
+from ._core.merged import one_each
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
 from ._statements import OnState
 
@@ -112,21 +113,21 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         try:
             while True:
                 kind, value = inbox.get()
-                if kind == "lead":
-                    self._flush(value)
-                    continue
-                if value is _INTERRUPTED:  # the thread sending its batch was interrupted
-                    tag = str(update.key[self._core.partition_key]["S"])
-                    raise InterruptedWrite(tag, self.token_window)
-                if isinstance(value, BaseException):
-                    raise value
-                return value
-        except BaseException:
+                if kind != "lead":
+                    break
+                self._flush(value)
+        except BaseException:  # interrupted before its answer came
             with self._queue_lock:
                 withdrawn = self._batcher.plan.withdraw(write)
             if not withdrawn:  # in a batch: its lead may come here, and must still be sent
                 threading.Thread(target=_drain, args=(self, inbox), daemon=True).start()
             raise
+        if value is _INTERRUPTED:  # the thread sending its batch was interrupted
+            tag = str(update.key[self._core.partition_key]["S"])
+            raise InterruptedWrite(tag, self.token_window)
+        if isinstance(value, BaseException):
+            raise value
+        return value
 
     def _flush(self, writes: list[Write]) -> None:
         """Send writes (one, or a batch), hand each its result, and pass on what waited."""
@@ -135,7 +136,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         try:
             results = self._run(self._batcher.send(writes))
         except Exception as exc:  # the batcher returns DynamoDB's errors; anything else
-            results = [exc] * len(writes)
+            results = list(one_each(exc, len(writes)))
         finally:  # (or an interruption) still reaches every waiter, and nothing stays queued
             with self._queue_lock:
                 ready = self._batcher.plan.finished()

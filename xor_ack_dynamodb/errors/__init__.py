@@ -88,6 +88,7 @@ class TagNotFound(_TagError):
 #: What ``StaleLocalData`` says each write was doing, and what to do again.
 _STALE_WRITES: dict[str, tuple[str, str]] = {
     "stamp": ("being stamped", "retry the stamp"),
+    "create": ("being created in a transaction", "retry the create"),
     "touch": ("being touched", "retry the touch"),
     "fail": ("being failed", "retry the fail"),
     "timeout": ("failed past its deadline", "sweep again (or retry the call that met it)"),
@@ -110,7 +111,7 @@ class StaleLocalData(_TagError):
             f"{'' if attempts == 1 else 's'}); {again}",
         )
         self.attempts = attempts
-        #: The write it was: "stamp", "touch", "fail" or "timeout".
+        #: The write it was: "stamp", "create", "touch", "fail" or "timeout".
         self.write = write
 
 

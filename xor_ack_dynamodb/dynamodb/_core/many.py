@@ -300,6 +300,6 @@ class Chains(Transactions):
             raced = bool(contended.intersection(pending))
             step = C.AFTER_CANCEL[("create", raced, False, refused > 0)]
             if step is Step.RETRY and not (yield from self._back_off(attempt, started)):
-                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
+                outcomes.update((tag, StaleLocalData(tag, attempt, "create")) for tag in pending)
                 break
         return {tag: outcomes[tag] for tag in values}

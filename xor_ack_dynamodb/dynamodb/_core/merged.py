@@ -61,6 +61,7 @@ def for_each_caller(error: BaseException) -> BaseException:
         return error
     if type(copied) is not type(error) or str(copied) != str(error):
         return error
+    vars(copied).update(vars(error))  # what was noted on it (``_attempts``: never sent)
     copied.__traceback__ = None
     copied.__cause__ = cause
     return copied
