@@ -202,30 +202,24 @@ def test_a_relative_report_over_spark_connect_is_refused_before_anything_is_writ
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
 
 
-def test_over_spark_connect_a_stream_checks_the_server_s_python_not_the_client_s_disk(
+def test_over_spark_connect_a_stream_s_report_is_judged_where_its_batches_write_it(
     local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Over Spark Connect the batches run in a Python of the server that connects back as
-    a Connect client, and write the report on the server's disk.  The stream started
-    without asking whether that Python could (each batch then failed "Python worker
-    failed to connect back"), and refused a report whose folder the client lacks."""
-    from xor_ack_dynamodb.spark import Incurable
-    from xor_ack_dynamodb.spark import streaming as streaming_module
+    """Over Spark Connect the batches write the report on the server's disk: the stream
+    refused a report whose folder the client lacks.  Its name is judged at the start (one
+    inside the output is refused, nothing written); its folder by each batch, there."""
+    from xor_ack_dynamodb.spark import InvalidArgument
 
-    monkeypatch.setattr(streaming_module, "STREAM_MODULES", ("xor_ack_no_such_module",))
-    with pytest.raises(Incurable) as stopped:
-        _start_over_connect(
-            local_spark,
-            tmp_path,
-            chains_env,
-            monkeypatch,
-            report="/only/on/the/server/run.jsonl",  # no such folder here: not judged here
-        )
-    said = str(stopped.value)
-    assert "cannot import xor_ack_no_such_module" in said
-    assert f'pip install "pyspark[connect]=={local_spark.version}"' in said
-    assert "pyarrow pandas" not in said  # the library's own modules are there
+    inside = str(tmp_path / "counts" / "run.jsonl")
+    with pytest.raises(InvalidArgument, match="inside the output folder"):
+        _start_over_connect(local_spark, tmp_path, chains_env, monkeypatch, report=inside)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox"]
+    elsewhere = "/only/on/the/server/run.jsonl"  # no such folder on this disk: not judged here
+    query = _start_over_connect(
+        local_spark, tmp_path, chains_env, monkeypatch, report=elsewhere, available_now=True
+    )
+    with pytest.raises(Exception, match="is in no folder"):  # the batch's own check
+        query.awaitTermination(120)
 
 
 def test_a_stream_tries_its_sink_s_format_once_not_in_every_micro_batch(

@@ -200,10 +200,11 @@ class Fleet:
 
         Calling it again for a job whose root has not run yet sends the root again
         (a duplicate, applied once): a submitter that died after the create is safe.
-        ``TagExists`` if a live chain has moved on since; a closed (acked or failed) or
-        expired chain under the tag is replaced by a new generation, as ``create`` does
-        (``replay`` is the call that refuses a live or acked one), and so is a live one
-        past its deadline, failed first ("timeout", as its next write would fail it).
+        ``TagExists`` if a live chain has moved on since (before its deadline); a closed
+        (acked or failed) or expired chain under the tag is replaced by a new generation,
+        as ``create`` does (``replay`` is the call that refuses a live or acked one), and
+        so is a live one past its deadline, failed first ("timeout", as its next write would
+        fail it).
         ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
         (default: the fleet's); ``ttl`` must then be longer.  A payload the root message
         cannot carry (``InvalidPayload``: not JSON data, too deep) creates no chain, nor
@@ -221,8 +222,8 @@ class Fleet:
         except TagExists:
             state = await self.ack.get(tag)
             if state is not None and state.overdue():
-                # Past its deadline, the root never ran: no write lands on the chain any
-                # more and every worker drops that root.  Failed ("timeout") as its next
+                # Past its deadline (its root run or not): no write lands on the chain any
+                # more and every worker drops its messages.  Failed ("timeout") as its next
                 # write would fail it, and made again, with this call's deadline.
                 await self._time_out(state)
                 await self._create(tag, root_stamp, lifetime)

@@ -7,8 +7,7 @@ small task there (a function pickled by value, so it runs even where the library
 is missing) that tries those imports and says which Python it is; a missing
 module, a Python that does not start, or another version of the library stops the
 run at once (:class:`~.errors.Incurable`) with what to install, and where.
-Once per session; a stream (``track_stream``) checks ``STREAM_MODULES`` too, when it
-starts.
+Once per session.
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ from .paths import PACKAGE, package_version
 
 #: What the tasks import (the library, and what its stages need).
 MODULES = ("xor_ack_dynamodb", "pyarrow", "pandas", "numpy", "boto3", "botocore")
-#: What a stream's ``foreachBatch`` function needs besides: Spark runs it in a Python
-#: process of the server that connects back as a Spark Connect client (pyspark's
-#: ``connect`` extra); without them each batch fails "Python worker failed to connect back".
-STREAM_MODULES = ("grpc", "grpc_status", "google.rpc", "zstandard")
 WHERE = "the Spark Connect server's workers"
 #: Runs of the check job before a failure that names nothing incurable stops the run, and
 #: the wait after the first (seconds; doubled after the second).
@@ -138,7 +133,7 @@ def check_server(spark: Any, modules: tuple[str, ...] = MODULES) -> ServerPython
     if found.missing:
         raise Incurable(
             f"{where} cannot import {found.missing}: install them into that Python "
-            f"({_install(spark, found.missing)}), or point the server's "
+            f"(pip install {PACKAGE}{_pin()} pyarrow pandas), or point the server's "
             "spark.pyspark.python / PYSPARK_PYTHON at a Python that has them"
         )
     mine = package_version()
@@ -150,16 +145,6 @@ def check_server(spark: Any, modules: tuple[str, ...] = MODULES) -> ServerPython
     with _LOCK:
         _CHECKED.add(session)
     return found
-
-
-def _install(spark: Any, missing: str) -> str:
-    """The ``pip install`` that brings what ``missing`` (the probe's list) names."""
-    names = {part.split(" (", 1)[0] for part in missing.split("; ")}
-    packages = [f"{PACKAGE}{_pin()} pyarrow pandas"] if names & set(MODULES) else []
-    if names - set(MODULES):  # a stream's (STREAM_MODULES)
-        version = str(getattr(spark, "version", "") or "")
-        packages.append(f'"pyspark[connect]{"==" + version if version else ""}"')
-    return " and ".join(f"pip install {what}" for what in packages)
 
 
 def _pin() -> str:

@@ -46,11 +46,10 @@ _MESSAGE = 300
 
 _MISSING = re.compile(r"(ModuleNotFoundError|ImportError): (No module named '?([\w.]+)'?[^\n]*)")
 _IMPORT = re.compile(r"ImportError: ([^\n]+)")
-#: botocore's refusal to make a request at all where the tasks run: no region, no
-#: credentials (the driver found its own in its ~/.aws, the executors have none).
-_NO_AWS_SETTING = re.compile(
-    r"(?:botocore\.exceptions\.)?(NoRegionError|NoCredentialsError): [^\n]*"
-)
+#: botocore's refusal to make a request at all where the tasks run: no region (the driver
+#: found its own in its ~/.aws, the executors have none).  Not ``NoCredentialsError``: an
+#: instance metadata service that does not answer for a moment says that too.
+_NO_AWS_SETTING = re.compile(r"(?:botocore\.exceptions\.)?(NoRegionError): [^\n]*")
 #: A worker's Python that is not there (error=2, ENOENT) or may not run (error=13, EACCES):
 #: not a fork that failed for a moment (error=12 ENOMEM, 11 EAGAIN, 24 EMFILE: replayed).
 _NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*?error=(?:2|13),[^\n]*')
@@ -260,7 +259,7 @@ def _setup_problem(text: str, where: str) -> str | None:
         return (
             f"the tasks cannot reach DynamoDB on {where} ({one_line(found.group(0))}): give"
             " them the chains table's region (TrackerConfig(region=...), the spark.xorack.region"
-            " setting, or AWS_REGION where they run) and credentials"
+            " setting, or AWS_REGION where they run)"
         )
     found = _IMPORT.search(text)
     if found is not None:

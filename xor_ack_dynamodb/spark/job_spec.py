@@ -19,7 +19,7 @@ from .arguments import check_keys, check_options, check_process
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .paging import DEFAULT_PAGE_SIZE
-from .paths import is_inside, is_remote, name_max, real_path
+from .paths import is_inside, is_remote, local_path, name_max, real_path
 from .report import InputResult, RoundObserver, TrackedReport
 from .report_stream import partial_name
 from .sink import Sink
@@ -121,6 +121,14 @@ class JobSpec:
         check_process(self.process)  # last: it pickles the function, the other checks don't
 
 
+def _inside(path: str, output: str, disk: bool) -> bool:
+    """Is ``path`` at or in the folder ``output``: links resolved on this disk, or (``disk``
+    False: another machine's) by the names alone."""
+    if disk:
+        return is_inside(real_path(path), real_path(output))
+    return is_inside(os.path.normpath(local_path(path)), os.path.normpath(local_path(output)))
+
+
 def refuse_report(path: str, output: str | None = None, *, disk: bool = True) -> None:
     """Refuse a report file that could not be written when the run ends (a run's lines go
     to a hidden file beside it, renamed onto it): before the first chain, not after.
@@ -139,17 +147,13 @@ def refuse_report(path: str, output: str | None = None, *, disk: bool = True) ->
     folder = os.path.dirname(os.path.abspath(path))
     if path.endswith(os.sep) or (os.altsep is not None and path.endswith(os.altsep)):
         why = "ends in a separator, so it can only name a folder: give the path of a file"
-    elif not disk:
-        return
-    elif (
-        output is not None
-        and not is_remote(output)
-        and is_inside(real_path(path), real_path(output))
-    ):
+    elif output is not None and not is_remote(output) and _inside(path, output, disk):
         why = (
             f"is at or inside the output folder {output!r}, which holds what the run commits"
             " and nothing else: give a path outside it"
         )
+    elif not disk:
+        return  # its folder and its links are judged where it is written
     elif os.path.islink(path):
         why = (
             "is a symbolic link: the report is put in place by a rename, which would replace"

@@ -27,7 +27,6 @@ from typing import Any, cast
 
 from ..errors._refusals import shown
 from .commit import resolver
-from .connect_check import MODULES, STREAM_MODULES, check_server
 from .errors import BatchFailed, Incurable, InvalidArgument, OutputUnusable
 from .files import Files, is_connect
 from .job_spec import RUN_ID_MAX, EventSink, refuse_report
@@ -206,8 +205,6 @@ def track_stream(
         longest = run_batch_path(base, LONGEST_BATCH_ID, batch_run_id(given))
         named = batch_report(given_options["report"], longest)
         refuse_report(named, folder, disk=not is_connect(spark))
-    if is_connect(spark):  # the batches run in a Python of the server that must connect back
-        check_server(spark, MODULES + STREAM_MODULES)
     scratch = f"{staging_path(resolved, batch_run_id(None))}-check"
     output_check(spark, struct, sink, scratch, files)
     # Untracked: each start of the query commits to folders of its own (a batch run again
