@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import string
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from ..chain import MAX_TOKEN_BYTES, ChainState, check_token
 from ..dynamodb import ListStatus
 from ..errors import (
     BufferLengthsUnequal,
+    ChainFailed,
     InvalidTimeout,
     InvalidToken,
     InvalidTTL,
@@ -23,7 +25,7 @@ from ..errors import (
 )
 from ..lifecycle import TIMEOUT_REASON
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
-from .errors import RefusedUsage, UserError
+from .errors import RefusedUsage, UserError, tag_escaped
 from .options import (
     Verbs,
     _settings,
@@ -50,6 +52,12 @@ def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> byt
     try:
         data = bytes.fromhex(text)
     except ValueError:
+        digits = "".join(text.split())
+        if digits and all(c in string.hexdigits for c in digits) and len(digits) % 2:
+            raise click.BadParameter(
+                f"{value!r} has an odd number of hex digits ({len(digits)}): a byte is two,"
+                f" e.g. 0{digits}"
+            ) from None
         raise click.BadParameter(f"{value!r} is not hexadecimal (e.g. 9f86d081884c7d65)") from None
     if not data:
         raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
@@ -71,11 +79,24 @@ def _reason_option(ctx: click.Context, param: click.Parameter, value: str) -> st
             f'"{TIMEOUT_REASON}" is the reason a chain\'s deadline fails it with: give one of '
             'your own, e.g. --reason "timed out calling the API"'
         )
+    _utf8(value)
     return value
+
+
+def _utf8(value: str | None) -> None:
+    """A usage error for an option's text UTF-8 cannot hold (bytes the shell passed as they
+    were, e.g. Latin-1)."""
+    try:
+        (value or "").encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.BadParameter(
+            f"{value!r} is no text UTF-8 can hold (bytes of another encoding?): give UTF-8 text"
+        ) from None
 
 
 def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--token``: 1 to 16 bytes of UTF-8, as the library takes it; a usage error if not."""
+    _utf8(value)
     try:
         check_token(_not_empty(ctx, param, value))
     except InvalidToken as exc:
@@ -135,8 +156,8 @@ def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> 
         ) from exc
     except TagNotFound as exc:
         raise UserError(
-            f"{exc.code}: {exc}: no live chain under it (never created, deleted, expired or "
-            f"already acked; `xor-ack chain show {argument(tag)}` tells which)"
+            f"{exc.code}: {tag_escaped(exc)}: no live chain under it (never created, deleted,"
+            f" expired or already acked; `xor-ack chain show {argument(tag)}` tells which)"
         ) from exc
     except InvalidTTL as exc:  # before any request: a usage error, in the options' words
         raise RefusedUsage(
@@ -372,7 +393,15 @@ def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
     Example:
       xor-ack chain fail job-1 --reason "worker lost"
     """
-    state = _settings(ctx).chains().fail(tag, reason)
+    try:
+        state = _settings(ctx).chains().fail(tag, reason)
+    except ChainFailed as exc:
+        if exc.requested_reason is None or exc.failed_by_this_call:
+            raise
+        raise UserError(  # the library's words name its call (fail()); say the option
+            f'{exc.code}: "{escaped(tag)}" was already failed ({escaped(exc.reason)}); --reason'
+            f" {escaped(reason)!r} was not written: replay its input under a new chain"
+        ) from exc
     click.echo(f"{shown(tag)} {_state_word(state)}{_reason(state)}")
 
 

@@ -29,6 +29,16 @@ def _one_line(text: str) -> str:
     return escaped("; ".join(part.strip() for part in text.strip().splitlines() if part.strip()))
 
 
+def tag_escaped(exc: BaseException) -> str:
+    """``str(exc)`` with its tag (``.tag``) escaped first: a line break in a tag would be
+    joined with ``; `` as the message's own lines are, naming another tag."""
+    text = str(exc)
+    tag = getattr(exc, "tag", None)
+    if isinstance(tag, str) and tag and escaped(tag) != tag:
+        text = text.replace(tag, escaped(tag))
+    return text
+
+
 def explain(exc: BaseException) -> str | None:
     """The one-line message for an error a user can act on, or None for a bug."""
     if isinstance(exc, CorruptItem):  # its remedy in the commands' words, not delete(tag)'s
@@ -39,7 +49,7 @@ def explain(exc: BaseException) -> str | None:
             "create the chain again"
         )
     if isinstance(exc, XorAckError):
-        return f"{exc.code}: {_one_line(str(exc))}"
+        return f"{exc.code}: {_one_line(tag_escaped(exc))}"
     if isinstance(exc, ClientError):
         code = error_code(exc) or "ClientError"
         message = _one_line(error_message(exc) or str(exc))

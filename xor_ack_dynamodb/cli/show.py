@@ -58,9 +58,15 @@ def _ansi_c(c: str) -> str:
 
 
 def _when(seconds: float | None) -> str:
+    """UTC to the second; the number as it is for a time no date is (another tool's item
+    in nanoseconds: ``chain show`` and ``chain list`` ended with a bare OSError)."""
     if seconds is None:
         return "-"
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    try:
+        moment = time.gmtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds:g}"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", moment)
 
 
 def _echo_pairs(pairs: list[tuple[str, object]]) -> None:
