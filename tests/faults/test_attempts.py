@@ -9,6 +9,8 @@ a send whose response was lost (it landed, or not: nobody knows) stays ambiguous
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 from core.facade import open_client
@@ -115,17 +117,26 @@ def test_only_a_write_whose_connection_was_lost_is_resent_soon() -> None:
 
     from xor_ack_dynamodb.dynamodb._attempts import RESEND_DELAY, _resend_soon
 
-    handler = _resend_soon(total_attempts=3)
+    asked: list[int] = []
+
+    def botocore(**kwargs: Any) -> float | None:  # its retry handler: back off 0.5 s
+        asked.append(kwargs["attempts"])
+        return None if kwargs.get("quota_spent") else 0.5
+
+    handler = _resend_soon(3, botocore)
     update, get = SimpleNamespace(name="UpdateItem"), SimpleNamespace(name="GetItem")
     lost = ConnectionClosedError(endpoint_url="x")
     assert handler(attempts=1, operation=update, caught_exception=lost) == RESEND_DELAY
     assert handler(attempts=2, operation=update, caught_exception=lost) == 2 * RESEND_DELAY
-    assert handler(attempts=3, operation=update, caught_exception=lost) is None  # spent
-    assert handler(attempts=1, operation=get, caught_exception=lost) is None  # not a write
+    assert handler(attempts=3, operation=update, caught_exception=lost) == 0.5  # spent: its
+    assert handler(attempts=1, operation=get, caught_exception=lost) == 0.5  # not a write
     never_sent = ConnectTimeoutError(endpoint_url="x")
-    assert handler(attempts=1, operation=update, caught_exception=never_sent) is None
+    assert handler(attempts=1, operation=update, caught_exception=never_sent) == 0.5
     throttled = (_Http(400), {})
-    assert handler(attempts=1, operation=update, response=throttled) is None  # botocore's backoff
+    assert handler(attempts=1, operation=update, response=throttled) == 0.5  # its backoff
+    # botocore says no more (its retry quota spent in an outage): no quick re-send either
+    assert handler(attempts=1, operation=update, caught_exception=lost, quota_spent=True) is None
+    assert asked == [1, 2, 3, 1, 1, 1, 1]  # asked once per attempt, never twice
 
 
 @pytest.mark.parametrize("mode", ["legacy", "standard"])
