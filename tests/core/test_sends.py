@@ -22,18 +22,22 @@ import aioboto3
 import boto3
 import pytest
 import urllib3
-from botocore.credentials import Credentials
+from botocore.config import Config
+from botocore.credentials import Credentials, RefreshableCredentials
 from botocore.exceptions import (
     BotoCoreError,
     CredentialRetrievalError,
     EndpointConnectionError,
     NoCredentialsError,
+    ParamValidationError,
     ReadTimeoutError,
 )
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb.dynamodb import aws
 from xor_ack_dynamodb.dynamodb import sync as sync_module
-from xor_ack_dynamodb.dynamodb._attempts import may_have_landed
+from xor_ack_dynamodb.dynamodb._attempts import may_have_landed, watch
+from xor_ack_dynamodb.errors import NotDynamoDB
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
@@ -458,3 +462,114 @@ def test_each_callers_copy_of_a_never_sent_error_is_still_never_sent() -> None:
     told = one_each(error, 3)  # Batcher.send: a batch of three writes, connection refused
     landed = [may_have_landed(e) for e in told]
     assert landed == [False, False, False], landed
+
+
+# -- a damaged DynamoDB answer, a request botocore refused itself, a session's credentials --
+
+
+_FULL = json.dumps(
+    {"Attributes": {"pk": {"S": "t"}, "x": {"N": "1"}}, "ConsumedCapacity": {"TableName": "t"}}
+).encode()
+
+
+class _Corrupting(BaseHTTPRequestHandler):
+    """First answer: a 200 whose body lost its end (its x-amz-crc32 is the whole body's, as
+    DynamoDB sent it); then the whole body."""
+
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.server.seen += 1
+        raw = _FULL[:20] if self.server.seen == 1 else _FULL
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("x-amzn-RequestId", "r")
+        self.send_header("x-amz-crc32", str(zlib.crc32(_FULL)))
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _corrupting_peer() -> Iterator[tuple[str, Any]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Corrupting)
+    server.daemon_threads = True
+    server.seen = 0  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _three_attempts() -> Config:
+    return aws.botocore_config(retries={"mode": "standard", "total_max_attempts": 3})
+
+
+def _update(client: Any) -> Any:
+    return client.update_item(
+        TableName="t",
+        Key={"pk": {"S": "t"}},
+        UpdateExpression="SET x = :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+        ReturnValues="ALL_NEW",
+    )
+
+
+def test_a_200_with_a_bad_crc32_is_retried_not_called_no_dynamodb() -> None:
+    """The check for answers no DynamoDB gives runs before botocore's CRC32 retry check:
+    DynamoDB's own damaged answer to a write (which landed: the peer got it) was taken for
+    NotDynamoDB ("nothing was read or written there"), and never re-sent."""
+    with _corrupting_peer() as (url, server):
+        client = aws.sync_client(endpoint=url, region_name="us-east-1", config=_three_attempts())
+        try:
+            answer = _update(client)
+        except NotDynamoDB as exc:
+            pytest.fail(
+                f"a DynamoDB answer with a bad CRC32 was refused ({server.seen} send(s)): {exc}"
+            )
+        assert answer["ResponseMetadata"]["RetryAttempts"] == 1
+
+
+def test_a_param_validation_error_is_still_never_sent() -> None:
+    """botocore raises ParamValidationError before the call's events (in
+    _convert_to_request_dict, before _make_request): a request refused by its own model
+    was counted as one that may have landed."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url="http://127.0.0.1:9",
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )  # a user's client: botocore's default config validates parameters
+    assert watch(client)
+    with pytest.raises(ParamValidationError) as caught:
+        client.update_item(TableName="t", Key={"pk": {"S": "t"}}, UpdateExpression=7)
+    assert not may_have_landed(caught.value)
+
+
+def test_a_session_given_refreshable_credentials_signs_a_loopback_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Credentials put on a session (a refreshing assume-role, its method not None) are
+    its own: a loopback endpoint was signed with 'local'."""
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    session = boto3.session.Session(region_name="us-east-1")
+    session._session._credentials = RefreshableCredentials(
+        "AKIAMINE",
+        "secret",
+        None,
+        expiry_time=__import__("datetime").datetime(2999, 1, 1, tzinfo=__import__("datetime").UTC),
+        refresh_using=lambda: {},
+        method="sts-assume-role",
+    )
+    options = aws.client_options(session=session, endpoint="http://127.0.0.1:8000")
+    assert "aws_access_key_id" not in options

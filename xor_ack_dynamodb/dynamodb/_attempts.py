@@ -231,6 +231,8 @@ def may_have_landed(exc: BaseException) -> bool:
     attempts could connect; anything else (a 5xx, a lost connection or a timeout
     on any attempt) may have landed.
     """
+    if isinstance(exc, ParamValidationError):  # raised before the call's events: no send
+        return False
     if not isinstance(exc, ClientError):
         return not getattr(exc, _NEVER_SENT, False)
     status = http_status(exc)

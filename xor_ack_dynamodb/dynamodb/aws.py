@@ -267,6 +267,10 @@ def client_options(*, session: Any = None, **settings: Unpack[Settings]) -> dict
     return options
 
 
+#: Headers every DynamoDB answer carries (AWS, DynamoDB Local), and no web page.
+_DYNAMODB_HEADERS = ("x-amzn-requestid", "x-amz-crc32")
+
+
 def refuse_no_dynamodb(
     endpoint: str, operation_model: Any, response_dict: dict[str, Any], **_: Any
 ) -> None:
@@ -277,13 +281,15 @@ def refuse_no_dynamodb(
     body = response_dict.get("body")
     if not 200 <= status < 300 or (not body and operation_model.output_shape is None):
         return  # an error (botocore's to read), or an operation that answers nothing
+    headers = response_dict.get("headers") or {}
+    if any(name in headers for name in _DYNAMODB_HEADERS):
+        return  # DynamoDB's, damaged maybe (a CRC32 that fails): botocore re-sends it
     try:
         parsed = json.loads(body) if isinstance(body, (bytes, str)) else None
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):
         return
-    headers = response_dict.get("headers") or {}
     raise NotDynamoDB(endpoint, operation_model.name, status, str(headers.get("content-type", "")))
 
 
@@ -302,6 +308,26 @@ async def _checked_async(
         yield _checked(client)
 
 
+#: What botocore's default chain names the credentials it finds (``Credentials.method``):
+#: a session holding such ones found them itself, it was not given them.
+_FROM_THE_CHAIN = frozenset(
+    {
+        "env",
+        "shared-credentials-file",
+        "config-file",
+        "ec2-credentials-file",
+        "boto-config",
+        "iam-role",
+        "container-role",
+        "assume-role",
+        "assume-role-with-web-identity",
+        "sso",
+        "custom-process",
+        "login",
+    }
+)
+
+
 def _own_credentials(session: Any) -> bool:
     """Was ``session`` (boto3's or aioboto3's) given credentials or a profile of its own?
     A local endpoint is then signed with them: DynamoDB Local without ``-sharedDb`` and
@@ -310,7 +336,7 @@ def _own_credentials(session: Any) -> bool:
     if inner is None:
         return False
     given = getattr(inner, "_credentials", None)  # also what the default chain found, cached
-    if given is not None and getattr(given, "method", None) in (None, "explicit"):  # given to it
+    if given is not None and getattr(given, "method", None) not in _FROM_THE_CHAIN:
         return True
     return bool(inner.instance_variables().get("profile"))
 
