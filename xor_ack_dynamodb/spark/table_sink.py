@@ -55,8 +55,8 @@ class TableTarget:
             location = self.spark.catalog.getDatabase(database).locationUri
         except Exception:  # a catalog without locations (e.g. a REST catalog)
             location = None
-        if not location:
-            location = self.spark.conf.get("spark.sql.warehouse.dir")
+        if not location:  # a path as given, not a URI
+            return str(self.spark.conf.get("spark.sql.warehouse.dir"))
         # The catalog gives a URI, percent-encoded ("my%20db"): the folder is "my db".
         return urllib.parse.unquote(str(location))
 
