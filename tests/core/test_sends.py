@@ -52,11 +52,13 @@ class _Recorder(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", "0"))
         body = self.rfile.read(length)
         self.server.seen.append((dict(self.headers.items()), body))
-        raw = json.dumps(self.server.answer).encode()
+        whole = json.dumps(self.server.answer).encode()
+        # cut_first: the first answer loses its end (its x-amz-crc32 the whole body's)
+        raw = whole[:20] if self.server.cut_first and len(self.server.seen) == 1 else whole
         self.send_response(200)
         self.send_header("Content-Type", "application/x-amz-json-1.0")
         self.send_header("x-amzn-RequestId", "r")
-        self.send_header("x-amz-crc32", str(zlib.crc32(raw)))
+        self.send_header("x-amz-crc32", str(zlib.crc32(whole)))
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
         self.wfile.write(raw)
@@ -66,12 +68,15 @@ class _Recorder(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def _peer(answer: dict[str, Any] | None = None) -> Iterator[tuple[str, list[Any]]]:
+def _peer(
+    answer: dict[str, Any] | None = None, *, cut_first: bool = False
+) -> Iterator[tuple[str, list[Any]]]:
     """(endpoint, requests seen) of an HTTP peer on 127.0.0.1 answering ``answer``."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     server.daemon_threads = True
     server.seen = []  # type: ignore[attr-defined]
     server.answer = answer if answer is not None else {}  # type: ignore[attr-defined]
+    server.cut_first = cut_first  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -295,18 +300,20 @@ def _drain_threads() -> list[threading.Thread]:
     ]
 
 
+def _local_client(endpoint: str) -> Any:
+    """A boto3 client of DynamoDB Local, as the library configures one."""
+    return boto3.client(
+        "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=botocore_config()
+    )
+
+
 # -- a batched write whose result is an error leaves a thread blocked forever --
 
 
 def test_a_batched_write_refused_by_its_condition_leaves_no_thread_behind(
     ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=ddb_local_endpoint,
-        region_name="us-east-1",
-        config=botocore_config(),
-    )
+    client = _local_client(ddb_local_endpoint)
     other = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
     ack = SyncXorAckDynamoDB(client, table=ddb_table.name, batch_writes=True, write_slots=1)
     racer = SyncXorAckDynamoDB(other, table=ddb_table.name)
@@ -346,12 +353,7 @@ class _FailsOnSecondUse:
 def test_a_credentials_error_after_a_lost_send_is_not_never_sent(
     ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=ddb_local_endpoint,
-        region_name="us-east-1",
-        config=botocore_config(),
-    )
+    client = _local_client(ddb_local_endpoint)
     ack = SyncXorAckDynamoDB(client, table=ddb_table.name)
     root = new_stamp()
     ack.create("job", root)  # cached: the stamp below is one UpdateItem, no read
@@ -467,46 +469,7 @@ def test_each_callers_copy_of_a_never_sent_error_is_still_never_sent() -> None:
 # -- a damaged DynamoDB answer, a request botocore refused itself, a session's credentials --
 
 
-_FULL = json.dumps(
-    {"Attributes": {"pk": {"S": "t"}, "x": {"N": "1"}}, "ConsumedCapacity": {"TableName": "t"}}
-).encode()
-
-
-class _Corrupting(BaseHTTPRequestHandler):
-    """First answer: a 200 whose body lost its end (its x-amz-crc32 is the whole body's, as
-    DynamoDB sent it); then the whole body."""
-
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        self.server.seen += 1
-        raw = _FULL[:20] if self.server.seen == 1 else _FULL
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("x-amzn-RequestId", "r")
-        self.send_header("x-amz-crc32", str(zlib.crc32(_FULL)))
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _corrupting_peer() -> Iterator[tuple[str, Any]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Corrupting)
-    server.daemon_threads = True
-    server.seen = 0  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", server
-    finally:
-        server.shutdown()
-        server.server_close()
+_FULL = {"Attributes": {"pk": {"S": "t"}, "x": {"N": "1"}}, "ConsumedCapacity": {"TableName": "t"}}
 
 
 def _three_attempts() -> Config:
@@ -527,13 +490,13 @@ def test_a_200_with_a_bad_crc32_is_retried_not_called_no_dynamodb() -> None:
     """The check for answers no DynamoDB gives runs before botocore's CRC32 retry check:
     DynamoDB's own damaged answer to a write (which landed: the peer got it) was taken for
     NotDynamoDB ("nothing was read or written there"), and never re-sent."""
-    with _corrupting_peer() as (url, server):
+    with _peer(_FULL, cut_first=True) as (url, seen):
         client = aws.sync_client(endpoint=url, region_name="us-east-1", config=_three_attempts())
         try:
             answer = _update(client)
         except NotDynamoDB as exc:
             pytest.fail(
-                f"a DynamoDB answer with a bad CRC32 was refused ({server.seen} send(s)): {exc}"
+                f"a DynamoDB answer with a bad CRC32 was refused ({len(seen)} send(s)): {exc}"
             )
         assert answer["ResponseMetadata"]["RetryAttempts"] == 1
 
