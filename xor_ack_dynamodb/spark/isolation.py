@@ -71,12 +71,12 @@ def one_line(text: str) -> str:
 
 def raised(key: str, error: BaseException | tuple[str, str]) -> str:
     """The reason of an input whose function raised ``error`` (or its ``(type, message)``)."""
-    kind, message = error if isinstance(error, tuple) else (type(error).__name__, said(error))
+    kind, message = error if isinstance(error, tuple) else (type(error).__name__, message_of(error))
     line = one_line(message)
     return f"{RAISED}{kind}{f': {line}' if line else ''} (input {key})"
 
 
-def said(error: BaseException) -> str:
+def message_of(error: BaseException) -> str:
     """``str(error)``, or what can be said of it when its own ``__str__`` fails."""
     try:
         return str(error)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputRejected
-from .isolation import bad_output, crashed, raised, said
+from .isolation import bad_output, crashed, message_of, raised
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def user_rows(
     try:
         out = process(key, rows)
     except InputRejected as exc:
-        return Rows(failure=said(exc), final=True)
+        return Rows(failure=message_of(exc), final=True)
     except (Exception, SystemExit, GeneratorExit) as exc:  # sys.exit(): argparse, click
         return Rows(failure=raised(key, exc))
     return _checked(Rows(table=out), key, schema)
@@ -145,10 +145,10 @@ def _child(process: Callable[[str, Any], Any], key: str, rows: Any, fd: int) -> 
         try:
             out = process(key, rows)
         except InputRejected as exc:
-            pipe.write(b"J" + said(exc).encode("utf-8", "replace"))
+            pipe.write(b"J" + message_of(exc).encode("utf-8", "replace"))
             return
         except BaseException as exc:
-            pipe.write(b"E" + f"{type(exc).__name__}\0{said(exc)}".encode("utf-8", "replace"))
+            pipe.write(b"E" + f"{type(exc).__name__}\0{message_of(exc)}".encode("utf-8", "replace"))
             return
         if isinstance(out, pa.RecordBatch):
             out = pa.Table.from_batches([out])
