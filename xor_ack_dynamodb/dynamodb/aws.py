@@ -52,14 +52,11 @@ the change; docs/performance.md has the benchmark after it).
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-import json
 import os
 import platform
 import re
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import urlsplit
@@ -72,9 +69,9 @@ from ..errors import (
     InvalidArgument,
     InventoryBuilding,
     InventoryMissing,
-    NotDynamoDB,
     RegionMissing,
 )
+from .answers import checked, checked_async
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -267,47 +264,6 @@ def client_options(*, session: Any = None, **settings: Unpack[Settings]) -> dict
     return options
 
 
-#: Headers every DynamoDB answer carries (AWS, DynamoDB Local), and no web page.
-_DYNAMODB_HEADERS = ("x-amzn-requestid", "x-amz-crc32")
-
-
-def refuse_no_dynamodb(
-    endpoint: str, operation_model: Any, response_dict: dict[str, Any], **_: Any
-) -> None:
-    """botocore's ``before-parse``: ``NotDynamoDB`` for a success whose body is not a JSON
-    object.  botocore reads such a body (a web server's page) as an empty answer: a write
-    counted as landed, a ``DescribeTable`` without its ``Table``."""
-    status = int(response_dict.get("status_code") or 0)
-    body = response_dict.get("body")
-    if not 200 <= status < 300 or (not body and operation_model.output_shape is None):
-        return  # an error (botocore's to read), or an operation that answers nothing
-    headers = response_dict.get("headers") or {}
-    if any(name in headers for name in _DYNAMODB_HEADERS):
-        return  # DynamoDB's, damaged maybe (a CRC32 that fails): botocore re-sends it
-    try:
-        parsed = json.loads(body) if isinstance(body, (bytes, str)) else None
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        return
-    raise NotDynamoDB(endpoint, operation_model.name, status, str(headers.get("content-type", "")))
-
-
-def _checked(client: Any) -> Any:
-    """``client`` refusing answers that are not DynamoDB's (``refuse_no_dynamodb``)."""
-    handler = functools.partial(refuse_no_dynamodb, str(client.meta.endpoint_url))
-    client.meta.events.register("before-parse.dynamodb", handler)
-    return client
-
-
-@asynccontextmanager
-async def _checked_async(
-    opened: AbstractAsyncContextManager[AsyncDynamoDBClient],
-) -> AsyncIterator[AsyncDynamoDBClient]:
-    async with opened as client:
-        yield _checked(client)
-
-
 #: What botocore's default chain names the credentials it finds (``Credentials.method``):
 #: a session holding such ones found them itself, it was not given them.
 _FROM_THE_CHAIN = frozenset(
@@ -346,7 +302,7 @@ def sync_client(*, session: Any = None, **settings: Unpack[Settings]) -> DynamoD
     import boto3
 
     session = session or boto3.session.Session()
-    client: DynamoDBClient = _checked(
+    client: DynamoDBClient = checked(
         session.client("dynamodb", **client_options(session=session, **settings))
     )
     return client
@@ -362,7 +318,7 @@ def async_client(
     opened: AbstractAsyncContextManager[AsyncDynamoDBClient] = session.client(
         "dynamodb", **client_options(session=session, **settings)
     )
-    return _checked_async(opened)
+    return checked_async(opened)
 
 
 # -- what an AWS error says: each fact read here, once ------------------------------
