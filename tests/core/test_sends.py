@@ -35,8 +35,8 @@ from botocore.exceptions import (
 
 from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.dynamodb import aws
-from xor_ack_dynamodb.dynamodb import sync as sync_module
 from xor_ack_dynamodb.dynamodb._attempts import may_have_landed, watch
+from xor_ack_dynamodb.dynamodb._batches import drain
 from xor_ack_dynamodb.errors import NotDynamoDB
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
@@ -294,9 +294,7 @@ def test_a_lost_write_is_not_re_sent_once_botocores_retry_quota_is_spent() -> No
 
 def _drain_threads() -> list[threading.Thread]:
     return [
-        t
-        for t in threading.enumerate()
-        if getattr(t, "_target", None) is sync_module._drain and t.is_alive()
+        t for t in threading.enumerate() if getattr(t, "_target", None) is drain and t.is_alive()
     ]
 
 

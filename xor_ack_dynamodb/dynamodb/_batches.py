@@ -27,7 +27,7 @@ DynamoDB and DynamoDB Local check the conditions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -322,3 +322,14 @@ class Batcher:
             failure: Exception = exc
             return failure
         return response
+
+
+def drain(inbox: Any, flush: Callable[[Any], None]) -> None:
+    """The inbox of a write whose caller was interrupted once it was in a batch: a batch it
+    is handed is sent (``flush``: the other writes wait for it, and its request holds a
+    slot); its own result, which nobody waits for, ends it."""
+    while True:
+        kind, value = inbox.get()
+        if kind != "lead":
+            return
+        flush(value)

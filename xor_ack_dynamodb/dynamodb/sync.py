@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..chain import ChainState
 from ..errors import InterruptedWrite
 from ..stamps import Stamp
-from ._batches import Write, item_key
+from ._batches import Write, drain, item_key
 from ._client import ClientBase, Connection, CreateMany, OnStateWrite, StampMany, connection
 from ._coalescing import Merge, Merging
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
@@ -120,7 +120,7 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
             with self._queue_lock:
                 withdrawn = self._batcher.plan.withdraw(write)
             if not withdrawn:  # in a batch: its lead may come here, and must still be sent
-                threading.Thread(target=_drain, args=(self, inbox), daemon=True).start()
+                threading.Thread(target=drain, args=(inbox, self._flush), daemon=True).start()
             raise
         if value is _INTERRUPTED:  # the thread sending its batch was interrupted
             tag = str(update.key[self._core.partition_key]["S"])
@@ -392,14 +392,3 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         while (page := listing.next_page()) is not None:
             states: list[ChainState] = self._run(page)
             yield from states
-
-
-def _drain(client: SyncXorAckDynamoDB, inbox: SimpleQueue[tuple[str, Any]]) -> None:
-    """The inbox of a write whose caller was interrupted once it was in a batch: a batch it
-    is handed is sent (the other writes wait for it, and its request holds a slot); its
-    own result, which nobody waits for, ends it."""
-    while True:
-        kind, value = inbox.get()
-        if kind != "lead":
-            return
-        client._flush(value)
