@@ -12,11 +12,12 @@ Layer: an integration. Imports ``events``, the DynamoDB tracker and the vocabula
 
 from __future__ import annotations
 
-from .app import FLEET_TOKEN_WINDOW, Fleet, Handled, Message
+from .app import FLEET_TOKEN_WINDOW, Fleet
 from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
 from .errors import HandlerCancelled, InvalidChildren, InvalidPayload, SettingMissing
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
+from .message import Handled, Message
 from .once import Verdict
 from .sqs import MessageTooLarge, QueueUnavailable, SqsSender, sqs_client
 from .worker import DaemonThreads, Worker, install_signal_handlers

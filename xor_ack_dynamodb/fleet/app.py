@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ..chain import ChainState
@@ -42,6 +41,7 @@ from .errors import (
     WindowMismatch,
 )
 from .markers import DEFAULT_MARKER_TTL, Markers, check_job_tag
+from .message import Handled, Handler, Message
 from .once import Once, Result, Verdict
 from .payloads import check_payload
 from .telemetry import Telemetry, log
@@ -74,40 +74,6 @@ async def _ready(send: Send, root: Envelope) -> None:
     fit = getattr(send, "fit", None)
     if fit is not None:
         await fit([root], "no chain was made")
-
-
-@dataclass(frozen=True)
-class Message:
-    """What a handler receives: the payload, and what the message is.
-
-    ``body``: the message as it came (the envelope's JSON: what a re-send needs);
-    ``chain_id``: the generation of the job's chain; ``parent_id``: the identity (hex)
-    of the message that sent it, ``None`` for a job's root; ``index``: its place among
-    its parent's children.
-    """
-
-    payload: Any
-    tag: str
-    message_id: str
-    receive_count: int = 1
-    body: str = ""
-    chain_id: bytes = b""
-    parent_id: str | None = None
-    index: int | None = None
-
-
-Handler = Callable[[Message], "Iterable[Any] | Awaitable[Iterable[Any] | None] | None"]
-
-
-@dataclass(frozen=True)
-class Handled:
-    """What ``Fleet.handle`` did with one message."""
-
-    envelope: Envelope
-    verdict: Verdict
-    children: int = 0
-    acked: bool = False
-    continued: bool = False
 
 
 class Fleet:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from .app import Message
 from .completion import Completed
+from .message import Message
 
 
 def countdown(message: Message) -> list[int]:

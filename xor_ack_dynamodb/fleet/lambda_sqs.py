@@ -36,11 +36,12 @@ from ..dynamodb.loops import item_failed
 from ..dynamodb.sweeper import sweep_async
 from ..errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidTimeout
 from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
-from .app import Fleet, Handled, Handler
+from .app import Fleet
 from .completion import Continuation
 from .dead_letters import LOGGER, settle_dead_letter
 from .errors import InvalidEnvelope, SettingMissing, WindowMismatch
 from .markers import is_marker_key
+from .message import Handled, Handler
 from .telemetry import log
 
 OpenFleet = Callable[[], AbstractAsyncContextManager[Fleet]]
