@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import string
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,19 +11,18 @@ from typing import Any, get_args
 
 import click
 
-from ..chain import MAX_TOKEN_BYTES, ChainState, check_token
+from ..chain import ChainState
 from ..dynamodb import ListStatus
 from ..errors import (
     BufferLengthsUnequal,
     ChainFailed,
     InvalidTimeout,
-    InvalidToken,
     InvalidTTL,
     TagNotFound,
     ZeroBufferNoOp,
 )
-from ..lifecycle import TIMEOUT_REASON
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
+from .chain_options import hex_stamp, reason_option, token_option
 from .errors import RefusedUsage, UserError, tag_escaped
 from .options import (
     Verbs,
@@ -40,71 +38,6 @@ from .show import _echo_pairs, _when, argument, escaped, shown
 #: The largest random stamp ``chain create --bytes`` makes: one a chain's item holds
 #: with its tokens (a stamp past a few hundred KB does not fit one)
 MAX_CLI_NBYTES = 1024
-
-
-def _stamp(ctx: click.Context, param: click.Parameter, value: str | None) -> bytes | None:
-    """A stamp in hex (``0x`` allowed); empty or not hex is a usage error."""
-    if value is None:
-        return None
-    text = value.strip()
-    if text.lower().startswith("0x"):
-        text = text[2:]
-    try:
-        data = bytes.fromhex(text)
-    except ValueError:
-        digits = "".join(text.split())
-        if digits and all(c in string.hexdigits for c in digits) and len(digits) % 2:
-            raise click.BadParameter(
-                f"{value!r} has an odd number of hex digits ({len(digits)}): a byte is two,"
-                f" e.g. 0{digits}"
-            ) from None
-        raise click.BadParameter(f"{value!r} is not hexadecimal (e.g. 9f86d081884c7d65)") from None
-    if not data:
-        raise click.BadParameter("a stamp cannot be empty (e.g. 9f86d081884c7d65)")
-    return data
-
-
-def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """An option that cannot be empty (``--reason``, ``--token``): a usage error if it is."""
-    if value == "":
-        raise click.BadParameter(f"a {param.name} cannot be empty")
-    return value
-
-
-def _reason_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """``--reason``: not empty, and not the deadline's own ``timeout`` (the library refuses
-    both): a usage error if it is."""
-    if _not_empty(ctx, param, value) == TIMEOUT_REASON:
-        raise click.BadParameter(
-            f'"{TIMEOUT_REASON}" is the reason a chain\'s deadline fails it with: give one of '
-            'your own, e.g. --reason "timed out calling the API"'
-        )
-    _utf8(value)
-    return value
-
-
-def _utf8(value: str | None) -> None:
-    """A usage error for an option's text UTF-8 cannot hold (bytes the shell passed as they
-    were, e.g. Latin-1)."""
-    try:
-        (value or "").encode("utf-8")
-    except UnicodeEncodeError:
-        raise click.BadParameter(
-            f"{value!r} is no text UTF-8 can hold (bytes of another encoding?): give UTF-8 text"
-        ) from None
-
-
-def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``--token``: 1 to 16 bytes of UTF-8, as the library takes it; a usage error if not."""
-    _utf8(value)
-    try:
-        check_token(_not_empty(ctx, param, value))
-    except InvalidToken as exc:
-        raise click.BadParameter(
-            f"must be 1 to {MAX_TOKEN_BYTES} bytes of UTF-8, not {len(value or '')} characters"
-            f" ({len((value or '').encode('utf-8', 'replace'))} bytes)"
-        ) from exc
-    return value
 
 
 def _state_word(state: ChainState, now: float | None = None) -> str:
@@ -174,7 +107,7 @@ def chain() -> None:
 
 @chain.command("create")
 @click.argument("tag", callback=check_tag)
-@click.argument("stamp", required=False, callback=_stamp)
+@click.argument("stamp", required=False, callback=hex_stamp)
 @click.option(
     "--bytes",
     "nbytes",
@@ -217,10 +150,10 @@ def chain_create(
 
 @chain.command("stamp")
 @click.argument("tag", callback=check_tag)
-@click.argument("stamp", callback=_stamp)
+@click.argument("stamp", callback=hex_stamp)
 @click.option(
     "--token",
-    callback=_token,
+    callback=token_option,
     help="Idempotency token (1-16 bytes): a re-sent stamp applies once.",
 )
 @click.pass_context
@@ -383,7 +316,7 @@ def chain_list(ctx: click.Context, status: ListStatus, limit: int | None, as_jso
 @chain.command("fail")
 @click.argument("tag", callback=check_tag)
 @click.option(
-    "--reason", default="failed", show_default=True, callback=_reason_option, help="Why it failed."
+    "--reason", default="failed", show_default=True, callback=reason_option, help="Why it failed."
 )
 @click.pass_context
 def chain_fail(ctx: click.Context, tag: str, reason: str) -> None:
