@@ -1,6 +1,7 @@
 """What a request that failed tells of its sends: never sent (no credentials, a host that
-does not resolve) is not "may have landed", botocore's retry quota still bounds the quick
-re-sends of lost writes, and a session's own credentials sign what it sends.
+does not resolve, a certificate refused in the TLS handshake) is not "may have landed",
+botocore's retry quota still bounds the quick re-sends of lost writes, and a session's own
+credentials sign what it sends.
 
 Every server here is a scripted HTTP peer on 127.0.0.1; nothing reaches AWS.
 """
@@ -534,3 +535,66 @@ def test_a_session_given_refreshable_credentials_signs_a_loopback_endpoint(
     )
     options = aws.client_options(session=session, endpoint="http://127.0.0.1:8000")
     assert "aws_access_key_id" not in options
+
+
+# -- a TLS handshake that fails (a certificate no CA bundle trusts) sent nothing ----------
+
+
+@contextlib.contextmanager
+def _untrusted_tls(tmp_path: Any) -> Iterator[tuple[str, list[bytes]]]:
+    """An https endpoint on 127.0.0.1 whose certificate is self-signed (no CA bundle
+    trusts it); ``seen``: request bytes read after a handshake (none should be)."""
+    from tests.dashboard.tls_proxy import self_signed
+
+    context = self_signed(tmp_path, "localhost")
+    server = socket.create_server(("127.0.0.1", 0))
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with contextlib.suppress(OSError), context.wrap_socket(conn, server_side=True) as tls:
+                seen.append(tls.recv(65536))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.getsockname()[1]}", seen
+    finally:
+        server.close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_tls_handshake_that_fails_is_not_a_write_that_may_have_landed(
+    kind: str, tmp_path: Any
+) -> None:
+    """A wrong CA bundle (or a proxy's own certificate) fails every handshake before a
+    byte of the request is sent; the sync client (urllib3) took it for a lost response
+    and told the caller its write may have landed (UnsettledWrite)."""
+    with _untrusted_tls(tmp_path) as (url, seen):
+        if kind == "sync":
+            client = boto3.client(
+                "dynamodb", endpoint_url=url, region_name="us-east-1", config=_few_attempts()
+            )
+            try:
+                with pytest.raises(BotoCoreError) as caught:
+                    SyncXorAckDynamoDB(client, table="t").create("job", new_stamp())
+            finally:
+                client.close()
+        else:
+
+            async def create() -> None:
+                session = aioboto3.Session()
+                async with session.client(
+                    "dynamodb", endpoint_url=url, region_name="us-east-1", config=_few_attempts()
+                ) as client:
+                    await XorAckDynamoDB(client, table="t").create("job", new_stamp())
+
+            with pytest.raises(BotoCoreError) as caught:
+                asyncio.run(create())
+    assert not may_have_landed(caught.value), repr(caught.value)
+    assert seen == []

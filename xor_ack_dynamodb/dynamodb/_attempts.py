@@ -6,7 +6,8 @@ response only counts the re-sends, not why they happened, and the why decides:
 - an attempt answered with a 4xx (throttling, validation, a failed condition)
   was refused by DynamoDB before anything was written: it did not land;
 - an attempt whose connection could not even be opened (connection refused,
-  connect timeout) sent nothing: it did not land;
+  connect timeout, a host that does not resolve, a certificate refused in the TLS
+  handshake) sent nothing: it did not land;
 - any other attempt -- a lost or reset connection, a read timeout, a 5xx, a 2xx
   that botocore retried anyway (a bad CRC32) -- has an unknown outcome: it may
   have landed.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import socket
+import ssl
 from typing import Any
 
 from botocore.exceptions import (
@@ -39,6 +41,7 @@ from botocore.exceptions import (
     NoCredentialsError,
     ParamValidationError,
     PartialCredentialsError,
+    SSLError,
     TokenRetrievalError,
     UnauthorizedSSOTokenError,
 )
@@ -64,10 +67,29 @@ def connect_failed(error: BaseException | None) -> bool:
     return any(kind.__name__ in _CONNECT_FAILED for kind in type(error).__mro__)
 
 
+def _certificate_refused(error: BaseException | None) -> bool:
+    """Is this TLS error a certificate the client would not trust?  Only a handshake checks
+    one, and a handshake ends before the request's first byte: urllib3 wraps the ``ssl``
+    module's error in its own (first argument), aiohttp raises it as the cause."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return True
+        seen.add(id(error))
+        first = error.args[0] if error.args else None
+        error = first if isinstance(first, BaseException) else error.__cause__
+    return False
+
+
 def _never_sent(exc: BaseException) -> bool:
     """Did this transport error happen before a byte of the request could be sent?"""
     if isinstance(exc, ConnectTimeoutError):
         return True
+    if isinstance(exc, SSLError):
+        # A certificate refused in the handshake (a wrong CA bundle, a proxy's own
+        # certificate): aiohttp's is a connect error; urllib3 wraps the ``ssl`` module's.
+        error = exc.kwargs.get("error")
+        return connect_failed(error) or _certificate_refused(error)
     if isinstance(exc, EndpointConnectionError):
         # botocore (urllib3) and aiobotocore (aiohttp) both raise it for a refused
         # connection, but aiobotocore also for a reset one: only a failed connect counts.
