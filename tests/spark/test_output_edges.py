@@ -1,6 +1,6 @@
 """The output rules at their edges ("never destroy user data; a failed run never replaces a
 good result with a worse one; a refusal changes nothing"): a table overwrite whose rows fail
-as they are written, a work folder inside the output, a partitioning or a view Spark would
+as they are written, a work folder inside the output or a table's folder, a partitioning or a view Spark would
 refuse only at the commit, ``file://localhost/``, a database folder whose name has a space."""
 
 from __future__ import annotations
@@ -141,6 +141,55 @@ def test_a_work_dir_inside_the_output_is_refused_before_the_first_chain(
         assert snapshot(out) == before
     else:
         assert tree(tmp_path) == []  # a refusal changes nothing
+
+
+@pytest.mark.parametrize("inside", [".", "tmp"], ids=["the-location", "inside-it"])
+def test_a_work_dir_in_a_tables_location_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, inside: str
+) -> None:
+    """The rows of a table overwrite are staged in the work folder and written to the
+    table from there; Spark empties the table's folder before its write job reads them:
+    a work_dir in the table's location lost the staged rows and the table's own."""
+    db = database(local_spark, tmp_path / "db")
+    table = f"{db}.rows"
+    assert track(local_spark, good, SCHEMA, Sink(table=table), keys=KEYS, tracker=tracker).ok
+    location = tmp_path / "db" / "rows"
+    assert location.is_dir()
+    before, made = snapshot(location), len(chains(tracker))
+    job = tracked_job(
+        local_spark,
+        good,
+        SCHEMA,
+        Sink(table=table, overwrite=True),
+        keys=KEYS,
+        tracker=tracker,
+        work_dir=str(location / inside),
+    )
+    with pytest.raises(InvalidArgument, match="work_dir"):
+        job.run()
+    assert len(chains(tracker)) == made  # refused before the first chain
+    assert snapshot(location) == before
+    assert sorted(r["j"] for r in local_spark.table(table).collect()) == [0, 1, 2, 3]
+
+
+def test_a_work_dir_in_a_new_tables_folder_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """A new table is made in DATABASE_FOLDER/name: rows staged there make that folder,
+    and ``saveAsTable`` refuses a folder that exists, after every chain was written."""
+    db = database(local_spark, tmp_path / "db")
+    job = tracked_job(
+        local_spark,
+        good,
+        SCHEMA,
+        Sink(table=f"{db}.Rows"),
+        keys=KEYS,
+        tracker=tracker,
+        work_dir=str(tmp_path / "db" / "rows" / "tmp"),
+    )
+    with pytest.raises(InvalidArgument, match="work_dir"):
+        job.run()
+    assert chains(tracker) == [] and tree(tmp_path) == ["db"]
 
 
 # -- partition_by Spark refuses: refused only at the commit, after every chain ----------

@@ -24,9 +24,9 @@ from typing import Any
 from . import output
 from .columns import named
 from .commit import Counts, Written, refuse_staged, resolver
-from .errors import DatabaseMissing, TableColumnsDiffer
+from .errors import DatabaseMissing, InvalidArgument, TableColumnsDiffer
 from .files import Files
-from .paths import literal
+from .paths import is_inside, literal, real_path
 from .sink import Sink
 
 
@@ -40,7 +40,8 @@ class TableTarget:
         self.table: str = sink.table
         self.files = Files(spark)
         self.run_id = run_id
-        base = resolver(spark)(work_dir, "the work folder") if work_dir else self._beside()
+        self.work_dir = resolver(spark)(work_dir, "the work folder") if work_dir else None
+        base = self.work_dir or self._beside()
         self.staging = f"{base.rstrip('/')}/.xor-ack-{run_id}"
         self.rows_root = f"{self.staging}/rows"
         #: Set while an ``overwrite`` replaces the table's rows: a failure then may have
@@ -60,12 +61,38 @@ class TableTarget:
         # The catalog gives a URI, percent-encoded ("my%20db"): the folder is "my db".
         return urllib.parse.unquote(str(location))
 
+    def _location(self) -> str | None:
+        """The table's folder: the catalog's word for an existing table, the database's
+        folder and the table's name for a new one (None when the catalog cannot say)."""
+        if not self.exists():
+            name = self.table.split(".")[-1].strip("`")
+            return f"{self._beside().rstrip('/')}/{name.lower()}"
+        try:
+            rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.table}").collect()
+        except Exception:  # a catalog that cannot say
+            return None
+        found = [str(row[1]) for row in rows if row[0] == "Location" and row[1]]
+        return urllib.parse.unquote(found[0]) if found else None
+
+    def _refuse_work_dir_inside(self) -> None:
+        """A work folder in the table's folder: an overwrite empties that folder before
+        its write job reads the rows staged there (both lost), and a new table's
+        ``saveAsTable`` refuses a folder that exists, after every chain was written."""
+        location = self._location() if self.work_dir else None
+        if self.work_dir and location and is_inside(real_path(self.work_dir), real_path(location)):
+            raise InvalidArgument(
+                f"work_dir={self.work_dir!r} is at or inside the folder of "
+                f"Sink(table={self.table!r}) ({location}): the run stages its rows there; "
+                "give a work folder outside the table's"
+            )
+
     def check(self, struct: Any, *, probe: bool = True) -> None:
         """Refuse before the first chain what the commit could not write: a table in a
         database the catalog lacks, an existing table whose columns are not the output's
         (``struct``, the declared schema, through ``finish``), a new one partitioned by a
         column the output lacks.  (A new table's format is never tried, whatever ``probe``
         says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
+        self._refuse_work_dir_inside()
         refuse_staged(self.files, self.rows_root, self.run_id)
         out = output.schema(self.spark, struct, self.sink)
         columns = tuple(field.name for field in out.fields)
