@@ -1,7 +1,8 @@
 """The output rules at their edges ("never destroy user data; a failed run never replaces a
 good result with a worse one; a refusal changes nothing"): a table overwrite whose rows fail
-as they are written, a work folder inside the output or a table's folder, a partitioning or a view Spark would
-refuse only at the commit, ``file://localhost/``, a database folder whose name has a space."""
+as they are written, a work folder inside the output or a table's folder, a partitioning or
+a view Spark would refuse only at the commit, ``file://localhost/``, a database folder whose
+name has a space."""
 
 from __future__ import annotations
 
