@@ -63,10 +63,16 @@ class AppliedBefore(Stamp):
         return f"AppliedBefore({self.hex()!r}, chain acked by another stamp)"
 
 
+#: The types whose ``bytes(...)`` is their buffer: a user's subclass (of ``Stamp`` too) may
+#: give ``__bytes__`` its own meaning, so it is read by its buffer, as the C core reads it.
+_OWN_BYTES = (bytes, Stamp, AppliedBefore)
+_OWN_STAMPS = (Stamp, AppliedBefore)
+
+
 def _as_bytes(value: object) -> bytes:
     """The bytes of a bytes-like stamp: all of a memoryview's bytes, whatever its item size."""
-    if type(value) is bytes or isinstance(value, Stamp):  # no copy: the common cases
-        return value
+    if type(value) in _OWN_BYTES:  # no copy: the common cases
+        return value  # type: ignore[return-value]
     if isinstance(value, bytes):  # another subclass: its buffer, as the C core reads it
         return memoryview(value).tobytes()  # (a ``__bytes__`` of its own is not its bytes)
     if isinstance(value, (bytearray, memoryview)):
@@ -86,7 +92,11 @@ def as_stamp(value: object, *, allow_zero: bool = False) -> Stamp:
     and :class:`ZeroBufferNoOp` for an all-zero stamp unless ``allow_zero``.  A
     memoryview counts by its bytes (``nbytes``), whatever its format.
     """
-    stamp = value if isinstance(value, Stamp) else Stamp(_as_bytes(value))
+    # A subclass of the user's is copied: its ``__bytes__`` may not be its buffer.
+    if isinstance(value, Stamp) and type(value) in _OWN_STAMPS:
+        stamp = value
+    else:
+        stamp = Stamp(_as_bytes(value))
     if not stamp:
         raise InvalidStamp("a stamp must not be empty")
     if not allow_zero and not any(stamp):  # not ``.acked``: AppliedBefore says False to it

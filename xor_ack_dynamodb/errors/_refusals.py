@@ -183,7 +183,8 @@ class InvalidListener(XorAckError, TypeError):
                 f"{name} must be callable (a function, or an object with __call__), "
                 f"not {listener!r}"
             )
-        if inspect.iscoroutinefunction(listener):
+        called = getattr(type(listener), "__call__", None)  # an object's own: async def too
+        if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(called):
             raise cls(
                 f"{name} ({listener!r}) is async, and it is called, not awaited: it would "
                 "never run. Pass a plain function that runs or schedules it, e.g. "

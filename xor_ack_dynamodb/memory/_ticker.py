@@ -46,7 +46,10 @@ class Ticker:
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """Ticking: its task not done, in a loop not closed (a loop closed without
+        stopping it leaves the task pending for good, and it never ticks again)."""
+        task = self._task
+        return task is not None and not task.done() and not task.get_loop().is_closed()
 
     def start(self) -> None:
         """Start ticking (needs a running event loop); ``TickerRunning`` if the owner's
@@ -67,7 +70,7 @@ class Ticker:
     async def stop(self) -> None:
         """Stop ticking and wait for the task to end."""
         task, self._task = self._task, None
-        if task is None:
+        if task is None or task.get_loop().is_closed():  # nothing left to stop
             return
         task.cancel()
         try:

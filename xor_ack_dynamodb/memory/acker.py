@@ -104,16 +104,20 @@ class IdGenerator:
     """Random non-zero int64 ids, one generator per task (FsShelter's ``mkIdGenerator``).
 
     Zero is never returned: ``x ^ 0 == x``, so a zero id would be invisible to
-    the XOR.  ``seed`` makes the sequence reproducible (tests); without it the
-    generator is seeded from the OS's random source.
+    the XOR.  ``seed`` makes the sequence reproducible (tests); without it each id
+    comes from the OS's random source, so that copies of one generator (a process
+    forked after it was made, a pickled copy in a task's closure) never draw the
+    same ids: two equal child ids cancel in the XOR, and a tree would read acked
+    while both children are pending.
     """
 
     def __init__(self, seed: int | None = None) -> None:
-        self._random = random.Random(secrets.randbits(128) if seed is None else seed)
+        self._random = None if seed is None else random.Random(seed)
 
     def __call__(self) -> int:
         while True:
-            value = self._random.getrandbits(64) + INT64_MIN
+            bits = secrets.randbits(64) if self._random is None else self._random.getrandbits(64)
+            value = bits + INT64_MIN
             if value:
                 return value
 

@@ -223,6 +223,19 @@ class _Driver(Generic[SinkT]):
         self._plan = TreePlan(next_id, deterministic)
 
 
+def _refuse_awaitable(sink: object, answer: object) -> None:
+    """A blocking sink's answer that is an awaitable (plain methods that return an async
+    sink's coroutines) did nothing, and would read as "completed": refused, and closed."""
+    if inspect.isawaitable(answer):
+        close = getattr(answer, "close", None)
+        if callable(close):
+            close()  # never run: no "never awaited" warning
+        raise InvalidArgument(
+            f"TupleTree needs a blocking sink: {type(sink).__name__}'s methods return "
+            "awaitables (nothing was written): use AsyncTupleTree for it"
+        )
+
+
 class TupleTree(_Driver[TreeSink]):
     """Spout and bolt helpers over a blocking sink.
 
@@ -247,8 +260,10 @@ class TupleTree(_Driver[TreeSink]):
         elif isinstance(request, Xor):
             completed = self.sink.xor(request.anchor_id, request.value, token=request.token)
         else:
-            self.sink.fail(request.anchor_id)
+            failing: Callable[[int], object] = self.sink.fail  # an adapter's returns a coroutine
+            _refuse_awaitable(self.sink, failing(request.anchor_id))
             completed = False
+        _refuse_awaitable(self.sink, completed)
         return step.finish(completed)
 
     def start(
