@@ -137,7 +137,7 @@ class TrackedJob:
             lost = exc if isinstance(exc, Unanswered) else None
             self._abandon(f"the run stopped: {output.said(exc if lost is None else lost.cause)}")
             if lost is not None:
-                raise self._dynamodb_failed(lost) from lost.cause
+                raise self.dynamodb_failed(lost) from lost.cause
             raise
         finally:
             if self.staged and not spec.keep_staging:
@@ -218,7 +218,7 @@ class TrackedJob:
         DynamoDB's error if it let some not be failed."""
         return None if self._chains is None else self._chains.abandon(why)
 
-    def _dynamodb_failed(self, lost: Unanswered) -> DynamoDBFailed:
+    def dynamodb_failed(self, lost: Unanswered) -> DynamoDBFailed:
         """The run's error when DynamoDB failed the driver: where, and what it left."""
         return DynamoDBFailed(
             lost.phase,

@@ -151,7 +151,7 @@ class Endings:
                 self._file.flush()
                 end = self._file.tell()
                 self._file.seek(position)
-                chunk = self._file.readlines(1 << 20) if position < end else []
+                chunk = self._chunk() if position < end else []
                 position = self._file.tell()
                 self._file.seek(end)
             if not chunk:
@@ -160,6 +160,15 @@ class Endings:
                 data = json.loads(text)
                 if SUMMARY not in data:
                     yield data
+
+    def _chunk(self, budget: int = 1 << 20) -> list[str]:
+        """The next lines, about ``budget`` characters of them, by ``readline``: a text
+        file's ``readlines(hint)`` reads by iterating, after which ``tell()`` refuses."""
+        lines: list[str] = []
+        while budget > 0 and (text := self._file.readline()):
+            lines.append(text)
+            budget -= len(text)
+        return lines
 
     def close(self, summary: dict[str, Any] | None = None) -> None:
         """Write the summary line (a named file) and flush; the lines stay readable."""

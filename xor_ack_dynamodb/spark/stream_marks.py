@@ -23,9 +23,11 @@ A crash between any two steps leaves marks that step 1 of the next run reads
 right: the rename is the commit point, and a live mark's run either has its
 folder or not.  Where the rename is not atomic (S3A, GCS copy object by object),
 a crash during it leaves a torn folder: step 1 finds it lacking what its manifest
-names and stops (``TornBatch``) rather than guess.  Marks are kept for
-``retention`` seconds (their TTL, then the acked tombstone's): an input seen
-again after that is processed again.
+names and stops (``TornBatch``) rather than guess.  A settled mark (acked or
+failed) is kept for ``retention`` seconds (its tombstone's TTL): an input seen
+again after that is processed again.  A live mark has no end until a run settles
+it, so neither a batch longer than ``retention`` nor a stopped run loses what it
+committed.
 """
 
 from __future__ import annotations
@@ -171,7 +173,10 @@ class StreamMarks:
                 mine[tag] = self.stamp(key, self.run_id)
         self.skipped += len(refused)
         try:
-            self.chains.create_many(mine, via="partiql", ttl=self.retention)
+            # No end while the mark is live: a batch longer than ``retention`` (or a run that
+            # stopped before it said how it ended) would find its marks gone, and what it
+            # committed forgotten; ``retention`` counts from the commit (tombstone_ttl).
+            self.chains.create_many(mine, via="partiql", ttl=MAX_TTL)
         except CreateManyFailed as exc:
             for tag, error in exc.errors.items():
                 if not isinstance(error, TagExists):

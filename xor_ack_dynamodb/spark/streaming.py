@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from ..errors._refusals import shown
+from .chain_batches import Unanswered
 from .commit import resolver
 from .errors import BatchFailed, Incurable, InvalidArgument, OutputUnusable
 from .files import Files, is_connect
@@ -179,7 +180,9 @@ def track_stream(
     checked = dict(options)
     if is_connect(spark) and isinstance(checked.get("report"), str | os.PathLike):
         checked["report"] = None  # on the server's disk: its name alone is checked below
-    tracker = job_spec(spark, process, schema, sink, source=stream, key=key, **checked).tracker
+    tracker = job_spec(
+        spark, process, schema, sink, source=stream, key=key, on_event=on_event, **checked
+    ).tracker
     if tracker is not None:
         check_table(tracker, stream_id)  # the table there and answering, once
     # The chains' table resolved here, once: a batch may run where the caller's environment
@@ -255,7 +258,10 @@ def track_stream(
             if stop_on_failure or marks is None or not at_fault:
                 raise
             report = cast(TrackedReport, exc.report)
-            marks.before_commit(report)
+            try:
+                marks.before_commit(report)
+            except Unanswered as lost:  # as the run's own phase says it
+                raise job.dynamodb_failed(lost) from lost.cause
         if not report.ok:
             failed = (i.key for i in report.endings() if i.status == "failed")
             names = ", ".join(itertools.islice(failed, 3))  # the first three, not all in memory
