@@ -518,7 +518,7 @@ def _run_reply(op: str, error: Any, reread: bool, ran: Ran) -> Any:
         script: list[Any] = [("update_item", answer)]
         if reread:
             script.append(("get_item", got(None)))
-        if D.reply_of(error)[0] is D.Reply.CONDITION_FAILED:
+        if D.reply_of(error)[0] in (D.Reply.CONDITION_FAILED, D.Reply.TRANSACTION_CONFLICT):
             script.append(("update_item", ok()))  # the tag is free now: sent again
         return drive(core.create(TAG, ROOT), script, ran).result
     if op == "fail":
@@ -826,6 +826,8 @@ def test_every_create_settled_row(key: tuple[D.Reply, bool]) -> None:
         raw = written(call) if proof else other
         if reply is D.Reply.CONDITION_FAILED:
             return condition_failed(raw, resent=True)
+        if reply is D.Reply.TRANSACTION_CONFLICT:
+            return client_error("TransactionConflictException")
         return client_error("InternalServerError", status=500)
 
     def read_back(call: Any) -> Any:
@@ -833,7 +835,7 @@ def test_every_create_settled_row(key: tuple[D.Reply, bool]) -> None:
 
     ran = Ran()
     script: list[Any] = [("update_item", answer)]
-    if reply is D.Reply.UNKNOWN:
+    if reply in (D.Reply.UNKNOWN, D.Reply.TRANSACTION_CONFLICT):
         script.append(("get_item", read_back))
     if verdict is D.Verdict.LANDED:
         assert step is D.Step.DONE

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ...chain import ChainState
 from ...errors import InvalidReason, NotAChain, StaleLocalData, TagNotFound
@@ -88,18 +88,23 @@ class Endings(Deadlines):
                 response: UpdateItemOutputTypeDef = yield Call(
                     "update_item", self._fail_params(tag, reason, chain_id, at)
                 )
-            except ClientError as exc:
-                if _too_big(exc):  # the lower bound checked above fell short: said the same
+            except (ClientError, BotoCoreError) as exc:
+                if isinstance(exc, ClientError) and _too_big(exc):  # fell short: said the same
                     raise InvalidReason(
                         f"a reason of {len(reason.encode('utf-8'))} bytes does not fit the "
                         "chain's DynamoDB item (400 KB with its other attributes); nothing was "
                         "written: pass a shorter reason"
                     ) from exc
+                reply, sent = D.reply_of(exc)
                 if self._reply_step("fail", exc)[1] is Step.REFUSE:
-                    raise  # not its condition: refused, or unknown (fail is never re-read)
-                # Closed, gone or expired since the read, or damaged (CorruptItem).
-                state = yield from self._after_failed_condition(tag, exc)
-                if D.sent_of(exc) is D.Sent.MAYBE_TWICE and _proves(state, reason, at):
+                    raise  # not its condition: refused, not landed
+                if reply is D.Reply.CONDITION_FAILED:
+                    # Closed, gone or expired since the read, or damaged (CorruptItem).
+                    assert isinstance(exc, ClientError)
+                    state = yield from self._after_failed_condition(tag, exc)
+                else:  # a transaction held it, or its answer was lost: the item tells
+                    state = yield from self._settle(tag, exc, "fail")
+                if sent is D.Sent.MAYBE_TWICE and _proves(state, reason, at):
                     # Its own first send landed (botocore re-sent it): failed by this call.
                     self.stats.resent_writes_recognised += 1
                     self.forget(tag)

@@ -179,12 +179,16 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     **{(op, Reply.OK, ONCE): (L, Step.DONE, None) for op in OPERATIONS},
     # A 4xx (a throttle, a validation error) or a connection never opened: not landed.
     **{(op, Reply.REFUSED, ONCE): (N, Step.REFUSE, REPLY_ERROR) for op in OPERATIONS},
-    # A transaction held the item: refused before anything was written.
+    # A transaction held the item (another client's stamp_many with transact=True):
+    # refused before anything was written; a create or a fail meets the chain as it is
+    # now, as after a failed condition (a lost race, not an error).
     **{
         (op, Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REFUSE, REPLY_ERROR)
         for op in OPERATIONS
-        if op not in ITEM_DECIDES
+        if op not in ITEM_DECIDES and op not in ("create", "fail")
     },
+    ("create", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
+    ("fail", Reply.TRANSACTION_CONFLICT, ONCE): (N, Step.REREAD, None),
     **{
         (op, reply, sent): row
         for op in ITEM_DECIDES
@@ -196,7 +200,7 @@ REPLY_STEP: dict[tuple[str, Reply, Sent], Row] = {
     ("fail", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, None),  # NOT_LANDED_STEP
     # Re-sent: its first send may have landed; its reason and failed_at in the item prove it.
     ("fail", Reply.CONDITION_FAILED, TWICE): (None, Step.REREAD, None),
-    ("fail", Reply.UNKNOWN, TWICE): (U, Step.REFUSE, REPLY_ERROR),
+    ("fail", Reply.UNKNOWN, TWICE): (None, Step.REREAD, None),  # its reason and failed_at
     # The item it read is gone: read again, another chain there is left alone (done), an
     # empty tag is TagNotFound.
     ("delete", Reply.CONDITION_FAILED, ONCE): (N, Step.REREAD, TagNotFound),
@@ -285,6 +289,7 @@ CREATE_SETTLED: dict[tuple[Reply, bool], Row] = {
     (Reply.CONDITION_FAILED, False): (N, Step.BY_STATUS, None),  # NOT_LANDED_STEP
     (Reply.UNKNOWN, True): (L, Step.DONE, None),
     (Reply.UNKNOWN, False): (N, Step.REFUSE, REPLY_ERROR),  # not ambiguous: the error
+    (Reply.TRANSACTION_CONFLICT, False): (N, Step.BY_STATUS, None),  # a lost race
 }
 
 # Rules that do not fit a row, and why:

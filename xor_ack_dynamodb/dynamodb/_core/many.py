@@ -40,12 +40,12 @@ from .validate import (
 
 
 def _moved(before: ChainState | None, now: ChainState | None) -> bool:
-    """Is ``now`` a later state of the chain ``before`` was (another write landed since)?"""
+    """Is ``now`` a later state of the tag ``before`` was: another write landed since, or
+    the tag holds a new generation (replayed), as the single write plans again on either?"""
     return (
         before is not None
         and now is not None
-        and now.chain_id == before.chain_id
-        and now.version > before.version
+        and (now.chain_id != before.chain_id or now.version > before.version)
     )
 
 
@@ -151,27 +151,31 @@ class Chains(Transactions):
             remembered -= refreshed
             self.stats.cache_refreshes += len(refreshed)
             states.update(fresh)
-            for tag in tags:  # found gone, acked or failed: told at once, never a race
-                status = D.status_of(states.get(tag), self.clock())
-                if tag in outcomes or status not in D.CLOSED:
+            for tag in tags:  # holding its token, gone, acked or failed: told, never a race
+                if tag in outcomes:
                     continue
                 state = states.get(tag)
                 held = entries[tag].token
                 if state is not None and held is not None and held in state.tokens:
                     outcomes[tag] = applied_before(state, held)  # another writer's copy
-                else:
+                    continue
+                status = D.status_of(state, self.clock())
+                if status in D.CLOSED:
                     kind = D.NOT_LANDED_STEP[("stamp", status)][1]
                     outcomes[tag] = T.refusal(kind, tag, state)
             pending = [tag for tag in tags if tag not in outcomes]
             if not pending:
                 break
-            raced = bool(contended.intersection(pending) - refreshed)
-            step = C.AFTER_CANCEL[("stamp", raced, bool(refreshed), bool(rejected))]
+            lost = contended.intersection(pending) - refreshed
+            left = len(pending) < len(tags)  # refused, applied before, landed: told above
+            step = C.AFTER_CANCEL[("stamp", bool(lost), bool(refreshed), left)]
             if step is Step.REPLAN:
                 attempt -= 1
             elif step is Step.RETRY and not (yield from self._back_off(attempt, started)):
-                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in pending)
-                break
+                # Out of attempts: the chains that lost their race are told so; the others
+                # were cancelled only for them, and are sent again without them.
+                outcomes.update((tag, StaleLocalData(tag, attempt)) for tag in lost or pending)
+                pending = [tag for tag in pending if tag not in outcomes]
         return {tag: outcomes.get(tag, TagNotFound(tag)) for tag in entries}
 
     def _late(self, tag: str, entry: Entry, state: ChainState) -> Generator[Effect, Any, Outcome]:

@@ -61,15 +61,23 @@ def _check_seconds(
     most: float,
     error: type[InvalidTTL | InvalidTimeout | InvalidArgument],
     span: str,
+    least: float = 0.0,
 ) -> float | None:
-    """None, or a finite number of seconds in (0, ``most``]; ``error`` otherwise."""
+    """None, or a finite number of seconds in (0, ``most``] (``least`` and more, if given);
+    ``error`` otherwise."""
     if value is None:
         return None
     # The range first: it refuses nan and the infinities too, and compares an int too big
     # for a float (where math.isfinite would raise a bare OverflowError).
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (value >= least if least else value > 0)
+        or not value <= most
+    ):
+        lowest = f"at least {least:g}" if least else "above 0"
         raise error(
-            f"{name} must be a number of seconds above 0 and at most {most:.0f}{span},"
+            f"{name} must be a number of seconds {lowest} and at most {most:.0f}{span},"
             f" not {shown(value)}"
         )
     return float(value)
@@ -80,9 +88,15 @@ def check_ttl(ttl: object) -> float | None:
     return _check_seconds("ttl", ttl, MAX_TTL, InvalidTTL, "")
 
 
+#: The shortest timeout: a deadline is kept to the millisecond, and an ``idle_timeout`` is
+#: stored as it is given (DynamoDB refuses a number under 1e-130).
+MIN_TIMEOUT = 0.001
+
+
 def check_timeout(name: str, value: object) -> float | None:
-    """Validate a ``timeout`` / ``idle_timeout``: None, or seconds in (0, MAX_TIMEOUT]."""
-    return _check_seconds(name, value, MAX_TIMEOUT, InvalidTimeout, " (a year)")
+    """Validate a ``timeout`` / ``idle_timeout``: None, or seconds in [MIN_TIMEOUT,
+    MAX_TIMEOUT]."""
+    return _check_seconds(name, value, MAX_TIMEOUT, InvalidTimeout, " (a year)", MIN_TIMEOUT)
 
 
 class Lifetime(TypedDict, total=False):
