@@ -154,6 +154,10 @@ async def test_another_site_still_cannot_act(browser: Any, served: Served) -> No
         ("https://chains.example.test/?a=1", "query"),
         ("https://chains.example.test/ops#top", "fragment"),
         ("https://chains.example.test:99999", "not a URL"),
+        # The server names its prefix in ASCII on every request: it dropped each one.
+        ("https://chains.example.test/öps", "plain ASCII"),
+        ("https://chains.example.test/%C3%B6ps", "plain ASCII"),
+        ("https://bücher..example", "internationalised domain name"),
     ],
 )
 def test_a_public_url_that_cannot_be_opened_is_a_usage_error(url: str, message: str) -> None:

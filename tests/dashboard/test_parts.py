@@ -426,6 +426,18 @@ async def test_live_notices_are_coalesced_and_end_on_close() -> None:
     assert live.subscribers == 0
 
 
+async def test_a_live_stream_ends_by_itself_after_its_lifetime_saying_so() -> None:
+    """A server asked to stop waits for open responses (a host service's lifespan ends the
+    dashboard only after): each stream ends after ``lifetime`` with an ``again`` message,
+    heartbeats on the way, and is unsubscribed."""
+    live = Broadcaster(lifetime=0.3)
+    started = asyncio.get_running_loop().time()
+    said = [message async for message in live.stream()]
+    took = asyncio.get_running_loop().time() - started
+    assert said == ["retry: 2000\n\n", "event: again\ndata: \n\n"]
+    assert 0.3 <= took < 2.0 and live.subscribers == 0
+
+
 async def test_a_live_stream_ends_when_cancelled_just_as_a_notice_arrives() -> None:
     """A browser leaves as a notice comes in: its stream's task ends, it is unsubscribed."""
     for turns in range(6):

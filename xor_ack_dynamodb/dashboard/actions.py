@@ -29,7 +29,7 @@ from xor_ack_dynamodb.errors import ChainFailed, ChainTimedOut, TagNotFound
 from xor_ack_dynamodb.fleet import Envelope, Fleet, Message
 
 from .config import Send
-from .pages import context, dashboard_of, fleet_job, status_word, tag_param
+from .pages import context, dashboard_of, finished_job, fleet_job, status_word, tag_param
 from .render import base_of, url
 from .root_payload import check_root
 from .security import Refused
@@ -104,7 +104,15 @@ async def confirm(request: Request) -> Response:
 def _refuse_unless_fleet_job(dashboard: Any, tag: str, state: ChainState | None) -> None:
     """Replay is for a job ``Fleet.submit`` made (what the chain's page offers it for): a
     chain another writer made, or none at all, is not replaced by a fleet job."""
-    if not fleet_job(tag, state, dashboard.story(tag)):
+    story = dashboard.story(tag)
+    if finished_job(state, story):
+        raise Refused(
+            409,
+            "Nothing to replay",
+            f"the job {tag!r} acked (every message of it done) before its chain was removed;"
+            " it is not run again",
+        )
+    if not fleet_job(tag, state, story):
         raise Refused(
             409,
             "Not a fleet job",

@@ -49,6 +49,17 @@ def _host_name(host: str) -> str:
         return host.lower()
 
 
+def _ascii_host(host: str) -> str | None:
+    """``host`` as browsers name it in ``Origin`` and ``Host``: an internationalised name in
+    its ASCII form (``bücher.example`` is ``xn--bcher-kva.example``); None if it has none."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+
+
 @dataclass(frozen=True)
 class PublicUrl:
     """Where people open a dashboard that a proxy serves (``--public-url``): an http(s)
@@ -78,12 +89,20 @@ class PublicUrl:
             problem = "it must not carry a query (?...) or a fragment (#...)"
         elif any(not segment for segment in parts.path.strip("/").split("/")[1:]):
             problem = "its path must not hold empty segments (//)"
+        elif not parts.path.isascii() or "%" in parts.path:
+            # The server names its prefix in ASCII on every request, as the proxy strips it.
+            problem = "its path must be plain ASCII (letters, digits, - . _ ~ /)"
         if problem is not None:
             raise ConfigError(
                 f"public_url {url!r}: {problem}; give the address people open, as "
                 "https://chains.example.com or https://example.com/chains"
             )
-        host = parts.hostname or ""
+        host = _ascii_host(parts.hostname or "")
+        if host is None:
+            raise ConfigError(
+                f"public_url {url!r}: its host name is no valid internationalised domain "
+                "name; give it as browsers send it (xn--...)"
+            )
         shown = f"[{host}]" if ":" in host else host
         if port == _DEFAULT_PORTS[parts.scheme]:  # a browser's Origin never names it
             port = None

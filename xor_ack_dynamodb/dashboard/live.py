@@ -9,7 +9,10 @@ Notices are coalesced: ``overview`` at most every ``overview_every`` seconds, th
 of ``changed`` gathered for ``tags_every`` seconds.  A subscriber that falls behind
 (its queue full) is told to ``resync``: refresh whatever it shows.  Each stream sends a
 comment every 15 seconds so that proxies keep it open, and ends when the dashboard
-closes.
+closes, or after ``LIFETIME`` seconds with an ``again`` message (the page opens a new
+one at once, and fetches its part again): a server asked to stop waits for open
+responses before it runs the lifespan's shutdown that closes the dashboard, so a
+service that mounts it stops within ``LIFETIME`` seconds with pages open.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 HEARTBEAT = 15.0
+#: Seconds one stream lasts at most (see the module docstring).
+LIFETIME = 20.0
 QUEUE = 64
 #: Tags per ``changed`` message at most; more become a ``resync``.
 MAX_TAGS = 500
@@ -31,6 +36,7 @@ _CLOSE = ("close", "")
 class Broadcaster:
     overview_every: float = 1.0
     tags_every: float = 0.1
+    lifetime: float = LIFETIME
     _subscribers: set[asyncio.Queue[tuple[str, str]]] = field(default_factory=set)
     _tags: set[str] = field(default_factory=set)
     _overview_due: bool = False
@@ -102,14 +108,21 @@ class Broadcaster:
         """One subscriber's server-sent events, until the dashboard closes."""
         queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue(QUEUE)
         self._subscribers.add(queue)
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + self.lifetime
         try:
             yield "retry: 2000\n\n"
             while not self._closed.is_set():
+                left = ends - loop.time()
+                if left <= 0:
+                    yield "event: again\ndata: \n\n"
+                    return
                 try:  # asyncio.timeout: wait_for (3.11) could lose the browser's leaving
-                    async with asyncio.timeout(HEARTBEAT):
+                    async with asyncio.timeout(min(HEARTBEAT, left)):
                         message = await queue.get()
                 except TimeoutError:
-                    yield ": keep-alive\n\n"
+                    if ends - loop.time() > 0:
+                        yield ": keep-alive\n\n"
                     continue
                 if message is _CLOSE:
                     return

@@ -246,6 +246,19 @@ def fleet_job(tag: str, state: ChainState | None, story: Story | None) -> bool:
     return state.stamp == first or state.holds(root)
 
 
+def finished_job(state: ChainState | None, story: Story | None) -> bool:
+    """With no chain under the tag now: did the last generation the stream told of end
+    acked (its tombstone removed since, by its TTL or by hand)?  A finished job is not
+    run again: ``Fleet.replay`` refuses an acked one, and so does the dashboard."""
+    if state is not None or story is None or not story.entries:
+        return False
+    last = story.entries[-1].chain_id
+    return any(
+        entry.chain_id == last and (entry.what == "acked" or entry.detail == "was acked")
+        for entry in story.entries
+    )
+
+
 async def chain(request: Request) -> Response:
     dashboard = dashboard_of(request)
     tag = tag_param(request)
@@ -260,7 +273,7 @@ async def chain(request: Request) -> Response:
         word=status_word(state, now),
         story=story,
         stream=dashboard.stream,
-        fleet=fleet_job(tag, state, story),
+        fleet=fleet_job(tag, state, story) and not finished_job(state, story),
         replays=dashboard.config.replays,
         done=request.query_params.get("done", ""),
     )

@@ -122,11 +122,11 @@
     }
   }
 
-  if (window.EventSource && live) {
+  // What the server said while the stream was cut (a restart, a laptop asleep) is lost:
+  // a page that reconnects fetches its part again.
+  var cut = false;
+  function connect() {
     var source = new EventSource(base + "live");
-    // What the server said while the stream was cut (a restart, a laptop asleep) is lost:
-    // a page that reconnects fetches its part again.
-    var cut = false;
     source.onopen = function () {
       if (dot) { dot.className = "live-state on"; }
       if (cut) { cut = false; soon(100); }
@@ -135,6 +135,12 @@
       if (dot) { dot.className = "live-state off"; }
       cut = true;
     };
+    // The server ends each stream after a while (so that it can stop): a new one at once.
+    source.addEventListener("again", function () {
+      source.close();
+      cut = true;
+      connect();
+    });
     source.addEventListener("overview", function () {
       if (live.getAttribute("data-refresh") === "overview") { soon(50); }
     });
@@ -152,6 +158,7 @@
     });
     source.addEventListener("resync", function () { soon(100); });
   }
+  if (window.EventSource && live) { connect(); }
   window.setInterval(tick, 1000);
   tick();
 })();
