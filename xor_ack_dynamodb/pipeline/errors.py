@@ -25,6 +25,7 @@ __all__ = [
     "FolderUnwritable",
     "InputEmpty",
     "InputMissing",
+    "NameUnwatchable",
     "OutputExists",
     "OutputNotOurs",
     "PathsOverlap",
@@ -112,3 +113,8 @@ class SampleExists(Refused):
 
 class SampleUnwritable(Refused):
     """DIRECTORY of ``wordcount-sample`` cannot be created (under a file, no permission)."""
+
+
+class NameUnwatchable(Refused):
+    """A file in the INPUT of ``--watch`` has a name Spark's file source cannot read (a
+    ``:``, which no Hadoop path holds): the stream's listing would stop at it, every file."""

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ..spark.report import RoundSummary, TrackedReport
+from ..spark.report import InputResult, RoundSummary, TrackedReport
 from .verify import Verification
 
 
@@ -105,19 +105,27 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
         f"{plural(int(totals.get('words', 0)), 'word')}, "
         f"{int(totals.get('distinct_words', 0)):,} distinct"
     )
-    if not report.tracking:
-        untracked = f"Counted {words} in {plural(files, 'file')} without tracking (--no-tracking)"
-        if check is None:
-            return [f"{untracked}: nothing was verified."]
-        return [f"{untracked}: no chain verified it.", _verified(check)]
-    lines: list[str] = []
     bad = report.failed
+    if not report.tracking:
+        counted = plural(files - len(bad), "file")
+        untracked = f"Counted {words} in {counted} without tracking (--no-tracking)"
+        lines = [
+            f"{untracked}: {'nothing was verified' if check is None else 'no chain verified it'}."
+        ]
+        if bad:
+            lines.append(
+                f"{len(bad):,} failed and {'is' if len(bad) == 1 else 'are'} not in the counts:"
+            )
+            lines.extend(_named(bad))
+        return lines if check is None else [*lines, _verified(check)]
+    lines = []
     if report.output_state == "kept":
         lines.append(
             f"{report.acked:,} of {plural(files, 'file')} acked and {len(bad):,} failed: "
             f"{report.output} was kept as it was (--overwrite replaces it only when every file "
             "was acked), so this run's counts were not written:"
         )
+        lines.extend(_named(bad))
     elif not bad:
         lines.append(
             f"All {plural(files, 'file')} acked: each file's XOR chain reached zero, so every "
@@ -129,11 +137,7 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
             f"exactly once: {words}); {len(bad):,} failed and "
             f"{'is' if len(bad) == 1 else 'are'} not in the counts:"
         )
-        for f in bad[:NAMED_FAILURES]:
-            why = f.history[-1] if f.history else "failed"
-            lines.append(f"  {f.key}: {why}")
-        if len(bad) > NAMED_FAILURES:
-            lines.append(f"  and {len(bad) - NAMED_FAILURES:,} more (see the report)")
+        lines.extend(_named(bad))
     were = plural(report.replayed, "file was", "files were")
     rounds = plural(len(report.rounds), "round")
     settings = report.settings
@@ -148,6 +152,14 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
         lines.append(f"{were} replayed ({rounds}).")
     if check is not None:
         lines.append(_verified(check))
+    return lines
+
+
+def _named(bad: list[InputResult]) -> list[str]:
+    """The first failed files, each with why, and how many more."""
+    lines = [f"  {f.key}: {f.history[-1] if f.history else 'failed'}" for f in bad[:NAMED_FAILURES]]
+    if len(bad) > NAMED_FAILURES:
+        lines.append(f"  and {len(bad) - NAMED_FAILURES:,} more (see the report)")
     return lines
 
 

@@ -13,6 +13,7 @@ the library's typed events (``events.Acked`` / ``events.Failed``).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from ..spark.faults import FaultConfig
 from ..spark.paths import is_remote, local_path, qualified
 from .chains_table import _tracker
 from .chains_table import single_writes as one_request_each
-from .errors import InputMissing, OutputNotOurs, Refused
+from .errors import InputMissing, NameUnwatchable, OutputNotOurs, Refused
 from .interruption import Interrupted, ending, in_one_line, session_name
 from .paths import check_folders, check_paths
 from .progress import RichProgress, plural
@@ -50,6 +51,14 @@ def check_watch_input(input_: str) -> None:
         )
     if not os.path.exists(folder):
         raise InputMissing(f"input {input_} is a broken symbolic link: give a folder to watch")
+    for root, _, names in os.walk(folder):
+        for name in names:
+            if ":" in name:  # Hadoop's Path refuses it: the listing of every batch would stop
+                raise NameUnwatchable(
+                    f"{os.path.join(root, name)} has a ':' in its name, which Spark's file "
+                    "source cannot read (--watch would stop at it): rename it, or count the "
+                    "folder without --watch"
+                )
 
 
 def check_watch_output(output: str) -> None:
@@ -124,6 +133,8 @@ def watch(
         checkpoint=f"{qualified(options.output)}/{CHECKPOINT}",
         available_now=available_now,
         on_event=state.event(say),
+        # A file that fails is told (and the command exits 1 at the end); the others go on.
+        stop_on_failure=False,
         **tracking_options(options),
     )
     # SIGINT / SIGTERM only set an event here: raised inside a py4j call (the main thread
@@ -132,6 +143,8 @@ def watch(
         try:
             while not stop.is_set() and not query.awaitTermination(POLL):
                 pass
+        except Exception as exc:  # Spark's wrapper: what the batch raised is inside it
+            raise UserError(stopped_by(exc)) from exc
         finally:
             if query.isActive:
                 query.stop()
@@ -139,7 +152,27 @@ def watch(
         raise Interrupted(stop.signal)
     error = query.exception()
     if error is not None:
-        raise RuntimeError(str(error).strip().splitlines()[0])
+        raise UserError(stopped_by(error))
+
+
+#: A Python exception's last line (``module.Name: message``) in Spark's text of a query
+#: that a micro-batch stopped.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*): (\S.*)")
+
+
+def stopped_by(error: BaseException) -> str:
+    """The error a micro-batch raised, from Spark's message of the query it stopped: the
+    last exception of the last Python traceback in it (its wrapper's first 300
+    characters say only that "the Python Proxy" raised one)."""
+    text = str(error).split("=== Streaming Query ===")[0]
+    marker = "Traceback (most recent call last):"
+    if marker in text:
+        for line in reversed(text.split(marker)[-1].splitlines()):
+            raised = _RAISED.match(line.strip())
+            if raised is not None and raised.group(1) != "SQLSTATE":
+                return f"{raised.group(1)}: {raised.group(2)}"
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return f"the stream stopped: {first[:300]}"
 
 
 def run_watch(

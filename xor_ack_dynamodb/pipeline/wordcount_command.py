@@ -22,8 +22,9 @@ from ..cli.options import (
     url_option,
 )
 from ..spark.arguments import MAX_PARTITIONS
+from ..spark.errors import InvalidArgument
 from ..spark.input_listing import list_local
-from ..spark.paths import is_remote, judge_output, local_listing
+from ..spark.paths import is_remote, judge_output, local_listing, local_path
 from .chains_table import _maybe_tracker
 from .chains_table import single_writes as one_request_each
 from .errors import Refused, ReportExists, in_command_terms
@@ -48,6 +49,22 @@ def check_master(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+def check_report_path(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> Path | None:
+    """The report is written on this machine: ``file:/x`` is ``/x`` (as a relative
+    ``./file:/x`` it was written under the working directory, the input's, say)."""
+    if value is None:
+        return None
+    text = str(value)
+    if is_remote(text):
+        raise click.BadParameter(f"{text!r}: the report is a file of this machine; give its path")
+    try:
+        return Path(local_path(text))
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
 @click.command("wordcount")
 @click.argument("input_path", metavar="INPUT")
 @click.option(
@@ -57,6 +74,7 @@ def check_master(ctx: click.Context, param: click.Parameter, value: str | None) 
     "--report",
     "report_path",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=check_report_path,
     help="Write the JSON report here.",
 )
 @click.option(

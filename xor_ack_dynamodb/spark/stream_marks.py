@@ -173,17 +173,35 @@ class StreamMarks:
                 mine[tag] = self.stamp(key, self.run_id)
         self.skipped += len(refused)
         try:
-            # No end while the mark is live: a batch longer than ``retention`` (or a run that
-            # stopped before it said how it ended) would find its marks gone, and what it
-            # committed forgotten; ``retention`` counts from the commit (tombstone_ttl).
-            self.chains.create_many(mine, via="partiql", ttl=MAX_TTL)
+            taken = self._create(mine)
         except CreateManyFailed as exc:
             for tag, error in exc.errors.items():
                 if not isinstance(error, TagExists):
                     raise error from exc
-                refused.add(tag)  # another run marked it just now: it is that run's
-                self.skipped += 1
+            taken = set(exc.errors)
+        refused |= taken  # another run marked them just now: they are that run's
+        self.skipped += len(taken)
         return refused
+
+    def _create(self, marks: dict[str, bytes]) -> set[str]:
+        """Create ``marks`` as the tracker's config writes (a server without PartiQL, or
+        without transactions, as moto is); the tags another run holds.  No end while a mark
+        is live: a batch longer than ``retention`` (or a run that stopped before it said how
+        it ended) would find its marks gone, and what it committed forgotten; ``retention``
+        counts from the commit (``tombstone_ttl``)."""
+        if self.tracker.partiql:
+            self.chains.create_many(marks, via="partiql", ttl=MAX_TTL)
+        elif self.tracker.transactions:
+            self.chains.create_many(marks, ttl=MAX_TTL)
+        else:
+            taken = set()
+            for tag, stamp in marks.items():
+                try:
+                    self.chains.create(tag, stamp, ttl=MAX_TTL)
+                except TagExists:
+                    taken.add(tag)
+            return taken
+        return set()
 
     def _committed(self, key: str, state: ChainState | None) -> bool:
         """Did an earlier run commit ``key``?  A live mark's run is settled here."""
@@ -225,9 +243,23 @@ class StreamMarks:
         self._whole.add(folder)
 
     def _ack(self, state: ChainState, value: bytes) -> None:
-        (outcome,) = self.chains.stamp_on_each([(state, value, b"commit")])
+        (outcome,) = self._stamp_on([(state, value, b"commit")])
         if isinstance(outcome, Exception) and not isinstance(outcome, ChainMoved):
             raise outcome
+
+    def _stamp_on(self, writes: list[tuple[ChainState, bytes, bytes]]) -> list[object]:
+        """Each stamp on its state: 25 per PartiQL request, or one ``UpdateItem`` each on a
+        server without PartiQL (``partiql=False``); per write, its outcome or error."""
+        if self.tracker.partiql:
+            return list(self.chains.stamp_on_each(writes))
+        outcomes: list[object] = []
+        for state, value, token in writes:
+            try:
+                self.chains.stamp_on(state, value, token=token)
+                outcomes.append(state)
+            except ChainMoved as moved:  # any other error stops the marks, as it would
+                outcomes.append(moved)
+        return outcomes
 
     # -- 2. and 3. around the rename -------------------------------------------------------
 
@@ -253,6 +285,6 @@ class StreamMarks:
                 for tag, state in states.items()
                 if state is not None and state.live
             ]
-            for outcome in self.chains.stamp_on_each(writes):
+            for outcome in self._stamp_on(writes):
                 if isinstance(outcome, Exception) and not isinstance(outcome, ChainMoved):
                     raise outcome
