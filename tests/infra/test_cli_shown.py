@@ -74,7 +74,7 @@ class _Chains:
     def delete(self, tag: str) -> None:
         pass
 
-    def sweep(self) -> list[ChainState]:
+    def sweep(self, on_failed: Any = None) -> list[ChainState]:
         return [_state(tag, failed_at=2.0, reason=REASON) for tag in TAGS]
 
 
@@ -188,7 +188,7 @@ def test_a_sweep_error_line_shows_the_tag_as_the_output_does(
         {"Error": {"Code": "ValidationException", "Message": "bad\x1b[2J item"}}, "UpdateItem"
     )
 
-    def sweep() -> list[ChainState]:
+    def sweep(on_failed: Any = None) -> list[ChainState]:
         raise SweepIncomplete({}, {"two\nlines": refused, "plain": refused})
 
     monkeypatch.setattr(chains, "sweep", sweep)

@@ -296,7 +296,7 @@ def scripted_sweeps(monkeypatch: pytest.MonkeyPatch, answers: list[Any], waits: 
     tombstones, or an exception it raises); a --watch ends after ``waits`` intervals."""
 
     class Chains:
-        def sweep(self) -> list[Any]:
+        def sweep(self, on_failed: Any = None) -> list[Any]:
             answer = answers.pop(0)
             if isinstance(answer, BaseException):
                 raise answer

@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .chain_options import hex_stamp, reason_option, token_option
-from .errors import RefusedUsage, UserError, tag_escaped
+from .errors import UserError, tag_escaped, ttl_refused
 from .options import (
     Verbs,
     _settings,
@@ -93,11 +93,7 @@ def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> 
             f" expired or already acked; `xor-ack chain show {argument(tag)}` tells which)"
         ) from exc
     except InvalidTTL as exc:  # before any request: a usage error, in the options' words
-        raise RefusedUsage(
-            f"{exc.code}: --ttl must be longer than the chain's first deadline (--timeout, "
-            "else --idle-timeout): TTL only deletes the item after it; pass a longer --ttl, "
-            "or none"
-        ) from exc
+        raise ttl_refused(exc) from exc
 
 
 @click.group(cls=Verbs)

@@ -8,7 +8,7 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from ..dynamodb.aws import error_code, error_message
-from ..errors import CorruptItem, XorAckError
+from ..errors import CorruptItem, InvalidTTL, XorAckError
 from .show import argument, escaped
 
 
@@ -84,3 +84,13 @@ class RefusedUsage(UserError):
     """A run refused before anything was touched: one ``error:`` line, exit 2."""
 
     exit_code = 2
+
+
+def ttl_refused(exc: InvalidTTL) -> RefusedUsage:
+    """``InvalidTTL`` of a chain's lifetime, refused before any request, in the options'
+    words (``chain create`` and ``submit`` take the same three)."""
+    return RefusedUsage(
+        f"{exc.code}: --ttl must be longer than the chain's first deadline (--timeout, "
+        "else --idle-timeout): TTL only deletes the item after it; pass a longer --ttl, "
+        "or none"
+    )

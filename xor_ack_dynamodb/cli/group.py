@@ -59,6 +59,11 @@ class OneLineGroup(click.Group):
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a group without its verb: its help
+            click.echo(
+                exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True
+            )
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"error: {_one_line(exc.format_message())}{hint}", err=True)

@@ -100,11 +100,22 @@ def local() -> None:
     """
 
 
+def _not_empty(value: str | None) -> Path | None:
+    """``--data-dir ""`` (a ``"$DATA"`` not set) is refused: as a ``Path`` it is ".", and
+    the tables went into the working directory."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("cannot be empty: name the directory that keeps the tables")
+    return Path(value)
+
+
 @local.command("start")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="[default: a free port]")
 @click.option(
     "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=lambda _ctx, _param, value: _not_empty(value),
     help="Keep the tables in this directory across restarts.",
 )
 @click.option("--in-memory", is_flag=True, help="Keep the tables in memory (the default).")

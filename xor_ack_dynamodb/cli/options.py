@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
@@ -156,7 +157,24 @@ def _check_spec(ctx: click.Context, param: click.Parameter, **field: str) -> Non
         raise click.BadParameter(str(exc)) from exc
 
 
+def _refuse_empty_env(ctx: click.Context, param: click.Parameter) -> None:
+    """Click takes a variable set to "" for one not set, and the default applies: an
+    ``XOR_ACK_TABLE="$T"`` with ``T`` unset acted on the default table."""
+    envvar = getattr(param, "envvar", None)
+    if (
+        isinstance(envvar, str)
+        and os.environ.get(envvar) == ""
+        and param.name
+        and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT
+    ):
+        raise click.BadParameter(
+            f"{envvar} is set but empty; unset it or export a value",
+            param_hint=f"{envvar} (from the environment)",
+        )
+
+
 def check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    _refuse_empty_env(ctx, param)
     if value is not None:
         _check_spec(ctx, param, name=value)
     return value
@@ -174,6 +192,7 @@ def check_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 def check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    _refuse_empty_env(ctx, param)
     if value is not None:
         _check_spec(ctx, param, partition_key=value)
     return value

@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidTag
+from ..errors import InvalidTag, InvalidTTL
 from ..fleet.markers import check_job_tag
+from .errors import ttl_refused
 from .options import (
     Verb,
     _settings,
@@ -33,9 +34,13 @@ def _job_tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return tag
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON value (Python's json reads it, JSON has none)")
+
+
 def _payload(ctx: click.Context, param: click.Parameter, value: str) -> Any:
     try:
-        return json.loads(value)
+        return json.loads(value, parse_constant=_no_constant)
     except ValueError as exc:
         raise click.BadParameter(f"PAYLOAD must be JSON, e.g. '[1, 2]': {exc}") from exc
     except RecursionError as exc:  # "[[[[...": json.loads recurses once per level
@@ -87,9 +92,12 @@ def submit(
     """
     settings = _settings(ctx)
     lifetime = {"timeout": timeout, "idle_timeout": idle_timeout, "ttl": ttl}
-    root = asyncio.run(
-        _submit(settings, tag, payload, queue_url, sqs_endpoint_url, token_window, lifetime)
-    )
+    try:
+        root = asyncio.run(
+            _submit(settings, tag, payload, queue_url, sqs_endpoint_url, token_window, lifetime)
+        )
+    except InvalidTTL as exc:  # before the queue is asked, and before the create
+        raise ttl_refused(exc) from exc
     if as_json:
         click.echo(root.to_json())
     else:

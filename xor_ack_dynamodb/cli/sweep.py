@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import click
@@ -80,7 +81,17 @@ def sweep(ctx: click.Context, watch: float | None, as_json: bool) -> None:
 
     def once() -> tuple[int, int]:
         started = time.monotonic()
-        swept = sweep_once(chains, "sweep")  # a chain's error never ends a sweep
+        made: list[ChainState] = []
+        try:
+            swept = sweep_once(chains, "sweep", made.append)  # a chain's error never ends it
+        except KeyboardInterrupt:  # what it failed is said, as at its end
+            _report(SweepSummary.of(table, made, time.monotonic() - started), made, as_json)
+            click.echo(
+                f"interrupted: {len(made)} overdue chain(s) failed before the sweep stopped;"
+                " sweep again for the rest",
+                err=True,
+            )
+            sys.exit(130)
         summary = SweepSummary.of(
             table,
             swept.failed,

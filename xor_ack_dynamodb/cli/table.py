@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
 
-from ..dynamodb.ownership import check_deletable, create_table, delete_table
+from ..dynamodb.ownership import check_deletable, create_table, delete_table, wait_deleted
 from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, TableSpec, ttl_on
 from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
@@ -241,8 +242,17 @@ def table_delete(ctx: click.Context, yes: bool, wait: bool) -> None:
             ) from None
         if not sure:
             raise click.Abort()  # "n": nothing deleted
-    delete_table(client, settings.table, wait=wait)
+    delete_table(client, settings.table, wait=False)
     if wait:
+        try:
+            wait_deleted(client, settings.table)
+        except KeyboardInterrupt:  # DeleteTable was sent: not "Aborted!", which says nothing
+            click.echo(
+                f"table {settings.table} is being deleted (DeleteTable was sent; interrupted"
+                " while waiting for it to go)",
+                err=True,
+            )
+            sys.exit(130)
         click.echo(f"table {settings.table} deleted")
     else:  # DynamoDB goes on deleting it (DELETING) after the command returns
         click.echo(f"table {settings.table} is being deleted (--no-wait: not waited for)")

@@ -19,7 +19,7 @@ nothing else of the package; never the in-memory tracker beside it.
 from __future__ import annotations
 
 from ._core.deadlines import ListStatus
-from ._core.validate import DEFAULT_TOMBSTONE_TTL, MAX_TIMEOUT, Lifetime
+from ._core.validate import DEFAULT_TOMBSTONE_TTL, MAX_TIMEOUT, Lifetime, check_deadline
 from .client import XorAckDynamoDB
 from .sync import SyncXorAckDynamoDB
 
@@ -30,4 +30,5 @@ __all__ = [
     "ListStatus",
     "SyncXorAckDynamoDB",
     "XorAckDynamoDB",
+    "check_deadline",
 ]

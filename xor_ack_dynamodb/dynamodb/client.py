@@ -10,7 +10,7 @@ chains together (``_batches``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Unpack
 
@@ -238,14 +238,19 @@ class XorAckDynamoDB(Sending):
         )
         return result
 
-    async def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:
+    async def sweep(
+        self,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        on_failed: Callable[[ChainState], object] | None = None,
+    ) -> list[ChainState]:
         """Fail every overdue chain with reason "timeout"; the tombstones this sweep made.
 
         Safe with any number of sweepers at once (each chain is failed by one
         conditional write); one Query per index shard and page (keys only), a
         consistent BatchGetItem per page, one write per overdue chain.
         """
-        result: list[ChainState] = await self._run(self._core.sweep(page_size))
+        result: list[ChainState] = await self._run(self._core.sweep(page_size, on_failed))
         return result
 
     def list_chains(

@@ -233,8 +233,13 @@ def delete_table(
     """
     check_deletable(client.describe_table(TableName=name)["Table"])
     client.delete_table(TableName=name)
-    if not wait:
-        return
+    if wait:
+        wait_deleted(client, name, timeout)
+
+
+def wait_deleted(client: DynamoDBClient, name: str, timeout: float = 60.0) -> None:
+    """Poll until the table ``name``, being deleted, is gone (``TableWaitTimeout`` after
+    ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -25,7 +25,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,12 +150,15 @@ async def sweep_async(sweep: Awaitable[list[ChainState]]) -> Swept:
         return Swept.of(exc)
 
 
-def sweep_once(client: Any, loop: str) -> Swept:
+def sweep_once(
+    client: Any, loop: str, on_failed: Callable[[ChainState], object] | None = None
+) -> Swept:
     """One ``sweep()``; the chains it could not fail are each reported (a count of
     ``xor_ack.item_failures``): a chain's error never ends it.  A sweep that stopped part
-    way is returned with what it did (for the caller to say, then raise ``.stopped``)."""
+    way is returned with what it did (for the caller to say, then raise ``.stopped``).
+    ``on_failed``: the sweep's, each tombstone as it is made."""
     try:
-        return Swept(client.sweep(), {})
+        return Swept(client.sweep(on_failed=on_failed), {})
     except (SweepIncomplete, SweepStopped) as exc:
         swept = Swept.of(exc)
     for tag, error in swept.errors.items():

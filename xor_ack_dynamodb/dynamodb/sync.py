@@ -369,9 +369,14 @@ class SyncXorAckDynamoDB(ClientBase["DynamoDBClient"]):
         result: ChainState = self._run(self._core.touch(tag, timeout, check_chain_id(chain_id)))
         return result
 
-    def sweep(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[ChainState]:
+    def sweep(
+        self,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        on_failed: Callable[[ChainState], object] | None = None,
+    ) -> list[ChainState]:
         """Fail every overdue chain once; see ``XorAckDynamoDB.sweep``."""
-        result: list[ChainState] = self._run(self._core.sweep(page_size))
+        result: list[ChainState] = self._run(self._core.sweep(page_size, on_failed))
         return result
 
     def list_chains(

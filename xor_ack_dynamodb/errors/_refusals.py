@@ -183,7 +183,7 @@ class InvalidListener(XorAckError, TypeError):
                 f"{name} must be callable (a function, or an object with __call__), "
                 f"not {listener!r}"
             )
-        called = getattr(type(listener), "__call__", None)  # an object's own: async def too
+        called = type(listener).__call__  # an object's own ``__call__``: async def too
         if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(called):
             raise cls(
                 f"{name} ({listener!r}) is async, and it is called, not awaited: it would "

@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Unpack
 
 from ..chain import ChainState
-from ..dynamodb import DEFAULT_TOMBSTONE_TTL, Lifetime, XorAckDynamoDB
+from ..dynamodb import DEFAULT_TOMBSTONE_TTL, Lifetime, XorAckDynamoDB, check_deadline
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
 from ..errors import AmbiguousWrite, ChainFailed, TagExists, TagNotFound
 from ..stamps import Stamp, xor
@@ -180,6 +180,7 @@ class Fleet:
         """
         check_job_tag(tag)
         check_payload(tag, payload, self.ack.token_window)
+        self._lifetime(lifetime)  # refused before the queue is asked, as before the create
         # The root as it will be sent: its chain id (8 bytes) is made by the create.
         await _ready(self.send, root_envelope(tag, bytes(8), payload, self.ack.token_window))
         root_stamp = stamp_of(root_id(tag))
@@ -205,14 +206,19 @@ class Fleet:
         log("submitted", tag, root.message_id)
         return root
 
-    async def _create(self, tag: str, root_stamp: bytes, lifetime: Lifetime) -> None:
-        await self.ack.create(
-            tag,
-            root_stamp,
-            ttl=lifetime.get("ttl"),
-            timeout=_given(lifetime.get("timeout"), self.timeout),
-            idle_timeout=_given(lifetime.get("idle_timeout"), self.idle_timeout),
+    def _lifetime(self, lifetime: Lifetime) -> Lifetime:
+        """The job's chain's lifetime (the fleet's deadlines by default), checked."""
+        return check_deadline(
+            {
+                "ttl": lifetime.get("ttl"),
+                "timeout": _given(lifetime.get("timeout"), self.timeout),
+                "idle_timeout": _given(lifetime.get("idle_timeout"), self.idle_timeout),
+            },
+            "submit",
         )
+
+    async def _create(self, tag: str, root_stamp: bytes, lifetime: Lifetime) -> None:
+        await self.ack.create(tag, root_stamp, **self._lifetime(lifetime))
 
     async def _time_out(self, state: ChainState) -> None:
         """Fail ``state``'s chain, past its deadline, as any write on it would ("timeout"):

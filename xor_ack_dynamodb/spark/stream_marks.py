@@ -175,7 +175,7 @@ class StreamMarks:
         try:
             taken = self._create(mine)
         except CreateManyFailed as exc:
-            for tag, error in exc.errors.items():
+            for error in exc.errors.values():
                 if not isinstance(error, TagExists):
                     raise error from exc
             taken = set(exc.errors)

@@ -70,9 +70,10 @@ CANCELLED_ITEM: dict[Cancelled, tuple[Step, bool, Source, Refusal]] = {
 
 #: After a cancelled transaction, how the items still pending go out again:
 #: (operation, some met another writer, some were planned on an old remembered state
-#: that the cancellation refreshed, some left it: refused, applied before, closed) -> RETRY (after a back-off,
-#: as ``RetryPolicy`` allows; then StaleLocalData), RESEND (at once, as another
-#: attempt) or REPLAN (at once, not counted: the cache was old, nobody raced).
+#: that the cancellation refreshed, some left it: refused, applied before, closed) ->
+#: RETRY (after a back-off, as ``RetryPolicy`` allows; then StaleLocalData), RESEND (at
+#: once, as another attempt) or REPLAN (at once, not counted: the cache was old, nobody
+#: raced).
 AFTER_CANCEL: dict[tuple[str, bool, bool, bool], Step] = {
     **{
         (op, True, refreshed, rejected): Step.RETRY

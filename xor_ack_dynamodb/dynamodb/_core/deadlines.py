@@ -15,7 +15,7 @@ so what they report is checked against the item, not the eventually consistent i
 from __future__ import annotations
 
 import secrets
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -25,6 +25,7 @@ from ...chain import WRITE_TOKEN_BYTES, ChainState
 from ...errors import (
     AmbiguousWrite,
     CorruptItem,
+    InvalidArgument,
     InvalidListing,
     InvalidTimeout,
     StaleLocalData,
@@ -292,7 +293,11 @@ class Deadlines(Reads):
         found = [s for tag in tags if (s := states.get(tag)) is not None and _is(status, s, now)]
         return found, corrupt, after
 
-    def sweep(self, page_size: int = DEFAULT_PAGE_SIZE) -> Generator[Effect, Any, list[ChainState]]:
+    def sweep(
+        self,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        on_failed: Callable[[ChainState], object] | None = None,
+    ) -> Generator[Effect, Any, list[ChainState]]:
         """Fail every chain overdue by this client's clock with reason "timeout".
 
         Every shard of the open index, ``due_at <= now``, a page at a time: each chain
@@ -307,8 +312,12 @@ class Deadlines(Reads):
         read (``CorruptItem``; left as it is).  A page that cannot be listed or read
         stops it: DynamoDB's error, or ``SweepStopped`` with it once the sweep made
         tombstones (or met chains it could not fail) that the caller must hear of.
+        ``on_failed`` is called with each tombstone as it is made (what a sweep cut short
+        by Ctrl-C did is known that way).
         """
         check_listing("overdue", None, page_size)
+        if on_failed is not None and not callable(on_failed):
+            raise InvalidArgument(f"on_failed must be a function or None, not {on_failed!r}")
         failed: dict[str, ChainState] = {}
         errors: dict[str, BaseException] = {}
         for shard in range(I.INVENTORY_SHARDS):
@@ -331,6 +340,8 @@ class Deadlines(Reads):
                         continue
                     if tombstone is not None:
                         failed[tombstone.tag] = tombstone
+                        if on_failed is not None:
+                            on_failed(tombstone)
                 if start is None:
                     break
         if errors:
