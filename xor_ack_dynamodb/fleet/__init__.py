@@ -15,11 +15,23 @@ from __future__ import annotations
 from .app import FLEET_TOKEN_WINDOW, Fleet
 from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
-from .errors import HandlerCancelled, InvalidChildren, InvalidPayload, SettingMissing
+from .errors import (
+    HandlerCancelled,
+    InvalidChildren,
+    InvalidEnvelope,
+    InvalidPayload,
+    MarkerMissing,
+    ReplayRefused,
+    SettingMissing,
+    TombstoneTooShort,
+    UnsuitableClient,
+    WindowMismatch,
+)
+from .lambda_entry import HandlerNotFound
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .message import Handled, Message
 from .once import Verdict
-from .sqs import MessageTooLarge, QueueUnavailable, SqsSender, sqs_client
+from .sqs import MessageTooLarge, QueueUnavailable, SendFailed, SqsSender, sqs_client
 from .worker import DaemonThreads, Worker, install_signal_handlers
 
 __all__ = [
@@ -30,18 +42,26 @@ __all__ = [
     "Fleet",
     "Handled",
     "HandlerCancelled",
+    "HandlerNotFound",
     "InvalidChildren",
+    "InvalidEnvelope",
     "InvalidPayload",
+    "MarkerMissing",
     "Message",
     "MessageTooLarge",
     "QueueContinuation",
     "QueueUnavailable",
+    "ReplayRefused",
+    "SendFailed",
     "SettingMissing",
     "SqsBatchHandler",
     "SqsSender",
     "StreamCompletionHandler",
     "SweepHandler",
+    "TombstoneTooShort",
+    "UnsuitableClient",
     "Verdict",
+    "WindowMismatch",
     "Worker",
     "child_id",
     "from_environment",

@@ -208,9 +208,10 @@ class Fleet:
 
     def _lifetime(self, lifetime: Lifetime) -> Lifetime:
         """The job's chain's lifetime (the fleet's deadlines by default), checked."""
-        return check_deadline(
+        return check_deadline(  # a keyword it does not take (``tll=``): TypeError, as create's
             {
-                "ttl": lifetime.get("ttl"),
+                "ttl": None,
+                **lifetime,
                 "timeout": _given(lifetime.get("timeout"), self.timeout),
                 "idle_timeout": _given(lifetime.get("idle_timeout"), self.idle_timeout),
             },

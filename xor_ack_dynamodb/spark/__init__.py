@@ -42,6 +42,7 @@ from .errors import (
     SchemaInvalid,
     SparkTrackingError,
     TableColumnsDiffer,
+    TornBatch,
     TrackingNotConfigured,
 )
 from .faults import FaultConfig
@@ -92,6 +93,7 @@ __all__ = [
     "Sink",
     "SparkTrackingError",
     "TableColumnsDiffer",
+    "TornBatch",
     "TrackedJob",
     "TrackedReport",
     "TrackerConfig",
