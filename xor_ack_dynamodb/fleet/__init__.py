@@ -16,7 +16,9 @@ from .app import FLEET_TOKEN_WINDOW, Fleet
 from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
 from .errors import (
+    ContinuationCancelled,
     HandlerCancelled,
+    HandlerExited,
     InvalidChildren,
     InvalidEnvelope,
     InvalidPayload,
@@ -37,11 +39,13 @@ from .worker import DaemonThreads, Worker, install_signal_handlers
 __all__ = [
     "FLEET_TOKEN_WINDOW",
     "Completed",
+    "ContinuationCancelled",
     "DaemonThreads",
     "Envelope",
     "Fleet",
     "Handled",
     "HandlerCancelled",
+    "HandlerExited",
     "HandlerNotFound",
     "InvalidChildren",
     "InvalidEnvelope",

@@ -21,7 +21,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from .errors import HandlerCancelled, InvalidChildren, InvalidPayload
+from .errors import HandlerCancelled, HandlerExited, InvalidChildren, InvalidPayload
 from .payloads import check_payload
 
 #: Iterable, but never a list of children.
@@ -54,7 +54,8 @@ async def handler_children(
     """The children's payloads ``handler`` returns for ``message``.  A plain function runs
     in a thread, and so does reading the children it returns (a generator's body runs as
     it is read): it may block, the worker's loop may not.  A ``CancelledError`` the handler
-    raises while its task is not being cancelled is :class:`HandlerCancelled`."""
+    raises while its task is not being cancelled is :class:`HandlerCancelled`, and a
+    ``sys.exit()`` in it :class:`HandlerExited`."""
     try:
         if inspect.iscoroutinefunction(handler):
             return children_of(await handler(message), tag, message_id)
@@ -67,6 +68,8 @@ async def handler_children(
         if task is not None and task.cancelling():
             raise  # this message's task is being cancelled: the worker is stopping
         raise HandlerCancelled(message_id) from exc
+    except SystemExit as exc:  # sys.exit() in the handler: that message's failure only
+        raise HandlerExited(message_id, exc.code) from exc
 
 
 def _plain(handler: Callable[[Any], Any], message: Any, tag: str, message_id: str) -> Any:

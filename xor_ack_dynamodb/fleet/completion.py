@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ContinuationCancelled
 from .markers import Markers, done_key
 
 
@@ -50,9 +51,15 @@ async def _call(continuation: Continuation, done: Completed) -> None:
     """Run ``continuation`` for ``done`` to its end: called on the event loop (a plain
     function may return an awaitable that needs it, ``asyncio.gather(...)``), and what it
     returns awaited if it is awaitable; a plain function's None is its effect done."""
-    result = continuation(done)
-    if inspect.isawaitable(result):
-        await result
+    try:
+        result = continuation(done)
+        if inspect.isawaitable(result):
+            await result
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # its task is being cancelled: the worker (or function) is stopping
+        raise ContinuationCancelled(done.tag) from exc
 
 
 class Completion:

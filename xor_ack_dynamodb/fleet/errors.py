@@ -71,6 +71,34 @@ class InvalidChildren(_TagError, TypeError):
         )
 
 
+class HandlerExited(XorAckError):
+    """A handler called ``sys.exit()`` (a click command's ``main()`` does): a failure of
+    that message alone, delivered again after a back-off; the worker goes on.  Raised from
+    the ``SystemExit`` (``.status``: what it was given)."""
+
+    def __init__(self, message_id: str, status: object) -> None:
+        super().__init__(
+            f"the handler of message {message_id} called sys.exit({status!r}): the message "
+            "failed and is delivered again (return from the handler, or raise, instead)"
+        )
+        self.message_id = message_id
+        self.status = status
+
+
+class ContinuationCancelled(XorAckError):
+    """A job's continuation raised ``CancelledError`` though nothing was cancelling it (a
+    future it awaited was cancelled by someone else): the continuation failed, as for any
+    exception of it; the message that acked the job is delivered again after a back-off
+    and the continuation runs then.  Raised from the ``CancelledError``."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(
+            f"the continuation of job {tag!r} raised CancelledError (an awaited future was "
+            "cancelled): it runs again when the message that acked the job comes back"
+        )
+        self.tag = tag
+
+
 class SettingMissing(XorAckError):
     """A function made ``from_environment`` lacks a variable it needs (see the message)."""
 

@@ -265,7 +265,7 @@ class Worker:
         """Extend the message's visibility every third of it until ``handled`` is set; an
         extension under way then is let finish (``_Kept.stop``): cancelled, it may still
         reach SQS after the back-off that follows, and undo it."""
-        period = max(1.0, self.visibility_timeout / 3)
+        period = self.visibility_timeout / 3  # extended well before it runs out (1 s too)
         while True:
             try:
                 await asyncio.wait_for(handled.wait(), period)
