@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
 from xor_ack_dynamodb.cli import cli
 from xor_ack_dynamodb.cli import options as options_module
-from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec, create_table
+from xor_ack_dynamodb.table import TableSpec
 
 
 def run(*args: str, input: str | None = None) -> Result:
@@ -165,13 +165,16 @@ def test_an_empty_xor_ack_table_is_refused_not_taken_for_the_default_table(
     table xor-ack-chains: an empty XOR_ACK_TABLE is taken as unset (click), while
     `--table ""` is a usage error and an invalid XOR_ACK_TABLE is named as the variable
     (and the Lambda sweeper refuses an empty one)."""
-    client = _dynamodb(ddb_local_endpoint)
-    create_table(client, TableSpec(name=DEFAULT_TABLE))
+    sent: list[str] = []
+    monkeypatch.setattr(
+        options_module.Settings,
+        "client",
+        lambda self: sent.append(self.table) or _dynamodb(ddb_local_endpoint),
+    )  # the verb asks for its client only once its options are taken
     monkeypatch.setenv("XOR_ACK_TABLE", "")
     result = run("--endpoint-url", ddb_local_endpoint, "table", "delete", "--yes")
-    still_there = DEFAULT_TABLE in client.list_tables()["TableNames"]
     assert result.exit_code == 2, result.output
-    assert still_there
+    assert "XOR_ACK_TABLE is set but empty" in result.output and sent == []
 
 
 @pytest.mark.parametrize("words", [[], ["table"], ["local"], ["events"]])

@@ -46,6 +46,8 @@ class LocalVerb(Verb):
     refused the same way where no table is made (all but ``start --create-table``); their
     environment variables are not (a shell may set them for the other commands)."""
 
+    uses_table = False  # its environment variables are not refused (above)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:

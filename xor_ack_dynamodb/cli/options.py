@@ -12,6 +12,7 @@ import click
 from click.core import ParameterSource
 
 from ..dynamodb import MAX_TIMEOUT, aws
+from ..dynamodb._core.validate import MIN_TIMEOUT
 from ..dynamodb.local.server import Backend
 from ..dynamodb.table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
 from ..errors import InvalidTag
@@ -96,7 +97,7 @@ WAIT = Finite(min=0, min_open=True, max=MAX_WAIT)
 #: (a deadline is for work, not archives; ``--ttl`` goes to 100 years).
 MAX_DEADLINE = MAX_TIMEOUT
 #: A chain's deadline in seconds: above 0 and at most a year.
-DEADLINE = Finite(min=0, min_open=True, max=MAX_DEADLINE)
+DEADLINE = Finite(min=MIN_TIMEOUT, max=MAX_DEADLINE)
 
 
 def json_option(help: str = "Print JSON.") -> Callable[[F], F]:
@@ -157,9 +158,15 @@ def _check_spec(ctx: click.Context, param: click.Parameter, **field: str) -> Non
         raise click.BadParameter(str(exc)) from exc
 
 
+#: ``ctx.meta`` key: the root options whose default stood in for an empty variable.
+_EMPTY_ENV = "xor_ack.empty_env"
+
+
 def _refuse_empty_env(ctx: click.Context, param: click.Parameter) -> None:
     """Click takes a variable set to "" for one not set, and the default applies: an
-    ``XOR_ACK_TABLE="$T"`` with ``T`` unset acted on the default table."""
+    ``XOR_ACK_TABLE="$T"`` with ``T`` unset acted on the default table.  Noted here, and
+    refused by :func:`refuse_empty_env` once the verb's own options are known (its own
+    ``--table`` wins over the variable)."""
     envvar = getattr(param, "envvar", None)
     if (
         isinstance(envvar, str)
@@ -167,10 +174,18 @@ def _refuse_empty_env(ctx: click.Context, param: click.Parameter) -> None:
         and param.name
         and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT
     ):
-        raise click.BadParameter(
-            f"{envvar} is set but empty; unset it or export a value",
-            param_hint=f"{envvar} (from the environment)",
-        )
+        ctx.meta.setdefault(_EMPTY_ENV, {})[param.name] = envvar
+
+
+def refuse_empty_env(ctx: click.Context, given: dict[str, Any]) -> None:
+    """A usage error for a table option the verb did not give (``given``: its own values)
+    whose default stands in for an empty variable."""
+    for name, envvar in ctx.meta.get(_EMPTY_ENV, {}).items():
+        if given.get(name) is None:
+            raise click.BadParameter(
+                f"{envvar} is set but empty; unset it or export a value",
+                param_hint=f"{envvar} (from the environment)",
+            )
 
 
 def check_table(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -263,8 +278,13 @@ class Verb(click.Command):
         formatter.write_paragraph()
         formatter.write_text(_AFTER_THE_VERB)
 
+    #: Whether the table's options matter to it (``local``'s commands: no table of yours).
+    uses_table = True
+
     def invoke(self, ctx: click.Context) -> Any:
         settings = ctx.find_object(Settings)
+        if self.uses_table:
+            refuse_empty_env(ctx, ctx.params)
         for name in CONNECTION_OPTIONS:
             value = ctx.params.pop(name, None)
             if value is not None and settings is not None:

@@ -28,6 +28,7 @@ from xor_ack_dynamodb.cli.options import (
     check_key,
     check_region,
     check_table,
+    refuse_empty_env,
     url_option,
 )
 from xor_ack_dynamodb.table import DEFAULT_TABLE, TableSpec
@@ -148,6 +149,7 @@ def dashboard(
         )
     from .config import ConfigError, DashboardConfig, bind_check
 
+    refuse_empty_env(ctx, {"table": table, "partition_key": partition_key})
     spec = TableSpec(
         name=_root(ctx, "table", table, DEFAULT_TABLE),
         partition_key=_root(ctx, "partition_key", partition_key, TableSpec().partition_key),

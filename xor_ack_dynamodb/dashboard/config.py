@@ -54,9 +54,12 @@ def _ascii_host(host: str) -> str | None:
     its ASCII form (``bücher.example`` is ``xn--bcher-kva.example``); None if it has none."""
     if host.isascii():
         return host
+    import idna  # the WHATWG URL rules browsers follow (Python's "idna" codec is IDNA 2003:
+    # it spells "straße" as "strasse", a browser "xn--strae-oqa")
+
     try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
+        return idna.encode(host, uts46=True, transitional=False).decode("ascii")
+    except idna.IDNAError:
         return None
 
 

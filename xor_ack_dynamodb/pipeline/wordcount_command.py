@@ -49,9 +49,7 @@ def check_master(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
-def check_report_path(
-    ctx: click.Context, param: click.Parameter, value: Path | None
-) -> Path | None:
+def check_report_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """The report is written on this machine: ``file:/x`` is ``/x`` (as a relative
     ``./file:/x`` it was written under the working directory, the input's, say)."""
     if value is None:
@@ -73,7 +71,7 @@ def check_report_path(
 @click.option(
     "--report",
     "report_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),  # a str: a Path would fold "s3a://b" to "s3a:/b"
     callback=check_report_path,
     help="Write the JSON report here.",
 )

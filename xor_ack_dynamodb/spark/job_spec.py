@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..dynamodb import MAX_TIMEOUT
+from ..dynamodb._core.validate import MIN_TIMEOUT
 from ..errors._refusals import shown
 from ..lifecycle import Acked, Failed
 from .arguments import check_keys, check_options, check_process
@@ -99,10 +100,10 @@ class JobSpec:
         for name in ("round_timeout", "chain_timeout"):
             seconds = getattr(self, name)
             # compared, not math.isfinite: that raises OverflowError for an int too big
-            if seconds is not None and not 0 < seconds <= MAX_TIMEOUT:
+            if seconds is not None and not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
                 raise InvalidArgument(
-                    f"{name}={shown(seconds)}: give a number of seconds > 0 and at most"
-                    f" {MAX_TIMEOUT:.0f} (a year), or None for no limit"
+                    f"{name}={shown(seconds)}: give a number of seconds from {MIN_TIMEOUT:g}"
+                    f" to {MAX_TIMEOUT:.0f} (a year), or None for no limit"
                 )
         if self.page_size < 1:
             raise InvalidArgument("page_size must be >= 1")

@@ -110,6 +110,8 @@ class Endings(Deadlines):
                     self.forget(tag)
                     assert state is not None
                     return state
+                if reply is D.Reply.UNKNOWN:
+                    raise exc  # its answer lost, and it did not land: the error, as a stamp's
                 continue
             self.forget(tag)
             return I.decode(response["Attributes"], self.partition_key, tag)

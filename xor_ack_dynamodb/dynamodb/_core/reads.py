@@ -216,11 +216,14 @@ class Reads(ClosingWrites):
         that read fails too, ``UnsettledWrite`` (never the read's error alone, which
         would read as "not landed").
         """
-        if self._reply_step(op, exc)[1] is Step.REFUSE:
+        verdict, step, _ = self._reply_step(op, exc)
+        if step is Step.REFUSE:
             raise exc
         try:
             return (yield from self._read(tag))
         except (ClientError, BotoCoreError) as failure:
+            if verdict is D.Verdict.NOT_LANDED:  # a transaction's conflict: nothing written
+                raise exc from failure
             raise UnsettledWrite(tag, self.token_window) from failure
 
     def _settle_many(
