@@ -173,6 +173,38 @@ def test_a_work_dir_in_a_tables_location_is_refused_before_the_first_chain(
     assert sorted(r["j"] for r in local_spark.table(table).collect()) == [0, 1, 2, 3]
 
 
+def with_location(key: str, rows: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"key": [key], "Location": [f"at-{key}"]})
+
+
+def test_a_work_dir_in_a_tables_folder_is_refused_with_a_column_named_location(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """``DESCRIBE TABLE EXTENDED`` lists the columns first: a column named ``Location`` was
+    taken for the table's folder (its type, "string"), and the work_dir was let through."""
+    db = database(local_spark, tmp_path / "db")
+    table, schema = f"{db}.places", "key string, Location string"
+    assert track(
+        local_spark, with_location, schema, Sink(table=table), keys=KEYS, tracker=tracker
+    ).ok
+    location = tmp_path / "db" / "places"
+    before, made = snapshot(location), len(chains(tracker))
+    job = tracked_job(
+        local_spark,
+        with_location,
+        schema,
+        Sink(table=table, overwrite=True),
+        keys=KEYS,
+        tracker=tracker,
+        work_dir=str(location / "tmp"),
+    )
+    with pytest.raises(InvalidArgument, match="work_dir"):
+        job.run()
+    assert len(chains(tracker)) == made and snapshot(location) == before
+
+
 def test_a_work_dir_in_a_new_tables_folder_is_refused_before_the_first_chain(
     local_spark: Any, tracker: TrackerConfig, tmp_path: Path
 ) -> None:

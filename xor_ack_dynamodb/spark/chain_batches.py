@@ -48,7 +48,7 @@ from ..errors import (
     TagNotFound,
     UnsettledWrite,
 )
-from ..lifecycle import Acked, Failed, failure
+from ..lifecycle import TIMEOUT_REASON, Acked, Failed, failure
 from .digest import rows_stamp, stage_token
 from .isolation import retryable
 from .keyed import Keyed
@@ -291,7 +291,10 @@ class RoundChains:
         if state is not None and state.failed:  # closed by its task: the function failed
             self.writes += state.version
             tell(failure(tag, state.chain_id, state.failed_at or 0.0, _why(state)))
-            return _why(state), not retryable(state.reason)
+            # Its deadline passed (a sweep, or a late write, failed it "timeout"): replayed
+            # as an input whose function raised, not counted against max_errors.
+            again = retryable(state.reason) or state.reason == TIMEOUT_REASON
+            return _why(state), not again
         if job is None and state is not None and state.acked:
             self.writes += state.version
             latency = (state.acked_at or state.updated_at) - state.created_at

@@ -18,6 +18,12 @@ def schema_struct(spark: Any, ddl: str) -> Any:
             f"schema={ddl!r} is not a string: declare the columns your function returns "
             'as DDL, e.g. "word string, n long"'
         )
+    if ddl.strip()[:7].lower() == "struct<":  # Spark reads it, but not with columns after it
+        raise SchemaInvalid(
+            f"the schema {ddl!r} is a struct type, and the rounds add their own columns to "
+            'the declared ones: declare the columns as DDL, e.g. "key string, n bigint" '
+            "(StructType.toDDL() gives it)"
+        )
     try:
         struct = spark.createDataFrame([], ddl).schema
     # ParseException, AnalysisException; and what Spark raises on a type it parses and
@@ -66,9 +72,23 @@ def check_key(source: Any, key: str | None) -> None:
             f"source={_short(source)} is not a DataFrame: give the DataFrame of the inputs'"
             " rows (and key= its column naming each row's input), or keys= and no source"
         )
+    columns = tuple(source.columns)
+    folded = [name.lower() for name in columns]  # Spark's names are case-insensitive
+    twice = next((n for n, low in zip(columns, folded, strict=True) if folded.count(low) > 1), None)
+    if twice is not None:  # the rounds' join and union carry the columns by name
+        raise InvalidArgument(
+            f"the source DataFrame has two columns named {twice!r} (a join keeps both "
+            "sides'): drop or rename one before track(), e.g. a.join(b, ...).drop(b[name])"
+        )
+    dotted = next((name for name in columns if "." in name and name != key), None)
+    if dotted is not None:  # Spark's mapInArrow reads "a.b" as field b of a column a
+        raise InvalidArgument(
+            f"the source DataFrame's column {dotted!r} has a '.' in its name, which the "
+            "rounds cannot carry to the function: rename it before track(), e.g. "
+            f"source.withColumnRenamed({dotted!r}, {dotted.replace('.', '_')!r})"
+        )
     if key is None:
         return
-    columns = tuple(source.columns)
     if key not in columns:  # by its exact name: the rounds tell the key from the other columns
         raise KeyColumnMissing(
             f"key={key!r} names no column of the source DataFrame (its columns: "

@@ -36,6 +36,7 @@ from ..lifecycle import TIMEOUT_REASON
 from .digest import lanes_sum, row_lanes, rows_stamp, stage_token
 from .errors import InputsInterleaved, SparkTrackingError
 from .faults import FaultConfig, TaskFaults
+from .isolation import retryable
 from .keyed import Keyed
 from .sandbox import user_rows
 from .task_stamps import TaskStamps as _Stamps
@@ -195,7 +196,8 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
             raise SparkTrackingError(result.failure)
         if spec.tracker is not None:
             with contextlib.suppress(ChainFailed, TagNotFound):
-                chains_for(spec.tracker).fail(tag, reason=chain_reason(result.failure))
+                reason = chain_reason(result.failure, result.final)
+                chains_for(spec.tracker).fail(tag, reason=reason)
         out = spec.schema.empty_table()
     if spec.tracker is not None and result.failure is None:
         lanes = row_lanes(spec.run_id, out, spec.columns)
@@ -258,14 +260,16 @@ def _xor(a: bytes, b: bytes) -> bytes:
 MAX_REASON_CHARS = 4000
 
 
-def chain_reason(failure: str) -> str:
+def chain_reason(failure: str, final: bool = False) -> str:
     """The reason an input's chain is failed with: its failure as said (an
     ``InputRejected``'s message, say), unless ``fail()`` could not take it as it is: an
     empty one, the deadline's own ``"timeout"``, text UTF-8 cannot hold, or more than
-    ``MAX_REASON_CHARS`` (cut, saying how much more there was)."""
+    ``MAX_REASON_CHARS`` (cut, saying how much more there was).  A ``final`` one (a
+    rejection) that begins as the reasons the driver replays (``raised: ``, ...) is said
+    as a rejection, so that it is not replayed."""
     text = failure.encode("utf-8", "replace").decode("utf-8")
-    if not text or text == TIMEOUT_REASON:
-        return f"rejected: {text or 'no reason given'}"
+    if not text or text == TIMEOUT_REASON or (final and retryable(text)):
+        text = f"rejected: {text or 'no reason given'}"
     if len(text) > MAX_REASON_CHARS:
         return f"{text[:MAX_REASON_CHARS]}... ({len(text) - MAX_REASON_CHARS} more characters)"
     return text

@@ -24,7 +24,7 @@ from typing import Any
 from . import output
 from .columns import named
 from .commit import Counts, Written, refuse_staged, resolver
-from .errors import DatabaseMissing, InvalidArgument, TableColumnsDiffer
+from .errors import DatabaseMissing, InvalidArgument, OutputExists, TableColumnsDiffer
 from .files import Files
 from .paths import is_inside, literal, real_path
 from .sink import Sink
@@ -71,8 +71,27 @@ class TableTarget:
             rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.table}").collect()
         except Exception:  # a catalog that cannot say
             return None
-        found = [str(row[1]) for row in rows if row[0] == "Location" and row[1]]
+        # The columns come first (one may be named "Location"), the table's details after
+        # their heading: its folder is a row of those.
+        names = [str(row[0]).strip() for row in rows]
+        heading = "# Detailed Table Information"
+        details = rows[names.index(heading) + 1 :] if heading in names else []
+        found = [str(row[1]) for row in details if row[0] == "Location" and row[1]]
         return urllib.parse.unquote(found[0]) if found else None
+
+    def _refuse_folder_left(self) -> None:
+        """A new table's folder that holds files (a table dropped by another tool, a
+        ``saveAsTable`` that failed): ``saveAsTable`` refuses it (LOCATION_ALREADY_EXISTS),
+        at the commit, after every chain was written."""
+        location = self._location()
+        found = self.files.listing(location) if location else None
+        if found is not None and (not found.is_dir or found.names):
+            raise OutputExists(
+                f"Sink(table={self.table!r}): the table does not exist, but its folder "
+                f"{location} does and holds files (left by a dropped table?), which Spark "
+                "will not create the table over: move them away, or name another table",
+                output=str(location),
+            )
 
     def _refuse_work_dir_inside(self) -> None:
         """A work folder in the table's folder: an overwrite empties that folder before
@@ -104,6 +123,7 @@ class TableTarget:
                     f"create it (CREATE DATABASE {database}) or name a table in one it has"
                 )
             output.check_partitions(self.spark, columns, self.sink)  # saveAsTable's
+            self._refuse_folder_left()
             return
         kind = self._kind()
         if kind is not None:  # insertInto refuses one (EXPECT_TABLE_NOT_VIEW) at the commit
@@ -150,7 +170,8 @@ class TableTarget:
             return "kept"
         out = output.shaped(rows, self.sink)
         if self.exists():  # by the table's own column order: its format takes them as it is
-            columns = self.spark.table(self.table).columns
+            existing = self.spark.table(self.table)
+            columns, limits = existing.columns, _lengths(existing.schema)
             ordered = out.select(*map(named, columns))
             if self.sink.overwrite:
                 # Spark deletes the table's files before its write job runs: the rows are
@@ -159,6 +180,9 @@ class TableTarget:
                 made = f"{self.staging}/output"
                 ordered.write.parquet(made)
                 ordered = self.spark.read.parquet(literal(made))
+            if limits:  # Spark checks them only in the insert, after emptying the table
+                _check_lengths(ordered, limits)
+            if self.sink.overwrite:
                 self.replacing = True
             ordered.write.insertInto(self.table, overwrite=self.sink.overwrite)
             self.replacing = False
@@ -171,6 +195,43 @@ class TableTarget:
 
     def cleanup(self) -> None:
         self.files.delete(self.staging)
+
+
+#: A column's declared ``char(n)`` / ``varchar(n)`` (Spark reads it as a ``string`` whose
+#: metadata keeps the declaration).
+_CHAR_VARCHAR = re.compile(r"(?:var)?char\((\d+)\)")
+
+
+def _lengths(schema: Any) -> dict[str, tuple[str, int]]:
+    """The table's ``char(n)``/``varchar(n)`` columns: name -> (declared type, n)."""
+    found = {}
+    for field in schema.fields:
+        declared = str(
+            (field.metadata or {}).get("__CHAR_VARCHAR_TYPE_STRING")
+            or field.dataType.simpleString()
+        )
+        length = _CHAR_VARCHAR.fullmatch(declared)
+        if length is not None:
+            found[field.name] = (declared, int(length.group(1)))
+    return found
+
+
+def _check_lengths(rows: Any, limits: dict[str, tuple[str, int]]) -> None:
+    """A string longer than its column's ``char(n)``/``varchar(n)``: refused before the
+    table is touched (one Spark job over the rows)."""
+    from pyspark.sql import functions as F
+
+    longest = rows.select(
+        *(F.max(F.length(named(name))).alias(f"c{i}") for i, name in enumerate(limits))
+    ).first()
+    for i, (name, (declared, most)) in enumerate(limits.items()):
+        found = longest[f"c{i}"] if longest is not None else None
+        if found is not None and found > most:
+            raise ValueError(
+                f"[EXCEED_LIMIT_LENGTH] the table's column {name} is {declared}, and the "
+                f"output holds strings of {found} characters: cut them (Sink(finish=...)), "
+                "or widen the column"
+            )
 
 
 #: Integral types by width: a narrower one goes into a wider one unchanged.
