@@ -15,7 +15,7 @@ from ..dynamodb.local import Backend, ServerState, server_status, start_detached
 from ..dynamodb.local.server import _answers
 from ..dynamodb.ownership import create_table
 from ..dynamodb.table import TTL_ATTRIBUTE
-from .options import WAIT, Settings, Verb, Verbs, _settings, backend_option
+from .options import WAIT, Settings, Verb, Verbs, _settings, backend_option, refuse_empty_env
 from .show import _echo_pairs, _when, shown
 from .table import say_existing
 
@@ -85,6 +85,8 @@ class LocalVerb(Verb):
                     f"leave {flag} out",
                     ctx,
                 )
+        else:  # the table it makes: not the default one for a variable set but empty
+            refuse_empty_env(ctx, {name: _given(ctx, name) for name, _ in _TABLE_OPTIONS})
         return super().invoke(ctx)
 
 

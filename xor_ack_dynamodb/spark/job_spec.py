@@ -102,8 +102,9 @@ class JobSpec:
             # compared, not math.isfinite: that raises OverflowError for an int too big
             if seconds is not None and not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
                 raise InvalidArgument(
-                    f"{name}={shown(seconds)}: give a number of seconds from {MIN_TIMEOUT:g}"
-                    f" to {MAX_TIMEOUT:.0f} (a year), or None for no limit"
+                    f"{name}={shown(seconds)}: give a number of seconds of at least"
+                    f" {MIN_TIMEOUT:g} and at most {MAX_TIMEOUT:.0f} (a year), or None for no"
+                    " limit"
                 )
         if self.page_size < 1:
             raise InvalidArgument("page_size must be >= 1")

@@ -83,6 +83,8 @@ class TableTarget:
         """A new table's folder that holds files (a table dropped by another tool, a
         ``saveAsTable`` that failed): ``saveAsTable`` refuses it (LOCATION_ALREADY_EXISTS),
         at the commit, after every chain was written."""
+        if any(name.lower() == "path" for name in self.sink.options):
+            return  # a table of its own folder (external): Spark checks none
         location = self._location()
         found = self.files.listing(location) if location else None
         if found is not None and (not found.is_dir or found.names):
@@ -221,8 +223,9 @@ def _check_lengths(rows: Any, limits: dict[str, tuple[str, int]]) -> None:
     table is touched (one Spark job over the rows)."""
     from pyspark.sql import functions as F
 
+    # Spark drops trailing spaces past n as it writes, and refuses any other character
     longest = rows.select(
-        *(F.max(F.length(named(name))).alias(f"c{i}") for i, name in enumerate(limits))
+        *(F.max(F.length(F.rtrim(named(name)))).alias(f"c{i}") for i, name in enumerate(limits))
     ).first()
     for i, (name, (declared, most)) in enumerate(limits.items()):
         found = longest[f"c{i}"] if longest is not None else None

@@ -19,7 +19,7 @@ from . import landing as D
 from . import told as T
 from .deadlines import Deadlines
 from .effects import Call, Effect, Sleep
-from .landing import Step
+from .landing import Status, Step
 from .validate import check_reason, check_reason_fits, check_tag, check_wait
 
 if TYPE_CHECKING:
@@ -110,9 +110,11 @@ class Endings(Deadlines):
                     self.forget(tag)
                     assert state is not None
                     return state
-                if reply is D.Reply.UNKNOWN:
+                same = state is not None and state.chain_id == chain_id
+                live = same and D.status_of(state, self.clock()) is Status.LIVE
+                if reply is D.Reply.UNKNOWN and live:
                     raise exc  # its answer lost, and it did not land: the error, as a stamp's
-                continue
+                continue  # acked, failed, overdue or gone meanwhile: told as the loop tells
             self.forget(tag)
             return I.decode(response["Attributes"], self.partition_key, tag)
 
