@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 import click
 from click.core import ParameterSource
 
-from ..dynamodb import MAX_TIMEOUT, aws
-from ..dynamodb._core.validate import MIN_TIMEOUT
+from ..dynamodb import MAX_TIMEOUT, MIN_TIMEOUT, aws
 from ..dynamodb.local.server import Backend
 from ..dynamodb.table import DEFAULT_TABLE, InvalidTableSpec, TableSpec
 from ..errors import InvalidTag

@@ -19,13 +19,20 @@ nothing else of the package; never the in-memory tracker beside it.
 from __future__ import annotations
 
 from ._core.deadlines import ListStatus
-from ._core.validate import DEFAULT_TOMBSTONE_TTL, MAX_TIMEOUT, Lifetime, check_deadline
+from ._core.validate import (
+    DEFAULT_TOMBSTONE_TTL,
+    MAX_TIMEOUT,
+    MIN_TIMEOUT,
+    Lifetime,
+    check_deadline,
+)
 from .client import XorAckDynamoDB
 from .sync import SyncXorAckDynamoDB
 
 __all__ = [
     "DEFAULT_TOMBSTONE_TTL",
     "MAX_TIMEOUT",
+    "MIN_TIMEOUT",
     "Lifetime",
     "ListStatus",
     "SyncXorAckDynamoDB",

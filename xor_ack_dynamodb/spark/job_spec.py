@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..dynamodb import MAX_TIMEOUT
-from ..dynamodb._core.validate import MIN_TIMEOUT
+from ..dynamodb import MAX_TIMEOUT, MIN_TIMEOUT
 from ..errors._refusals import shown
 from ..lifecycle import Acked, Failed
 from .arguments import check_keys, check_options, check_process
