@@ -180,12 +180,12 @@ class Fleet:
         """
         check_job_tag(tag)
         check_payload(tag, payload, self.ack.token_window)
-        self._lifetime(lifetime)  # refused before the queue is asked, as before the create
+        checked = self._lifetime(lifetime)  # refused before the queue is asked
         # The root as it will be sent: its chain id (8 bytes) is made by the create.
         await _ready(self.send, root_envelope(tag, bytes(8), payload, self.ack.token_window))
         root_stamp = stamp_of(root_id(tag))
         try:
-            await self._create(tag, root_stamp, lifetime)
+            await self.ack.create(tag, root_stamp, **checked)
         except TagExists:
             state = await self.ack.get(tag)
             if state is not None and state.overdue():
@@ -193,7 +193,7 @@ class Fleet:
                 # more and every worker drops its messages.  Failed ("timeout") as its next
                 # write would fail it, and made again, with this call's deadline.
                 await self._time_out(state)
-                await self._create(tag, root_stamp, lifetime)
+                await self.ack.create(tag, root_stamp, **checked)
                 state = (await self.ack.known_many([tag]))[tag]
             elif state is None or state.version != 1 or state.stamp != root_stamp:
                 raise
@@ -217,9 +217,6 @@ class Fleet:
             },
             "submit",
         )
-
-    async def _create(self, tag: str, root_stamp: bytes, lifetime: Lifetime) -> None:
-        await self.ack.create(tag, root_stamp, **self._lifetime(lifetime))
 
     async def _time_out(self, state: ChainState) -> None:
         """Fail ``state``'s chain, past its deadline, as any write on it would ("timeout"):

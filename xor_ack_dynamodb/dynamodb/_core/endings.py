@@ -96,7 +96,7 @@ class Endings(Deadlines):
                         "written: pass a shorter reason"
                     ) from exc
                 reply, sent = D.reply_of(exc)
-                if self._reply_step("fail", exc)[1] is Step.REFUSE:
+                if D.REPLY_STEP[("fail", reply, sent)][1] is Step.REFUSE:
                     raise  # not its condition: refused, not landed
                 if reply is D.Reply.CONDITION_FAILED:
                     # Closed, gone or expired since the read, or damaged (CorruptItem).
