@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -542,5 +543,68 @@ async def test_the_rows_of_many_long_tags_update_live(session: Any, server: Serv
             ack.stamp(tag, new_stamp())
     await page.wait_for_function(
         f"() => ({versions})().join() === Array(30).fill('2').join()", timeout=10_000
+    )
+    await page.close()
+
+
+async def test_a_live_update_that_changes_nothing_leaves_the_page_as_it_is(
+    session: Any, server: Server
+) -> None:
+    """A chain made just before its page opened is told "changed" by the stream after the
+    page has it: the part fetched again is the same, and the page keeps its elements (a
+    swap under a click lost the click: the page stayed, and a test's next step waited
+    for a confirm page that never came)."""
+    tag = "live-same/a"
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        ack.create(tag, new_stamp(), timeout=3600)
+    page = await session.new_page()
+
+    async def live(route: Any) -> None:  # one stream saying only that this chain changed
+        await route.fulfill(
+            status=200,
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
+            body=f"retry: 600000\n\nevent: changed\ndata: {json.dumps([tag])}\n\n",
+        )
+
+    await page.route(server.base + "live", live)
+    async with page.expect_response(lambda r: "partial=1" in r.url) as fetched:
+        await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+        await page.evaluate("() => { document.querySelector('#action-touch').kept = true; }")
+    assert (await fetched.value).ok
+    await asyncio.sleep(0.3)  # the fetched part, had it been swapped in
+    assert await page.evaluate("() => document.querySelector('#action-touch').kept === true")
+    await page.close()
+
+
+async def test_a_live_update_waits_for_the_pressed_button_and_the_click_lands(
+    session: Any, server: Server
+) -> None:
+    """A stamp shows while the user holds the Touch button down: the new part waits until
+    the button is released, so the click lands and opens the confirm page (swapped under
+    the press, the button released on was another and no click happened), and it is
+    swapped in as soon as the pointer is up."""
+    tag = "live-press/a"
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        ack.create(tag, new_stamp(), timeout=3600)
+    page = await session.new_page()
+    await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+    await page.wait_for_selector("#live-state.on", timeout=10_000)
+    box = await page.locator("#action-touch").bounding_box()
+    await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    await page.mouse.down()
+    async with page.expect_response(lambda r: "partial=1" in r.url, timeout=10_000):
+        with SyncXorAckDynamoDB.connect(
+            table=server.table, endpoint_url=server.endpoint
+        ) as ack:
+            ack.stamp(tag, new_stamp())
+    await asyncio.sleep(0.3)
+    assert await _text(page, "#fact-version") == "1"  # held while the button is down
+    async with page.expect_navigation(timeout=10_000):
+        await page.mouse.up()
+    assert await page.locator("#timeout").count() == 1  # the confirm page
+    await page.go_back()
+    await page.wait_for_function(
+        "() => document.querySelector('#fact-version')?.textContent.trim() === '2'",
+        timeout=5_000,
     )
     await page.close()

@@ -12,6 +12,57 @@
   var inFlight = false;
   var again = false;
 
+  // A swap under a pressed pointer loses the click: the button pressed is gone by the
+  // time it is released, and the one released on is new (no click on either).  A swap
+  // waits until the pointer is up and the click is done; one that changes nothing (the
+  // same HTML once the relative times are ticked) is not made.
+  var pressed = false;
+  var waiting = [];
+  function whenReleased(swap) {
+    if (pressed) { waiting.push(swap); } else { swap(); }
+  }
+  function pointerDown() { pressed = true; }
+  function pointerUp() {
+    window.setTimeout(function () {  // after the click this release makes
+      pressed = false;
+      var swaps = waiting;
+      waiting = [];
+      for (var i = 0; i < swaps.length; i++) { swaps[i](); }
+    }, 0);
+  }
+  document.addEventListener("pointerdown", pointerDown, true);
+  document.addEventListener("pointerup", pointerUp, true);
+  document.addEventListener("pointercancel", pointerUp, true);
+
+  // The children that say something (the page puts line breaks around its part).
+  function shownNodes(parent) {
+    var nodes = [];
+    for (var i = 0; i < parent.childNodes.length; i++) {
+      var node = parent.childNodes[i];
+      if (node.nodeType !== Node.TEXT_NODE || node.textContent.trim() !== "") { nodes.push(node); }
+    }
+    return nodes;
+  }
+  function sameChildren(a, b) {
+    var x = shownNodes(a), y = shownNodes(b);
+    if (x.length !== y.length) { return false; }
+    for (var i = 0; i < x.length; i++) {
+      if (!x[i].isEqualNode(y[i])) { return false; }
+    }
+    return true;
+  }
+
+  // The part the server rendered, its relative times ticked at the same instant as the
+  // page's (so that a second passing between the two is no change).
+  function parse(html) {
+    var holder = document.createElement("template");
+    holder.innerHTML = html;
+    var now = Date.now() / 1000;
+    tick(holder.content, now);
+    tick(document, now);
+    return holder.content;
+  }
+
   function partialUrl() {
     var url = new URL(window.location.href);
     url.searchParams.set("partial", "1");
@@ -26,7 +77,11 @@
     fetch(partialUrl(), { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
-        if (html !== null) { live.innerHTML = html; tick(); }
+        if (html === null) { return; }
+        whenReleased(function () {
+          var fresh = parse(html);
+          if (!sameChildren(fresh, live)) { live.replaceChildren(fresh); tick(); }
+        });
       })
       .catch(function () {})
       .then(function () {
@@ -65,18 +120,19 @@
       })
       .then(function (html) {
         if (html === null) { return; }
-        var holder = document.createElement("template");
-        holder.innerHTML = html;
-        var fresh = holder.content.querySelectorAll("tr[data-key]");
-        var shown = live.querySelectorAll("tr[data-key]");
-        for (var i = 0; i < fresh.length; i++) {
-          for (var j = 0; j < shown.length; j++) {
-            if (shown[j].getAttribute("data-key") === fresh[i].getAttribute("data-key")) {
-              shown[j].replaceWith(fresh[i].cloneNode(true));
+        whenReleased(function () {
+          var fresh = parse(html).querySelectorAll("tr[data-key]");
+          var shown = live.querySelectorAll("tr[data-key]");
+          for (var i = 0; i < fresh.length; i++) {
+            for (var j = 0; j < shown.length; j++) {
+              if (shown[j].getAttribute("data-key") === fresh[i].getAttribute("data-key")
+                  && !shown[j].isEqualNode(fresh[i])) {
+                shown[j].replaceWith(fresh[i].cloneNode(true));
+              }
             }
           }
-        }
-        tick();
+          tick();
+        });
       })
       .catch(function () {});
   }
@@ -109,9 +165,9 @@
   }
 
   // "in 4 min 3 s" / "overdue by 2 s" next to deadlines and TTLs, kept current.
-  function tick() {
-    var now = Date.now() / 1000;
-    var nodes = document.querySelectorAll(".rel[data-at]");
+  function tick(root, when) {
+    var now = when === undefined ? Date.now() / 1000 : when;
+    var nodes = (root || document).querySelectorAll(".rel[data-at]");
     for (var i = 0; i < nodes.length; i++) {
       var at = parseFloat(nodes[i].getAttribute("data-at"));
       if (isNaN(at)) { continue; }
@@ -159,6 +215,6 @@
     source.addEventListener("resync", function () { soon(100); });
   }
   if (window.EventSource && live) { connect(); }
-  window.setInterval(tick, 1000);
+  window.setInterval(function () { tick(); }, 1000);
   tick();
 })();
