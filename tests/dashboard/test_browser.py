@@ -593,9 +593,7 @@ async def test_a_live_update_waits_for_the_pressed_button_and_the_click_lands(
     await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     await page.mouse.down()
     async with page.expect_response(lambda r: "partial=1" in r.url, timeout=10_000):
-        with SyncXorAckDynamoDB.connect(
-            table=server.table, endpoint_url=server.endpoint
-        ) as ack:
+        with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
             ack.stamp(tag, new_stamp())
     await asyncio.sleep(0.3)
     assert await _text(page, "#fact-version") == "1"  # held while the button is down
