@@ -1,6 +1,7 @@
 """An answer no DynamoDB gives: a success whose body is not a JSON object (a web page at the
-endpoint's URL), which botocore would read as an empty answer.  The clients this package
-makes refuse it (``NotDynamoDB``) before botocore parses it."""
+endpoint's URL), which botocore would read as an empty answer, or a refusal (4xx) that is
+a web server's page, which botocore would pass on as the page's markup.  The clients this
+package makes refuse both (``NotDynamoDB``) before botocore parses them."""
 
 from __future__ import annotations
 
@@ -23,13 +24,18 @@ _DYNAMODB_HEADERS = ("x-amzn-requestid", "x-amz-crc32")
 def refuse_no_dynamodb(
     endpoint: str, operation_model: Any, response_dict: dict[str, Any], **_: Any
 ) -> None:
-    """botocore's ``before-parse``: ``NotDynamoDB`` for a success whose body is not a JSON
-    object.  botocore reads such a body (a web server's page) as an empty answer: a write
-    counted as landed, a ``DescribeTable`` without its ``Table``."""
+    """botocore's ``before-parse``: ``NotDynamoDB`` for a success or a refusal (4xx)
+    whose body is not a JSON object, without DynamoDB's headers.  botocore reads such a
+    success (a web server's page) as an empty answer: a write counted as landed, a
+    ``DescribeTable`` without its ``Table``; and such a refusal (a 404 page) as an error
+    whose message is the page's markup.  A 5xx stays botocore's (retried: a proxy's 503
+    passes)."""
     status = int(response_dict.get("status_code") or 0)
     body = response_dict.get("body")
-    if not 200 <= status < 300 or (not body and operation_model.output_shape is None):
-        return  # an error (botocore's to read), or an operation that answers nothing
+    if 400 <= status < 500:
+        pass  # a refusal: DynamoDB's are JSON with its headers
+    elif not 200 <= status < 300 or (not body and operation_model.output_shape is None):
+        return  # a server error (botocore's to read), or an operation that answers nothing
     headers = response_dict.get("headers") or {}
     if any(name in headers for name in _DYNAMODB_HEADERS):
         return  # DynamoDB's, damaged maybe (a CRC32 that fails): botocore re-sends it

@@ -142,6 +142,11 @@ def fail_fast_config(**overrides: object) -> Config:
 def endpoint_url(explicit: str | None = None) -> str | None:
     """The endpoint a client will use (steps 1-3 of the module docstring), or None for AWS's."""
     if explicit:
+        if not is_endpoint_url(explicit):  # botocore: "Invalid endpoint", a ValueError
+            raise InvalidArgument(
+                f"endpoint_url={explicit!r} is not an http(s) URL such as"
+                " http://127.0.0.1:8000: give the scheme, the host and the port, if any"
+            )
         return explicit
     if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() in _TRUE:
         return None
@@ -162,9 +167,9 @@ def is_endpoint_url(value: object) -> bool:
     that is a number."""
     if not isinstance(value, str):
         return False
-    parts = urlsplit(value)
-    try:
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    try:  # each raises ValueError: an open "[" (an IPv6 host), a port that is no number
+        parts = urlsplit(value)
+        parts.port  # noqa: B018
     except ValueError:
         return False
     return parts.scheme in ("http", "https") and bool(parts.hostname)
@@ -243,6 +248,8 @@ class Settings(TypedDict, total=False):
 def client_options(*, session: Any = None, **settings: Unpack[Settings]) -> dict[str, Any]:
     """The keyword arguments of ``session.client("dynamodb", ...)`` for these settings."""
     endpoint = settings.get("endpoint")
+    if endpoint:
+        endpoint_url(endpoint)  # refused here if no client could send to it
     config = settings.get("config")
     options: dict[str, Any] = {
         "region_name": region(settings.get("region_name"), session=session, endpoint=endpoint),

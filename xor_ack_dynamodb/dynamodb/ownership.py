@@ -31,6 +31,7 @@ from .table import (
     index_keys,
     ttl_on,
     wait_active,
+    wait_budget,
 )
 
 __all__ = [
@@ -73,6 +74,8 @@ def create_table(
     if the new table is ACTIVE already (DynamoDB refuses it on a table being created); else
     ``upgrade_table`` turns it on once it is.
     """
+    if wait:
+        wait_budget(timeout)
     created = True
     try:
         client.create_table(**spec.create_request())
@@ -231,6 +234,8 @@ def delete_table(
     when deletion protection is on (turn it off first: it is on by default in
     ``infra/table.yaml``).
     """
+    if wait:
+        wait_budget(timeout)
     check_deletable(client.describe_table(TableName=name)["Table"])
     client.delete_table(TableName=name)
     if wait:
@@ -240,7 +245,7 @@ def delete_table(
 def wait_deleted(client: DynamoDBClient, name: str, timeout: float = 60.0) -> None:
     """Poll until the table ``name``, being deleted, is gone (``TableWaitTimeout`` after
     ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + wait_budget(timeout)
     while True:
         try:
             status = client.describe_table(TableName=name)["Table"]["TableStatus"]

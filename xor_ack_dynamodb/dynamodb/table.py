@@ -13,6 +13,7 @@ existing table holds chains before anything changes it, are ``ownership``'s.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from ..errors import TableMismatch, XorAckError
+from ..errors import InvalidArgument, TableMismatch, XorAckError
 from .aws import error_code
 from .item import (
     ATTRIBUTES as ITEM_ATTRIBUTES,
@@ -140,6 +141,13 @@ class TableSpec:
     write_capacity: int = 5
 
     def __post_init__(self) -> None:
+        for field_name in ("name", "partition_key"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str):
+                raise InvalidTableSpec(
+                    f"{field_name}={value!r} is not valid: give the table's {field_name} as a "
+                    "string"
+                )
         if not _TABLE_NAME.fullmatch(self.name):
             raise InvalidTableSpec(
                 f"table name {self.name!r} is not valid: 3 to 255 characters of "
@@ -326,8 +334,25 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
     )
 
 
+def wait_budget(timeout: object) -> float:
+    """``timeout``, the seconds a table operation waits, if it is a number above 0;
+    ``InvalidArgument`` otherwise (before the operation's first request)."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise InvalidArgument(
+            f"timeout={timeout!r} is not valid: the seconds to wait for the table, a number"
+            " above 0 (pass wait=False not to wait)"
+        )
+    return float(timeout)
+
+
 def wait_active(client: DynamoDBClient, name: str, *, timeout: float = 60.0) -> None:
     """Poll until the table is ACTIVE (``TableWaitTimeout`` after ``timeout`` seconds)."""
+    wait_budget(timeout)
     deadline = time.monotonic() + timeout
     while (status := client.describe_table(TableName=name)["Table"]["TableStatus"]) != "ACTIVE":
         if time.monotonic() > deadline:

@@ -30,8 +30,9 @@ class RegionMissing(XorAckError):
 
 
 class NotDynamoDB(XorAckError):
-    """The endpoint answered a request as no DynamoDB does: a success whose body is not
-    DynamoDB's JSON (a web page, another service).  Nothing was read or written there."""
+    """The endpoint answered a request as no DynamoDB does: a success or a refusal (4xx)
+    whose body is not DynamoDB's JSON (a web page, another service).  Nothing was read or
+    written there."""
 
     __module__ = _MODULE
 
