@@ -137,11 +137,16 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
 ) -> None:
     """The client runs as another OS user: the corpus, the output folder and the
     warehouse are in the server's folder (mode 700, root's).  Every file step of the
-    run (listing, staging, manifest, rename, the commit check) must run on the server."""
+    run (listing, staging, manifest, rename, the commit check) must run on the server;
+    what the server's disk holds is judged there too (a sink that is a symbolic link)."""
     corpus = make_corpus(server_dir / "remote-corpus")
     (corpus / "part-1" / "a b+c%.txt").write_text("Odd name, words words\n", encoding="utf-8")
     out = server_dir / "remote-out" / "counts"
     out.parent.mkdir()
+    linked = server_dir / "remote-link" / "v1"  # a user's empty folder, and a link to it
+    linked.mkdir(parents=True)
+    link = linked.with_name("current")
+    link.symlink_to(linked)
     python, python_env = python_for(other_user, client_python(), tmp_path_factory.mktemp("py"))
     env = {
         **python_env,
@@ -156,6 +161,7 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
         python, str(ROOT / "tests" / "spark" / "jobs" / "remote.py"),
         str(corpus), str(out), "xa_remote.counts", "--table-of-chains", ddb_table.name,
         "--endpoint", ddb_local_endpoint, "--fail-rate", "0.3", "--seed", "8",
+        "--link", str(link),
     ]  # fmt: skip
     run = run_as(other_user, argv, env, 280)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -181,4 +187,8 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
     assert "relative" in stopped["relative"] and "'relative/out'" in stopped["relative"]
     assert stopped["rounds"] == 1 and "\n" not in stopped["missing"]
     assert "xor_ack_module_nowhere" in stopped["missing"]
+    # A sink that is a link on the server's disk: refused before its chains (Hadoop's
+    # listing follows the link, and the commit replaced the link with a folder).
+    assert "is a symbolic link" in stopped["link"] and str(linked) in stopped["link"]
+    assert link.is_symlink() and not any(linked.iterdir())
     assert "the Spark Connect server's workers" in stopped["missing"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RemoteFilesUnsupported, SparkTrackingError
-from .paths import MANIFEST, Listing
+from .paths import MANIFEST, Listing, link_refused
 
 #: The helper, built from ``XorAckFiles.java`` by ``make spark-jar`` (package data).
 JAR = Path(__file__).parent / "java" / "xor-ack-files.jar"
@@ -28,6 +28,8 @@ CLASS = "org.xorack.spark.XorAckFiles"
 FUNCTION = "xor_ack_files"
 #: What separates the parts of the helper's answers (no file name holds it).
 SEP = "\0"
+#: How the helper's answer begins for a local path that is a symbolic link (then its end).
+LINK = "link" + SEP
 
 _LOCK = threading.Lock()
 #: Sessions (``session_id``) that have the helper registered.
@@ -84,6 +86,8 @@ class ServerFiles:
             return None
         if answer == "file":
             return Listing(is_dir=False)
+        if answer.startswith(LINK):  # a local path, a link on the server's disk
+            raise link_refused(target, answer[len(LINK) :])
         names: list[str] = []
         entries: list[str] = []
         text: str | None = None
@@ -95,6 +99,11 @@ class ServerFiles:
             elif part.startswith("t:"):
                 text = part[2:]
         return Listing(is_dir=True, names=tuple(names), manifest=text, tree=tuple(sorted(entries)))
+
+    def followed(self, target: str) -> str:
+        """``target``, or the folder a symbolic link there leads to (on the server's disk)."""
+        answer = self._call("link", target, "")
+        return f"file:{answer[len(LINK) :]}" if answer.startswith(LINK) else target
 
     def write_text(self, target: str, text: str) -> None:
         self._call("write", target, text)

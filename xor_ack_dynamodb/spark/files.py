@@ -73,7 +73,11 @@ class Files:
     def followed(self, folder: str) -> str:
         """``folder``, or the folder a local symbolic link there points to (a stream's
         output: its batches are renamed inside it, never over it)."""
-        if self._via(folder) == "local" and os.path.islink(local_path(folder)):
+        via = self._via(folder)
+        if via == "server":
+            followed: str = self.server.followed(folder)
+            return followed
+        if via == "local" and os.path.islink(local_path(folder)):
             return os.path.realpath(local_path(folder))
         return folder
 
@@ -85,7 +89,7 @@ class Files:
             except OSError:
                 return None
         try:
-            found = self.listing(folder)
+            found = self.listing(self.followed(folder))
         except SparkTrackingError:
             return None
         return found.names if found is not None and found.is_dir else None

@@ -309,6 +309,16 @@ def manifest_text(
     return json.dumps(body, indent=2, ensure_ascii=True) + "\n"
 
 
+def link_refused(output: str, to: str) -> OutputUnusable:
+    """The refusal of an OUTPUT that is a symbolic link (to the folder ``to``)."""
+    return OutputUnusable(
+        f"output {output} is a symbolic link (to {to}): the output is put in place by a "
+        "rename, which would replace the link, not the folder it points to; give that "
+        "folder's own path, or another folder",
+        output,
+    )
+
+
 def local_listing(output: str, tree: bool = False) -> Listing | None:
     """:class:`Listing` of a local OUTPUT (None if nothing is there); ``tree``: with
     every entry at any depth (symbolic links not followed)."""
@@ -316,12 +326,7 @@ def local_listing(output: str, tree: bool = False) -> Listing | None:
     if not os.path.lexists(path):
         return None
     if os.path.islink(path):
-        raise OutputUnusable(
-            f"output {output} is a symbolic link (to {os.path.realpath(path)}): the output "
-            "is put in place by a rename, which would replace the link, not the folder it "
-            "points to; give that folder's own path, or another folder",
-            output,
-        )
+        raise link_refused(output, os.path.realpath(path))
     if not os.path.isdir(path):
         return Listing(is_dir=False)
     try:

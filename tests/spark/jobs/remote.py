@@ -4,10 +4,12 @@ Everything it reads and writes is on the server's side: the corpus, the output
 folder, the table (in the server's ``spark.sql.warehouse.dir``).  The tests run it
 as an OS user that cannot read or write any of them, so any step the library took
 on the client's own disk would fail.  Then two runs that must stop at once: one to
-a relative path (refused on the client), one whose function needs a module the
+a relative path (refused on the client), one to a symbolic link on the server's disk
+(refused before its chains: the commit's rename would replace the link), one whose function needs a module the
 server's workers do not have (one round, one line).
 
-``python remote.py CORPUS OUTPUT TABLE --table CHAINS --endpoint URL [--fail-rate R --seed N]``
+``python remote.py CORPUS OUTPUT TABLE --table CHAINS --endpoint URL [--fail-rate R --seed N]
+[--link LINK]``
 with ``SPARK_REMOTE=sc://...`` set.
 """
 
@@ -36,6 +38,7 @@ def main() -> int:
     from xor_ack_dynamodb.spark import (
         FaultConfig,
         Incurable,
+        OutputUnusable,
         RelativePath,
         Sink,
         input_file,
@@ -50,6 +53,7 @@ def main() -> int:
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--fail-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--link", help="a symbolic link on the server's disk: refused as a sink")
     args = parser.parse_args()
     spark = SparkSession.builder.getOrCreate()  # SPARK_REMOTE
     lines = spark.read.option("recursiveFileLookup", "true").text(args.corpus)
@@ -84,6 +88,11 @@ def main() -> int:
         track(spark, count_file, "word string, n long", Sink("relative/out"), **options)
     except RelativePath as exc:
         stopped["relative"] = str(exc)
+    if args.link:
+        try:
+            track(spark, count_file, "word string, n long", Sink(args.link), **options)
+        except OutputUnusable as exc:
+            stopped["link"] = str(exc)
     try:
         options.update(source=None, key=None, keys=["a", "b", "c"], faults=None)
         track(spark, needs_a_module, "word string, n long", Sink(args.output + "-2"), **options)

@@ -13,6 +13,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.Arrays;
 
 import org.apache.hadoop.conf.Configuration;
@@ -49,6 +51,9 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
                 return list(fs, path, arg, false);
             case "tree":
                 return list(fs, path, arg, true);
+            case "link":
+                String link = link(fs, path);
+                return link == null ? "none" : link;
             case "write":
                 return write(fs, path, arg);
             case "rename":
@@ -65,12 +70,34 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
         }
     }
 
+    /** "link" then where it leads (every link on the way followed), for a local link; else null. */
+    private static String link(FileSystem fs, Path path) throws Exception {
+        java.net.URI uri = fs.makeQualified(path).toUri();
+        if (!"file".equals(uri.getScheme())) {
+            return null;
+        }
+        java.nio.file.Path local = Paths.get(uri);
+        if (!Files.isSymbolicLink(local)) {
+            return null;
+        }
+        java.nio.file.Path to = Files.exists(local)
+                ? local.toRealPath()
+                : local.resolveSibling(Files.readSymbolicLink(local)).normalize();
+        return "link" + SEP + to;
+    }
+
     /**
      * "absent", "file", or "dir" then the entry names; with ``wanted``: that entry's text too;
-     * with ``tree``: every entry at any depth too, relative, a folder's ending in "/".
+     * with ``tree``: every entry at any depth too, relative, a folder's ending in "/".  A local
+     * path that is a symbolic link: "link" then the path it leads to (Hadoop's own listing
+     * follows it, and a rename would replace the link, not its folder).
      */
     private static String list(FileSystem fs, Path path, String wanted, boolean tree)
             throws Exception {
+        String link = link(fs, path);
+        if (link != null) {
+            return link;
+        }
         if (!fs.exists(path)) {
             return "absent";
         }
