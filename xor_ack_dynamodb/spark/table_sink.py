@@ -61,10 +61,10 @@ class TableTarget:
         # The catalog gives a URI, percent-encoded ("my%20db"): the folder is "my db".
         return urllib.parse.unquote(str(location))
 
-    def _location(self) -> str | None:
+    def _location(self, exists: bool) -> str | None:
         """The table's folder: the catalog's word for an existing table, the database's
         folder and the table's name for a new one (None when the catalog cannot say)."""
-        if not self.exists():
+        if not exists:
             name = self.table.split(".")[-1].strip("`")
             return f"{self._beside().rstrip('/')}/{name.lower()}"
         try:
@@ -79,13 +79,12 @@ class TableTarget:
         found = [str(row[1]) for row in details if row[0] == "Location" and row[1]]
         return urllib.parse.unquote(found[0]) if found else None
 
-    def _refuse_folder_left(self) -> None:
-        """A new table's folder that holds files (a table dropped by another tool, a
-        ``saveAsTable`` that failed): ``saveAsTable`` refuses it (LOCATION_ALREADY_EXISTS),
-        at the commit, after every chain was written."""
+    def _refuse_folder_left(self, location: str | None) -> None:
+        """A new table's folder (``location``) that holds files (a table dropped by
+        another tool, a ``saveAsTable`` that failed): ``saveAsTable`` refuses it
+        (LOCATION_ALREADY_EXISTS), at the commit, after every chain was written."""
         if any(name.lower() == "path" for name in self.sink.options):
             return  # a table of its own folder (external): Spark checks none
-        location = self._location()
         found = self.files.listing(location) if location else None
         if found is not None and (not found.is_dir or found.names):
             raise OutputExists(
@@ -95,11 +94,11 @@ class TableTarget:
                 output=str(location),
             )
 
-    def _refuse_work_dir_inside(self) -> None:
-        """A work folder in the table's folder: an overwrite empties that folder before
-        its write job reads the rows staged there (both lost), and a new table's
-        ``saveAsTable`` refuses a folder that exists, after every chain was written."""
-        location = self._location() if self.work_dir else None
+    def _refuse_work_dir_inside(self, location: str | None) -> None:
+        """A work folder in the table's folder (``location``): an overwrite empties that
+        folder before its write job reads the rows staged there (both lost), and a new
+        table's ``saveAsTable`` refuses a folder that exists, after every chain was
+        written."""
         if self.work_dir and location and is_inside(real_path(self.work_dir), real_path(location)):
             raise InvalidArgument(
                 f"work_dir={self.work_dir!r} is at or inside the folder of "
@@ -113,11 +112,13 @@ class TableTarget:
         (``struct``, the declared schema, through ``finish``), a new one partitioned by a
         column the output lacks.  (A new table's format is never tried, whatever ``probe``
         says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
-        self._refuse_work_dir_inside()
+        exists = self.exists()
+        location = self._location(exists) if self.work_dir or not exists else None
+        self._refuse_work_dir_inside(location)
         refuse_staged(self.files, self.rows_root, self.run_id)
         out = output.schema(self.spark, struct, self.sink)
         columns = tuple(field.name for field in out.fields)
-        if not self.exists():
+        if not exists:
             database = ".".join(self.table.split(".")[:-1])
             if database and not self.spark.catalog.databaseExists(database):
                 raise DatabaseMissing(
@@ -125,7 +126,7 @@ class TableTarget:
                     f"create it (CREATE DATABASE {database}) or name a table in one it has"
                 )
             output.check_partitions(self.spark, columns, self.sink)  # saveAsTable's
-            self._refuse_folder_left()
+            self._refuse_folder_left(location)
             return
         kind = self._kind()
         if kind is not None:  # insertInto refuses one (EXPECT_TABLE_NOT_VIEW) at the commit
