@@ -3,10 +3,10 @@
 Everything it reads and writes is on the server's side: the corpus, the output
 folder, the table (in the server's ``spark.sql.warehouse.dir``).  The tests run it
 as an OS user that cannot read or write any of them, so any step the library took
-on the client's own disk would fail.  Then two runs that must stop at once: one to
-a relative path (refused on the client), one to a symbolic link on the server's disk
-(refused before its chains: the commit's rename would replace the link), one whose function needs a module the
-server's workers do not have (one round, one line).
+on the client's own disk would fail.  Then runs that must stop at once: one to a
+relative path (refused on the client), one to a symbolic link on the server's disk
+(refused before its chains: the commit's rename would replace the link), one whose
+function needs a module the server's workers do not have (one round, one line).
 
 ``python remote.py CORPUS OUTPUT TABLE --table CHAINS --endpoint URL [--fail-rate R --seed N]
 [--link LINK]``
