@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from ._core.effects import ENTRY_ERRORS, Effect, Entry, Outcome
+from ._core.effects import ENTRY_ERRORS, Call, Effect, Entry, Outcome
 from ._core.many import Chains
 from ._core.merged import for_each_caller, one_each
 
@@ -44,6 +44,9 @@ class Waiter(Protocol):
 
 W = TypeVar("W", bound=Waiter)
 
+#: The requests of a stamp's write that write nothing.
+_READS = frozenset({"get_item", "batch_get_item", "query"})
+
 
 @dataclass
 class Merge(Generic[W]):
@@ -58,12 +61,55 @@ class Merge(Generic[W]):
     waiters: list[W | None]
 
     def write(self, core: Chains) -> Generator[Effect, Any, list[Outcome]]:
-        """The sans-I/O write: one outcome per stamp; a chain's error is each stamp's outcome."""
+        """The sans-I/O write: one outcome per stamp; a chain's error is each stamp's outcome.
+
+        A stamp whose caller left (its waiter done: an asyncio task cancelled) before the
+        write's first request that writes is left out of it: the write is planned again
+        without it (nothing was written yet), or ends with no outcome when no caller is
+        left.  Once a request that writes went out, every stamp it carries stays (it may
+        have landed).
+        """
+        written = False
+        while True:
+            op = self._stamp_batch(core)
+            try:
+                effect = next(op)
+                while True:
+                    if not written and isinstance(effect, Call) and effect.op not in _READS:
+                        if self._left_out():  # before the first write: plan again
+                            break
+                        written = True
+                    try:
+                        response = yield effect
+                    except GeneratorExit:
+                        op.close()
+                        raise
+                    except BaseException as exc:  # the request's error, for the core
+                        effect = op.throw(exc)
+                    else:
+                        effect = op.send(response)
+            except StopIteration as stop:
+                outcomes: list[Outcome] = stop.value
+                return outcomes
+            op.close()
+            if not self.entries:
+                return []
+
+    def _stamp_batch(self, core: Chains) -> Generator[Effect, Any, list[Outcome]]:
         try:
             outcomes: list[Outcome] = yield from core.stamp_batch(self.tag, self.entries)
         except ENTRY_ERRORS as exc:
             return one_each(exc, len(self.entries))
         return outcomes
+
+    def _left_out(self) -> bool:
+        """Drop the stamps whose callers left; True if there were any."""
+        live = [i for i, w in enumerate(self.waiters) if w is None or not w.done()]
+        if len(live) == len(self.entries):
+            return False
+        self.entries = [self.entries[i] for i in live]
+        self.waiters = [self.waiters[i] for i in live]
+        return True
 
 
 @dataclass

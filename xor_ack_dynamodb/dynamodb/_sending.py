@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..errors import InterruptedWrite
 from ._batches import Write, item_key
 from ._client import ClientBase, Options, check_flag
 from ._coalescing import Merge, Merging
@@ -89,18 +90,19 @@ class Sending(ClientBase["DynamoDBClient"]):
             return await self._call("update_item", params)
         for writes in self._batcher.plan.offer(item_key(update), write):
             if len(writes) == 1 and writes[0] is write:
-                await self._flush(writes)  # a free slot: this task sends its own write
+                await self._flush(writes, write)  # a free slot: this task sends its own write
             else:
                 self._spawn(self._flush(writes))
         return await future
 
-    async def _flush(self, writes: list[Write]) -> None:
-        """Send writes (one, or a batch), hand each its result, and start what waited."""
+    async def _flush(self, writes: list[Write], own: Write | None = None) -> None:
+        """Send writes (one, or a batch), hand each its result, and start what waited;
+        ``own``: the write of the task that sends them, if it is one of them."""
         assert self._batcher is not None
         # A caller cancelled while its write waited is left out: its stamp is not sent
         # (as for a stamp still queued to be merged).  The request's slot is still freed.
         writes = [write for write in writes if not write.waiter.done()]
-        results: list[Any] = [asyncio.CancelledError()] * len(writes)
+        results: list[Any] | None = None
         try:
             if writes:
                 results = await self._run(self._batcher.send(writes))
@@ -109,12 +111,19 @@ class Sending(ClientBase["DynamoDBClient"]):
         finally:  # (or a cancellation) still reaches every waiter, and nothing stays queued
             for ready in self._batcher.plan.finished():
                 self._spawn(self._flush(ready))
-            for write, result in zip(writes, results, strict=True):
-                if not write.waiter.done():
-                    if isinstance(result, BaseException):
-                        write.waiter.set_exception(result)
-                    else:
-                        write.waiter.set_result(result)
+            for i, write in enumerate(writes):
+                if write.waiter.done():
+                    continue
+                if results is None:  # cancelled in flight: the caller's own write, its
+                    if write is own:  # task cancelled (its future awaited by no one)
+                        write.waiter.cancel()
+                    else:  # the others' writes may have landed
+                        tag = str(write.params["Key"][self._core.partition_key]["S"])
+                        write.waiter.set_exception(InterruptedWrite(tag, self.token_window))
+                elif isinstance(results[i], BaseException):
+                    write.waiter.set_exception(results[i])
+                else:
+                    write.waiter.set_result(results[i])
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -122,9 +131,11 @@ class Sending(ClientBase["DynamoDBClient"]):
         task.add_done_callback(self._writers.discard)
 
     async def drain(self) -> None:
-        """Wait until every coalesced write in flight has finished."""
+        """Wait until every coalesced write in flight has finished.  Cancelled (a timeout
+        around it), it stops waiting: the writes go on (``asyncio.wait``, not ``gather``,
+        which cancels what it waits for)."""
         while self._writers:
-            await asyncio.gather(*list(self._writers), return_exceptions=True)
+            await asyncio.wait(list(self._writers))
 
     async def _submit(self, tag: str, entry: Entry) -> Outcome:
         """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.
@@ -152,6 +163,10 @@ class Sending(ClientBase["DynamoDBClient"]):
             while merge is not None:
                 try:
                     outcomes = await self._run(merge.write(self._core))
+                except asyncio.CancelledError:  # the task, not its callers: they are told
+                    cut = InterruptedWrite(merge.tag, self.token_window)  # it may have landed
+                    self._merging.abandon(merge, cut)
+                    raise
                 except BaseException as exc:
                     self._merging.abandon(merge, exc)
                     raise

@@ -158,20 +158,22 @@ class UnsettledWrite(AmbiguousWrite):
 
 class InterruptedWrite(AmbiguousWrite):
     """The sync client's thread sending a write that carried this stamp (merged with
-    others, or in a batch) was interrupted (``KeyboardInterrupt``) mid-write.
+    others, or in a batch) was interrupted (``KeyboardInterrupt``) mid-write, or the async
+    client's task sending it was cancelled while this stamp's own caller was not.
 
     The write may have landed.  A stamp with a ``token`` can be sent again with the same
-    token (it lands once); without one, fail the chain and replay its input.  Stamps
-    that were only queued behind it are sent by another thread, not refused.
+    token (it lands once); without one, fail the chain and replay its input.  In the sync
+    client, stamps that were only queued behind it are sent by another thread, not
+    refused; in the async one they get this error too.
     """
 
     def __init__(self, tag: str, window: int) -> None:
         _TagError.__init__(
             self,
             tag,
-            f'"{tag}": the thread sending the write that carried this stamp was interrupted, '
-            "so it may have landed; send it again with the same token (it lands once), or "
-            "without a token fail the chain and replay its input",
+            f'"{tag}": the thread or task sending the write that carried this stamp was '
+            "interrupted, so it may have landed; send it again with the same token (it "
+            "lands once), or without a token fail the chain and replay its input",
         )
         self.window = window
 

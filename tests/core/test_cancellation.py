@@ -1,0 +1,200 @@
+"""The async client under asyncio cancellation (and ``asyncio.timeout``): a merged stamp
+whose caller left before its write went out is not sent; cancelling ``drain`` stops the
+wait, not the writes; a caller's own batched write cancelled in flight logs nothing.
+
+Each test drives a real DynamoDB Local through a wrapper of the aiobotocore client whose
+requests wait, before they are sent, on events the test holds: every interleaving is
+forced, none is left to timing.  The client is built with ``direct=False`` so that its
+requests go through the wrapper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aioboto3
+import pytest
+
+from xor_ack_dynamodb import Stamp, XorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb.retry import botocore_config
+from xor_ack_dynamodb.table import TableSpec
+
+
+class Held:
+    """An async DynamoDB client whose requests of the operations in ``held`` wait, before
+    they are sent, until the test lets that call (by its number per operation) go."""
+
+    def __init__(self, inner: Any, held: set[str]) -> None:
+        self.inner = inner
+        self.held = held
+        self.count: dict[str, int] = defaultdict(int)
+        self.entered: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
+        self.go: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.inner, name)
+        if name not in self.held:
+            return method
+
+        async def call(**params: Any) -> Any:
+            self.count[name] += 1
+            key = (name, self.count[name])
+            self.entered[key].set()
+            await self.go[key].wait()
+            self.sent.append((name, params))
+            return await method(**params)
+
+        return call
+
+    def let(self, op: str, n: int) -> None:
+        self.go[(op, n)].set()
+
+    async def reached(self, op: str, n: int) -> None:
+        await asyncio.wait_for(self.entered[(op, n)].wait(), 10)
+
+
+async def until(check: Callable[[], bool]) -> None:
+    for _ in range(2000):
+        if check():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition never met")
+
+
+@pytest.fixture
+async def raw_client(local: tuple[str, TableSpec]) -> AsyncIterator[Any]:
+    endpoint, _ = local
+    async with aioboto3.Session().client(
+        "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=botocore_config()
+    ) as client:
+        yield client
+
+
+async def test_a_merged_stamp_cancelled_before_anything_was_sent_is_not_sent(
+    local: tuple[str, TableSpec], raw_client: Any
+) -> None:
+    """The user stamps a chain from two tasks at once (A, then B, which queues behind A's
+    write to be merged) and cancels B (or B's ``asyncio.timeout`` expires) while the
+    writer task that took B's stamp over is still reading the chain, before B's stamp was
+    sent anywhere.  B is told ``CancelledError``: its call stopped.  Yet the writer task
+    goes on and writes B's stamp afterwards, with nobody waiting for it: the chain holds
+    it.  A user who stamps again after the timeout (no token) applies it twice, and the
+    chain never completes.  A stamp cancelled while only queued is left out (design.md:
+    "its stamp is not sent"), and so is a caller's own stamp cancelled during its read;
+    a merged one cancelled before its write left should be too (or its caller should not
+    be told it stopped until the write is settled)."""
+    _, spec = local
+    held = Held(raw_client, {"get_item"})
+    ack = XorAckDynamoDB(held, table=spec.name, cache_size=0)  # every stamp reads first
+    root = new_stamp()
+    await ack.create("c", root)  # cache_size=0: not remembered
+    stamp_a, stamp_b = new_stamp(), new_stamp()
+
+    a = asyncio.create_task(ack.stamp("c", stamp_a))
+    await held.reached("get_item", 1)  # A's own read waits: A's write is in progress
+    b = asyncio.create_task(ack.stamp("c", stamp_b))
+    await until(lambda: len(ack._merging.queues.get("c", [])) == 1)  # B queued behind A
+    held.let("get_item", 1)
+    assert await a == xor(root, stamp_a)
+    await held.reached("get_item", 2)  # the writer task reads for B's merge: nothing sent
+    assert not any(name == "update_item" and stamp_b in str(params) for name, params in held.sent)
+
+    b.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await b  # B is told its stamp stopped
+    held.let("get_item", 2)
+    await asyncio.wait_for(ack.drain(), 10)
+
+    state = await raw_client.get_item(
+        TableName=spec.name, Key={"tagID": {"S": "c"}}, ConsistentRead=True
+    )
+    now = bytes(state["Item"]["stamp"]["B"])
+    assert now == xor(root, stamp_a), (
+        "B was cancelled before its stamp was sent, yet the writer task wrote it afterwards"
+        f" (chain holds root^A^B: {now == xor(root, stamp_a, stamp_b)})"
+    )
+
+
+async def test_cancelling_drain_stops_the_wait_not_another_tasks_stamp(
+    local: tuple[str, TableSpec], raw_client: Any
+) -> None:
+    """The user bounds shutdown with ``asyncio.timeout`` / ``wait_for`` around
+    ``ack.drain()`` (or an outer timeout expires while ``connect()``'s exit drains) while
+    another task's stamp rides in a writer task.  ``drain`` only waits, but its
+    ``asyncio.gather`` cancels the writer tasks when it is cancelled: the task that called
+    ``stamp`` (never cancelled) gets a bare ``CancelledError`` and ends as cancelled (a
+    ``TaskGroup`` drops it silently), and its stamp is not written.  Cancelling a wait
+    should not stop the writes (shield them), or the caller should get an error of the
+    package (the sync twin's ``InterruptedWrite`` for a write cut short)."""
+    _, spec = local
+    held = Held(raw_client, {"update_item"})
+    ack = XorAckDynamoDB(held, table=spec.name)
+    root = new_stamp()
+    held.let("update_item", 1)
+    await ack.create("d", root)  # remembered: each stamp below is one UpdateItem
+    stamp_a, stamp_b = new_stamp(), new_stamp()
+
+    a = asyncio.create_task(ack.stamp("d", stamp_a))
+    await held.reached("update_item", 2)  # A's own write waits to go out
+    b = asyncio.create_task(ack.stamp("d", stamp_b))
+    await until(lambda: len(ack._merging.queues.get("d", [])) == 1)  # B queued behind A
+    held.let("update_item", 2)
+    assert await a == xor(root, stamp_a)
+    await held.reached("update_item", 3)  # the writer task's write of B's stamp
+    assert ack._writers
+
+    draining = asyncio.create_task(ack.drain())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    draining.cancel()  # e.g. asyncio.timeout around the shutdown expired
+    with pytest.raises(asyncio.CancelledError):
+        await draining
+    held.let("update_item", 3)
+    await asyncio.wait({b}, timeout=10)
+    assert b.done()
+    told = "cancelled" if b.cancelled() else repr(b.exception() or b.result())
+    assert not b.cancelled(), f"B was never cancelled, yet its stamp() ended {told}"
+
+
+async def test_a_batched_write_cancelled_in_flight_logs_nothing(
+    local: tuple[str, TableSpec], raw_client: Any
+) -> None:
+    """With ``batch_writes=True`` the user cancels a stamp (or its ``asyncio.timeout``
+    expires) while its write is in flight.  The caller is told ``CancelledError``, as it
+    should be; but ``_flush`` also sets a ``CancelledError`` on the write's own future,
+    which nobody awaits any more: asyncio logs "Future exception was never retrieved"
+    (an ERROR in the user's logs for every such cancellation).  Nothing should be logged."""
+    _, spec = local
+    held = Held(raw_client, {"update_item"})
+    ack = XorAckDynamoDB(held, table=spec.name, batch_writes=True, write_slots=1)
+    held.let("update_item", 1)
+    root = new_stamp()
+    await ack.create("e", root)  # remembered: the stamp below is its write alone
+
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        task = asyncio.create_task(ack.stamp("e", new_stamp()))
+        await held.reached("update_item", 2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        del task
+        for _ in range(3):
+            gc.collect()
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    held.let("update_item", 2)
+    await ack.drain()
+    messages = [str(context.get("message")) for context in seen]
+    assert not messages, messages
+    held.let("update_item", 3)
+    assert isinstance(await ack.stamp("e", new_stamp()), Stamp)  # still usable
