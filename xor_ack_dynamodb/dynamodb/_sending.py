@@ -43,7 +43,8 @@ class Sending(ClientBase["DynamoDBClient"]):
         **options: Unpack[Options],
     ) -> None:
         """``direct``: send the chain requests without botocore's pipeline nor its event hooks
-        (``_direct``: a third of botocore's CPU per request); :meth:`connect`'s default."""
+        (``_direct``: the core's requests need none of its per-request work); :meth:`connect`'s
+        default."""
         check_flag("direct", direct)
         super().__init__(client, table=table, **options)
         self._direct = Direct.of(client) if direct else None
