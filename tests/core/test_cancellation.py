@@ -25,12 +25,18 @@ from xor_ack_dynamodb.table import TableSpec
 
 
 class Held:
-    """An async DynamoDB client whose requests of the operations in ``held`` wait, before
-    they are sent, until the test lets that call (by its number per operation) go."""
+    """Requests of the operations in ``held`` wait until the test lets them go; the
+    request numbered in ``fail`` (per operation) raises instead of being sent."""
 
-    def __init__(self, inner: Any, held: set[str]) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        held: set[str],
+        fail: dict[tuple[str, int], BaseException] | None = None,
+    ) -> None:
         self.inner = inner
         self.held = held
+        self.fail = fail or {}
         self.count: dict[str, int] = defaultdict(int)
         self.entered: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
         self.go: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
@@ -46,6 +52,8 @@ class Held:
             key = (name, self.count[name])
             self.entered[key].set()
             await self.go[key].wait()
+            if key in self.fail:
+                raise self.fail[key]
             self.sent.append((name, params))
             return await method(**params)
 
@@ -198,3 +206,86 @@ async def test_a_batched_write_cancelled_in_flight_logs_nothing(
     assert not messages, messages
     held.let("update_item", 3)
     assert isinstance(await ack.stamp("e", new_stamp()), Stamp)  # still usable
+
+
+async def test_drain_retrieves_a_failed_writer_tasks_error(
+    local: tuple[str, TableSpec], raw_client: Any
+) -> None:
+    """The user stamps a chain from two tasks (B's stamp rides in a writer task) and the
+    writer task's write fails with an error that is not the chain's (a RuntimeError from
+    the transport): B is told that error.  The user's shutdown awaits ``ack.drain()`` (or
+    leaves ``connect()``, which drains) while that write is in flight: ``drain`` retrieves
+    the writer task's error, so asyncio logs nothing ("Task exception was never
+    retrieved") for an error already handed to B."""
+    _, spec = local
+    boom = RuntimeError("transport broke")
+    held = Held(raw_client, {"update_item"}, {("update_item", 3): boom})
+    ack = XorAckDynamoDB(held, table=spec.name)
+    root = new_stamp()
+    held.let("update_item", 1)
+    await ack.create("z1", root)  # remembered: each stamp below is one UpdateItem
+    stamp_a, stamp_b = new_stamp(), new_stamp()
+
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        a = asyncio.create_task(ack.stamp("z1", stamp_a))
+        await held.reached("update_item", 2)  # A's own write waits to go out
+        b = asyncio.create_task(ack.stamp("z1", stamp_b))
+        await until(lambda: len(ack._merging.queues.get("z1", [])) == 1)  # B queued
+        held.let("update_item", 2)
+        assert await a == xor(root, stamp_a)
+        await held.reached("update_item", 3)  # the writer task's write of B's stamp
+        draining = asyncio.create_task(ack.drain())  # the user's shutdown, B in flight
+        await asyncio.sleep(0)
+        held.let("update_item", 3)  # ... fails
+        with pytest.raises(RuntimeError):
+            await b  # B is told
+        await asyncio.wait_for(draining, 10)
+        del draining
+        for _ in range(3):
+            gc.collect()
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    messages = [str(context.get("message")) for context in seen]
+    assert not messages, messages
+
+
+async def test_a_write_left_out_is_not_counted_as_sent(
+    local: tuple[str, TableSpec], raw_client: Any
+) -> None:
+    """The user stamps a chain from two tasks and cancels B while the writer task that
+    took B's stamp over is reading the chain: ``Merge.write`` leaves B's stamp out and
+    the write is never sent (nobody is left).  The core counted it as it planned it:
+    ``ack.stats`` takes the count back, so its requests and writes are those sent."""
+    _, spec = local
+    held = Held(raw_client, {"get_item", "update_item"}, {})
+    ack = XorAckDynamoDB(held, table=spec.name, cache_size=0)  # every stamp reads first
+    for n in range(1, 10):
+        held.let("update_item", n)
+    root = new_stamp()
+    await ack.create("z2", root)
+    stamp_a, stamp_b = new_stamp(), new_stamp()
+
+    a = asyncio.create_task(ack.stamp("z2", stamp_a))
+    await held.reached("get_item", 1)
+    b = asyncio.create_task(ack.stamp("z2", stamp_b))
+    await until(lambda: len(ack._merging.queues.get("z2", [])) == 1)
+    held.let("get_item", 1)
+    assert await a == xor(root, stamp_a)
+    await held.reached("get_item", 2)  # the writer task reads for B's merge
+    b.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await b
+    held.let("get_item", 2)
+    await asyncio.wait_for(ack.drain(), 10)
+
+    sent_updates = sum(1 for name, _ in held.sent if name == "update_item")
+    counted = ack.stats.requests["UpdateItem"]
+    assert counted == sent_updates, (
+        f"stats count {counted} UpdateItem requests, {sent_updates} were sent "
+        f"(writes counted {ack.stats.writes})"
+    )

@@ -606,3 +606,29 @@ async def test_a_live_update_waits_for_the_pressed_button_and_the_click_lands(
         timeout=5_000,
     )
     await page.close()
+
+
+async def test_live_updates_resume_after_a_right_click_menu(session: Any, server: Server) -> None:
+    """The user right-clicks a chain's page (to copy a link, say) and dismisses the
+    browser's context menu with Escape.  On macOS and Linux Chrome opens that menu on the
+    press and the menu takes the release: the page gets ``pointerdown`` and no
+    ``pointerup`` (nor ``pointercancel``).  ``pressed`` stays true, every later live update
+    is queued in ``waiting`` until the next left click somewhere: the chain is stamped,
+    the page says version 1 for ever.  It should show version 2 (track only the primary
+    button, or also release on ``contextmenu`` / ``blur`` / ``pointerleave`` of the
+    window, or on a key press)."""
+    tag = "review-press/a"
+    with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+        ack.create(tag, new_stamp(), timeout=3600)
+    page = await session.new_page()
+    await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
+    await page.wait_for_selector("#live-state.on", timeout=10_000)
+    await page.mouse.move(20, 20)
+    await page.mouse.down(button="right")  # the menu opens; its release never reaches us
+    await page.keyboard.press("Escape")  # the menu is dismissed
+    async with page.expect_response(lambda r: "partial=1" in r.url, timeout=10_000):
+        with SyncXorAckDynamoDB.connect(table=server.table, endpoint_url=server.endpoint) as ack:
+            ack.stamp(tag, new_stamp())
+    await asyncio.sleep(1.0)
+    assert await _text(page, "#fact-version") == "2"
+    await page.close()

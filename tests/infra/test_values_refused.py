@@ -7,10 +7,14 @@ refusal after the table was created, or a page's markup as the error line.
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ClientError
 from click.testing import CliRunner, Result
 
@@ -141,3 +145,65 @@ def test_an_endpoint_that_answers_with_an_error_page_is_named_in_the_one_line(
     assert result.exit_code == 1, line
     assert "<html" not in line.lower(), line
     assert endpoint in line or "--endpoint-url" in line, line
+
+
+class _Throttling(BaseHTTPRequestHandler):
+    """A rate-limiting proxy (Envoy's local rate limit, nginx ``limit_req``) in front of a
+    DynamoDB: the first request is turned away with its plain 429, the next passes through
+    to a DynamoDB that has no item."""
+
+    calls = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).calls += 1
+        if type(self).calls == 1:
+            body = b"local_rate_limited"
+            self.send_response(429)
+            self.send_header("Content-Type", "text/plain")
+        else:
+            body = b"{}"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-amz-json-1.0")
+            self.send_header("x-amzn-RequestId", "REVIEW0000000000000000000000000000000000000000")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def throttling_proxy() -> Iterator[str]:
+    _Throttling.calls = 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Throttling)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_proxys_429_is_retried_not_refused_as_not_dynamodb(
+    throttling_proxy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user reaches DynamoDB through a rate-limiting proxy (a service mesh sidecar)
+    and runs with botocore's ``legacy`` retry mode (AWS_RETRY_MODE=legacy, which the
+    clients honour; its ``too_many_requests`` policy retries any HTTP 429).  The proxy
+    turns one request away with its plain-text 429.  Before the change botocore retried
+    it and ``get`` answered (no chain: None).  Now ``refuse_no_dynamodb`` raises
+    ``NotDynamoDB`` ("not DynamoDB ... nothing was read or written") from the
+    ``before-parse`` hook, which no retry handler sees: the request fails for good and
+    the message sends the user to check an endpoint that is right.  A 429 (like the 5xx
+    the hook leaves to botocore: "a proxy's 503 passes") should stay botocore's."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    config = Config(retries={"mode": "legacy", "max_attempts": 3})
+    with SyncXorAckDynamoDB.connect(
+        table="review-t", endpoint_url=throttling_proxy, region_name="us-east-1", config=config
+    ) as ack:
+        assert ack.get("x") is None
+    assert _Throttling.calls == 2

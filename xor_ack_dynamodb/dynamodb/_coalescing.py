@@ -77,6 +77,7 @@ class Merge(Generic[W]):
                 while True:
                     if not written and isinstance(effect, Call) and effect.op not in _READS:
                         if self._left_out():  # before the first write: plan again
+                            core.stats.unsent(effect)
                             break
                         written = True
                     try:

@@ -136,7 +136,10 @@ class Sending(ClientBase["DynamoDBClient"]):
         around it), it stops waiting: the writes go on (``asyncio.wait``, not ``gather``,
         which cancels what it waits for)."""
         while self._writers:
-            await asyncio.wait(list(self._writers))
+            done, _ = await asyncio.wait(list(self._writers))
+            for task in done:  # its error went to its callers: retrieved, not logged
+                if not task.cancelled():
+                    task.exception()
 
     async def _submit(self, tag: str, entry: Entry) -> Outcome:
         """Stamp now if no write for ``tag`` is in flight; else ride on the next merged write.

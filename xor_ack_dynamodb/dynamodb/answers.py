@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient as AsyncDynamoDBClient
 
 
+#: Refusals a proxy in front of DynamoDB may answer, which botocore's retry modes retry
+#: (a rate limit, a request timeout): botocore's to read, whatever their body.
+_RETRIED = frozenset({408, 429})
 #: Headers every DynamoDB answer carries (AWS, DynamoDB Local), and no web page.
 _DYNAMODB_HEADERS = ("x-amzn-requestid", "x-amz-crc32")
 
@@ -28,11 +31,11 @@ def refuse_no_dynamodb(
     whose body is not a JSON object, without DynamoDB's headers.  botocore reads such a
     success (a web server's page) as an empty answer: a write counted as landed, a
     ``DescribeTable`` without its ``Table``; and such a refusal (a 404 page) as an error
-    whose message is the page's markup.  A 5xx stays botocore's (retried: a proxy's 503
-    passes)."""
+    whose message is the page's markup.  A 5xx, a 408 and a 429 stay botocore's (retried:
+    a proxy's 503 or rate limit passes)."""
     status = int(response_dict.get("status_code") or 0)
     body = response_dict.get("body")
-    if 400 <= status < 500:
+    if 400 <= status < 500 and status not in _RETRIED:
         pass  # a refusal: DynamoDB's are JSON with its headers
     elif not 200 <= status < 300 or (not body and operation_model.output_shape is None):
         return  # a server error (botocore's to read), or an operation that answers nothing

@@ -21,7 +21,9 @@
   function whenReleased(swap) {
     if (pressed) { waiting.push(swap); } else { swap(); }
   }
-  function pointerDown() { pressed = true; }
+  // A press of the primary button only (a click); its release may never come to the page
+  // (a context menu, a drag, the window left): those end the wait too.
+  function pointerDown(event) { if (event.button === 0 && event.isPrimary) { pressed = true; } }
   function pointerUp() {
     window.setTimeout(function () {  // after the click this release makes
       pressed = false;
@@ -31,8 +33,10 @@
     }, 0);
   }
   document.addEventListener("pointerdown", pointerDown, true);
-  document.addEventListener("pointerup", pointerUp, true);
-  document.addEventListener("pointercancel", pointerUp, true);
+  ["pointerup", "pointercancel", "contextmenu", "dragstart"].forEach(function (name) {
+    document.addEventListener(name, pointerUp, true);
+  });
+  window.addEventListener("blur", pointerUp);
 
   // The children that say something (the page puts line breaks around its part).
   function shownNodes(parent) {

@@ -72,6 +72,12 @@ class ClientStats:
     def total_requests(self) -> int:
         return sum(self.requests.values())
 
+    def unsent(self, write: Call) -> None:
+        """A write the core counted as it planned it, which the client did not send (its
+        callers left first): its request and its write taken back."""
+        self.requests["".join(word.title() for word in write.op.split("_"))] -= 1
+        self.writes -= 1
+
     def snapshot(self) -> dict[str, int]:
         """Every counter by its field's name (``requests``: their total), then the
         requests per operation (``requests.UpdateItem``, ...)."""
