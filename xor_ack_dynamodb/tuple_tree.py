@@ -20,7 +20,7 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar, Unpack
 
 from .dynamodb import Lifetime, SyncXorAckDynamoDB, XorAckDynamoDB
-from .errors import ChainFailed
+from .errors import ChainFailed, InvalidArgument
 from .memory import tuple_tree as _tree
 from .memory.tuple_tree import *  # noqa: F403 - the spout and bolt helpers, as they are there
 from .memory.tuple_tree import id_stamp
@@ -34,7 +34,16 @@ class _TableSink(Generic[ClientT]):
     """What both DynamoDB sinks hold: the client, the tag prefix and each tree's ``create``
     options (``ttl``, ``timeout``, ``idle_timeout``: :class:`~xor_ack_dynamodb.Lifetime`)."""
 
+    #: The client this sink takes, and the sink for the other one.
+    _client: type
+    _other: str
+
     def __init__(self, client: ClientT, prefix: str = "", **lifetime: Unpack[Lifetime]) -> None:
+        if not isinstance(client, self._client):
+            raise InvalidArgument(
+                f"{type(self).__name__} needs a {self._client.__name__}, not "
+                f"{type(client).__name__}: use {self._other} for it (nothing was written)"
+            )
         self.client = client
         self.prefix = prefix
         self.lifetime = lifetime
@@ -60,6 +69,9 @@ class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
     processing its tuples.
     """
 
+    _client = SyncXorAckDynamoDB
+    _other = "AsyncDynamoDBSink (with AsyncTupleTree)"
+
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
         return self.client.create(self.tag(anchor_id), id_stamp(value), **self.lifetime).acked
 
@@ -74,6 +86,9 @@ class DynamoDBSink(_TableSink[SyncXorAckDynamoDB]):
 class AsyncDynamoDBSink(_TableSink[XorAckDynamoDB]):
     """A DynamoDB table through the async :class:`~xor_ack_dynamodb.XorAckDynamoDB`; the same
     options as :class:`DynamoDBSink`."""
+
+    _client = XorAckDynamoDB
+    _other = "DynamoDBSink (with TupleTree)"
 
     async def init(
         self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable

@@ -261,8 +261,18 @@ def test_a_tuple_id_of_zero_is_refused_instead_of_hanging_the_bolt() -> None:
 def test_a_tree_refuses_a_sink_of_the_other_kind_before_anything_is_written() -> None:
     # A blocking tree over an async sink got coroutines back: truthy "completed", nothing
     # written; an async tree over a blocking sink wrote, then failed to await the answer.
+    class Awaiting:  # an async sink of a user's
+        async def init(self, anchor_id: int, value: int, **_: object) -> bool:
+            return False
+
+        async def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
+            return False
+
+        async def fail(self, anchor_id: int) -> None:
+            pass
+
     with pytest.raises(InvalidArgument, match="AsyncTupleTree"):
-        TupleTree(AsyncDynamoDBSink(None))  # type: ignore[arg-type]
+        TupleTree(Awaiting())  # type: ignore[arg-type]
     acker = Acker()
     with pytest.raises(InvalidArgument, match="use TupleTree"):
         AsyncTupleTree(AckerSink([acker]))  # type: ignore[arg-type]
@@ -475,3 +485,107 @@ def test_tuple_tree_across_processes_over_dynamodb(
                 ]
         state = client.wait(tag, timeout=30)
         assert state.acked
+
+
+REGION = "us-east-1"
+
+
+# -- a DynamoDB sink given the other flavour of client ----------------------------------------
+
+
+async def test_an_async_sink_refuses_a_sync_client_before_anything_is_written(
+    moto_endpoint: str, moto_table: TableSpec
+) -> None:
+    """A user builds ``AsyncTupleTree(AsyncDynamoDBSink(sync_client))`` -- the sync client
+    where the async one belongs (both are "the DynamoDB client" to them).
+
+    They see: ``await tree.start()`` *creates the tree in the table* (the blocking
+    ``create`` runs), then dies with a bare ``TypeError: object Stamp can't be used in
+    'await' expression``; the spout never gets its root refs, so the tree it wrote is
+    left to time out.  Should see: a typed ``InvalidArgument`` naming the mix-up (as
+    ``AsyncTupleTree(AckerSink(...))`` and ``XorAckDynamoDB(boto3_client)`` give) and
+    nothing written -- the guard ``_Driver.__init__`` has for the sink's kind, not
+    applied to the sink's client.
+    """
+    with SyncXorAckDynamoDB.connect(
+        table=moto_table.name, endpoint_url=moto_endpoint, region_name=REGION
+    ) as client:
+        raised: BaseException | None = None
+        try:
+            tree = AsyncTupleTree(AsyncDynamoDBSink(client, prefix="mix/"), IdGenerator(seed=1))  # type: ignore[arg-type]
+            await tree.start()
+        except Exception as exc:
+            raised = exc
+        written = [chain.tag for chain in client.list_chains("open")]
+        assert isinstance(raised, InvalidArgument), f"got {raised!r}"
+        assert written == [], f"the refused start wrote {written}"
+
+
+async def test_a_sync_sink_refuses_an_async_client(
+    moto_endpoint: str, moto_table: TableSpec
+) -> None:
+    """A user builds ``TupleTree(DynamoDBSink(async_client))``.
+
+    They see: ``tree.start()`` raises a bare ``AttributeError: 'coroutine' object has no
+    attribute 'acked'`` plus a "coroutine was never awaited" warning.  Should see: a typed
+    ``InvalidArgument`` (an ``XorAckError``) saying to use ``AsyncDynamoDBSink`` /
+    ``AsyncTupleTree`` for the async client.
+    """
+    async with XorAckDynamoDB.connect(
+        table=moto_table.name, endpoint_url=moto_endpoint, region_name=REGION
+    ) as client:
+        with pytest.raises(InvalidArgument, match="AsyncDynamoDBSink"):
+            DynamoDBSink(client, prefix="mix/")  # type: ignore[arg-type]
+
+
+def test_an_ack_sink_refuses_an_acker() -> None:
+    """A user passes an ``Acker`` to ``AckSink`` (the sink of an in-memory ``Ack``) instead of
+    ``AckerSink``.
+
+    They see: the sink and the tree are made, and the first ``tree.start()`` raises a bare
+    ``AttributeError: 'Acker' object has no attribute 'add'``.  Should see: a typed
+    ``InvalidArgument`` at ``AckSink(...)``, as ``AckerSink`` refuses what is not an
+    ``Acker`` (``AckerSink([..., 'acker'])`` -> "each one must be an Acker").
+    """
+    with pytest.raises(InvalidArgument, match="AckerSink"):
+        AckSink(Acker())  # type: ignore[arg-type]
+
+
+# -- deterministic ids over the in-memory sinks ------------------------------------------------
+
+
+@pytest.mark.parametrize("sink_kind", ["acker", "ack"])
+def test_a_deterministic_emit_processed_twice_is_applied_once_in_memory(
+    sink_kind: str,
+) -> None:
+    """``TupleTree(sink, deterministic=True)``: "an input processed twice yields the same
+    children and the same stamp ... so processing the same input again is harmless".
+
+    A bolt emits 2 children of its input while it works (``emit``), is re-run on the same
+    input (a redelivery) and emits again with the same call, then acks the input.  Over
+    DynamoDB the second emit carries the same token and lands once.  Over the in-memory
+    sinks the token is dropped, the same ``c1 ^ c2`` is XORed in twice and cancels, and
+    the ack of the input brings the tree to zero: the user sees the tree **acked while
+    both children are still pending** (``completed`` True, the ``acked`` listener called).
+    Should see: the tree pending until the children are acked (or deterministic mode
+    refused for sinks that cannot apply a token once).
+    """
+    acked: list[object] = []
+    if sink_kind == "acker":
+        acker = Acker()
+        acker.on("acked", acked.append)
+        sink: AckerSink | AckSink = AckerSink([acker])
+    else:
+        ack = PyAck()
+        ack.on("acked", acked.append)
+        sink = AckSink(ack)
+    tree = TupleTree(sink, IdGenerator(seed=4), deterministic=True)
+    (root,) = tree.start().roots
+    children = tree.emit(root, 2)
+    again = tree.emit(root, 2)  # the same input processed again: the same children
+    assert again == children
+    done = tree.ack(root)
+    assert not done.completed, "the tree was acked while both children are pending"
+    assert acked == []
+    assert [tree.ack(child).completed for child in children] == [False, True]
+    assert len(acked) == 1 and (sink_kind == "ack" or isinstance(acked[0], Acked))

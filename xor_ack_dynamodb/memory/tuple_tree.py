@@ -38,6 +38,7 @@ generated source is what mypy and readers would have to trust without seeing it.
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 
@@ -149,15 +150,22 @@ class AckerSink:
                 raise InvalidArgument(
                     f"AckerSink(ackers=[..., {acker!r}, ...]): each one must be an Acker"
                 )
+        self.tokens = _AppliedTokens()
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
         outcome = acker_for(self.ackers, anchor_id).track(task_id, source_id, anchor_id, value)
         return isinstance(outcome, Acked)
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        return isinstance(acker_for(self.ackers, anchor_id).ok(anchor_id, value), Acked)
+        if not self.tokens.first(anchor_id, token):
+            return False  # applied before: an input processed again
+        completed = isinstance(acker_for(self.ackers, anchor_id).ok(anchor_id, value), Acked)
+        if completed:
+            self.tokens.ended(anchor_id)
+        return completed
 
     def fail(self, anchor_id: int) -> None:
+        self.tokens.ended(anchor_id)
         acker_for(self.ackers, anchor_id).fail(anchor_id)
 
 
@@ -165,8 +173,14 @@ class AckSink:
     """An in-memory ``Ack``: tag ``prefix + str(anchor_id)``, 8-byte id stamps."""
 
     def __init__(self, ack: PyAck, prefix: str = "") -> None:
+        from ._ack_methods import _AckMethods
+
+        if not isinstance(ack, _AckMethods):
+            hint = ": an Acker goes in AckerSink([...])" if isinstance(ack, Acker) else ""
+            raise InvalidArgument(f"AckSink(ack={ack!r}) needs an Ack (Ack(), PyAck()){hint}")
         self.ack = ack
         self.prefix = prefix
+        self.tokens = _AppliedTokens()
 
     def tag(self, anchor_id: int) -> str:
         return f"{self.prefix}{anchor_id}"
@@ -175,10 +189,47 @@ class AckSink:
         return self.ack.add(self.tag(anchor_id), id_stamp(value))
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        return self.ack.stamp(self.tag(anchor_id), id_stamp(value))
+        if not self.tokens.first(anchor_id, token):
+            return False  # applied before: an input processed again
+        completed = self.ack.stamp(self.tag(anchor_id), id_stamp(value))
+        if completed:
+            self.tokens.ended(anchor_id)
+        return completed
 
     def fail(self, anchor_id: int) -> None:
+        self.tokens.ended(anchor_id)
         self.ack.fail(self.tag(anchor_id))
+
+
+class _AppliedTokens:
+    """The tokens of the writes an in-memory sink applied, per tree, so that a write sent
+    again with its token (a ``deterministic`` bolt's input processed twice) is applied
+    once, as DynamoDB's token window does.  A tree's tokens go when it ends through the
+    sink; at most ``trees`` trees are remembered, the least recently written forgotten
+    first (one that timed out in its tracker, say)."""
+
+    def __init__(self, trees: int = 100_000) -> None:
+        self._trees = trees
+        self._by_anchor: OrderedDict[int, set[bytes]] = OrderedDict()
+
+    def first(self, anchor_id: int, token: bytes | None) -> bool:
+        """True (and remembered) unless ``token`` was applied on this tree before."""
+        if token is None:
+            return True
+        seen = self._by_anchor.get(anchor_id)
+        if seen is None:
+            seen = self._by_anchor[anchor_id] = set()
+            if len(self._by_anchor) > self._trees:
+                self._by_anchor.popitem(last=False)
+        else:
+            self._by_anchor.move_to_end(anchor_id)
+        if token in seen:
+            return False
+        seen.add(token)
+        return True
+
+    def ended(self, anchor_id: int) -> None:
+        self._by_anchor.pop(anchor_id, None)
 
 
 # -- the drivers: one request per call, sent blocking or awaited ---------------------------
