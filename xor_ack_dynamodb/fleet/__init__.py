@@ -17,6 +17,7 @@ from .completion import Completed, QueueContinuation
 from .envelope import Envelope, child_id, root_id, stamp_of
 from .errors import (
     ContinuationCancelled,
+    ContinuationExited,
     HandlerCancelled,
     HandlerExited,
     InvalidChildren,
@@ -40,6 +41,7 @@ __all__ = [
     "FLEET_TOKEN_WINDOW",
     "Completed",
     "ContinuationCancelled",
+    "ContinuationExited",
     "DaemonThreads",
     "Envelope",
     "Fleet",

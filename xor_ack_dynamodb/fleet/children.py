@@ -73,8 +73,14 @@ async def handler_children(
 
 
 def _plain(handler: Callable[[Any], Any], message: Any, tag: str, message_id: str) -> Any:
-    """A plain handler's result, in a thread: its children, or an awaitable of them."""
-    result = handler(message)
-    if inspect.isawaitable(result):
-        return result
-    return children_of(result, tag, message_id)
+    """A plain handler's result, in a thread: its children, or an awaitable of them.  A
+    ``StopIteration`` it raises (a ``next()`` that found nothing) is a ``RuntimeError``, as
+    a generator's is (PEP 479): asyncio cannot hand it from the thread (up to Python
+    3.12 the message's task waited for ever)."""
+    try:
+        result = handler(message)
+        if inspect.isawaitable(result):
+            return result
+        return children_of(result, tag, message_id)
+    except StopIteration as exc:
+        raise RuntimeError(f"the handler of message {message_id} raised StopIteration") from exc

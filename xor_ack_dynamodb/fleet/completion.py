@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ContinuationCancelled
+from .errors import ContinuationCancelled, ContinuationExited
 from .markers import Markers, done_key
 
 
@@ -60,6 +60,8 @@ async def _call(continuation: Continuation, done: Completed) -> None:
         if task is not None and task.cancelling():
             raise  # its task is being cancelled: the worker (or function) is stopping
         raise ContinuationCancelled(done.tag) from exc
+    except SystemExit as exc:  # sys.exit() in it: this continuation's failure only
+        raise ContinuationExited(done.tag, exc.code) from exc
 
 
 class Completion:

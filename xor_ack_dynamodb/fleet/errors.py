@@ -85,6 +85,22 @@ class HandlerExited(XorAckError):
         self.status = status
 
 
+class ContinuationExited(XorAckError):
+    """A job's continuation called ``sys.exit()`` (a click command's ``main()`` does): the
+    continuation failed, its ``done`` marker not written, as for any exception of it; the
+    worker goes on, and the message that acked the job is delivered again after a back-off
+    and the continuation runs then.  Raised from the ``SystemExit`` (``.status``: what it
+    was given)."""
+
+    def __init__(self, tag: str, status: object) -> None:
+        super().__init__(
+            f"the continuation of job {tag!r} called sys.exit({status!r}): it runs again "
+            "when the message that acked the job comes back (return, or raise, instead)"
+        )
+        self.tag = tag
+        self.status = status
+
+
 class ContinuationCancelled(XorAckError):
     """A job's continuation raised ``CancelledError`` though nothing was cancelling it (a
     future it awaited was cancelled by someone else): the continuation failed, as for any
