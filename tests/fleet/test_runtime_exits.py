@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -19,38 +18,7 @@ from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message, SqsBatch
 from xor_ack_dynamodb.fleet.worker import Worker
 from xor_ack_dynamodb.table import TableSpec
 
-
-class _Peer:
-    """A scripted SQS queue: each receive gives the next batch, then none; it records
-    deletes and visibility changes (with their time)."""
-
-    def __init__(self, batches: list[list[dict[str, Any]]]) -> None:
-        self.batches = batches
-        self.deleted: list[str] = []
-        self.visibility: list[tuple[str, int, float]] = []
-
-    async def receive_message(self, **request: Any) -> Any:
-        if not self.batches:
-            await asyncio.sleep(request["WaitTimeSeconds"])
-            return {"Messages": []}
-        return {"Messages": self.batches.pop(0)[: request["MaxNumberOfMessages"]]}
-
-    async def delete_message(self, **request: Any) -> None:
-        self.deleted.append(request["ReceiptHandle"])
-
-    async def change_message_visibility(self, **request: Any) -> None:
-        self.visibility.append(
-            (request["ReceiptHandle"], request["VisibilityTimeout"], time.monotonic())
-        )
-
-
-def _message(body: str, receipt: str) -> dict[str, Any]:
-    return {
-        "MessageId": receipt,
-        "ReceiptHandle": receipt,
-        "Body": body,
-        "Attributes": {"ApproximateReceiveCount": "1"},
-    }
+from .test_worker_edges import _message, _Peer
 
 
 class _ListSender:

@@ -5,7 +5,6 @@ line (no "unexpected ... a bug"), and nothing is said done that was not."""
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,8 @@ from click.testing import CliRunner, Result
 
 from xor_ack_dynamodb.cli import NOT_RUNNING, cli
 from xor_ack_dynamodb.local import LocalDynamoDB, LocalDynamoDBError
+
+from .conftest import serving
 
 
 def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
@@ -41,14 +42,8 @@ class _NotDynamoDB(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def not_dynamodb() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotDynamoDB)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_NotDynamoDB) as url:
+        yield url
 
 
 def _one_typed_line(result: Result) -> str:

@@ -7,10 +7,9 @@ refusal after the table was created, or a page's markup as the error line.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import boto3
 import pytest
@@ -22,6 +21,8 @@ from xor_ack_dynamodb import SyncXorAckDynamoDB, XorAckDynamoDB
 from xor_ack_dynamodb.cli import cli
 from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
 from xor_ack_dynamodb.table import InvalidTableSpec, TableSpec, create_table
+
+from .conftest import serving
 
 #: An endpoint URL with its IPv6 bracket left open: a typo of http://[::1]:8000.
 OPEN_BRACKET = "http://[::1"
@@ -177,14 +178,8 @@ class _Throttling(BaseHTTPRequestHandler):
 @pytest.fixture
 def throttling_proxy() -> Iterator[str]:
     _Throttling.calls = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Throttling)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Throttling) as url:
+        yield url
 
 
 def test_a_proxys_429_is_retried_not_refused_as_not_dynamodb(
