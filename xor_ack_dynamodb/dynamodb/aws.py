@@ -151,20 +151,18 @@ def endpoint_url(explicit: str | None = None) -> str | None:
     if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() in _TRUE:
         return None
     for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"):
-        value = os.environ.get(name)
-        if value and not is_endpoint_url(value):  # botocore: "Invalid endpoint", a ValueError
-            raise InvalidArgument(
-                f"{name}={value!r} (from the environment) is not an http(s) URL such as"
-                f" http://127.0.0.1:8000: export a valid one, or unset {name}"
-            )
-        if value:
+        if value := os.environ.get(name):
+            if not is_endpoint_url(value):  # botocore: "Invalid endpoint", a ValueError
+                raise InvalidArgument(
+                    f"{name}={value!r} (from the environment) is not an http(s) URL such as"
+                    f" http://127.0.0.1:8000: export a valid one, or unset {name}"
+                )
             return value
     return None
 
 
 def is_endpoint_url(value: object) -> bool:
-    """An endpoint botocore can send to: an http(s) URL with a host and, if any, a port
-    that is a number."""
+    """An endpoint botocore can send to: an http(s) URL, its host, a numeric port if any."""
     if not isinstance(value, str):
         return False
     try:  # each raises ValueError: an open "[" (an IPv6 host), a port that is no number
