@@ -12,6 +12,9 @@ wrapper in that thread, a waiting caller's a signal sent to the main thread.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -320,3 +323,70 @@ def test_sync_batch_lead_handed_to_an_interrupted_caller_is_sent_when_no_thread_
         told,
     )
     assert isinstance(told, KeyboardInterrupt), told
+
+
+#: ``sweep``'s ``on_failed`` calling ``stamp_many`` (a pool's threads): run in a subprocess,
+#: as threads that hang would keep pytest from exiting.
+SWEEP_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, threading
+    import boto3
+    from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+    from xor_ack_dynamodb.retry import botocore_config
+
+    endpoint, table = sys.argv[1], sys.argv[2]
+    raw = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
+                       config=botocore_config())
+    now = [1_800_000_000.0]
+    ack = SyncXorAckDynamoDB(raw, table=table, clock=lambda: now[0])
+    ack.create("late", new_stamp(), timeout=60)
+    ack.create("r1", new_stamp())
+    ack.create("r2", new_stamp())
+    now[0] += 120  # "late" is overdue
+    result = {}
+    done = threading.Event()
+
+    def on_failed(state):
+        # replay bookkeeping: stamp two other chains at once
+        result["stamped"] = ack.stamp_many({"r1": new_stamp(), "r2": new_stamp()})
+
+    def run():
+        try:
+            result["swept"] = ack.sweep(on_failed=on_failed)
+        except BaseException as exc:
+            result["error"] = repr(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    if not done.wait(20):
+        print("HUNG", flush=True)
+        os._exit(3)
+    print("OK" if "error" not in result else result["error"], flush=True)
+    os._exit(0)
+    """
+)
+
+
+def test_sync_sweep_on_failed_calling_stamp_many_does_not_hang(
+    moto_endpoint: str, moto_table: TableSpec
+) -> None:
+    """A user sweeps with the sync client and, in ``on_failed``, stamps two other chains
+    with ``stamp_many`` (the documented way to stamp several at once; the reentrant core
+    lock was introduced precisely so that ``on_failed`` may use the client).
+
+    The user sees ``sweep()`` never return: ``stamp_many`` runs its stamps in a thread
+    pool, each pool thread waits for the core lock, which the sweeping thread holds (the
+    callback runs inside a locked core step) while it waits for the pool.  It should
+    return the tombstone, both stamps written."""
+    proc = subprocess.run(
+        [sys.executable, "-c", SWEEP_SCRIPT, moto_endpoint, moto_table.name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout.strip()
+    assert out == "OK", (
+        f"sweep(on_failed=... stamp_many ...) -> {out!r} (rc={proc.returncode}); "
+        f"stderr: {proc.stderr[-2000:]}"
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
@@ -43,19 +44,22 @@ class SyncSending(ClientBase["DynamoDBClient"]):
 
     def _setup(self) -> None:
         # The core's cache and counters are shared by the threads: one lock guards
-        # each step of a generator (never the I/O), the queues have their own.  Reentrant:
-        # a step may call the caller back (``sweep``'s ``on_failed``), which may use the
-        # client (its own operation, run inside that step, in the same thread).
-        self._core_lock = threading.RLock()
+        # each step of a generator (never the I/O, nor the caller's code: ``_run``'s
+        # ``between``), the queues have their own.
+        self._core_lock = threading.Lock()
         self._queue_lock = threading.Lock()
         self._merging: Merging[Future[Outcome]] = Merging()
 
-    def _run(self, op: Op) -> Any:
-        """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
+    def _run(self, op: Op, between: Callable[[], object] | None = None) -> Any:
+        """Drive one sans-I/O operation: send its calls, sleep its sleeps.  ``between``,
+        if given, runs after each step, outside the lock: what a step queued for the
+        caller's code (``sweep``'s ``on_failed``, which may use this client)."""
         try:
             with self._core_lock:
                 effect = next(op)
             while True:
+                if between is not None:
+                    between()
                 if isinstance(effect, Sleep):
                     time.sleep(effect.seconds)
                     with self._core_lock:
@@ -74,6 +78,9 @@ class SyncSending(ClientBase["DynamoDBClient"]):
                         effect = op.send(response)
         except StopIteration as stop:
             return stop.value
+        finally:
+            if between is not None:
+                between()
 
     def _write(self, params: dict[str, Any], update: Update) -> Any:
         """A stamp write, sent alone at once or, while the slots are taken, in a batch.

@@ -204,8 +204,18 @@ class SyncXorAckDynamoDB(SyncSending):
         page_size: int = DEFAULT_PAGE_SIZE,
         on_failed: Callable[[ChainState], object] | None = None,
     ) -> list[ChainState]:
-        """Fail every overdue chain once; see ``XorAckDynamoDB.sweep``."""
-        result: list[ChainState] = self._run(self._core.sweep(page_size, on_failed))
+        """Fail every overdue chain once; see ``XorAckDynamoDB.sweep``.  ``on_failed`` is
+        called between the sweep's steps, outside the client's lock: it may use the client."""
+        if on_failed is None or not callable(on_failed):  # the core refuses what is no function
+            result: list[ChainState] = self._run(self._core.sweep(page_size, on_failed))
+            return result
+        made: list[ChainState] = []
+
+        def tell() -> None:
+            while made:
+                on_failed(made.pop(0))
+
+        result = self._run(self._core.sweep(page_size, made.append), tell)
         return result
 
     def list_chains(
