@@ -589,3 +589,72 @@ def test_a_deterministic_emit_processed_twice_is_applied_once_in_memory(
     assert acked == []
     assert [tree.ack(child).completed for child in children] == [False, True]
     assert len(acked) == 1 and (sink_kind == "ack" or isinstance(acked[0], Acked))
+
+
+def _sink(kind: str, tracker: object) -> AckerSink | AckSink:
+    return AckerSink([tracker]) if kind == "acker" else AckSink(tracker)  # type: ignore[list-item,arg-type]
+
+
+@pytest.mark.parametrize("kind", ["acker", "ack"])
+def test_a_deterministic_rerun_on_another_bolt_task_is_applied_once(kind: str) -> None:
+    """Each bolt task builds its own ``TupleTree(AckSink(ack), deterministic=True)`` over
+    the one shared tracker (as the spout does, and as tests/trackers/test_odd_callers.py
+    does: "both bolts' stamps reach the tracker").  A bolt task emits 2 children of its
+    input, the input is re-delivered to *another* bolt task, which emits the same
+    children with the same token; then the input is acked.
+
+    The user sees the tree acked while both children are still pending: the re-run's
+    ``c1 ^ c2`` is applied a second time (the token is only known to the first task's
+    sink) and cancels the first.  Should see the tree pending until the children are
+    acked, as over DynamoDB (the token is the tree's, not one sink object's)."""
+    acked: list[object] = []
+    tracker: Acker | PyAck = Acker() if kind == "acker" else PyAck()
+    tracker.on("acked", acked.append)
+    spout = TupleTree(_sink(kind, tracker), IdGenerator(seed=4), deterministic=True)
+    task_1 = TupleTree(_sink(kind, tracker), deterministic=True)
+    task_2 = TupleTree(_sink(kind, tracker), deterministic=True)
+    (root,) = spout.start().roots
+    children = task_1.emit(root, 2)
+    assert task_2.emit(root, 2) == children  # the re-delivered input: the same write
+    done = task_1.ack(root)
+    assert not done.completed and acked == [], (
+        "the tree was acked while both of its children are pending"
+    )
+
+
+@pytest.mark.parametrize("kind", ["acker", "ack"])
+def test_a_tree_started_again_under_an_anchor_that_timed_out_does_not_inherit_its_tokens(
+    kind: str,
+) -> None:
+    """A spout whose ids are reproducible (a seeded ``IdGenerator``, or a ``next_id`` derived
+    from the source row so that a replay is recognisable) replays a row whose tree timed
+    out in the tracker: the new tree gets the same anchor id and root id, over the same
+    long-lived sink; a deterministic bolt acks the root with one child, then the child.
+
+    The user sees the replayed tree never complete (it times out again, and again): the
+    root's ack is silently skipped because the sink still holds the timed-out tree's
+    token for it (tokens go only when a tree ends *through the sink*; a timeout inside
+    the tracker, or ``init`` starting a new tree, does not drop them).  Before
+    ``_AppliedTokens`` the replay completed.  Should see the replayed tree complete."""
+    acked: list[object] = []
+    tracker: Acker | PyAck = Acker(buckets=2) if kind == "acker" else PyAck(buckets=2)
+    tracker.on("acked", acked.append)
+    sink = _sink(kind, tracker)
+
+    first = TupleTree(sink, IdGenerator(seed=9), deterministic=True)
+    started = first.start()
+    first.ack(started.roots[0], children=1)  # then the bolt's worker died: the child is lost
+    for _ in range(3):
+        tracker.tick()  # the tree times out inside the tracker
+    state = tracker.state(started.anchor_id if kind == "acker" else str(started.anchor_id))  # type: ignore[arg-type]
+    assert state is None  # timed out, forgotten by the tracker
+
+    replay = TupleTree(sink, IdGenerator(seed=9), deterministic=True)
+    again = replay.start()  # the replay: the same anchor and root ids
+    assert again.anchor_id == started.anchor_id
+    (child,) = replay.ack(again.roots[0], children=1).children
+    assert replay.ack(child).completed, (
+        "the replayed tree did not complete: its root's ack was skipped as a re-run of "
+        "the timed-out tree's"
+    )
+    assert len(acked) == 1

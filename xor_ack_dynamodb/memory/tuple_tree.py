@@ -38,12 +38,12 @@ generated source is what mypy and readers would have to trust without seeing it.
 from __future__ import annotations
 
 import inspect
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import InvalidArgument
 from ..stamps import Stamp
+from ._applied_tokens import tokens_of as _tokens_of
 from ._tree_plan import (
     ID_BYTES,
     Emitted,
@@ -150,23 +150,26 @@ class AckerSink:
                 raise InvalidArgument(
                     f"AckerSink(ackers=[..., {acker!r}, ...]): each one must be an Acker"
                 )
-        self.tokens = _AppliedTokens()
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
-        outcome = acker_for(self.ackers, anchor_id).track(task_id, source_id, anchor_id, value)
-        return isinstance(outcome, Acked)
+        acker = acker_for(self.ackers, anchor_id)
+        _tokens_of(acker).ended(anchor_id)  # a new tree: none of an old one's tokens
+        return isinstance(acker.track(task_id, source_id, anchor_id, value), Acked)
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        if not self.tokens.first(anchor_id, token):
+        acker = acker_for(self.ackers, anchor_id)
+        tokens = _tokens_of(acker)
+        if not tokens.first(anchor_id, token):
             return False  # applied before: an input processed again
-        completed = isinstance(acker_for(self.ackers, anchor_id).ok(anchor_id, value), Acked)
+        completed = isinstance(acker.ok(anchor_id, value), Acked)
         if completed:
-            self.tokens.ended(anchor_id)
+            tokens.ended(anchor_id)
         return completed
 
     def fail(self, anchor_id: int) -> None:
-        self.tokens.ended(anchor_id)
-        acker_for(self.ackers, anchor_id).fail(anchor_id)
+        acker = acker_for(self.ackers, anchor_id)
+        _tokens_of(acker).ended(anchor_id)
+        acker.fail(anchor_id)
 
 
 class AckSink:
@@ -180,56 +183,27 @@ class AckSink:
             raise InvalidArgument(f"AckSink(ack={ack!r}) needs an Ack (Ack(), PyAck()){hint}")
         self.ack = ack
         self.prefix = prefix
-        self.tokens = _AppliedTokens()
+        self.tokens = _tokens_of(ack)
 
     def tag(self, anchor_id: int) -> str:
         return f"{self.prefix}{anchor_id}"
 
     def init(self, anchor_id: int, value: int, *, task_id: Hashable, source_id: Hashable) -> bool:
+        self.tokens.ended(self.tag(anchor_id))  # a new tree: none of an old one's tokens
         return self.ack.add(self.tag(anchor_id), id_stamp(value))
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
-        if not self.tokens.first(anchor_id, token):
+        tag = self.tag(anchor_id)
+        if not self.tokens.first(tag, token):
             return False  # applied before: an input processed again
-        completed = self.ack.stamp(self.tag(anchor_id), id_stamp(value))
+        completed = self.ack.stamp(tag, id_stamp(value))
         if completed:
-            self.tokens.ended(anchor_id)
+            self.tokens.ended(tag)
         return completed
 
     def fail(self, anchor_id: int) -> None:
-        self.tokens.ended(anchor_id)
+        self.tokens.ended(self.tag(anchor_id))
         self.ack.fail(self.tag(anchor_id))
-
-
-class _AppliedTokens:
-    """The tokens of the writes an in-memory sink applied, per tree, so that a write sent
-    again with its token (a ``deterministic`` bolt's input processed twice) is applied
-    once, as DynamoDB's token window does.  A tree's tokens go when it ends through the
-    sink; at most ``trees`` trees are remembered, the least recently written forgotten
-    first (one that timed out in its tracker, say)."""
-
-    def __init__(self, trees: int = 100_000) -> None:
-        self._trees = trees
-        self._by_anchor: OrderedDict[int, set[bytes]] = OrderedDict()
-
-    def first(self, anchor_id: int, token: bytes | None) -> bool:
-        """True (and remembered) unless ``token`` was applied on this tree before."""
-        if token is None:
-            return True
-        seen = self._by_anchor.get(anchor_id)
-        if seen is None:
-            seen = self._by_anchor[anchor_id] = set()
-            if len(self._by_anchor) > self._trees:
-                self._by_anchor.popitem(last=False)
-        else:
-            self._by_anchor.move_to_end(anchor_id)
-        if token in seen:
-            return False
-        seen.add(token)
-        return True
-
-    def ended(self, anchor_id: int) -> None:
-        self._by_anchor.pop(anchor_id, None)
 
 
 # -- the drivers: one request per call, sent blocking or awaited ---------------------------
