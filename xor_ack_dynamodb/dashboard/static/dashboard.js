@@ -219,6 +219,8 @@
     source.addEventListener("resync", function () { soon(100); });
   }
   if (window.EventSource && live) { connect(); }
+  // A page the browser kept and shows again (Back) missed what the stream said meanwhile.
+  window.addEventListener("pageshow", function (event) { if (event.persisted) { soon(50); } });
   window.setInterval(function () { tick(); }, 1000);
   tick();
 })();
