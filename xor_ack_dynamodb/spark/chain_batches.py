@@ -53,7 +53,7 @@ from .digest import rows_stamp, stage_token
 from .isolation import retryable
 from .keyed import Keyed
 from .output import said
-from .tracker import TrackerConfig, chain_answer, stamp_once
+from .tracker import TrackerConfig, chain_answer, create_chains, stamp_once
 
 #: Requests in flight from the driver to DynamoDB (each up to 25 chains).
 DRIVER_CONCURRENCY = 4
@@ -191,30 +191,12 @@ class RoundChains:
         stamps = {tag: self.keyed.file_stamp(tag) for tag in tags}
         life: Lifetime = {} if self.timeout is None else {"timeout": self.timeout}
         try:
-            if self.tracker.partiql:
-                self.chains.create_many(
-                    stamps, via="partiql", concurrency=DRIVER_CONCURRENCY, **life
-                )
-            elif self.tracker.transactions:
-                self.chains.create_many(stamps, **life)
-            else:
-                _each(
-                    lambda tag: self._create_one(tag, stamps[tag], life),
-                    tags,
-                    self.tracker.concurrency,
-                )
+            create_chains(self.chains, self.tracker, stamps, **life)
         except CreateManyFailed as exc:
             self.held.update(t for t, e in exc.errors.items() if isinstance(e, TagExists))
             raise
         states = self.chains.known_many(tags)
         return {tag: None if s is None else pickle.dumps(s) for tag, s in states.items()}
-
-    def _create_one(self, tag: str, stamp: bytes, life: Lifetime) -> None:
-        try:
-            self.chains.create(tag, stamp, **life)
-        except TagExists:
-            self.held.add(tag)
-            raise
 
     def commit(self, run_id: str, sums: Mapping[str, int]) -> dict[str, ChainState | None]:
         """Each chain's commit stamp ``C`` (``sums``: tag -> its committed rows' sum);

@@ -55,7 +55,7 @@ from .errors import InvalidArgument, TornBatch
 from .files import Files
 from .keyed import Keyed
 from .paths import missing_entries
-from .tracker import TrackerConfig, kept_client
+from .tracker import TrackerConfig, create_chains, kept_client
 
 if TYPE_CHECKING:
     from .report import TrackedReport
@@ -172,8 +172,12 @@ class StreamMarks:
             else:
                 mine[tag] = self.stamp(key, self.run_id)
         self.skipped += len(refused)
+        # No end while a mark is live: a batch longer than ``retention`` (or a run that
+        # stopped before it said how it ended) would find its marks gone, and what it
+        # committed forgotten; ``retention`` counts from the commit (``tombstone_ttl``).
+        taken: set[str] = set()
         try:
-            taken = self._create(mine)
+            create_chains(self.chains, self.tracker, mine, ttl=MAX_TTL)
         except CreateManyFailed as exc:
             for error in exc.errors.values():
                 if not isinstance(error, TagExists):
@@ -182,26 +186,6 @@ class StreamMarks:
         refused |= taken  # another run marked them just now: they are that run's
         self.skipped += len(taken)
         return refused
-
-    def _create(self, marks: dict[str, bytes]) -> set[str]:
-        """Create ``marks`` as the tracker's config writes (a server without PartiQL, or
-        without transactions, as moto is); the tags another run holds.  No end while a mark
-        is live: a batch longer than ``retention`` (or a run that stopped before it said how
-        it ended) would find its marks gone, and what it committed forgotten; ``retention``
-        counts from the commit (``tombstone_ttl``)."""
-        if self.tracker.partiql:
-            self.chains.create_many(marks, via="partiql", ttl=MAX_TTL)
-        elif self.tracker.transactions:
-            self.chains.create_many(marks, ttl=MAX_TTL)
-        else:
-            taken = set()
-            for tag, stamp in marks.items():
-                try:
-                    self.chains.create(tag, stamp, ttl=MAX_TTL)
-                except TagExists:
-                    taken.add(tag)
-            return taken
-        return set()
 
     def _committed(self, key: str, state: ChainState | None) -> bool:
         """Did an earlier run commit ``key``?  A live mark's run is settled here."""

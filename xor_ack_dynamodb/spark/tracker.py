@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Unpack
+
 from .. import errors
 from ..chain import ChainState
+from ..dynamodb import Lifetime
 from ..dynamodb._core.client_options import check_count, check_name, check_token_window
 from ..dynamodb.aws import is_endpoint_url
 from ..dynamodb.item import DEFAULT_PARTITION_KEY
@@ -23,8 +27,11 @@ from ..errors import (
     AmbiguousWrite,
     ChainFailed,
     ChainMoved,
+    CorruptItem,
+    CreateManyFailed,
     InterruptedWrite,
     StaleLocalData,
+    TagExists,
     TagNotFound,
     UnsettledWrite,
 )
@@ -138,6 +145,41 @@ def chains_for(config: TrackerConfig) -> SyncXorAckDynamoDB:
     """This worker's client for ``config`` (made on first use, then reused by every task)."""
     client: SyncXorAckDynamoDB = kept_client("chains", config, config.chains)
     return client
+
+
+def create_chains(
+    chains: SyncXorAckDynamoDB,
+    config: TrackerConfig,
+    stamps: Mapping[str, bytes],
+    **life: Unpack[Lifetime],
+) -> None:
+    """Create ``stamps``' chains as ``config`` writes chains: 25 per PartiQL request or
+    transactions of 100 (``create_many``'s requests in flight), or one request each,
+    ``config.concurrency`` at a time (a server with neither, as moto is).
+
+    Every way raises :class:`CreateManyFailed` for the tags whose chain answered
+    (``TagExists``: a live chain holds the tag), the others created; DynamoDB's own
+    errors as the way it took raises them.
+    """
+    if config.partiql:
+        chains.create_many(stamps, via="partiql", **life)
+        return
+    if config.transactions:
+        chains.create_many(stamps, **life)
+        return
+    refused: dict[str, BaseException] = {}
+
+    def one(tag: str) -> None:
+        try:
+            chains.create(tag, stamps[tag], **life)
+        except (TagExists, CorruptItem) as exc:
+            refused[tag] = exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(config.concurrency, len(stamps)))) as pool:
+        list(pool.map(one, stamps))
+    if refused:
+        created = {tag: stamp for tag, stamp in stamps.items() if tag not in refused}
+        raise CreateManyFailed(created, refused)
 
 
 def stamp_once(
