@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
-from xor_ack_dynamodb.spark import Incurable, Sink, TrackerConfig, track
+from xor_ack_dynamodb.spark import Incurable, Sink, TrackerConfig, UntrackedRunFailed, track
 from xor_ack_dynamodb.spark.isolation import incurable, raised
 from xor_ack_dynamodb.spark.sandbox import user_rows
 
@@ -105,6 +105,50 @@ def test_an_input_rejected_with_a_long_message_fails_alone(
     assert status["a"].status == "acked" and status["c"].status == "acked"
     assert status["b"].status == "failed" and status["b"].attempts == 1
     assert status["b"].history[0].startswith("not JSON: xxx")
+
+
+# -- untracked: no chain to fail an input alone ---------------------------------------
+
+
+def raises_on_b(key: str, rows: Any) -> Any:
+    if key == "b":
+        raise ValueError("b cannot be read")
+    return row(key)
+
+
+def rejects_b(key: str, rows: Any) -> Any:
+    from xor_ack_dynamodb.spark import InputRejected
+
+    if key == "b":
+        raise InputRejected("not JSON")
+    return row(key)
+
+
+@pytest.mark.parametrize("process", [raises_on_b, rejects_b], ids=["raised", "rejected"])
+def test_an_untracked_run_stops_at_an_input_that_fails_with_an_error_naming_it(
+    local_spark: Any, tmp_path: Path, process: Any
+) -> None:
+    """``tracking=False`` has no chain to fail one input alone: the run stops with
+    ``UntrackedRunFailed`` naming the input and what its function did, and writes
+    nothing.  Before, Spark's own ``PythonException`` reached the caller (a worker's
+    traceback), and a rejected input was reported ``counted`` with none of its rows."""
+    out = tmp_path / "out"
+    with pytest.raises(UntrackedRunFailed) as caught:
+        track(
+            local_spark,
+            process,
+            SCHEMA,
+            Sink(str(out)),
+            keys=["a", "b", "c"],
+            tracking=False,
+            input_tasks=1,
+        )
+    message = str(caught.value)
+    assert "(input b)" in message, message
+    assert ("ValueError: b cannot be read" in message) or ("not JSON" in message), message
+    assert "Traceback" not in message and "nothing was written" in message
+    assert caught.value.__cause__ is not None
+    assert not out.exists()
 
 
 # -- SystemExit from the function escapes the sandbox (in the task, not isolated) ----

@@ -44,6 +44,7 @@ from .errors import (
     TableColumnsDiffer,
     TornBatch,
     TrackingNotConfigured,
+    UntrackedRunFailed,
 )
 from .faults import FaultConfig
 from .job import TrackedJob
@@ -98,6 +99,7 @@ __all__ = [
     "TrackedReport",
     "TrackerConfig",
     "TrackingNotConfigured",
+    "UntrackedRunFailed",
     "chains_config",
     "input_file",
     "track",

@@ -318,6 +318,22 @@ class OutputWriteFailed(SparkTrackingError):
         self.report = report
 
 
+class UntrackedRunFailed(SparkTrackingError):
+    """A Spark job of an untracked run (``tracking=False``) failed: an input's function
+    raised or rejected its input, or Spark failed.  With no chains to fail one input
+    alone, an untracked run stops at its first failed job, as a plain Spark job does;
+    nothing was written to the output.  ``report``: the run's report (the inputs of
+    earlier pages ``counted``); the error is the ``__cause__``."""
+
+    def __init__(self, said: str, report: object | None = None) -> None:
+        super().__init__(
+            f"an untracked run (tracking=False) stops at its first input that fails, where a"
+            f" tracked run fails that input alone: {said.replace(f'{__name__}.', '')}; nothing"
+            " was written to the output"
+        )
+        self.report = report
+
+
 class RoundTimedOut(SparkTrackingError):
     """A round's Spark jobs ran past the per-round timeout and were cancelled."""
 

@@ -20,13 +20,10 @@ what this library did not write, nor a good output with a worse one.  A bad inpu
 fails alone (``isolation``, ``sandbox``).  DataFrame API only: the same code runs
 on classic Spark and over Spark Connect.
 
-A round's Spark jobs run in a thread of their own under a job tag: past
-``round_timeout`` (or on Ctrl-C, a ``KeyboardInterrupt`` in the calling thread)
-the driver cancels them with ``interruptTag``.  A timed-out round's inputs are
-replayed; an interrupt removes the staging folder and leaves the output as it
-was (absent, the former one, or the complete new one), then propagates.
-Each input's end is told as the library's typed events
-(:class:`~xor_ack_dynamodb.events.Acked`, :class:`~xor_ack_dynamodb.events.Failed`).
+A round's Spark jobs run in a thread under a job tag, cancelled (``interruptTag``) past
+``round_timeout``, its inputs replayed, or on Ctrl-C: the staging folder removed, the output
+as it was, the ``KeyboardInterrupt`` raised.  Each input's end is told as the library's typed
+events (:class:`~xor_ack_dynamodb.events.Acked`, :class:`~xor_ack_dynamodb.events.Failed`).
 """
 
 from __future__ import annotations
@@ -42,7 +39,14 @@ from . import declared, output
 from .chain_batches import RoundChains, Unanswered, said_of
 from .check import committed_sums
 from .commit import Counts, Written
-from .errors import DynamoDBFailed, Incurable, OutputWriteFailed, RoundTimedOut, RunIdInUse
+from .errors import (
+    DynamoDBFailed,
+    Incurable,
+    OutputWriteFailed,
+    RoundTimedOut,
+    RunIdInUse,
+    UntrackedRunFailed,
+)
 from .files import is_connect
 from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, output_at_fault, returned, task_of
@@ -106,8 +110,7 @@ class TrackedJob:
             from .connect_check import check_server
 
             check_server(self.spark)  # the server's Python can run the tasks at all
-        # A stream's batch: the stream probed its sink's format when it started.
-        self.target.check(self.out_struct, probe=spec.marks is None)
+        self.target.check(self.out_struct, probe=spec.marks is None)  # a stream's: at its start
         listing, known = sorted_keys(spec.source, spec.key, spec.keys, self._keyless)
         if spec.marks is not None:
             listing, known = spec.marks.unmarked(listing), None
@@ -121,8 +124,7 @@ class TrackedJob:
                 self._page(page)
             t = time.monotonic()
             rows = self.ledger.acked_rows(spec.schema, self.columns)
-            # Inputs that failed before any round failed too: the output is not complete.
-            inputs = self.report.listed
+            inputs = self.report.listed  # those failed before any round: not complete either
             counts = Counts(inputs, inputs - self.report.failed_count)
             if spec.marks is not None:
                 spec.marks.before_commit(self.report)
@@ -166,13 +168,12 @@ class TrackedJob:
             return written[0]
         if isinstance(error, XorAckError) or not isinstance(error, Exception):
             raise error  # a refusal of the commit's own rules, or a Ctrl-C in the commit
-        if getattr(self.target, "replacing", False):  # Spark had begun replacing the rows
-            state = (
-                f"the table {self.spec.sink.table} was being overwritten with rows already"
-                " written, and may hold some or none of its former rows"
-            )
-        else:
-            state = "nothing was written to it (a former output, or table, is as it was)"
+        state = (  # Spark had begun replacing the rows, or not
+            f"the table {self.spec.sink.table} was being overwritten with rows already"
+            " written, and may hold some or none of its former rows"
+            if getattr(self.target, "replacing", False)
+            else "nothing was written to it (a former output, or table, is as it was)"
+        )
         raise OutputWriteFailed(
             f"the output could not be written ({output.said(error)}); {state}: fix what the"
             " error names and run the job again (its inputs are processed again)",
@@ -214,8 +215,7 @@ class TrackedJob:
         self.report.null_key_rows = rows
 
     def _abandon(self, why: str) -> BaseException | None:
-        """No chain made for a round that will not end is left live (``RoundChains.abandon``):
-        DynamoDB's error if it let some not be failed."""
+        """No chain of a round that will not end left live; DynamoDB's error, if any."""
         return None if self._chains is None else self._chains.abandon(why)
 
     def dynamodb_failed(self, lost: Unanswered) -> DynamoDBFailed:
@@ -303,9 +303,11 @@ class TrackedJob:
         )
         summary.add_seconds("produce", time.monotonic() - t)
         if self.spec.tracker is None:
-            if error is not None:
-                raise error
-            return []
+            if error is None:
+                return []
+            if isinstance(error, XorAckError) or not isinstance(error, Exception):
+                raise error  # a round timed out, or a Ctrl-C
+            raise UntrackedRunFailed(first_line(error), self.report) from error
         states = None
         if error is None:
             t = time.monotonic()

@@ -191,13 +191,13 @@ def _produce_input(spec: RoundSpec, table: Any, stamps: _Stamps) -> Any:
     )
     out = result.table
     if result.failure is not None:
+        if spec.tracker is None:  # no chain to fail it alone: the job fails, as plain Spark
+            said = f"rejected: {result.failure} (input {key})" if result.final else result.failure
+            raise SparkTrackingError(said)
         # This input's attempt failed alone: its chain closes with the reason, no rows.
-        if spec.tracker is None and not result.final:
-            raise SparkTrackingError(result.failure)
-        if spec.tracker is not None:
-            with contextlib.suppress(ChainFailed, TagNotFound):
-                reason = chain_reason(result.failure, result.final)
-                chains_for(spec.tracker).fail(tag, reason=reason)
+        with contextlib.suppress(ChainFailed, TagNotFound):
+            reason = chain_reason(result.failure, result.final)
+            chains_for(spec.tracker).fail(tag, reason=reason)
         out = spec.schema.empty_table()
     if spec.tracker is not None and result.failure is None:
         lanes = row_lanes(spec.run_id, out, spec.columns)
