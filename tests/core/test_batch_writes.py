@@ -55,6 +55,7 @@ from .hooks import (
     hooked_client,
     raising,
 )
+from .interrupts import interrupted
 from .peer import lost_connection
 
 PATIENT = RetryPolicy(max_attempts=500, base_delay=0.002, max_delay=0.05, max_elapsed=60)
@@ -708,7 +709,6 @@ def test_an_interrupted_wait_for_a_batch_does_not_block_the_clients_later_writes
     thread is interrupted there (``KeyboardInterrupt``, a signal handler's exception), the
     batch it would lead is later handed to its dead inbox: never sent, its slot never
     freed.  With ``write_slots=1`` every later stamp of the client then waits forever."""
-    import signal
 
     endpoint, spec = local
     client = boto3.client(
@@ -733,25 +733,11 @@ def test_an_interrupted_wait_for_a_batch_does_not_block_the_clients_later_writes
     holder.start()
     assert held.wait(10)  # a's write holds the only slot
 
-    main = threading.get_ident()
-
-    def interrupt() -> None:
-        for _ in range(1000):
-            if ack._batcher is not None and ack._batcher.plan.waiting:
-                break
-            threading.Event().wait(0.005)
-        signal.pthread_kill(main, signal.SIGUSR1)
-
-    def on_signal(*_: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGUSR1, on_signal)
-    try:
-        threading.Thread(target=interrupt, daemon=True).start()
-        with pytest.raises(KeyboardInterrupt):
-            ack.stamp("b", xor(roots["b"], new_stamp()))  # waits for the slot: interrupted
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
+    told = interrupted(
+        lambda: ack.stamp("b", xor(roots["b"], new_stamp())),  # waits for the slot
+        when=lambda: bool(ack._batcher and ack._batcher.plan.waiting),
+    )
+    assert isinstance(told, KeyboardInterrupt), told
     gate.set()
     holder.join(10)
     assert not holder.is_alive()

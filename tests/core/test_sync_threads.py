@@ -11,7 +11,6 @@ wrapper in that thread, a waiting caller's a signal sent to the main thread.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import textwrap
@@ -27,6 +26,8 @@ from xor_ack_dynamodb import Stamp, SyncXorAckDynamoDB, new_stamp, xor
 from xor_ack_dynamodb.chain import ChainState
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
+
+from .interrupts import interrupted
 
 T0 = 1_800_000_000.0
 
@@ -192,22 +193,11 @@ def test_sync_caller_interrupted_while_queued_for_a_merge_is_not_written_later(
     a.start()
     assert a_in.wait(10)  # A's write on "t" is in flight
 
-    main = threading.get_ident()
-
-    def interrupt() -> None:
-        _until(lambda: len(ack._merging.queues.get("t", [])) == 1, "B queued")
-        signal.pthread_kill(main, signal.SIGUSR1)
-
-    def on_signal(*_: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGUSR1, on_signal)
-    try:
-        threading.Thread(target=interrupt, daemon=True).start()
-        with pytest.raises(KeyboardInterrupt):
-            ack.stamp("t", sb)  # queued behind A's write: Ctrl-C while it waits
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
+    b_told = interrupted(
+        lambda: ack.stamp("t", sb),  # queued behind A's write: Ctrl-C while it waits
+        when=lambda: len(ack._merging.queues.get("t", [])) == 1,
+    )
+    assert isinstance(b_told, KeyboardInterrupt), b_told
     a_go.set()
     a.join(10)
     assert isinstance(told.get("A"), Stamp)
@@ -288,29 +278,17 @@ def test_sync_batch_lead_handed_to_an_interrupted_caller_is_sent_when_no_thread_
         real_start(self)
 
     monkeypatch.setattr(threading.Thread, "start", no_drain_threads)
-    main = threading.get_ident()
 
-    def interrupt() -> None:
-        assert ack._batcher is not None
-        _until(lambda: bool(ack._batcher and ack._batcher.plan.waiting), "b waiting")
-        signal.pthread_kill(main, signal.SIGUSR1)
-
-    def on_signal(*_: Any) -> None:
+    def slot_freed() -> None:
         # Ctrl-C lands as the slot frees: H's flush hands b's write its lead, then returns
         h_go.set()
         holder.join(10)
-        raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGUSR1, on_signal)
-    told: object = None
-    try:
-        threading.Thread(target=interrupt, daemon=True).start()
-        try:
-            ack.stamp("b", xor(roots["b"], new_stamp()))
-        except BaseException as exc:
-            told = exc
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
+    told = interrupted(
+        lambda: ack.stamp("b", xor(roots["b"], new_stamp())),
+        when=lambda: bool(ack._batcher and ack._batcher.plan.waiting),
+        first=slot_freed,
+    )
     monkeypatch.undo()
     later = threading.Thread(target=ack.stamp, args=("c", roots["c"]), daemon=True)
     later.start()
