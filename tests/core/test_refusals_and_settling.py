@@ -19,6 +19,12 @@ from xor_ack_dynamodb.table import TableSpec
 
 from .hooks import Trigger, hooked_client, raising
 
+
+def connection(table: TableSpec, endpoint: str) -> list[str]:
+    """A chain command's options naming the test's table on DynamoDB Local."""
+    return ["--table", table.name, "--endpoint-url", endpoint, "--region", "us-east-1"]
+
+
 # -- cli/options.py: an empty XOR_ACK_TABLE refused even where --table is given -------------
 
 
@@ -28,24 +34,13 @@ def test_empty_xor_ack_table_does_not_refuse_a_table_given_after_the_verb(
     """README: the connection options "may come before or after the command; given in both
     places, the one after the command wins".  With ``XOR_ACK_TABLE=""`` in the environment
     (a shell that exports it empty), ``xor-ack chain create job --table T`` names its table
-    explicitly, yet the root group's check refuses the empty variable before the verb's own
-    ``--table`` is even looked at: exit 2, nothing created.  Before the change the verb's
-    ``--table`` won, as documented."""
+    explicitly: the root group's check of the empty variable must not refuse it before the
+    verb's own ``--table`` is looked at (it did: exit 2, nothing created)."""
     from xor_ack_dynamodb.cli import cli
 
     result = CliRunner().invoke(
         cli,
-        [
-            "chain",
-            "create",
-            "job-1",
-            "--table",
-            ddb_table.name,
-            "--endpoint-url",
-            ddb_local_endpoint,
-            "--region",
-            "us-east-1",
-        ],
+        ["chain", "create", "job-1", *connection(ddb_table, ddb_local_endpoint)],
         env={"XOR_ACK_TABLE": ""},
     )
     assert result.exit_code == 0, result.output
@@ -154,12 +149,7 @@ def test_an_idle_timeout_under_a_millisecond_is_a_usage_error_naming_the_option(
             "job-2",
             "--idle-timeout",
             "0.0005",
-            "--table",
-            ddb_table.name,
-            "--endpoint-url",
-            ddb_local_endpoint,
-            "--region",
-            "us-east-1",
+            *connection(ddb_table, ddb_local_endpoint),
         ],
     )
     assert result.exit_code == 2, result.output

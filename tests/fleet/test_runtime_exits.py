@@ -18,7 +18,7 @@ from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message, SqsBatch
 from xor_ack_dynamodb.fleet.worker import Worker
 from xor_ack_dynamodb.table import TableSpec
 
-from .test_worker_edges import _message, _Peer
+from .test_worker_edges import _message, _Peer, run_two
 
 
 class _ListSender:
@@ -60,16 +60,7 @@ def test_a_continuation_that_calls_sys_exit_fails_its_message_and_the_worker_goe
         ) as fleet:
             first = await fleet.submit("review-exit-cont-1", None)
             second = await fleet.submit("review-exit-cont-2", None)
-            peer = _Peer([[_message(first.to_json(), "r1")], [_message(second.to_json(), "r2")]])
-            worker = Worker(fleet, peer, "work", wait_time=1)  # type: ignore[arg-type]
-            stop = asyncio.Event()
-            running = asyncio.ensure_future(worker.run(stop))
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 15
-            while "r2" not in peer.deleted and loop.time() < deadline:
-                await asyncio.sleep(0.05)
-            stop.set()
-            return await running, peer
+            return await run_two(fleet, first, second)
 
     try:
         stats, peer = asyncio.run(main())

@@ -47,6 +47,21 @@ class _Peer:
         )
 
 
+async def run_two(fleet: Fleet, first: Envelope, second: Envelope) -> tuple[Any, _Peer]:
+    """A worker given ``first``, then ``second`` (receipts r1, r2), run until r2 is deleted
+    (15 s at most): its stats and the peer."""
+    peer = _Peer([[_message(first.to_json(), "r1")], [_message(second.to_json(), "r2")]])
+    worker = Worker(fleet, peer, "work", wait_time=1)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    running = asyncio.ensure_future(worker.run(stop))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 15
+    while "r2" not in peer.deleted and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    stop.set()
+    return await running, peer
+
+
 def _message(body: str, receipt: str) -> dict[str, Any]:
     return {
         "MessageId": receipt,
@@ -130,16 +145,7 @@ def test_a_handler_that_calls_sys_exit_fails_its_message_and_the_worker_goes_on(
         ) as fleet:
             first = await fleet.submit("review-sys-exit-1", "exit")
             second = await fleet.submit("review-sys-exit-2", "fine")
-            peer = _Peer([[_message(first.to_json(), "r1")], [_message(second.to_json(), "r2")]])
-            worker = Worker(fleet, peer, "work", wait_time=1)  # type: ignore[arg-type]
-            stop = asyncio.Event()
-            running = asyncio.ensure_future(worker.run(stop))
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 15
-            while "r2" not in peer.deleted and loop.time() < deadline:
-                await asyncio.sleep(0.05)
-            stop.set()
-            return await running, peer
+            return await run_two(fleet, first, second)
 
     try:
         stats, peer = asyncio.run(main())

@@ -140,23 +140,40 @@ def total_of(key: str, rows: Any) -> Any:
     return pa.table({"key": [key], "n": [sum(values)]})
 
 
-def test_a_source_column_with_a_dot_is_refused_before_the_first_chain(
-    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
-) -> None:
+def dotted_column(spark: Any) -> Any:
     """A CSV header such as ``price.usd``: Spark's ``mapInArrow`` reads ``a.b`` as field
     ``b`` of a column ``a``, and every round failed after its chains (an empty partial
-    output committed).  Refused, saying how to rename it, before anything is written."""
-    from xor_ack_dynamodb.spark.errors import InvalidArgument
+    output committed)."""
+    return spark.createDataFrame([("x", 1), ("y", 5)], "k string, `a.b` long")
 
-    source = local_spark.createDataFrame([("x", 1), ("y", 5)], "k string, `a.b` long")
+
+def two_columns_of_one_name(spark: Any) -> Any:
+    """A source made by a join keeps both sides' ``v`` columns (``a.join(b, a.k == b.k)``):
+    a DataFrame Spark reads and writes nowhere, but runs; the rounds cannot carry it."""
+    a = spark.createDataFrame([("x", 1), ("y", 2)], "k string, v long")
+    b = spark.createDataFrame([("x", 10), ("y", 20)], "k2 string, v long")
+    return a.join(b, a.k == b.k2).drop("k2")
+
+
+@pytest.mark.parametrize(
+    ("make_source", "said"),
+    [(dotted_column, "withColumnRenamed"), (two_columns_of_one_name, "two columns named 'v'")],
+    ids=["a column with a dot", "two columns of one name"],
+)
+def test_a_source_the_rounds_cannot_carry_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, make_source: Any, said: str
+) -> None:
+    """Refused, saying what to rename, before anything is written."""
+    from xor_ack_dynamodb.spark.errors import InvalidArgument, Refused
+
     out = tmp_path / "out"
-    with pytest.raises(InvalidArgument, match="withColumnRenamed"):
+    with pytest.raises((Refused, InvalidArgument), match=said):
         track(
             local_spark,
             total_of,
             "key string, n long",
             Sink(str(out)),
-            source=source,
+            source=make_source(local_spark),
             key="k",
             tracker=tracker,
             max_attempts=2,
@@ -220,28 +237,3 @@ def test_an_input_rejected_with_a_message_like_the_librarys_own_fails_at_once(
     bad = next(e for e in report.inputs if e.key == "bad-1")
     assert bad.status == "failed"
     assert bad.attempts == 1, bad.history
-
-
-def test_a_source_with_two_columns_of_one_name_is_refused_before_the_first_chain(
-    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
-) -> None:
-    """A source made by a join keeps both sides' ``v`` columns (``a.join(b, a.k == b.k)``):
-    a DataFrame Spark reads and writes nowhere, but runs; the rounds cannot carry it."""
-    from xor_ack_dynamodb.spark.errors import InvalidArgument, Refused
-
-    a = local_spark.createDataFrame([("x", 1), ("y", 2)], "k string, v long")
-    b = local_spark.createDataFrame([("x", 10), ("y", 20)], "k2 string, v long")
-    source = a.join(b, a.k == b.k2).drop("k2")
-    out = tmp_path / "out"
-    with pytest.raises((Refused, InvalidArgument), match="two columns named 'v'"):
-        track(
-            local_spark,
-            total_of,
-            "key string, n long",
-            Sink(str(out)),
-            source=source,
-            key="k",
-            tracker=tracker,
-            max_attempts=2,
-        )
-    assert chains(tracker) == [] and not out.exists()
