@@ -74,6 +74,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("tracker-a-name", {"tracker": "chains"}, r"tracker='chains'.*TrackerConfig\(table="),
     ("on-event-str", {"on_event": "log"}, r"on_event='log'.*callable"),
+    # truthy: the run went ahead tracked, writing the chains the caller asked not to write
+    ("tracking-str", {"tracking": "false"}, r"tracking='false'.*True.*False"),
     ("faults-str", {"faults": "often"}, r"faults='often'.*FaultConfig"),
     ("key-column-int", {"source": "name int"}, r"key='name' is a column of type int.*cast"),
     ("key-column-array", {"source": "name array<string>"}, r"key='name' .*array<string>"),
@@ -204,6 +206,31 @@ def test_a_stream_without_a_checkpoint_folder_is_refused_before_it_starts(
             stream, good, SCHEMA, Sink(str(tmp_path / "out")), key="file", tracker=tracker, **given
         )
     assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    assert not local_spark.streams.active
+
+
+def test_an_untracked_stream_told_to_go_on_past_failed_inputs_is_refused_before_it_starts(
+    local_spark: Any, tmp_path: Path
+) -> None:
+    """``stop_on_failure=False`` goes on past a batch's failed inputs, which only their chains
+    fail alone: untracked, the query stopped at the first bad file with Spark's
+    ``StreamingQueryException`` (a worker's traceback inside), the later files never read."""
+    from xor_ack_dynamodb.spark import input_file, track_stream
+
+    (tmp_path / "in").mkdir()
+    stream = local_spark.readStream.text(str(tmp_path / "in")).withColumn("file", input_file())
+    with pytest.raises(InvalidArgument, match=r"stop_on_failure=False.*tracking=False"):
+        track_stream(
+            stream,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "out")),
+            key="file",
+            checkpoint=str(tmp_path / "checkpoint"),
+            tracking=False,
+            stop_on_failure=False,
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
     assert not local_spark.streams.active
 
 

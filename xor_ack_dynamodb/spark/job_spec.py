@@ -119,6 +119,8 @@ class JobSpec:
             )
         if self.report_path is not None:
             refuse_report(self.report_path, self.sink.path)
+            # Where the caller is now: written as inputs end, renamed onto at the end.
+            self.report_path = os.path.abspath(self.report_path)
         check_process(self.process)  # last: it pickles the function, the other checks don't
 
 

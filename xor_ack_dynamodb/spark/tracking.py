@@ -140,6 +140,11 @@ def job_spec(
     """:func:`track`'s arguments as a checked :class:`JobSpec` (the chains' table resolved)."""
     if report is not None and not isinstance(report, str | os.PathLike):
         raise InvalidArgument(f"report={report!r}: give a file's path, or None")
+    if not isinstance(tracking, bool):
+        raise InvalidArgument(
+            f"tracking={tracking!r}: give True (each input tracked by a chain) or False (the "
+            "job alone, no chains)"
+        )
     if tracker is None and tracking:
         tracker = chains_config(
             spark,
