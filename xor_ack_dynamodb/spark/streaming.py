@@ -149,6 +149,12 @@ def track_stream(
             f"stop_on_failure={stop_on_failure!r}: give True (a batch with a failed input "
             "stops the query) or False (the query goes on)"
         )
+    if not stop_on_failure and options.get("tracking", True) is False:
+        raise InvalidArgument(
+            "stop_on_failure=False goes on past a batch's failed inputs, which only their "
+            "chains can fail alone: an untracked stream (tracking=False) stops at its first "
+            "input that fails; track it, or leave stop_on_failure=True"
+        )
     given = options.get("run_id")
     if isinstance(given, str) and len(given) > RUN_ID_MAX - 1 - FRESH:
         raise InvalidArgument(
