@@ -52,7 +52,7 @@ def test_the_chains_of_a_driver_killed_mid_round_are_failed_by_a_sweep_after_the
         raise Killed  # the rows are staged and summed, no commit stamp yet: the driver dies
 
     monkeypatch.setattr(RoundChains, "commit", dies)
-    monkeypatch.setattr(RoundChains, "abandon", lambda chains, why: None)
+    monkeypatch.setattr(RoundChains, "abandon", lambda chains, why, tell=None: None)
     created = time.time()
     with pytest.raises(Killed):
         track(
@@ -70,3 +70,40 @@ def test_the_chains_of_a_driver_killed_mid_round_are_failed_by_a_sweep_after_the
     for tag in tags:
         state = chains.get(tag)
         assert state is not None and state.failed and state.reason == "timeout"
+
+
+def slow_first_of_each_page() -> Any:
+    def row(key: str, rows: Any) -> Any:
+        import time
+
+        import pyarrow as pa
+
+        if key in ("a", "c"):
+            time.sleep(6)
+        return pa.table({"v": [len(key)]})
+
+    return row
+
+
+def test_a_deadline_longer_than_each_pages_round_replays_no_input_of_a_later_page(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """docs/spark.md: "Give more than a page's rounds take".  Each page's round takes about
+    7 s here, within ``chain_timeout=10``; but page 2's chains were created ahead, when page
+    1's round started, so their clock ran through page 1 too: page 2's inputs failed
+    ``timeout`` and were replayed (with ``max_attempts=1``: failed)."""
+    report = track(
+        local_spark,
+        slow_first_of_each_page(),
+        "v long",
+        Sink(str(tmp_path / "out")),
+        keys=["a", "b", "c", "d"],
+        tracker=tracker,
+        page_size=2,
+        input_tasks=1,
+        chain_timeout=10,
+        max_attempts=1,
+    )
+    histories = {e.key: e.history for e in report.inputs}
+    assert report.ok, (histories, [r.seconds for r in report.rounds])
+    assert histories == {key: ["acked"] for key in "abcd"}

@@ -151,6 +151,53 @@ def test_an_untracked_run_stops_at_an_input_that_fails_with_an_error_naming_it(
     assert not out.exists()
 
 
+def sleeps_on_b(key: str, rows: Any) -> Any:
+    import time
+
+    if key == "b":
+        time.sleep(20)
+    return row(key)
+
+
+def ends_its_worker_on_b(key: str, rows: Any) -> Any:
+    import os
+
+    if key == "b":
+        os._exit(3)
+    return row(key)
+
+
+@pytest.mark.parametrize(
+    ("process", "options", "said"),
+    [
+        (sleeps_on_b, {"round_timeout": 2}, r"ran past round_timeout \(2 s\): give more"),
+        (ends_its_worker_on_b, {}, r"a Python worker died \(task"),
+    ],
+    ids=["past round_timeout", "a worker that died"],
+)
+def test_an_untracked_run_stopped_by_its_job_says_so_and_writes_nothing(
+    local_spark: Any, tmp_path: Path, process: Any, options: dict[str, Any], said: str
+) -> None:
+    """Untracked, no replay follows a round's failed job: past ``round_timeout`` the run
+    raised the tracked rounds' ``RoundTimedOut`` ("timeout: round not finished within 2
+    s", an input's history line, saying neither that the run stopped nor what to do); a
+    worker that died is said by its task (docs/spark.md: run tracked to find its input)."""
+    out = tmp_path / "out"
+    with pytest.raises(UntrackedRunFailed, match=said) as caught:
+        track(
+            local_spark,
+            process,
+            SCHEMA,
+            Sink(str(out)),
+            keys=["a", "b", "c"],
+            tracking=False,
+            input_tasks=1,
+            **options,
+        )
+    assert "nothing was written to the output" in str(caught.value)
+    assert not out.exists()
+
+
 # -- SystemExit from the function escapes the sandbox (in the task, not isolated) ----
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from xor_ack_dynamodb.errors import CreateManyFailed, TagExists
+from xor_ack_dynamodb.events import Acked, Failed
 from xor_ack_dynamodb.spark import (
     Incurable,
     InputRejected,
@@ -107,6 +108,41 @@ def test_rows_whose_key_is_null_are_in_no_input_and_counted_in_the_report(
     summary = json.loads(report_file.read_text().splitlines()[-1])["summary"]
     assert summary["null_key_rows"] == 3 and summary["listed"] == 2
     assert sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect()) == [1, 2, 4, 6]
+
+
+def rows_of() -> Any:
+    def rows(key: str, rows: Any) -> Any:
+        import pyarrow as pa
+
+        return pa.table({"key": [key], "n": [rows.num_rows]})
+
+    return rows
+
+
+def test_keys_beside_a_source_are_the_inputs_and_the_null_key_rows_are_not_counted(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig
+) -> None:
+    """``keys=`` beside a source skips the listing, the one job that counts the rows of no
+    input: ``null_key_rows`` said 0 for a source with such a row, and a caller checking
+    ``null_key_rows == 0`` beside ``ok`` trusted it.  None now: not counted."""
+    source = local_spark.createDataFrame(
+        [("a", 1), ("b", 2), ("b", 3), (None, 4), ("c", 5)], "key string, v long"
+    )
+    out = tmp_path / "out"
+    report = track(
+        local_spark,
+        rows_of(),
+        "key string, n long",
+        Sink(str(out)),
+        source=source,
+        key="key",
+        keys=["a", "b"],
+        tracker=tracker,
+    )
+    assert report.ok and report.null_key_rows is None
+    assert report.summary()["null_key_rows"] is None
+    rows = sorted((r["key"], r["n"]) for r in local_spark.read.parquet(str(out)).collect())
+    assert rows == [("a", 1), ("b", 2)]
 
 
 def test_a_key_column_may_have_the_name_of_the_listings_own_columns(local_spark: Any) -> None:
@@ -216,13 +252,15 @@ def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_
 ) -> None:
     """Page 1 acks; every input of page 2 returns no table: that page's round alone is
     incurable (earlier pages' acked inputs do not hide it), so its inputs are stopped
-    after one round, not replayed, and page 3 is not run."""
+    after one round, not replayed, and page 3 is not run.  Page 3's chains, made ahead
+    and closed, are told to ``on_event`` as every closed chain is (they were not)."""
     from pyspark.sql import functions as F
 
     source = local_spark.range(0, 24, numPartitions=2).select(
         F.format_string("k%02d", (F.col("id") / 2).cast("long")).alias("key"),
         F.col("id").alias("v"),
     )
+    events: list[Acked | Failed] = []
     report = track(
         local_spark,
         none_after("k04"),
@@ -232,6 +270,7 @@ def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_
         key="key",
         tracker=tracker,
         page_size=4,
+        on_event=events.append,
     )
     ended = {e.key: e for e in report.inputs}
     assert [k for k, e in ended.items() if e.status == "acked"] == ["k00", "k01", "k02", "k03"]
@@ -242,6 +281,9 @@ def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_
     assert report.output_state == "partial" and len(report.rounds) == 1
     made_ahead = [file_tag(report.run_id, f"k{i:02d}", 1) for i in range(8, 12)]  # page 3's
     assert all_failed(tracker, made_ahead, "not run: the run stopped: ")
+    told = {e.tag: e for e in events if isinstance(e, Failed)}
+    assert set(made_ahead) <= set(told), sorted(set(made_ahead) - set(told))
+    assert all(told[tag].reason.startswith("not run: the run stopped: ") for tag in made_ahead)
 
 
 def all_failed(tracker: TrackerConfig, tags: list[str], reason: str) -> bool:

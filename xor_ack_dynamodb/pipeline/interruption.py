@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..cli.errors import RefusedUsage, UserError, explain
 from ..errors import XorAckError
+from ..spark.errors import UntrackedRunFailed
 from ..spark.output import said
 from .errors import Refused, in_command_terms
 
@@ -186,6 +187,8 @@ def _as_user_error(exc: Exception, verbose: bool) -> click.ClickException:
         return RefusedUsage(explain(refusal) or str(refusal))
     if isinstance(exc, FileNotFoundError):
         return UserError(str(exc))
+    if isinstance(exc, UntrackedRunFailed):  # the command's user passed --no-tracking
+        return UserError(str(explain(exc)).replace("(tracking=False)", "(--no-tracking)"))
     if isinstance(exc, (XorAckError, ClientError, BotoCoreError)):
         return UserError(explain(exc) or str(exc))
     hint = "" if verbose else " (run again with --verbose to see Spark's own output)"

@@ -156,13 +156,15 @@ class RoundChains:
                 return future.result()
             return self.create(tags)
 
-    def abandon(self, why: str) -> BaseException | None:
+    def abandon(
+        self, why: str, tell: Callable[[Acked | Failed], None] | None = None
+    ) -> BaseException | None:
         """The run stops: the chains no round will judge are failed, none left live.
 
         Those of the round under way (``its round did not end: WHY``) and those created
-        ahead for a page that will not run (``not run: WHY``), once their creation ended.
-        Those DynamoDB does not let it fail go to :attr:`left_open`; the first such error
-        is returned.
+        ahead for a page that will not run (``not run: WHY``), once their creation ended;
+        each one this call failed is told to ``tell``.  Those DynamoDB does not let it
+        fail go to :attr:`left_open`; the first such error is returned.
         """
         open_, self._open = self._open, ()
         ahead, self._ahead = self._ahead, None
@@ -172,19 +174,32 @@ class RoundChains:
                 ahead[2].result()
             closing += [(tag, f"not run: {why}") for tag in ahead[1]]
         errors: list[BaseException] = []
-        _each(lambda item: self._close(item[0], item[1], errors), closing, self.tracker.concurrency)
+        closed: list[Failed] = []
+        _each(
+            lambda item: self._close(item[0], item[1], errors, closed),
+            closing,
+            self.tracker.concurrency,
+        )
+        if tell is not None:
+            for event in closed:
+                tell(event)
         return errors[0] if errors else None
 
-    def _close(self, tag: str, reason: str, errors: list[BaseException]) -> None:
+    def _close(
+        self, tag: str, reason: str, errors: list[BaseException], closed: list[Failed]
+    ) -> None:
         if tag in self.held:  # a live chain of another run holds it: not this run's to close
             return
         try:
-            self.chains.fail(tag, reason=reason)
+            state = self.chains.fail(tag, reason=reason)
         except (ChainFailed, TagNotFound):  # already closed, or never made
             pass
         except DYNAMODB_ERRORS as exc:  # it may stay open: said by the run's error
             self.left_open.append(tag)
             errors.append(exc)
+        else:
+            if not state.acked:  # acked after all: not closed (judged by no round)
+                closed.append(failure(tag, state.chain_id, state.failed_at or 0.0, reason))
 
     def create(self, tags: Sequence[str]) -> dict[str, bytes | None]:
         """Create the round's chains (stamp ``F``); per tag, its state as created (pickled)."""

@@ -50,7 +50,7 @@ from .errors import (
 from .files import is_connect
 from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, output_at_fault, returned, task_of
-from .job_spec import JobSpec
+from .job_spec import EventSink, JobSpec
 from .jobs import TaggedJobs, first_line
 from .keyed import Keyed
 from .ledger import AckedLedger, refuse_reserved, rows_dir
@@ -186,7 +186,8 @@ class TrackedJob:
         acked: list[tuple[int, int]] = []
         pending = list(page.ids)
         if self._stopped is not None:  # an earlier page found what no replay cures
-            unanswered = self._abandon(f"the run stopped: {self._stopped}")  # its chains, if made
+            why = f"the run stopped: {self._stopped}"
+            unanswered = self._abandon(why, self._tell)  # its chains, if made, told
             if unanswered is not None:
                 raise Unanswered("abandon", unanswered)
             pending = []
@@ -210,13 +211,13 @@ class TrackedJob:
                 self.report.ended(entries[i])
         self.ledger.add(page.number, acked)
 
-    def _keyless(self, rows: int) -> None:
+    def _keyless(self, rows: int | None) -> None:
         """The source's rows whose key is null (in no input): said by the report."""
         self.report.null_key_rows = rows
 
-    def _abandon(self, why: str) -> BaseException | None:
+    def _abandon(self, why: str, tell: EventSink | None = None) -> BaseException | None:
         """No chain of a round that will not end left live; DynamoDB's error, if any."""
-        return None if self._chains is None else self._chains.abandon(why)
+        return None if self._chains is None else self._chains.abandon(why, tell)
 
     def dynamodb_failed(self, lost: Unanswered) -> DynamoDBFailed:
         """The run's error when DynamoDB failed the driver: where, and what it left."""
@@ -285,7 +286,9 @@ class TrackedJob:
                     raise
                 raise RunIdInUse(self.run_id, tuple(sorted(self.chains.held))) from exc
             summary.add_seconds("create", time.monotonic() - t)
-            if round_ == 1 and self._following is not None:  # created while this job runs
+            # The next page's chains, created while this job runs; not with a deadline,
+            # which would count this page's rounds too.
+            if round_ == 1 and self._following is not None and self.spec.chain_timeout is None:
                 following = self._following
                 keys_ahead = [file_tag(self.run_id, key, 1) for key in following.keys]
                 self.chains.create_ahead((following.number, 1), keys_ahead)
@@ -305,8 +308,11 @@ class TrackedJob:
         if self.spec.tracker is None:
             if error is None:
                 return []
+            if isinstance(error, RoundTimedOut):  # no chains: nothing to replay
+                why = f"its job ran past round_timeout ({self.spec.round_timeout} s): give more"
+                raise UntrackedRunFailed(why, self.report) from error
             if isinstance(error, XorAckError) or not isinstance(error, Exception):
-                raise error  # a round timed out, or a Ctrl-C
+                raise error  # a Ctrl-C, or the library's own refusal
             raise UntrackedRunFailed(first_line(error), self.report) from error
         states = None
         if error is None:

@@ -49,15 +49,18 @@ def sorted_keys(
     source: Any,
     key: str | None,
     keys: Sequence[str] | None,
-    keyless: Callable[[int], None] = lambda rows: None,
+    keyless: Callable[[int | None], None] = lambda rows: None,
 ) -> tuple[Iterator[str], int | None]:
     """The run's input keys in order, each once, as an iterator that lists as it goes,
     and how many there are when that is known before listing (``keys``).
 
     A source's rows whose key is null belong to no input: ``keyless`` is told how many
     there are (if any) as the listing starts, from the same Spark job (the keys are
-    grouped and counted, the null group first)."""
+    grouped and counted, the null group first); None with ``keys`` and a source, which
+    is not listed (its rows of other keys are in no input either)."""
     if keys is not None:
+        if source is not None:
+            keyless(None)
         given = sorted(dict.fromkeys(str(k) for k in keys))
         return iter(given), len(given)
     from pyspark.sql import functions as F

@@ -75,7 +75,8 @@ class TrackedReport:
     #: Inputs left out because an earlier run committed them (``track_stream``).
     skipped: int = 0
     #: Rows of the source whose key column is null: in no input, so never processed.
-    null_key_rows: int = 0
+    #: None: not counted (``keys=`` given with a source, which is then not listed).
+    null_key_rows: int | None = 0
     #: Where the endings are written as JSON Lines (None: a temporary file).
     report_path: str | None = None
 

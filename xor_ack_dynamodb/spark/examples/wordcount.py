@@ -156,7 +156,8 @@ def tracking_options(options: WordCountOptions) -> dict[str, Any]:
         "partitions": options.partitions,
         "max_attempts": options.max_attempts,
         "faults": options.faults,
-        "round_timeout": options.timeout,
+        # Past it a round's files are replayed; untracked there is no replay, no limit.
+        "round_timeout": options.timeout if options.tracking else None,
     }
 
 
