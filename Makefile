@@ -84,17 +84,18 @@ demo: doctor $(RUNTIME) dynamodb-local
 	@$(DEMO_LOCAL) local stop >/dev/null
 	rm -rf $(DEMO_DB) && mkdir -p $(DEMO_DB) && touch $(DEMO_MARK)
 	eval "$$($(DEMO_LOCAL) --table $(DEMO_TABLE) local start --data-dir $(DEMO_DB) --create-table)" \
-		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
+		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT && trap 'exit 130' INT && trap 'exit 143' TERM \
 		&& $(VENV)/bin/xor-ack wordcount $(OUT)/corpus --endpoint-url "$$AWS_ENDPOINT_URL_DYNAMODB" --table $(DEMO_TABLE) --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify
 	@echo "make demo: see the run's chains in a web dashboard: make dashboard"
 
 # The web dashboard of the demo's chains: DynamoDB Local on $(DEMO_DB) again, then
-# `xor-ack dashboard` (it prints the link to open); Ctrl-C stops both.
+# `xor-ack dashboard` (it prints the link to open); Ctrl-C stops both (sh runs an EXIT
+# trap on a signal only if the signal is trapped too).
 dashboard: $(RUNTIME)
 	@test -d $(DEMO_DB) || { echo "make dashboard: no demo run in $(DEMO_DB): run make demo first" >&2; exit 1; }
 	@$(DEMO_LOCAL) local status >/dev/null || $(DEMO_LOCAL) local start --data-dir $(DEMO_DB) >/dev/null
 	@endpoint="$$($(DEMO_LOCAL) local status | sed -n 's/^endpoint: *//p')" \
-		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
+		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT && trap 'exit 130' INT && trap 'exit 143' TERM \
 		&& $(VENV)/bin/xor-ack --endpoint-url "$$endpoint" --table $(DEMO_TABLE) dashboard --open $(DASHBOARD_ARGS)
 
 lint: $(DEV)
