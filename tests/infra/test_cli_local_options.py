@@ -68,3 +68,12 @@ def test_local_commands_refuse_table_options_they_do_not_use(run_dir: Path) -> N
     assert made.exit_code == 0, made.output
     assert "table mine ready" in made.stderr
     assert run("local", "stop").exit_code == 0
+
+
+def test_local_start_says_how_to_stop_the_server_in_its_own_run_dir(run_dir: Path) -> None:
+    """Under ``XOR_ACK_RUN_DIR`` (``make demo``, ``make dashboard``) the hint said `xor-ack
+    local stop`, which looks in the default folder: "no local DynamoDB running", the
+    server left up."""
+    started = run("local", "start", "--backend", "moto")
+    assert started.exit_code == 0, started.stderr
+    assert f"stop it with `XOR_ACK_RUN_DIR={run_dir} xor-ack local stop`" in started.stderr

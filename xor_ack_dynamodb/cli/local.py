@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -159,9 +161,15 @@ def local_start(
     spec = settings.spec() if with_table else None  # a bad one: refused before starting
     state = start_detached(backend=backend, port=port, data_dir=data_dir, startup_timeout=timeout)
     where = f"data in {shown(str(state.data_dir))}" if state.data_dir else "in memory"
+    run_dir = os.environ.get("XOR_ACK_RUN_DIR")  # the stop must look in the same folder
+    stop = (
+        "xor-ack local stop"
+        if not run_dir
+        else f"XOR_ACK_RUN_DIR={shlex.quote(run_dir)} xor-ack local stop"
+    )
     click.echo(
         f"{_kind_name(state)} running at {state.endpoint_url} (pid {state.pid}, {where}); "
-        "stop it with `xor-ack local stop`",
+        f"stop it with `{stop}`",
         err=True,
     )
     if spec is not None:
