@@ -228,7 +228,9 @@ def test_chain_by_hand(backend: tuple[str, TableSpec]) -> None:
     shown = run(*base, "chain", "get", "file-1")
     assert shown.exit_code == 0
     assert "state:   acked" in shown.output
-    assert_user_error(run(*base, "chain", "stamp", "file-1", half), 'TagNotFound: "file-1"')
+    late = run(*base, "chain", "stamp", "file-1", half)  # it said '"file-1" does not exist'
+    assert_user_error(late, 'TagNotFound: "file-1" has no live chain: it was never created, or')
+    assert "acked" in late.stderr and "does not exist" not in late.stderr
 
     assert run(*base, "chain", "create", "file-2", "aabbccddeeff0011", "--ttl", "60").exit_code == 0
     failed = run(*base, "chain", "fail", "file-2", "--reason", "worker lost")
@@ -274,6 +276,16 @@ def test_explain_botocore_setup_errors() -> None:
         "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"
     )
     assert explain(ValueError("a bug")) is None
+
+
+def test_an_unreachable_aws_endpoint_is_not_told_to_start_a_local_dynamodb() -> None:
+    """The hint `xor-ack local start` was given for AWS's own endpoint too."""
+    from botocore.exceptions import EndpointConnectionError
+
+    aws = explain(EndpointConnectionError(endpoint_url="https://dynamodb.eu-west-1.amazonaws.com/"))
+    assert aws is not None and "local start" not in aws and "--endpoint-url" in aws
+    local = explain(EndpointConnectionError(endpoint_url="http://127.0.0.1:1/"))
+    assert local is not None and "`xor-ack local start` starts one" in local
 
 
 def test_local_start_status_stop(run_dir: Path) -> None:

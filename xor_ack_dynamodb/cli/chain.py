@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..stamps import DEFAULT_NBYTES, MIN_NBYTES
 from .chain_options import hex_stamp, reason_option, token_option
-from .errors import UserError, tag_escaped, ttl_refused
+from .errors import UserError, ttl_refused
 from .options import (
     Verbs,
     _settings,
@@ -89,8 +89,9 @@ def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> 
         ) from exc
     except TagNotFound as exc:
         raise UserError(
-            f"{exc.code}: {tag_escaped(exc)}: no live chain under it (never created, deleted,"
-            f" expired or already acked; `xor-ack chain show {argument(tag)}` tells which)"
+            f'{exc.code}: "{escaped(tag)}" has no live chain: it was never created, or was'
+            f" acked, failed, deleted or expired (`xor-ack chain show {argument(tag)}` tells"
+            " which); nothing was written"
         ) from exc
     except InvalidTTL as exc:  # before any request: a usage error, in the options' words
         raise ttl_refused(exc) from exc

@@ -7,7 +7,7 @@ from typing import IO, Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from ..dynamodb.aws import error_code, error_message
+from ..dynamodb.aws import error_code, error_message, is_loopback
 from ..errors import CorruptItem, InvalidTTL, XorAckError
 from .show import argument, escaped
 
@@ -55,7 +55,10 @@ def explain(exc: BaseException) -> str | None:
         message = _one_line(error_message(exc) or str(exc))
         hint = ""
         if code == "ResourceNotFoundException":
-            hint = " (create the table with `xor-ack table create`, or pass --table)"
+            hint = (
+                " (the table is not at this endpoint: create it with `xor-ack table create` and"
+                " the same --table, or give --table a table that is there)"
+            )
         elif code == "ValidationException" and any(w in message.lower() for w in _KEY_MISMATCH):
             hint = (
                 " (the table's partition key is not --partition-key's: "
@@ -71,7 +74,10 @@ def explain(exc: BaseException) -> str | None:
         if "Could not connect to the endpoint URL" in text:
             # DynamoDB's: the verbs that use SQS ask it first (``SqsSender.check``), and its
             # ``QueueUnavailable`` names the queue and the SQS endpoint instead.
-            return f"{text} (is it running? `xor-ack local start` starts one)"
+            url = getattr(exc, "kwargs", {}).get("endpoint_url", "")
+            if is_loopback(str(url)):
+                return f"{text} (is it running? `xor-ack local start` starts one)"
+            return f"{text} (check the network, --region and --endpoint-url)"
         if type(exc).__name__ == "NoRegionError":
             return "no AWS region: pass --region or set AWS_REGION (or AWS_DEFAULT_REGION)"
         if type(exc).__name__ == "NoCredentialsError":
