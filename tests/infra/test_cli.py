@@ -278,6 +278,16 @@ def test_explain_botocore_setup_errors() -> None:
     assert explain(ValueError("a bug")) is None
 
 
+def test_no_region_is_said_with_the_commands_options() -> None:
+    """RegionMissing said "pass --region / region_name=" (a Python argument) and nothing of
+    DynamoDB Local, which a user whose shell was not pointed at it was after."""
+    from xor_ack_dynamodb.errors import RegionMissing
+
+    line = explain(RegionMissing())
+    assert line is not None and "region_name" not in line
+    assert "--region" in line and 'eval "$(xor-ack local start)"' in line
+
+
 def test_an_unreachable_aws_endpoint_is_not_told_to_start_a_local_dynamodb() -> None:
     """The hint `xor-ack local start` was given for AWS's own endpoint too."""
     from botocore.exceptions import EndpointConnectionError

@@ -8,7 +8,7 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from ..dynamodb.aws import error_code, error_message, is_loopback
-from ..errors import CorruptItem, InvalidTTL, XorAckError
+from ..errors import CorruptItem, InvalidTTL, RegionMissing, XorAckError
 from .show import argument, escaped
 
 
@@ -47,6 +47,12 @@ def explain(exc: BaseException) -> str | None:
             f'read: attribute "{exc.attribute}" {_one_line(exc.problem)}; nothing was written. '
             f"Repair the item, or remove it (`xor-ack chain delete {argument(exc.tag)}`) and "
             "create the chain again"
+        )
+    if isinstance(exc, RegionMissing):  # the options' words, not the library's
+        return (
+            f"{exc.code}: no AWS region for AWS's endpoint: pass --region or set AWS_REGION;"
+            ' for DynamoDB Local, `eval "$(xor-ack local start)"`, or pass --endpoint-url'
+            " (`xor-ack local status` names a running one's)"
         )
     if isinstance(exc, XorAckError):
         return f"{exc.code}: {_one_line(tag_escaped(exc))}"

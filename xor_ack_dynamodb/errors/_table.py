@@ -24,8 +24,10 @@ class RegionMissing(XorAckError):
 
     def __init__(self) -> None:
         super().__init__(
-            "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), pass --region / "
-            "region_name=, or set region in the AWS profile (~/.aws/config)"
+            "no AWS region for AWS's endpoint: set AWS_REGION (or AWS_DEFAULT_REGION), pass "
+            "region_name=, or set region in the AWS profile (~/.aws/config); for DynamoDB "
+            'Local, set AWS_ENDPOINT_URL_DYNAMODB to it (`eval "$(xor-ack local start)"` '
+            "starts one and sets it)"
         )
 
 
