@@ -486,7 +486,7 @@ def test_the_closing_sentences_say_what_was_proved() -> None:
         InputResult("file:/in/a.txt", "acked", 2, ["incomplete", "acked"]),
         InputResult("file:/in/b.txt", "failed", 1, ["not-utf8: invalid start byte"]),
     ]
-    report.rounds = [RoundSummary(1, 2), RoundSummary(2, 1)]
+    report.rounds = [RoundSummary(1, 2, replayed=1), RoundSummary(2, 1)]
     report.totals = {"words": 1, "distinct_words": 1}
     assert conclusion(report) == [
         "1 of 2 files acked (their words reached the counts exactly once: 1 word, 1 distinct);"
@@ -495,6 +495,8 @@ def test_the_closing_sentences_say_what_was_proved() -> None:
         "Injected faults (task attempts crash at rate 0.2 and silently lose records at rate "
         "0.2, seed 7): Spark re-ran the crashed attempts and the chains caught every loss: "
         "1 file was replayed (2 rounds).",
+        "The chains of the 1 attempt replayed ended failed, each replay under a new chain: a"
+        " dashboard of the table counts them among its failed chains.",
     ]
 
 

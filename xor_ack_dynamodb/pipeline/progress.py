@@ -150,6 +150,12 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
         )
     elif report.replayed:
         lines.append(f"{were} replayed ({rounds}).")
+    closed = sum(r.replayed for r in report.rounds)  # one chain per replayed attempt
+    if closed:  # what a dashboard then shows beside files that all acked
+        lines.append(
+            f"The chains of the {plural(closed, 'attempt')} replayed ended failed, each replay"
+            " under a new chain: a dashboard of the table counts them among its failed chains."
+        )
     if check is not None:
         lines.append(_verified(check))
     return lines
