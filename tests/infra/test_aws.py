@@ -40,6 +40,26 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
+async def test_a_misspelled_connect_option_is_named_before_the_region_is_looked_for(
+    env: pytest.MonkeyPatch,
+) -> None:
+    """``connect(endpoint=...)`` (for ``endpoint_url``): with no region set, ``RegionMissing``
+    (the typo ignored, the user sent to AWS's settings); with one, botocore's TypeError
+    naming ``ClientBase.__init__``."""
+    from xor_ack_dynamodb.errors import InvalidArgument
+
+    said = r"no option 'endpoint': .*endpoint_url"
+    url = "http://127.0.0.1:1"
+    with (
+        pytest.raises(InvalidArgument, match=said),
+        SyncXorAckDynamoDB.connect(table="t", endpoint=url),  # type: ignore[call-arg]
+    ):
+        pass
+    with pytest.raises(InvalidArgument, match=said):
+        async with XorAckDynamoDB.connect(table="t", endpoint=url):  # type: ignore[call-arg]
+            pass
+
+
 @pytest.mark.parametrize(
     ("variables", "argument", "expected"),
     [

@@ -60,7 +60,12 @@ class Connection(Options, total=False):
 
 
 def connection(options: Connection) -> tuple[Any, Settings, Options]:
-    """``connect``'s options split: the session, the boto client's settings, the rest."""
+    """``connect``'s options split: the session, the boto client's settings, the rest;
+    ``InvalidArgument`` for a name that is none of them, before the region is looked for."""
+    unknown = sorted(set(options) - _CONNECT_KEYS)
+    if unknown:
+        known = ", ".join(sorted(_CONNECT_KEYS))
+        raise InvalidArgument(f"connect() takes no option {unknown[0]!r}: its options are {known}")
     settings = Settings(
         endpoint=options.get("endpoint_url"),
         region_name=options.get("region_name"),
@@ -72,6 +77,8 @@ def connection(options: Connection) -> tuple[Any, Settings, Options]:
 
 #: The keys of ``Connection`` that are not the constructor's.
 _CONNECTION = frozenset(Connection.__annotations__) - frozenset(Options.__annotations__)
+#: Every option ``connect`` takes besides ``table`` and ``direct``.
+_CONNECT_KEYS = Connection.__required_keys__ | Connection.__optional_keys__
 
 
 #: How many transactions ``create_many`` and requests ``stamp_many`` have in flight at once.
