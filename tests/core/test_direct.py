@@ -321,6 +321,9 @@ async def test_an_answer_is_decoded_and_sent_once() -> None:
 async def test_a_refusal_is_raised_at_once_not_landed() -> None:
     outcome, direct, _ = await _update([REFUSED])
     assert isinstance(outcome, ClientError)
+    # botocore's class of the code, as through botocore (it raised a bare ClientError, so an
+    # `except client.exceptions.ConditionalCheckFailedException` missed it)
+    assert type(outcome).__name__ == "ConditionalCheckFailedException"
     assert outcome.response["Error"] == {"Code": "ConditionalCheckFailedException", "Message": "no"}
     assert (direct.sent, direct.passed_on) == (1, 0) and not may_have_landed(outcome)
 

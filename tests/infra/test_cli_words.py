@@ -96,7 +96,7 @@ def test_a_stamp_refused_says_what_to_do(moto_table: TableSpec, moto_endpoint: s
     for verb in [("stamp", "two", "0102"), ("touch", "two", "--timeout", "5")]:
         again = run(*base, "chain", *verb)
         assert_user_error(again, 'TagNotFound: "two"')
-        assert "already acked" in again.stderr and "xor-ack chain show" in again.stderr
+        assert "was acked" in again.stderr and "xor-ack chain show" in again.stderr
 
 
 def test_touch_of_a_chain_without_a_deadline_says_nothing_moved(

@@ -290,7 +290,9 @@ class Direct:
             code = error_code(answer, status)
             if code not in RETRIED_CODES:
                 response = error_response(answer, status, headers, self._members(code))
-                raise ClientError(response, operation)
+                # botocore's class of that code (``ResourceNotFoundException``, ...), as the
+                # same refusal through botocore raises it
+                raise self._client.exceptions.from_code(code)(response, operation)
         # A retried code, a 5xx, a bad CRC32 or an unreadable answer: botocore's turn.
         # A 4xx was refused before anything was written; anything else may have landed.
         return await self._pass_on(method, params, landed=not 400 <= status < 500)

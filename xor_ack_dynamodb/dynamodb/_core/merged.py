@@ -57,6 +57,10 @@ def for_each_caller(error: BaseException) -> BaseException:
         return copied
     try:
         copied = _copy.copy(error)
+        if type(copied) is not type(error) and hasattr(error, "operation_name"):
+            # botocore's class of an error code (``ResourceNotFoundException``) copies as
+            # a plain ``ClientError``: that class again, from the response
+            copied = type(error)(getattr(error, "response", None), error.operation_name)
     except Exception:
         return error
     if type(copied) is not type(error) or str(copied) != str(error):
