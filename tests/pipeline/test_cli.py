@@ -428,6 +428,19 @@ def test_a_spark_error_is_said_before_the_session_stops_not_called_a_bug(
     )
 
 
+def test_an_untracked_runs_failure_is_said_with_the_commands_option() -> None:
+    """`wordcount --no-tracking` whose file fails: the library says `tracking=False`, an
+    argument the command's user never wrote."""
+    from xor_ack_dynamodb.pipeline.interruption import _as_user_error
+    from xor_ack_dynamodb.spark import UntrackedRunFailed
+
+    said = _as_user_error(UntrackedRunFailed("rejected: not-utf8 (input b.txt)"), False)
+    assert said.exit_code == 1
+    line = said.format_message()
+    assert "(--no-tracking)" in line and "tracking=False" not in line, line
+    assert line.startswith("UntrackedRunFailed: ") and "input b.txt" in line, line
+
+
 def test_an_error_that_cannot_say_its_text_is_named_by_its_type() -> None:
     from xor_ack_dynamodb.spark.output import said
 
