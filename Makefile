@@ -75,6 +75,13 @@ DEMO_MARK  := $(DEMO_DB)/.made-by-make-demo
 DEMO_TABLE := xor-ack-wordcount
 DEMO_LOCAL := XOR_ACK_RUN_DIR=$(OUT)/run $(VENV)/bin/xor-ack
 
+# $(1) run under the recipe's shell so that its EXIT trap (the local server's stop) runs on
+# Ctrl-C or SIGTERM too: sh runs a trapped signal's action only after its foreground command
+# ends, so $(1) goes in the background and a signal is passed on to it as SIGTERM (sh starts
+# a background command with SIGINT ignored); the shell ends with $(1)'s status.
+supervised = { $(1) & pid=$$!; trap 'kill -TERM $$pid 2>/dev/null' INT TERM; wait $$pid; status=$$?; \
+	if [ $$status -gt 128 ] && kill -0 $$pid 2>/dev/null; then wait $$pid; status=$$?; fi; exit $$status; }
+
 demo: doctor $(RUNTIME) dynamodb-local
 	@if [ -e $(DEMO_DB) ] && [ ! -e $(DEMO_MARK) ]; then \
 		echo "make demo: $(DEMO_DB) was not made by make demo (it has no $(notdir $(DEMO_MARK))): move it away (delete it if an earlier make demo made it), or run make demo OUT=another-folder" >&2; \
@@ -84,19 +91,18 @@ demo: doctor $(RUNTIME) dynamodb-local
 	@$(DEMO_LOCAL) local stop >/dev/null
 	rm -rf $(DEMO_DB) && mkdir -p $(DEMO_DB) && touch $(DEMO_MARK)
 	eval "$$($(DEMO_LOCAL) --table $(DEMO_TABLE) local start --data-dir $(DEMO_DB) --create-table)" \
-		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT && trap 'exit 130' INT && trap 'exit 143' TERM \
-		&& $(VENV)/bin/xor-ack wordcount $(OUT)/corpus --endpoint-url "$$AWS_ENDPOINT_URL_DYNAMODB" --table $(DEMO_TABLE) --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify
+		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
+		&& $(call supervised,$(VENV)/bin/xor-ack wordcount $(OUT)/corpus --endpoint-url "$$AWS_ENDPOINT_URL_DYNAMODB" --table $(DEMO_TABLE) --output $(OUT)/counts --report $(OUT)/report.json --fail-rate 0.2 --seed 7 --overwrite --verify)
 	@echo "make demo: see the run's chains in a web dashboard: make dashboard"
 
 # The web dashboard of the demo's chains: DynamoDB Local on $(DEMO_DB) again, then
-# `xor-ack dashboard` (it prints the link to open); Ctrl-C stops both (sh runs an EXIT
-# trap on a signal only if the signal is trapped too).
+# `xor-ack dashboard` (it prints the link to open); Ctrl-C or SIGTERM stops both.
 dashboard: $(RUNTIME)
 	@test -d $(DEMO_DB) || { echo "make dashboard: no demo run in $(DEMO_DB): run make demo first" >&2; exit 1; }
 	@$(DEMO_LOCAL) local status >/dev/null || $(DEMO_LOCAL) local start --data-dir $(DEMO_DB) >/dev/null
 	@endpoint="$$($(DEMO_LOCAL) local status | sed -n 's/^endpoint: *//p')" \
-		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT && trap 'exit 130' INT && trap 'exit 143' TERM \
-		&& $(VENV)/bin/xor-ack --endpoint-url "$$endpoint" --table $(DEMO_TABLE) dashboard --open $(DASHBOARD_ARGS)
+		&& trap '$(DEMO_LOCAL) local stop >/dev/null' EXIT \
+		&& $(call supervised,$(VENV)/bin/xor-ack --endpoint-url "$$endpoint" --table $(DEMO_TABLE) dashboard --open $(DASHBOARD_ARGS))
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .

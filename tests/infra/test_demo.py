@@ -1,11 +1,16 @@
 """`make demo` on a folder of its own: it replaces the DynamoDB Local data it made before, and
-refuses, before writing anything, an $(OUT)/dynamodb it did not make."""
+refuses, before writing anything, an $(OUT)/dynamodb it did not make; `make dashboard`
+stops its DynamoDB Local however it is stopped."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +82,50 @@ def test_make_demo_replaces_the_dynamodb_folder_it_made_before(venv: Path, tmp_p
     assert not (out / "dynamodb" / "shared-local-instance.db").exists()  # a fresh table
     starts = [call for call in _calls(venv) if "local start" in call]
     assert len(starts) == 2 and all(f"--data-dir {out / 'dynamodb'}" in s for s in starts)
+
+
+#: As ``_XOR_ACK``, and `local status` names an endpoint, `dashboard` serves until stopped.
+_SERVING_XOR_ACK = """#!/bin/sh
+echo "$*" >> "$(dirname "$0")/../calls"
+case "$*" in
+  *"local status"*) echo "endpoint: http://127.0.0.1:9";;
+  *dashboard*) exec sleep 60;;
+esac
+"""
+
+
+@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM to make"])
+def test_make_dashboard_stops_its_dynamodb_local_however_it_is_stopped(
+    venv: Path, tmp_path: Path, how: str
+) -> None:
+    """The recipe's EXIT trap stops the local server.  sh ran it on no signal at all (the
+    server left running after Ctrl-C); with the signals trapped, only once the dashboard
+    ended, which it never does: a SIGTERM to make (a service manager's stop) hung."""
+    (venv / "bin" / "xor-ack").write_text(_SERVING_XOR_ACK)
+    out = tmp_path / "out"
+    (out / "dynamodb").mkdir(parents=True)
+    make = shutil.which("make")
+    assert make is not None
+    proc = subprocess.Popen(
+        [make, "-s", "-C", str(ROOT), "dashboard", f"VENV={venv}", f"OUT={out}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    calls = venv / "calls"
+    try:
+        deadline = time.monotonic() + 20
+        while not (calls.exists() and "dashboard" in calls.read_text()):
+            assert time.monotonic() < deadline, "the dashboard never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        if how == "Ctrl-C":  # the terminal's: the whole process group
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)  # TimeoutExpired: make never ended
+        assert any("local stop" in line for line in calls.read_text().splitlines())
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the group this test started, if left
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
