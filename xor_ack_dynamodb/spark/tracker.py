@@ -27,11 +27,9 @@ from ..errors import (
     AmbiguousWrite,
     ChainFailed,
     ChainMoved,
-    CorruptItem,
     CreateManyFailed,
     InterruptedWrite,
     StaleLocalData,
-    TagExists,
     TagNotFound,
     UnsettledWrite,
 )
@@ -157,9 +155,8 @@ def create_chains(
     transactions of 100 (``create_many``'s requests in flight), or one request each,
     ``config.concurrency`` at a time (a server with neither, as moto is).
 
-    Every way raises :class:`CreateManyFailed` for the tags whose chain answered
-    (``TagExists``: a live chain holds the tag), the others created; DynamoDB's own
-    errors as the way it took raises them.
+    Every way raises :class:`CreateManyFailed` for the tags not created, each with its
+    error (``TagExists``: a live chain holds the tag; DynamoDB's own), the others created.
     """
     if config.partiql:
         chains.create_many(stamps, via="partiql", **life)
@@ -172,7 +169,7 @@ def create_chains(
     def one(tag: str) -> None:
         try:
             chains.create(tag, stamps[tag], **life)
-        except (TagExists, CorruptItem) as exc:
+        except Exception as exc:  # each tag's own: a TagExists is kept beside DynamoDB's
             refused[tag] = exc
 
     with ThreadPoolExecutor(max_workers=max(1, min(config.concurrency, len(stamps)))) as pool:
