@@ -500,6 +500,7 @@ def test_the_closing_sentences_say_what_was_proved() -> None:
         InputResult("file:/in/b.txt", "failed", 1, ["not-utf8: invalid start byte"]),
     ]
     report.rounds = [RoundSummary(1, 2, replayed=1), RoundSummary(2, 1)]
+    report.chains_failed = 2  # a's first attempt, b's only one
     report.totals = {"words": 1, "distinct_words": 1}
     assert conclusion(report) == [
         "1 of 2 files acked (their words reached the counts exactly once: 1 word, 1 distinct);"
@@ -508,9 +509,25 @@ def test_the_closing_sentences_say_what_was_proved() -> None:
         "Injected faults (task attempts crash at rate 0.2 and silently lose records at rate "
         "0.2, seed 7): Spark re-ran the crashed attempts and the chains caught every loss: "
         "1 file was replayed (2 rounds).",
-        "The chains of the 1 attempt replayed ended failed, each replay under a new chain: a"
-        " dashboard of the table counts them among its failed chains.",
+        "2 chains ended failed, one per attempt that did not ack (a replay runs under a new"
+        " chain): a dashboard of the table counts them.",
     ]
+
+
+def test_the_closing_lines_count_the_failed_chains_not_the_replays() -> None:
+    """A replayed attempt whose chain acked after its round ("completed after its round
+    ended") or was gone ("chain missing") ended no chain failed: counted from the rounds'
+    replays, the line said two failed chains where a dashboard shows none."""
+    from xor_ack_dynamodb.pipeline.progress import conclusion
+    from xor_ack_dynamodb.spark import InputResult, RoundSummary, TrackedReport
+
+    inputs = [
+        InputResult("a", "acked", 2, ["completed after its round ended (not counted)", "acked"]),
+        InputResult("b", "acked", 2, ["chain missing", "acked"]),
+    ]
+    rounds = [RoundSummary(1, 2, replayed=2), RoundSummary(2, 2, acked=2)]
+    report = TrackedReport("run", "out", True, inputs=inputs, rounds=rounds)
+    assert not [line for line in conclusion(report) if "ended failed" in line]
 
 
 def test_an_untracked_run_says_what_verify_found_not_that_nothing_was_verified() -> None:

@@ -284,6 +284,7 @@ def test_a_page_whose_every_input_fails_incurably_stops_the_run_after_its_first_
     told = {e.tag: e for e in events if isinstance(e, Failed)}
     assert set(made_ahead) <= set(told), sorted(set(made_ahead) - set(told))
     assert all(told[tag].reason.startswith("not run: the run stopped: ") for tag in made_ahead)
+    assert report.chains_failed == sum(isinstance(e, Failed) for e in events) >= 8
 
 
 def all_failed(tracker: TrackerConfig, tags: list[str], reason: str) -> bool:

@@ -150,11 +150,10 @@ def conclusion(report: TrackedReport, check: Verification | None = None) -> list
         )
     elif report.replayed:
         lines.append(f"{were} replayed ({rounds}).")
-    closed = sum(r.replayed for r in report.rounds)  # one chain per replayed attempt
-    if closed:  # what a dashboard then shows beside files that all acked
+    if report.chains_failed:  # what a dashboard then shows, even when every file acked
         lines.append(
-            f"The chains of the {plural(closed, 'attempt')} replayed ended failed, each replay"
-            " under a new chain: a dashboard of the table counts them among its failed chains."
+            f"{plural(report.chains_failed, 'chain')} ended failed, one per attempt that did not"
+            " ack (a replay runs under a new chain): a dashboard of the table counts them."
         )
     if check is not None:
         lines.append(_verified(check))

@@ -39,19 +39,12 @@ from . import declared, output
 from .chain_batches import RoundChains, Unanswered, said_of
 from .check import committed_sums
 from .commit import Counts, Written
-from .errors import (
-    DynamoDBFailed,
-    Incurable,
-    OutputWriteFailed,
-    RoundTimedOut,
-    RunIdInUse,
-    UntrackedRunFailed,
-)
+from .errors import DynamoDBFailed, Incurable, OutputWriteFailed, RoundTimedOut, RunIdInUse
 from .files import is_connect
 from .input_tasks import default_input_tasks
 from .isolation import Isolation, incurable, output_at_fault, returned, task_of
 from .job_spec import EventSink, JobSpec
-from .jobs import TaggedJobs, first_line
+from .jobs import TaggedJobs, first_line, untracked_failure
 from .keyed import Keyed
 from .ledger import AckedLedger, refuse_reserved, rows_dir
 from .paging import Page, ahead, pages, sorted_keys
@@ -308,12 +301,7 @@ class TrackedJob:
         if self.spec.tracker is None:
             if error is None:
                 return []
-            if isinstance(error, RoundTimedOut):  # no chains: nothing to replay
-                why = f"its job ran past round_timeout ({self.spec.round_timeout} s): give more"
-                raise UntrackedRunFailed(why, self.report) from error
-            if isinstance(error, XorAckError) or not isinstance(error, Exception):
-                raise error  # a Ctrl-C, or the library's own refusal
-            raise UntrackedRunFailed(first_line(error), self.report) from error
+            raise untracked_failure(error, self.spec.round_timeout, self.report)
         states = None
         if error is None:
             t = time.monotonic()
@@ -402,5 +390,7 @@ class TrackedJob:
         return RoundTimedOut(f"timeout: round not finished within {self.spec.round_timeout:g} s")
 
     def _tell(self, event: Acked | Failed) -> None:
+        if isinstance(event, Failed):  # the chains a table's dashboard counts failed
+            self.report.chains_failed += 1
         if self.spec.on_event is not None:
             self.spec.on_event(event)

@@ -99,3 +99,23 @@ def first_line(exc: BaseException) -> str:
         python_errors = named or python_errors
     first = python_errors[-1] if python_errors else lines[0]
     return f"spark job failed: {first[:300]}"
+
+
+def untracked_failure(
+    error: BaseException, round_timeout: float | None, report: Any
+) -> BaseException:
+    """What an untracked run raises for its round's failed job (no chains: no replay):
+    ``UntrackedRunFailed`` saying what failed (``error`` its cause), or a Ctrl-C or the
+    library's own refusal as it is."""
+    from ..errors import XorAckError
+    from .errors import RoundTimedOut, UntrackedRunFailed
+
+    if isinstance(error, RoundTimedOut):
+        said = f"its job ran past round_timeout ({round_timeout} s): give more"
+    elif isinstance(error, XorAckError) or not isinstance(error, Exception):
+        return error
+    else:
+        said = first_line(error)
+    failed = UntrackedRunFailed(said, report)
+    failed.__cause__, failed.__suppress_context__ = error, True  # as ``raise ... from error``
+    return failed
