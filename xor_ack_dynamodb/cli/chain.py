@@ -90,8 +90,8 @@ def _refusals_said(ctx: click.Context, tag: str, stamp: bytes | None = None) -> 
     except TagNotFound as exc:
         raise UserError(
             f'{exc.code}: "{escaped(tag)}" has no live chain: it was never created, or was'
-            f" acked, failed, deleted or expired (`xor-ack chain show {argument(tag)}` tells"
-            " which); nothing was written"
+            f" acked, deleted or expired (`xor-ack chain show {argument(tag)}` tells which);"
+            " nothing was written"
         ) from exc
     except InvalidTTL as exc:  # before any request: a usage error, in the options' words
         raise ttl_refused(exc) from exc

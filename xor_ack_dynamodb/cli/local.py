@@ -165,7 +165,7 @@ def local_start(
     stop = (
         "xor-ack local stop"
         if not run_dir
-        else f"XOR_ACK_RUN_DIR={shlex.quote(run_dir)} xor-ack local stop"
+        else f"XOR_ACK_RUN_DIR={shlex.quote(os.path.abspath(run_dir))} xor-ack local stop"
     )
     click.echo(
         f"{_kind_name(state)} running at {state.endpoint_url} (pid {state.pid}, {where}); "
