@@ -42,6 +42,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("keys-bytes", {"keys": [b"a"]}, r"keys=.*b'a' \(a bytes\).*must be a string"),
     ("schema-none", {"schema": None}, r"schema=None.*DDL"),
     ("schema-int", {"schema": 5}, r"schema=5.*DDL"),
+    # the output's write refused it, after every round had run and written its chains
+    ("schema-a-column-twice", {"schema": "v long, V string"}, r"declares the column 'v' twice"),
     ("sink-a-path", {"sink": "out"}, r"sink='out'.*Sink\(path="),
     # its staging folder's name is not: an OSError from the first write beside it
     ("sink-name-too-long", {"sink": Sink("o" * 240)}, r"Sink\(path='o+'\) is too long a name"),
@@ -127,6 +129,7 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
         ({"path": "out", "partition_by": 3}, r"partition_by=3.*column names"),
         ({"path": "out", "finish": "sum"}, r"Sink\(finish='sum'\).*callable"),
         ({"path": "out", "format": None}, r"Sink\(format=None\).*string"),
+        ({"path": "out", "table": "t"}, r"a folder \(path=...\) or a catalog table .*not both"),
     ],
     ids=[
         "path-int",
@@ -139,6 +142,7 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
         "partition-not-a-tuple",
         "finish-str",
         "format-none",
+        "path-and-table",
     ],
 )
 def test_a_sink_spark_could_not_write_is_refused_when_it_is_made(

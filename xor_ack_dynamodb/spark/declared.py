@@ -40,6 +40,13 @@ def schema_struct(spark: Any, ddl: str) -> Any:
             f"the schema {ddl!r} declares no column: declare the columns your function "
             'returns as DDL, e.g. "word string, n long"'
         )
+    names = [field.name.lower() for field in struct.fields]  # Spark's names: any case
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # the output's write refused it, after every round had run
+        raise SchemaInvalid(
+            f"the schema {ddl!r} declares the column {twice[0]!r} twice: give each column "
+            "its own name"
+        )
     try:  # the rounds carry the rows as Arrow tables
         from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -47,7 +47,10 @@ class Sink:
             if not isinstance(value, str) and (value is not None or name == "format"):
                 raise InvalidArgument(f"Sink({name}={value!r}): give a string")
         if (self.path is None) == (self.table is None):
-            raise InvalidArgument("a Sink needs a folder (path=...) or a catalog table (table=...)")
+            raise InvalidArgument(
+                "a Sink writes to a folder (path=...) or a catalog table (table=...): give one"
+                + (", not both" if self.path is not None else "")
+            )
         if self.path is not None and not self.path.strip():
             raise InvalidArgument("Sink(path=...) must not be empty")
         if self.files is not None and (
