@@ -20,7 +20,7 @@ what this library did not write, nor a good output with a worse one.  A bad inpu
 fails alone (``isolation``, ``sandbox``).  DataFrame API only: the same code runs
 on classic Spark and over Spark Connect.
 
-A round's Spark jobs run in a thread under a job tag, cancelled (``interruptTag``) past
+A round's Spark jobs run in a thread under a job tag, cancelled (``jobs.TaggedJobs``) past
 ``round_timeout``, its inputs replayed, or on Ctrl-C: the staging folder removed, the output
 as it was, the ``KeyboardInterrupt`` raised.  Each input's end is told as the library's typed
 events (:class:`~xor_ack_dynamodb.events.Acked`, :class:`~xor_ack_dynamodb.events.Failed`).

@@ -1,9 +1,12 @@
 """A round's Spark jobs under one job tag: run in a thread, cancelled past a deadline or on Ctrl-C.
 
 The calling thread waits for the jobs' thread; past the deadline, or when a
-``KeyboardInterrupt`` reaches the waiting thread, it interrupts the tagged jobs
-(``interruptTag``, classic Spark and Spark Connect alike) until they have ended,
-so nothing writes after the caller cleans up.
+``KeyboardInterrupt`` reaches the waiting thread, it cancels the tagged jobs until
+they have ended, so nothing writes after the caller cleans up.  Over Spark Connect
+the tag is the session's (``addTag`` / ``interruptTag``); on classic Spark it is the
+SparkContext's (``addJobTag`` / ``cancelJobsWithTag``): a classic session's tag added
+in the jobs' thread was on no job there (``interruptTag`` found none, and a round past
+its deadline ran to its end).
 """
 
 from __future__ import annotations
@@ -30,9 +33,13 @@ class TaggedJobs:
     """Spark jobs run under ``tag``; ``timed_out()`` makes the error of a job past its deadline."""
 
     def __init__(self, spark: Any, tag: str, timed_out: Callable[[], BaseException]) -> None:
+        from .files import is_connect
+
         self.spark = spark
         self.tag = tag
         self.timed_out = timed_out
+        #: Classic Spark's SparkContext (its job tags), None over Spark Connect.
+        self._context = None if is_connect(spark) else spark.sparkContext
 
     def run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
         """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
@@ -47,7 +54,7 @@ class TaggedJobs:
         outcome: list[BaseException | None] = []
 
         def work() -> None:
-            self.spark.addTag(self.tag)
+            self._tagged(True)
             try:
                 action()
             except BaseException as exc:  # handed to the waiting thread
@@ -55,7 +62,7 @@ class TaggedJobs:
             else:
                 outcome.append(None)
             finally:
-                self.spark.removeTag(self.tag)
+                self._tagged(False)
 
         thread = threading.Thread(target=work, name=f"{self.tag}-jobs", daemon=True)
         thread.start()
@@ -69,12 +76,22 @@ class TaggedJobs:
             return self.timed_out()
         return outcome[0] if outcome else None
 
+    def _tagged(self, on: bool) -> None:
+        """The jobs this thread starts carry the tag (``on``), or no longer."""
+        if self._context is None:
+            (self.spark.addTag if on else self.spark.removeTag)(self.tag)
+        else:
+            (self._context.addJobTag if on else self._context.removeJobTag)(self.tag)
+
     def cancel(self, thread: threading.Thread) -> None:
         """Interrupt the tagged jobs until the thread that runs them ends (or CANCEL_WAIT)."""
         give_up = time.monotonic() + CANCEL_WAIT
         while thread.is_alive() and time.monotonic() < give_up:
             # A job that had not started yet when interrupted would run: interrupt again.
-            self.spark.interruptTag(self.tag)
+            if self._context is None:
+                self.spark.interruptTag(self.tag)
+            else:
+                self._context.cancelJobsWithTag(self.tag)
             thread.join(0.5)
 
 
