@@ -120,6 +120,12 @@ def test_an_error_no_replay_cures_is_said_in_one_line_naming_what_and_where() ->
     assert incurable("Python worker exited unexpectedly (crashed)", ["-"], 0, where) is None
     denied = 'java.io.IOException: Cannot run program "/opt/py": error=13, Permission denied'
     assert "'/opt/py'" in (incurable(denied, ["-"], 0, where) or "")
+    # a function whose module makes a session when imported: replayed max_attempts times
+    on_driver = (
+        "pyspark.errors.exceptions.base.PySparkRuntimeError: [CONTEXT_ONLY_VALID_ON_DRIVER] It"
+        " appears that you are attempting to reference SparkContext from a broadcast ..."
+    )
+    assert "__main__" in (incurable(on_driver, ["-"], 0, where) or "")
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,9 @@ _NO_AWS_SETTING = re.compile(r"(?:botocore\.exceptions\.)?(NoRegionError): [^\n]
 _NO_PROGRAM = re.compile(r'Cannot run program "([^"]+)"[^\n]*?error=(?:2|13),[^\n]*')
 _FAILED_TASK = re.compile(r"Task (\d+) in stage [\d.]+ failed")
 _VERSION = re.compile(r"PYTHON_VERSION_MISMATCH[^\n]*|Python in worker has different version[^\n]*")
+#: The driver's SparkSession or SparkContext used where the tasks run: in the function, or in
+#: a module it imports that makes a session when imported.
+_DRIVER_ONLY = re.compile(r"CONTEXT_ONLY_VALID_ON_DRIVER")
 #: DynamoDB refusing the tasks' requests for good: their credentials, or the table where they
 #: look (throttles, 5xx and a network that fails for a while are replayed).
 _REFUSED = re.compile(
@@ -244,6 +247,13 @@ def _setup_problem(text: str, where: str) -> str | None:
         return (
             f"the Python on {where} is not the driver's version ({one_line(found.group(0))}): "
             "run the same Python minor version on both sides"
+        )
+    if _DRIVER_ONLY.search(text) is not None:
+        return (
+            f"the tasks use a SparkSession or SparkContext on {where} "
+            "(CONTEXT_ONLY_VALID_ON_DRIVER), which only the driver has: keep Spark out of the"
+            " function, and out of what the module it lives in runs when it is imported (make"
+            ' the session under `if __name__ == "__main__":`)'
         )
     found = _REFUSED.search(text)
     if found is not None:
