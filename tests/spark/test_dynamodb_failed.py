@@ -174,6 +174,7 @@ def test_an_unreachable_dynamodb_stops_the_run_at_its_first_chains_with_one_type
     assert error.phase == "create" and error.round == 1
     assert isinstance(error.__cause__, EndpointConnectionError)
     assert "EndpointConnectionError: Could not connect" in str(error)
+    assert "check the chains' endpoint_url and region" in str(error)  # it said: wait
     assert not out.exists()
 
 

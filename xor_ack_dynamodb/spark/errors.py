@@ -203,6 +203,8 @@ class DynamoDBFailed(SparkTrackingError):
             )
         )
         earlier = f"; the {acked} inputs acked before are not in the output either" if acked else ""
+        if "Could not connect to the endpoint URL" in cause:  # nothing there: a typo, or down
+            cause += " (check the chains' endpoint_url and region, or start the server there)"
         if phase == "marks after commit":  # the output is in place: say so, and what follows
             message = (
                 f'DynamoDB failed the driver during {where}: {cause}. Run "{run_id}" put its '

@@ -198,7 +198,7 @@ def incurable(job_error: str | None, outcomes: Sequence[str], acked: int, where:
         return None
     if output_at_fault(outcomes):
         return (
-            f"the function returned no rows table for any input "
+            f"the function's output was refused for every input "
             f"({outcomes[0][len(BAD_OUTPUT) :]}): "
             "fix the function (in the job's code, on the client) to return a pyarrow.Table "
             "with the declared columns"
