@@ -8,7 +8,7 @@ an in-memory ``Acker`` or ``Ack``, shared by every sink over that tracker.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from weakref import WeakKeyDictionary
 
 
@@ -39,6 +39,16 @@ class AppliedTokens:
             return False
         seen.add(token)
         return True
+
+    def once(self, tree: Hashable, token: bytes | None, write: Callable[[], bool]) -> bool:
+        """``write()`` (a tree's stamp; True: the tree completed) unless ``token`` was applied
+        on ``tree`` before (False then); a tree it completes forgets its tokens."""
+        if not self.first(tree, token):
+            return False  # applied before: an input processed again
+        completed = write()
+        if completed:
+            self.ended(tree)
+        return completed
 
     def ended(self, tree: Hashable) -> None:
         self._by_tree.pop(tree, None)

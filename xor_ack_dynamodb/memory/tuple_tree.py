@@ -158,13 +158,9 @@ class AckerSink:
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
         acker = acker_for(self.ackers, anchor_id)
-        tokens = _tokens_of(acker)
-        if not tokens.first(anchor_id, token):
-            return False  # applied before: an input processed again
-        completed = isinstance(acker.ok(anchor_id, value), Acked)
-        if completed:
-            tokens.ended(anchor_id)
-        return completed
+        return _tokens_of(acker).once(
+            anchor_id, token, lambda: isinstance(acker.ok(anchor_id, value), Acked)
+        )
 
     def fail(self, anchor_id: int) -> None:
         acker = acker_for(self.ackers, anchor_id)
@@ -194,12 +190,7 @@ class AckSink:
 
     def xor(self, anchor_id: int, value: int, *, token: bytes | None) -> bool:
         tag = self.tag(anchor_id)
-        if not self.tokens.first(tag, token):
-            return False  # applied before: an input processed again
-        completed = self.ack.stamp(tag, id_stamp(value))
-        if completed:
-            self.tokens.ended(tag)
-        return completed
+        return self.tokens.once(tag, token, lambda: self.ack.stamp(tag, id_stamp(value)))
 
     def fail(self, anchor_id: int) -> None:
         self.tokens.ended(self.tag(anchor_id))
