@@ -227,6 +227,10 @@ class Write:
     statement: dict[str, Any]
     waiter: Any
 
+    def tag(self, partition_key: str) -> str:
+        """The chain this write stamps (its item's key)."""
+        return str(self.params["Key"][partition_key]["S"])
+
 
 #: What a write came to: its UpdateItem's response, or the error its UpdateItem would raise.
 Result = dict[str, Any] | Exception

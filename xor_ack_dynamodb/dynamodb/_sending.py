@@ -119,7 +119,7 @@ class Sending(ClientBase["DynamoDBClient"]):
                     if write is own:  # task cancelled (its future awaited by no one)
                         write.waiter.cancel()
                     else:  # the others' writes may have landed
-                        tag = str(write.params["Key"][self._core.partition_key]["S"])
+                        tag = write.tag(self._core.partition_key)
                         write.waiter.set_exception(InterruptedWrite(tag, self.token_window))
                 elif isinstance(results[i], BaseException):
                     write.waiter.set_exception(results[i])

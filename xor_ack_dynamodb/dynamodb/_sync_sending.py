@@ -37,6 +37,15 @@ if TYPE_CHECKING:
 _INTERRUPTED = object()
 
 
+def in_a_thread(work: Callable[..., object], *args: Any) -> None:
+    """``work(*args)`` in a daemon thread of its own, or here if no thread can start (a
+    process out of threads, or shutting down): what it writes must not be left unsent."""
+    try:
+        threading.Thread(target=work, args=args, daemon=True).start()
+    except RuntimeError:
+        work(*args)
+
+
 class SyncSending(ClientBase["DynamoDBClient"]):
     """The sync client's sending, under its API (see the module)."""
 
@@ -108,14 +117,10 @@ class SyncSending(ClientBase["DynamoDBClient"]):
             with self._queue_lock:
                 withdrawn = self._batcher.plan.withdraw(write)
             if not withdrawn:  # in a batch: its lead may come here, and must still be sent
-                try:
-                    threading.Thread(target=drain, args=(inbox, self._flush), daemon=True).start()
-                except RuntimeError:  # no thread can start: this one sends it, then stops
-                    drain(inbox, self._flush)
+                in_a_thread(drain, inbox, self._flush)
             raise
         if value is _INTERRUPTED:  # the thread sending its batch was interrupted
-            tag = str(update.key[self._core.partition_key]["S"])
-            raise InterruptedWrite(tag, self.token_window)
+            raise InterruptedWrite(write.tag(self._core.partition_key), self.token_window)
         if isinstance(value, BaseException):
             raise value
         return value
@@ -209,10 +214,7 @@ class SyncSending(ClientBase["DynamoDBClient"]):
         """``merge`` (and what queues behind it) written by a thread of its own; by this one
         if no thread can be started (a process out of threads, or shutting down): taken off
         the queue, nobody else would write them, and the tag would wait for them forever."""
-        try:
-            threading.Thread(target=self._write_rest, args=(merge,), daemon=True).start()
-        except RuntimeError:
-            self._write_rest(merge)
+        in_a_thread(self._write_rest, merge)
 
     def _write_rest(self, merge: Merge[Future[Outcome]]) -> None:
         """:meth:`_write_merges` in a thread of its own: its errors reached the waiters."""
