@@ -50,11 +50,6 @@ def _no_table(key: str, rows: Any) -> Any:
     return None  # no rows table for any input: Incurable (output at fault)
 
 
-def _slow_count(key: str, rows: Any) -> Any:
-    time.sleep(4)
-    return count_file(key, rows)
-
-
 def test_a_non_callable_on_event_is_refused_before_the_checkpoint_is_written(
     local_spark: Any, tmp_path: Path, tracker: TrackerConfig
 ) -> None:
@@ -122,19 +117,32 @@ def test_dynamodb_failing_the_marks_of_a_batch_gone_past_as_incurable_is_dynamod
     assert "Unanswered" not in str(stopped.value)
 
 
+def _slow_count_noting(done: Path) -> Any:
+    """``count_file`` after 4 s; the time it returned, written to ``done``."""
+
+    def count(key: str, rows: Any) -> Any:
+        time.sleep(4)
+        done.write_text(repr(time.time()))
+        return count_file(key, rows)
+
+    return count
+
+
 def test_a_batch_longer_than_retention_still_remembers_what_it_committed(
     local_spark: Any, tmp_path: Path, tracker: TrackerConfig
 ) -> None:
     """A mark was created with TTL ``retention`` when the batch started; the batch commits
     after that TTL passed, its ack stamp meets an expired mark (``ChainMoved``), which
-    ``_stamp_acked`` ignores: the input, committed a moment ago, is not remembered at all
+    ``_stamp_acked`` ignored: the input, committed a moment ago, was not remembered at all
     (``retention``: "seconds it remembers an input it committed"), so a restart without
-    the checkpoint commits it a second time."""
+    the checkpoint committed it a second time.  The mark is read as it is in the table,
+    not through the clock: acked, and kept ``retention`` seconds from the commit."""
     inbox = _inbox(tmp_path, {"a.txt": "one two\n"})
     out = tmp_path / "out"
+    done = tmp_path / "returned"
     query = track_stream(
         _stream(local_spark, inbox, short_key=True),
-        _slow_count,
+        _slow_count_noting(done),
         SCHEMA,
         _sink(out),
         key="file",
@@ -147,10 +155,15 @@ def test_a_batch_longer_than_retention_still_remembers_what_it_committed(
     query.awaitTermination(240)
     assert query.exception() is None
     assert len(list(out.glob("batch=*"))) == 1  # a.txt committed
-    # Right after the commit, well within `retention` of it: a run reading a.txt again
-    # (its checkpoint lost) must leave it out.
-    later = StreamMarks(None, tracker, "review-retention", str(out), "later")
-    assert list(later.unmarked(iter(["a.txt"]))) == []
+    marks = StreamMarks(None, tracker, "review-retention", str(out), "later")
+    key = {tracker.partition_key: {"S": marks.tag("a.txt")}}
+    item = tracker.client().get_item(TableName=tracker.table, Key=key, ConsistentRead=True)
+    mark = item["Item"]
+    assert set(mark["stamp"]["B"]) == {0}, "the commit's stamp did not land on the mark"
+    assert "acked_at" in mark
+    # Kept `retention` seconds from the commit, which came after the function returned
+    # (the mark was made 4 s before that): a run reading a.txt again in that time skips it.
+    assert int(mark["expires_at"]["N"]) >= float(done.read_text()) + 3.0
 
 
 def test_a_report_of_more_than_a_mebibyte_reads_back(tmp_path: Path) -> None:
