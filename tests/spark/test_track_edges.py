@@ -42,7 +42,7 @@ def test_a_schema_given_as_a_struct_type_is_refused_before_any_chain(
 
     out = tmp_path / "out"
     schema = "struct<key:string,n:bigint>"
-    with pytest.raises(SchemaInvalid, match="toDDL"):
+    with pytest.raises(SchemaInvalid, match="StructType itself"):
         track(
             local_spark,
             echo,
@@ -53,6 +53,26 @@ def test_a_schema_given_as_a_struct_type_is_refused_before_any_chain(
             max_attempts=2,
         )
     assert chains(tracker) == [] and not out.exists()
+
+
+def test_a_struct_type_schema_runs_as_its_ddl(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """A ``StructType`` (what ``mapInPandas`` takes) was refused as "not a string"; an
+    empty one declares no column."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from xor_ack_dynamodb.spark.errors import SchemaInvalid
+
+    out = tmp_path / "out"
+    with pytest.raises(SchemaInvalid, match="no column"):
+        track(local_spark, echo, StructType([]), Sink(str(out)), keys=["a"], tracker=tracker)
+    assert chains(tracker) == [] and not out.exists()
+    schema = StructType([StructField("key", StringType()), StructField("n", LongType())])
+    report = track(local_spark, echo, schema, Sink(str(out)), keys=["a", "bb"], tracker=tracker)
+    assert report.ok
+    rows = local_spark.read.parquet(str(out)).collect()
+    assert sorted((row.key, row.n) for row in rows) == [("a", 1), ("bb", 2)]
 
 
 def long_key(key: str, rows: Any) -> Any:

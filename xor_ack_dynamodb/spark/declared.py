@@ -9,20 +9,35 @@ from .errors import InvalidArgument, KeyColumnMissing, SchemaInvalid
 from .output import said
 
 
+def schema_ddl(schema: Any) -> Any:
+    """``schema`` as DDL: a ``StructType`` (what ``mapInPandas`` and ``createDataFrame`` also
+    take) as its columns' DDL; anything else as given (:func:`schema_struct` checks it)."""
+    from pyspark.sql.types import StructType
+
+    if isinstance(schema, StructType):
+        if not schema.fields:
+            raise SchemaInvalid(
+                "schema=StructType([]) declares no column: declare the columns your "
+                'function returns, e.g. "word string, n long"'
+            )
+        return schema.toDDL()
+    return schema
+
+
 def schema_struct(spark: Any, ddl: str) -> Any:
     """The ``StructType`` of the rows ``ddl`` declares, or :class:`SchemaInvalid`."""
     from pyspark.errors import AnalysisException, ParseException
 
     if not isinstance(ddl, str):
         raise SchemaInvalid(
-            f"schema={ddl!r} is not a string: declare the columns your function returns "
-            'as DDL, e.g. "word string, n long"'
+            f"schema={ddl!r} is neither DDL nor a StructType: declare the columns your "
+            'function returns, e.g. "word string, n long"'
         )
     if ddl.strip()[:7].lower() == "struct<":  # Spark reads it, but not with columns after it
         raise SchemaInvalid(
             f"the schema {ddl!r} is a struct type, and the rounds add their own columns to "
             'the declared ones: declare the columns as DDL, e.g. "key string, n bigint" '
-            "(StructType.toDDL() gives it)"
+            "(or give the StructType itself)"
         )
     try:
         struct = spark.createDataFrame([], ddl).schema

@@ -23,7 +23,7 @@ import logging
 import os
 import uuid
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors._refusals import shown
 from .chain_batches import Unanswered
@@ -46,6 +46,9 @@ from .stream_marks import (
 )
 from .stream_marks import batch_path as run_batch_path
 from .table_check import check_table
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger("xor_ack_dynamodb.spark")
 
@@ -75,7 +78,7 @@ def batch_run_id(given: str | None) -> str:
 def track_stream(
     stream: Any,
     process: Process,
-    schema: str,
+    schema: str | StructType,
     sink: Sink,
     *,
     key: str,
@@ -100,7 +103,7 @@ def track_stream(
     the batch commits its acked inputs and the query goes on, the failed ones told to
     ``on_event``, logged, and left as failed chains (their keys are not marked committed).
     """
-    from .declared import check_key, schema_struct
+    from .declared import check_key, schema_ddl, schema_struct
     from .tracking import job_spec, tracked_job
 
     if not isinstance(sink, Sink):
@@ -180,14 +183,15 @@ def track_stream(
             raise OutputUnusable(
                 f"{what} {where!r} is a file: give a folder (it is made if it is missing)"
             )
-    struct = schema_struct(spark, schema)
+    ddl: str = schema_ddl(schema)
+    struct = schema_struct(spark, ddl)
     check_key(stream, key)
     refuse_reserved(struct.fieldNames())
     checked = dict(options)
     if is_connect(spark) and isinstance(checked.get("report"), str | os.PathLike):
         checked["report"] = None  # on the server's disk: its name alone is checked below
     tracker = job_spec(
-        spark, process, schema, sink, source=stream, key=key, on_event=on_event, **checked
+        spark, process, ddl, sink, source=stream, key=key, on_event=on_event, **checked
     ).tracker
     if tracker is not None:
         check_table(tracker, stream_id)  # the table there and answering, once
@@ -239,7 +243,7 @@ def track_stream(
         job = tracked_job(
             spark,
             process,
-            schema,
+            ddl,
             target,
             source=frame,
             key=key,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .conf import chains_config
+from .declared import schema_ddl
 from .errors import InvalidArgument
 from .faults import FaultConfig
 from .job import TrackedJob
@@ -17,11 +18,14 @@ from .sink import Sink
 from .stages import Process
 from .tracker import TrackerConfig
 
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
 
 def track(
     spark: Any,
     process: Process,
-    schema: str,
+    schema: str | StructType,
     sink: Sink,
     *,
     source: Any = None,
@@ -113,7 +117,7 @@ def track(
 
 
 def tracked_job(
-    spark: Any, process: Process, schema: str, sink: Sink, **options: Any
+    spark: Any, process: Process, schema: str | StructType, sink: Sink, **options: Any
 ) -> TrackedJob:
     """:func:`track`'s job, not run yet: ``options`` as :func:`job_spec` takes them
     (``marks``: ``track_stream``'s commit marks)."""
@@ -123,7 +127,7 @@ def tracked_job(
 def job_spec(
     spark: Any,
     process: Process,
-    schema: str,
+    schema: str | StructType,
     sink: Sink,
     *,
     table: str | None = None,
@@ -155,7 +159,7 @@ def job_spec(
         )
     return JobSpec(
         process=process,
-        schema=schema,
+        schema=schema_ddl(schema),
         sink=sink,
         tracker=tracker if tracking else None,
         faults=faults or FaultConfig(),
