@@ -29,11 +29,13 @@ NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
 
 # The helper: starts a fake server (its command line carries moto.server, so server_status
 # recognises it), says its pid, reaps it when it dies, then gives its pid to a bystander.
+# The fake server, whose stdout is the helper's, says "ready" once its SIGTERM handler is in.
 _HELPER = r"""
 import os, subprocess, sys, time
 _SERVER = (
     "import signal, sys, time\n"
     "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.3), sys.exit(0)))\n"
+    "print('ready', flush=True)\n"
     "time.sleep(600)\n"
 )
 # SIGTERM ends it 0.3 s later (a server shutting down): stop sees it alive, and waits
@@ -82,8 +84,11 @@ def test_stop_does_not_sigkill_a_process_that_reused_the_servers_pid(
     )
     assert helper.stdout is not None
     try:
-        pid = int(helper.stdout.readline())
-        time.sleep(0.3)  # the fake server has exec'd python with its marker
+        # The helper's pid line and the fake server's "ready" (its SIGTERM handler is in,
+        # its command line carries the marker), in whichever order they come.
+        said = sorted(helper.stdout.readline().strip() for _ in range(2))
+        assert said[1] == "ready", said
+        pid = int(said[0])
         run_dir.mkdir(parents=True)
         state = ServerState(
             pid=pid,
