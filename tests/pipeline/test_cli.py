@@ -546,3 +546,19 @@ def test_an_untracked_run_says_what_verify_found_not_that_nothing_was_verified()
         "give exactly the counts in the output (2 words, 2 distinct).",
     ]
     assert conclusion(report)[0].endswith("(--no-tracking): nothing was verified.")
+
+
+def test_the_summarys_total_says_spark_s_start_is_not_in_it() -> None:
+    """The table's "seconds: total" (from track()'s start) was read against the timeline,
+    which counts Spark's start too: the two disagreed by Spark's start-up."""
+    from rich.console import Console
+
+    from xor_ack_dynamodb.pipeline.progress import summary_table
+    from xor_ack_dynamodb.spark import TrackedReport
+
+    report = TrackedReport("r", "out", True, seconds={"output": 1.5, "total": 22.4})
+    console = Console(width=100, record=True)
+    console.print(summary_table(report))
+    text = console.export_text()
+    assert "seconds: total, after Spark started" in text and "22.40" in text
+    assert "seconds: output" in text
