@@ -22,6 +22,7 @@ from xor_ack_dynamodb.fleet.lambda_sqs import SqsBatchHandler
 from xor_ack_dynamodb.table import TableSpec
 
 from .test_lambda import batch
+from .test_worker import wait_for
 
 pytestmark = pytest.mark.ddblocal
 
@@ -89,14 +90,26 @@ async def test_the_worker_backs_off_a_handler_raising_cancelled_error(
         _fleet(ddb_table, ddb_local_endpoint, handler, SqsSender(client, work)) as fleet,
     ):
         await fleet.submit("cancelled-job", None)
-        worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=30)
+        visibilities: list[int] = []  # what the worker set, once SQS answered
+
+        class Recorded:  # the worker's client, its visibility changes recorded
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+            async def change_message_visibility(self, **request: Any) -> Any:
+                answer = await client.change_message_visibility(**request)
+                visibilities.append(request["VisibilityTimeout"])
+                return answer
+
+        worker = Worker(fleet, Recorded(), work, concurrency=2, wait_time=1, visibility_timeout=30)
         stop = asyncio.Event()
         running = asyncio.ensure_future(worker.run(stop))
-        await asyncio.sleep(3)
+        # Backed off (failed, visibility 2 s) or released (visibility 0): either ends it.
+        await wait_for(lambda: visibilities, 30)
         stop.set()
         stats = await running
     assert stats["released"] == 0 and stats["failed"] >= 1, dict(stats)
-    assert stats["received"] <= 2, dict(stats)  # the back-off: 2 s after the first receive
+    assert visibilities[0] == 2, visibilities  # the back-off of a first receive: 2**1 s
 
 
 async def test_a_plain_generator_handler_does_not_block_the_event_loop(

@@ -169,14 +169,17 @@ def test_a_batch_returns_before_the_invocation_ends_naming_what_it_did_not_handl
         submit(submitting, tag, "slow" if tag.startswith("slow") else 0)
     roots = [e.to_json() for e in sent.sent]
     slow = opener(ddb_local_endpoint, ddb_table.name, box, handler=slow_on_slow_jobs)
-    handler = SqsBatchHandler(slow, margin=1.0)
+    # Returns by 7 - 3 = 4 s: the fast messages (0.1-0.4 s here) have 4 s to be done, and
+    # cancelling the slow one and returning has 2 s (ms here), a slow machine's too; one
+    # that ignored the margin would return at the end, 7 s.
+    handler = SqsBatchHandler(slow, margin=3.0)
     try:
         started = time.monotonic()
-        response = handler(batch(roots, fifo=fifo), Invocation(3.0))
+        response = handler(batch(roots, fifo=fifo), Invocation(7.0))
         took = time.monotonic() - started
         late = ["m-1", "m-2"] if fifo else ["m-1"]  # FIFO: the slow one and every later one
         assert response == {"batchItemFailures": [{"itemIdentifier": m} for m in late]}
-        assert 1.5 <= took < 3.0  # by the margin, not the slow handler's minute
+        assert 3.5 <= took < 6.0  # by the margin, not the slow handler's minute
         assert sorted(box.done) == ([tags[0]] if fifo else [tags[0], tags[2]])
         # No context (a test, a direct call): no deadline, as before.
         assert handler(batch([roots[0]]), None) == {"batchItemFailures": []}

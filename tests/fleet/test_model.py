@@ -8,6 +8,8 @@ import logging
 import random
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -590,8 +592,27 @@ async def test_a_dead_letter_racing_a_replay_leaves_the_new_generation_alone(
         assert [c.tag for c in h.completed] == ["job-race"]
 
 
+@asynccontextmanager
+async def moved_clock(
+    endpoint: str, table: TableSpec, handler: Any, later: list[float], **options: Any
+) -> AsyncIterator[Harness]:
+    """A harness whose fleet's clock is ``later[0]`` s ahead: deadlines pass when the test
+    moves it, not after a sleep (Fleet.connect's client, with that clock)."""
+    h = Harness()
+    async with XorAckDynamoDB.connect(
+        table=table.name,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        token_window=FLEET_TOKEN_WINDOW,
+        tombstone_ttl=DEFAULT_MARKER_TTL,
+        clock=lambda: time.time() + later[0],
+    ) as ack:
+        h.fleet = Fleet(ack, handler=handler, send=h.send, continuation=h.continuation, **options)
+        yield h
+
+
 async def test_a_stalled_job_is_failed_by_the_sweeper_and_its_messages_dropped(
-    harness_factory: Any,
+    ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
     ran: list[Any] = []
 
@@ -599,36 +620,42 @@ async def test_a_stalled_job_is_failed_by_the_sweeper_and_its_messages_dropped(
         ran.append(message.payload)
         return [1, 1] if message.payload == 0 else []
 
-    # Deadlines of 3 s: the writes before them must land in time on a loaded machine too.
-    async with harness_factory(counting, timeout=3) as h:
-        await h.fleet.submit("job-stall", 0)  # a deadline 3 s from now
+    later = [0.0]
+    async with moved_clock(ddb_local_endpoint, ddb_table, counting, later, timeout=60) as h:
+        await h.fleet.submit("job-stall", 0)  # a deadline 60 s from now
         await h.fleet.handle(h.queue.pop().to_json())
         children = list(h.queue)
         h.queue.clear()
-        await asyncio.sleep(3.1)  # the job stalls: its two children never ran in time
+        assert await h.fleet.ack.sweep() == []  # not overdue yet: nothing to fail
+        later[0] = 61.0  # the job stalls: its two children never ran in time
         swept = await h.fleet.ack.sweep()
         assert [(s.tag, s.reason) for s in swept] == [("job-stall", "timeout")]
         for env in children:
             handled = await h.fleet.handle(env.to_json())
             assert handled.verdict is Verdict.CLOSED and not handled.acked
         assert ran == [0] and h.completed == []  # no handler ran on the failed chain
-        await h.fleet.replay("job-stall", 0, timeout=60)
+        await h.fleet.replay("job-stall", 0, timeout=60)  # 60 s from the moved clock
         await h.drain()
         assert [c.tag for c in h.completed] == ["job-stall"]
 
 
 async def test_a_write_that_meets_the_deadline_fails_the_job_and_is_dropped(
-    harness_factory: Any,
+    ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
+    later = [0.0]
+    ran: list[Any] = []
+
     async def slow(message: Any) -> list[Any]:
+        ran.append(message.payload)
         if message.payload == 1:
-            await asyncio.sleep(3.1)  # read in time, written too late
+            later[0] = 61.0  # read in time, written too late: the deadline passes meanwhile
         return [1] if message.payload == 0 else []
 
-    async with harness_factory(slow, timeout=3) as h:
+    async with moved_clock(ddb_local_endpoint, ddb_table, slow, later, timeout=60) as h:
         await h.fleet.submit("job-late", 0)
         await h.fleet.handle(h.queue.pop().to_json())
         late = await h.fleet.handle(h.queue.pop().to_json())
+        assert ran == [0, 1]  # its handler ran: the message was not dropped before it
         assert late.verdict is Verdict.CLOSED and not late.acked
         assert h.queue == []  # nothing of the late message counts
         state = await h.fleet.ack.get("job-late")

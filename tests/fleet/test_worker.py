@@ -125,15 +125,17 @@ async def test_a_job_for_a_queue_that_does_not_exist_creates_no_chain(
 async def test_visibility_is_extended_while_a_handler_works(
     moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
-    # A visibility timeout of 6 s, extended every 2 s: a busy machine may stall the
-    # extension by up to 4 s before SQS would deliver the message again.
-    work, _ = make_queues(moto_endpoint, visibility=6)
+    # A visibility timeout of 7 s, extended every third of it (7/3 s): a busy machine may
+    # stall an extension by up to 4.7 s before SQS would deliver the message again. The
+    # handler outlasts it by 1.5 s: unextended, the message is visible again at 7 s and
+    # received again (moto looks every second) while the first handler still works.
+    work, _ = make_queues(moto_endpoint, visibility=7)
     done: list[str] = []
     calls: list[int] = []
 
     async def slow(message: Message) -> list[Any]:
         calls.append(message.receive_count)
-        await asyncio.sleep(8)  # longer than the visibility timeout
+        await asyncio.sleep(8.5)  # longer than the visibility timeout
         return []
 
     async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, slow, done) as (
@@ -141,7 +143,7 @@ async def test_visibility_is_extended_while_a_handler_works(
         client,
     ):
         await fleet.submit("slow-job", None)
-        worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=6)
+        worker = Worker(fleet, client, work, concurrency=2, wait_time=1, visibility_timeout=7)
         stop = asyncio.Event()
         running = asyncio.ensure_future(worker.run(stop))
         await wait_for(lambda: done == ["slow-job"], 40)
