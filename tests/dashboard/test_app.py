@@ -972,17 +972,24 @@ async def test_mounted_under_a_prefix(ddb_local_endpoint: str, populated: TableS
         await board.close()
 
 
-async def test_dynamodb_down_is_a_pages_502_and_its_requests_give_up_soon() -> None:
+async def test_dynamodb_down_is_a_pages_502_and_its_requests_give_up_soon(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A page waits on its requests: the clients' default budget (ten retries) took about
     50 s per request to give up on a refused connection, so the dashboard's client has
-    the CLI's (``aws.fail_fast_config``)."""
+    the CLI's (``aws.fail_fast_config``).  The page says what to check, and the log has
+    one line per such page (each one wrote a whole traceback)."""
     nowhere = "http://127.0.0.1:9"  # nothing listens: refused at once
     board = Dashboard(table="no-server", endpoint_url=nowhere, token=TOKEN)
     try:
         client = await logged_in(board)
+        caplog.clear()
         page = await client.get("/chains?status=failed")
         assert page.status == 502, page.text
-        assert "DynamoDB unreachable" in page.text
+        assert "DynamoDB unreachable" in page.text and "xor-ack local status" in page.text
+        said = [r for r in caplog.records if r.name.startswith("xor_ack_dynamodb.dashboard")]
+        assert said and all(r.exc_info is None for r in said), said
+        assert any("DynamoDB unreachable" in r.getMessage() for r in said), said
         retries = board.ack.client.meta.config.retries
         assert retries["total_max_attempts"] == FAIL_FAST_ATTEMPTS, retries
     finally:

@@ -191,7 +191,7 @@ async def _check_table(config: Any) -> None:
     from xor_ack_dynamodb.dynamodb.aws import fail_fast_config
     from xor_ack_dynamodb.table import TableMismatch, TableSpec
 
-    where = config.endpoint_url or "AWS"
+    where = _where(config)
     async with XorAckDynamoDB.connect(
         table=config.table,
         partition_key=config.partition_key,
@@ -204,7 +204,10 @@ async def _check_table(config: Any) -> None:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "ResourceNotFoundException":
-                raise Refused(f"table {config.table} does not exist at {where}") from exc
+                raise Refused(
+                    f"table {config.table} does not exist at {where}: name the chains table "
+                    f"(--table), or create it (xor-ack --table {config.table} table create)"
+                ) from exc
             raise Refused(f"DynamoDB at {where} refused: {exc}") from exc
         except BotoCoreError as exc:
             if isinstance(exc, (NoCredentialsError, NoRegionError)):  # not the network's
@@ -214,6 +217,46 @@ async def _check_table(config: Any) -> None:
         TableSpec(name=config.table, partition_key=config.partition_key).check(described["Table"])
     except TableMismatch as exc:
         raise Refused(str(exc)) from exc
+    await asyncio.to_thread(_check_chains, config, described["Table"], where)
+
+
+def _check_chains(config: Any, table: Any, where: str) -> None:
+    """Refuse a table that does not show it holds chains (a user's own table keyed as the
+    chains are): its pages would tell to upgrade it, which ``table upgrade`` refuses.  A
+    table with the inventory indexes is one (no request); another is read as
+    ``table upgrade`` reads it (``check_chains_table``: its TTL, a few items)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from xor_ack_dynamodb.dynamodb.aws import fail_fast_config, sync_client
+    from xor_ack_dynamodb.dynamodb.ownership import (
+        NotAChainsTable,
+        check_chains_table,
+        inventory_indexes,
+    )
+
+    if inventory_indexes(table):
+        return
+    client = sync_client(
+        endpoint=config.endpoint_url, region_name=config.region_name, config=fail_fast_config()
+    )
+    try:
+        check_chains_table(client, table)
+    except NotAChainsTable as exc:
+        raise Refused(
+            f"table {config.table} at {where} does not look like a chains table ({exc.why}): "
+            "name the chains table (--table)"
+        ) from exc
+    except (BotoCoreError, ClientError) as exc:
+        raise Refused(f"DynamoDB at {where} refused reading table {config.table}: {exc}") from exc
+    finally:
+        client.close()
+
+
+def _where(config: Any) -> str:
+    """The endpoint the dashboard's clients send to, as a line says it (AWS's: "AWS")."""
+    from xor_ack_dynamodb.dynamodb.aws import endpoint_url
+
+    return endpoint_url(config.endpoint_url) or "AWS"
 
 
 async def _check_replay_queue(config: Any) -> None:
@@ -290,7 +333,7 @@ def _serve(config: Any, sock: socket.socket, open_browser: bool) -> None:
     public = config.public
     served = f"http://{shown}:{bound_port}"
     link = dashboard.login_url(served if public is None else str(public))
-    where = config.endpoint_url or "AWS"
+    where = _where(config)
     click.echo(
         f"xor-ack dashboard: table {config.table} at {where}"
         f"{' (read-only)' if config.read_only else ''}"

@@ -81,7 +81,12 @@ def refusal_of(exc: Exception) -> Refused:
             f"{error.get('Code', 'error')}: {error.get('Message', exc)}",
         )
     if isinstance(exc, BotoCoreError):
-        return Refused(502, "DynamoDB unreachable", str(exc))
+        return Refused(
+            502,
+            "DynamoDB unreachable",
+            f"{exc}: check that DynamoDB answers at the endpoint the dashboard was started "
+            "with (DynamoDB Local: xor-ack local status), then load the page again",
+        )
     return Refused(500, "Internal error", "the dashboard met an error: see its log")
 
 
@@ -94,8 +99,10 @@ def _routing(status: int) -> str:
 async def handle(request: Request, exc: Exception) -> Response:
     """Starlette's exception handler: the error page."""
     refused = refusal_of(exc)
-    if refused.status >= 500:
+    if refused.status == 500:  # the dashboard's own error: its traceback, for a report
         log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    elif refused.status > 500:  # DynamoDB's: one line, as the page says it
+        log.warning("%s %s: %s", request.method, request.url.path, refused)
     renderer: Renderer = request.app.state.dashboard.renderer
     response = renderer.render(
         request,

@@ -103,7 +103,7 @@ class Follower:
         last_refresh = time.monotonic()
         while not self._stop.is_set():
             records, more = reader.poll()
-            self.status.error = None
+            self._say_failing(reader.failing())
             if records:
                 self._take(records)
             if not more:
@@ -114,6 +114,20 @@ class Follower:
             if time.monotonic() - last_refresh > REFRESH_SHARDS:
                 reader.refresh()
                 last_refresh = time.monotonic()
+
+    def _say_failing(self, failing: list[tuple[str, int, BaseException]]) -> None:
+        """A shard whose reads fail (the reader tries it again at each poll) is said on the
+        page, and logged once when it starts: the counts and histories stop meanwhile."""
+        if not failing:
+            self.status.error = None
+            return
+        _, _, error = failing[0]
+        said = f"{type(error).__name__}: {error}"
+        of = f"{len(failing)} shards" if len(failing) > 1 else "a shard"
+        error_text = f"reading {of} failed, tried again at each poll ({said})"
+        if self.status.error is None:
+            log.warning("reading the stream failed: %s", said)
+        self.status.error = error_text
 
     def _take(self, records: list[dict[str, Any]]) -> None:
         """Decode the records outside the lock (the slow part), then add them under it, a

@@ -138,7 +138,11 @@ class Guard:
             return None
         if not self.token_matches(given):
             raise Refused(
-                401, "Wrong token", "the token in this link is not this dashboard's token"
+                401,
+                "Wrong token",
+                "the token in this link is not this dashboard's token (each start of "
+                "`xor-ack dashboard` without --token makes a new one): open the link the "
+                "running `xor-ack dashboard` printed, or start it with --token to keep one",
             )
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_PARAM]
         path = "/" + request.url.path.lstrip("/")  # never "//host": another site
