@@ -98,6 +98,17 @@ def test_every_verb_has_help() -> None:
         assert result.output.startswith(f"Usage: {' '.join(['cli', *path])}"), result.output
 
 
+def test_python_dash_m_runs_the_command() -> None:
+    """``python -m xor_ack_dynamodb.cli`` where the script is not on the PATH (it said the
+    package cannot be executed directly)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "xor_ack_dynamodb.cli", "table", "--help"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Usage: xor-ack table"), out.stdout
+
+
 def test_help_does_not_import_pyspark() -> None:
     code = (
         "import sys\n"
