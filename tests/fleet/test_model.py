@@ -32,6 +32,7 @@ from xor_ack_dynamodb.fleet import (
     stamp_of,
 )
 from xor_ack_dynamodb.fleet.dead_letters import settle_dead_letter
+from xor_ack_dynamodb.fleet.envelope import root_envelope
 from xor_ack_dynamodb.fleet.errors import (
     InvalidEnvelope,
     InvalidPayload,
@@ -86,6 +87,21 @@ def test_identities_are_derived_deterministically() -> None:
 def test_a_body_that_is_no_envelope_is_refused(body: str) -> None:
     with pytest.raises(InvalidEnvelope):
         Envelope.from_json(body)
+
+
+@pytest.mark.parametrize("field", ["chain", "id", "parent"])
+def test_a_garbled_field_is_named(field: str) -> None:
+    """It said "lacks or garbles non-hexadecimal number found in fromhex() arg", without
+    the field."""
+    env = root_envelope("job", b"\x01", None)
+    data = json.loads(env.to_json())
+    data[field] = "zz-not-hex"
+    with pytest.raises(InvalidEnvelope, match=f"'{field}' is hexadecimal text"):
+        Envelope.from_json(json.dumps(data))
+    del data[field]
+    if field != "parent":  # a root has none
+        with pytest.raises(InvalidEnvelope, match=f"has a '{field}' field"):
+            Envelope.from_json(json.dumps(data))
 
 
 async def test_a_body_nested_too_deep_to_read_is_an_invalid_envelope_and_dropped(

@@ -179,16 +179,28 @@ class Envelope:
                 f'a fleet message is a JSON object with "xor_ack": {VERSION};'
                 f" got {str(body)[:80]!r}"
             )
+        field = "tag"
         try:
             tag = data["tag"]
+            field = "chain"
             chain_id = bytes.fromhex(data["chain"])
+            field = "id"
             message_id = bytes.fromhex(data["id"])
+            field = "parent"
             parent = None if data.get("parent") is None else bytes.fromhex(data["parent"])
             index = data.get("index")
+            field = "sent"
             sent = data["sent"]
             window = data.get("window")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidEnvelope(f"a fleet message lacks or garbles {exc}") from exc
+        except KeyError as exc:
+            raise InvalidEnvelope(
+                f"a fleet message has a {field!r} field; this one has none"
+            ) from exc
+        except (TypeError, ValueError) as exc:
+            raise InvalidEnvelope(
+                f"a fleet message's {field!r} is hexadecimal text; this one's is "
+                f"{str(data.get(field))[:40]!r} ({exc})"
+            ) from exc
         try:
             InvalidTag.check(tag)
         except InvalidTag as exc:
@@ -220,3 +232,18 @@ def root_envelope(tag: str, chain_id: bytes, payload: Any, window: int | None = 
     return Envelope(
         tag=tag, chain_id=chain_id, id=root_id(tag), payload=payload, sent=1, window=window
     )
+
+
+def named(body: Any, queue_message_id: Any) -> dict[str, Any]:
+    """What a log line about a message's failure names: its job's ``tag`` and the fleet's
+    ``message_id`` (as the ``submitted`` and ``applied`` lines do), and the queue's own id
+    (``sqs_message_id``); a body that is no envelope, by the queue's id alone."""
+    try:
+        envelope = Envelope.from_json(body)
+    except InvalidEnvelope:
+        return {"tag": None, "message_id": None, "sqs_message_id": queue_message_id}
+    return {
+        "tag": envelope.tag,
+        "message_id": envelope.message_id,
+        "sqs_message_id": queue_message_id,
+    }

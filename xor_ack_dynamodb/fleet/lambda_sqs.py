@@ -39,6 +39,7 @@ from ..events import Acked, ChainEvent, Failed, TimedOut, decode, parse
 from .app import Fleet
 from .completion import Continuation
 from .dead_letters import LOGGER, settle_dead_letter
+from .envelope import named
 from .errors import InvalidEnvelope, SettingMissing, WindowMismatch
 from .markers import is_marker_key
 from .message import Handled, Handler
@@ -186,7 +187,8 @@ class SqsBatchHandler:
             )
             return False
         except Exception as exc:
-            item_failed("lambda", exc, logger=LOGGER, event="handler-failed", message_id=message_id)
+            said = named(record.get("body"), message_id)
+            item_failed("lambda", exc, logger=LOGGER, event="handler-failed", **said)
             return False
         return True
 
