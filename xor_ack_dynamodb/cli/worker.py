@@ -181,14 +181,15 @@ async def _check_reachable(
 async def _run(
     settings: Any, *, queue_url: str, sqs_endpoint_url: str | None, **options: Any
 ) -> Any:
-    from ..fleet.worker import DaemonThreads, Worker, install_signal_handlers
+    from ..fleet.process import DaemonThreads, install_signal_handlers
+    from ..fleet.worker import Worker
     from .queue_fleet import queue_fleet
 
     # Past --shutdown-grace a plain handler still blocked in its thread must not keep
     # the process: its message was released, and SIGTERM means stop.
     asyncio.get_running_loop().set_default_executor(DaemonThreads())
-    stop = asyncio.Event()
-    install_signal_handlers(stop)
+    stop, now = asyncio.Event(), asyncio.Event()
+    install_signal_handlers(stop, now)
     fleet_options = {
         name: options.pop(name) for name in ("handler", "continuation", "token_window")
     }
@@ -197,7 +198,7 @@ async def _run(
         fleet,
     ):
         worker = Worker(fleet, sqs, queue_url, **options)
-        stats = dict(await worker.run(stop))
+        stats = dict(await worker.run(stop, now))
         stats["dynamodb_writes"] = fleet.write_requests
         stats["marker_writes"] = fleet.markers.writes
         stats["refused_writes"] = fleet.once.conflicts

@@ -34,8 +34,9 @@ from .lambda_entry import HandlerNotFound
 from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
 from .message import Handled, Message
 from .once import Verdict
+from .process import DaemonThreads, install_signal_handlers
 from .sqs import MessageTooLarge, QueueUnavailable, SendFailed, SqsSender, sqs_client
-from .worker import DaemonThreads, Worker, install_signal_handlers
+from .worker import Worker
 
 __all__ = [
     "FLEET_TOKEN_WINDOW",

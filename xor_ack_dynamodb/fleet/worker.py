@@ -15,7 +15,10 @@
   the messages in hand finish for ``shutdown_grace`` seconds, and releases those
   still running (visibility 0) so that another worker takes them at once; with
   ``DaemonThreads`` as the loop's default executor (``xor-ack worker`` sets it) the
-  process then exits even while a plain handler still blocks in its thread.
+  process then exits even while a plain handler still blocks in its thread.  A long
+  poll under way is let end (within ``wait_time``) and what it took released: cut off
+  on this side, it stays open at SQS, which hands it messages no worker then sees
+  until their visibility timeout.  ``now`` (a second signal) stops without waiting.
 
 No message stops a loop: each is handled on its own, and whatever it raises (an
 envelope that is none, a handler's error, a DynamoDB or SQS error, a bug) is logged,
@@ -26,22 +29,18 @@ takes the next one.  The same goes for the dead-letter drain (``dead_letters.py`
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import math
-import signal
-import threading
 from collections import Counter
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from ..dynamodb.loops import item_failed
 from ..errors import InvalidArgument
 from .app import Fleet
 from .dead_letters import LOGGER, settle_dead_letter
+from .envelope import named
 from .errors import InvalidEnvelope, WindowMismatch
+from .process import DaemonThreads, install_signal_handlers
 from .telemetry import log
-
-T = TypeVar("T")
 
 #: SQS's own bounds.
 MAX_BATCH = 10
@@ -92,10 +91,13 @@ class Worker:
         #: Messages received and not yet settled (deleted, backed off, released): a FIFO
         #: group's wait their turn in one task, so tasks are not the measure.
         self._in_hand = 0
+        #: Receives under way when the worker stopped, by queue (``_end_polls``).
+        self._polls: dict[str, asyncio.Future[Any]] = {}
         self._settled = asyncio.Event()
 
-    async def run(self, stop: asyncio.Event) -> Counter[str]:
-        """Work until ``stop`` is set, then shut down gracefully; returns the counters."""
+    async def run(self, stop: asyncio.Event, now: asyncio.Event | None = None) -> Counter[str]:
+        """Work until ``stop`` is set, then shut down gracefully (``now`` set: at once);
+        returns the counters."""
         stopping = asyncio.ensure_future(stop.wait())
         dead = None
         if self.dead_letter_queue_url is not None:
@@ -117,10 +119,11 @@ class Worker:
                     task.add_done_callback(self._tasks.discard)
         finally:
             stopping.cancel()
-            await self._shut_down()
-            if dead is not None:
-                dead.cancel()
-                await asyncio.gather(dead, return_exceptions=True)
+            hurry = asyncio.ensure_future((now or asyncio.Event()).wait())
+            try:
+                await asyncio.gather(self._shut_down(hurry), self._end_polls(dead, hurry))
+            finally:
+                hurry.cancel()
         return self.stats
 
     async def _receive(
@@ -136,10 +139,8 @@ class Worker:
             )
         )
         await asyncio.wait({receive, stopping}, return_when="FIRST_COMPLETED")
-        if not receive.done():
-            # Stopping: messages this poll took (if any) come back after their timeout.
-            receive.cancel()
-            await asyncio.gather(receive, return_exceptions=True)
+        if not receive.done():  # stopping: ended by _end_polls, what it takes released
+            self._polls[queue_url] = receive
             return []
         try:
             messages: list[dict[str, Any]] = list(receive.result().get("Messages", []))
@@ -248,8 +249,8 @@ class Worker:
                 exc,
                 logger=LOGGER,
                 event="handler-failed",
-                message_id=message_id,
                 receives=count,
+                **named(message["Body"], message_id),
             )
             await self._set_visibility(receipt, min(2**count, self.visibility_timeout))
             return False
@@ -275,20 +276,59 @@ class Worker:
             await self._set_visibility(receipt, self.visibility_timeout)
             self.stats["extended"] += 1
 
-    async def _set_visibility(self, receipt: str, seconds: int) -> None:
+    async def _set_visibility(self, receipt: str, seconds: int, queue: str | None = None) -> None:
         try:
             await self.sqs.change_message_visibility(
-                QueueUrl=self.queue_url, ReceiptHandle=receipt, VisibilityTimeout=seconds
+                QueueUrl=queue or self.queue_url, ReceiptHandle=receipt, VisibilityTimeout=seconds
             )
         except Exception as exc:  # the message may be gone or its receipt stale: harmless
             log("visibility-error", "-", None, error=repr(exc))
 
-    async def _shut_down(self) -> None:
-        if self._tasks:
-            _, running = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+    async def _shut_down(self, hurry: asyncio.Future[Any]) -> None:
+        """The messages in hand get ``shutdown_grace`` (until ``hurry``); those still
+        running are then released."""
+        log(
+            "stopping", "-", None, in_hand=self._in_hand, grace=self.shutdown_grace,
+            polls=len(self._polls), again="a second SIGINT or SIGTERM stops at once",
+        )  # fmt: skip
+        deadline = asyncio.get_running_loop().time() + self.shutdown_grace
+        running: set[asyncio.Future[Any]] = set(self._tasks)
+        while running and not hurry.done():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            _, running = await asyncio.wait(
+                running | {hurry}, timeout=left, return_when="FIRST_COMPLETED"
+            )
+            running.discard(hurry)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    async def _end_polls(
+        self, dead: asyncio.Future[Any] | None, hurry: asyncio.Future[Any]
+    ) -> None:
+        """Let each receive left under way end (within ``wait_time``, or until ``hurry``),
+        and make what it took visible again at once (the dead-letter drain's too, once a
+        dead letter it was settling is)."""
+        if dead is not None:
+            await asyncio.wait({dead, hurry}, return_when="FIRST_COMPLETED")
+            dead.cancel()
+            await asyncio.gather(dead, return_exceptions=True)
+        for queue, poll in self._polls.items():
+            await asyncio.wait(
+                {poll, hurry}, timeout=self.wait_time + 5.0, return_when="FIRST_COMPLETED"
+            )
+            if not poll.done():
+                poll.cancel()
+            answer: Any = (await asyncio.gather(poll, return_exceptions=True))[0]
+            taken = [] if isinstance(answer, BaseException) else answer.get("Messages", [])
+            for message in taken:
+                receipt = message.get("ReceiptHandle")
+                if isinstance(receipt, str):
+                    await self._set_visibility(receipt, 0, queue)
+                self.stats["released"] += 1
+        self._polls.clear()
 
     async def _drain_dead_letters(self, stop: asyncio.Event) -> None:
         """Fail the chain of each dead letter; one that cannot be settled now is kept (it is
@@ -351,41 +391,4 @@ class _Kept:
             await asyncio.gather(self._keeper, return_exceptions=True)
 
 
-class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
-    """An executor whose every call runs in a daemon thread of its own: a process whose
-    loop uses it as its default executor (``loop.set_default_executor``) exits when its
-    work is done, without waiting for a plain handler still blocked in its thread.
-
-    A plain handler runs in a thread (``asyncio.to_thread``) that no cancellation stops;
-    with asyncio's default executor, ``asyncio.run`` and the interpreter's exit wait for
-    it, so a worker told to stop would outlive its ``shutdown_grace`` by as long as the
-    handler blocks, after its message was released to another worker.  The threads are
-    as many as the calls in flight: at most the worker's ``concurrency`` handlers.  (A
-    ``ThreadPoolExecutor`` by type only, as ``set_default_executor`` requires: its pool
-    of joined threads is never used.)
-    """
-
-    def submit(
-        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
-    ) -> concurrent.futures.Future[T]:
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:  # handed to whoever awaits the call
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-
-        threading.Thread(target=run, name="xor-ack-worker-call", daemon=True).start()
-        return future
-
-
-def install_signal_handlers(stop: asyncio.Event) -> None:
-    """SIGTERM and SIGINT set ``stop`` (a graceful shutdown) instead of killing the process."""
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+__all__ = ["DaemonThreads", "Worker", "install_signal_handlers"]

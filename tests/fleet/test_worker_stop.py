@@ -1,0 +1,176 @@
+"""A worker that stops (docs/fleet.md, The worker): the long poll under way is let end and
+what it took released, so that another worker takes it at once (cut off on this side, a
+long poll stays open at SQS and takes messages no worker then sees until their visibility
+timeout); a second Ctrl-C stops at once; a handler's failure is logged with its job."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from xor_ack_dynamodb.fleet import Message
+from xor_ack_dynamodb.fleet.worker import Worker
+from xor_ack_dynamodb.table import TableSpec
+
+from .sqs_fixtures import make_queues, sqs
+from .test_worker import fleet_on
+
+pytestmark = pytest.mark.ddblocal
+
+
+async def test_shutdown_with_the_default_long_poll_releases_the_message_to_another_worker(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """docs/fleet.md, The worker: on SIGTERM it "releases the rest (visibility 0, so another
+    worker takes them at once)".  With the default --wait-time 20 the worker's own long poll,
+    cancelled on the client side, is still open at SQS when the message is released, and
+    takes it: the message is invisible for the whole visibility timeout and its receive
+    count grows (toward the dead-letter queue) though no handler failed."""
+    work, _ = make_queues(moto_endpoint, visibility=60)
+    started = asyncio.Event()
+
+    async def stuck(message: Message) -> list[Any]:
+        started.set()
+        await asyncio.sleep(60)
+        return []
+
+    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, stuck, []) as (
+        fleet,
+        client,
+    ):
+        await fleet.submit("stuck-long-poll", None)
+        worker = Worker(
+            fleet, client, work, wait_time=20, visibility_timeout=60, shutdown_grace=0.2
+        )
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(started.wait(), 20)
+        await asyncio.sleep(0.5)  # the worker is in its next long poll
+        stop.set()
+        stats = await running
+    assert stats["released"] >= 1  # the handler's; and again if the poll took it back
+    await asyncio.sleep(2)
+    again = sqs(moto_endpoint).receive_message(
+        QueueUrl=work, WaitTimeSeconds=2, AttributeNames=["ApproximateReceiveCount"]
+    )
+    assert len(again.get("Messages", [])) == 1, (
+        "the released message was not receivable by another worker: the stopped worker's "
+        "abandoned long poll took it"
+    )
+
+
+def test_a_second_ctrl_c_stops_the_cli_worker_without_waiting_out_the_grace(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Any
+) -> None:
+    """`xor-ack worker`, default --shutdown-grace 30, a handler still working: Ctrl-C prints
+    nothing, and a second and third Ctrl-C are ignored: the terminal is silent for 30 s.
+    Expected (as a CLI user): a line saying it waits for N messages up to 30 s, and a second
+    Ctrl-C that releases them and exits at once."""
+    import signal
+    import subprocess
+    import time
+
+    from .test_worker import _cli_worker
+
+    work, _ = make_queues(moto_endpoint, visibility=60)
+
+    async def submit() -> None:
+        async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, None, []) as (
+            fleet,
+            _,
+        ):
+            await fleet.submit("ctrl-c-twice", None)
+
+    asyncio.run(submit())
+    started = tmp_path / "started"
+    process = _cli_worker(
+        work,
+        moto_endpoint,
+        ddb_local_endpoint,
+        ddb_table.name,
+        "tests.fleet.jobs:stuck",
+        FLEET_STARTED=str(started),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline, "the handler never started"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)
+        began = time.monotonic()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=60)
+        took = time.monotonic() - began
+    finally:
+        process.kill()
+    assert took < 5, f"a second Ctrl-C was ignored: the worker exited {took:.0f} s after it"
+
+
+async def test_a_job_submitted_just_after_a_worker_stopped_is_not_swallowed_by_its_long_poll(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """A worker stopped while idle returned at once, but its receive was only cancelled on
+    the client side: a root submitted before that poll's end (up to 20 s by default: a
+    rolling restart) was received by it, invisible for --visibility-timeout, its receive
+    count up by one, and no worker saw it."""
+    work, _ = make_queues(moto_endpoint, visibility=60)
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
+    ) as (fleet, client):
+        # A long poll of 4 s (20 by default): the worker's stop waits for it to end
+        worker = Worker(fleet, client, work, wait_time=4, visibility_timeout=60)
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.sleep(1.5)  # idle, in its long poll
+        stop.set()
+        await running
+        await fleet.submit("after-restart", None)
+    await asyncio.sleep(1)
+    again = sqs(moto_endpoint).receive_message(QueueUrl=work, WaitTimeSeconds=3)
+    assert len(again.get("Messages", [])) == 1, (
+        "the job's root, sent after the worker stopped, went to its abandoned long poll"
+    )
+
+
+async def test_a_handler_failed_line_names_the_job_it_belongs_to(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec, caplog: Any
+) -> None:
+    """The worker's `handler-failed` line carries SQS's MessageId under "message_id", while
+    `submitted`/`applied` lines carry the fleet's message id under the same key, and it has
+    no "tag": an operator cannot tell which job failed, nor match it to its other lines."""
+    import json
+    import logging
+
+    work, _ = make_queues(moto_endpoint)
+
+    def boom(message: Message) -> list[Any]:
+        raise RuntimeError("boom")
+
+    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, boom, []) as (
+        fleet,
+        client,
+    ):
+        root = await fleet.submit("which-job-failed", None)
+        worker = Worker(fleet, client, work, wait_time=1, visibility_timeout=30)
+        stop = asyncio.Event()
+        with caplog.at_level(logging.INFO):
+            running = asyncio.ensure_future(worker.run(stop))
+            for _ in range(100):
+                if worker.stats["failed"]:
+                    break
+                await asyncio.sleep(0.1)
+            stop.set()
+            await running
+    lines = []
+    for record in caplog.records:
+        with contextlib.suppress(ValueError):
+            lines.append(json.loads(record.getMessage()))
+    failed = [line for line in lines if line.get("event") == "handler-failed"]
+    assert failed, lines
+    assert failed[0].get("tag") == "which-job-failed", failed[0]
+    assert failed[0].get("message_id") == root.message_id, failed[0]
