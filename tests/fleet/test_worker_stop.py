@@ -103,12 +103,15 @@ def test_a_second_ctrl_c_stops_the_cli_worker_without_waiting_out_the_grace(
         time.sleep(1)
         process.send_signal(signal.SIGINT)
         began = time.monotonic()
+        err = ""
         with contextlib.suppress(subprocess.TimeoutExpired):
-            process.communicate(timeout=60)
+            _, err = process.communicate(timeout=60)
         took = time.monotonic() - began
     finally:
         process.kill()
     assert took < 5, f"a second Ctrl-C was ignored: the worker exited {took:.0f} s after it"
+    assert '"event":"stopping"' in err and '"in_hand":1' in err, err  # said, once stopping
+    assert "Found credentials" not in err, err  # botocore's info lines are not the worker's
 
 
 async def test_a_job_submitted_just_after_a_worker_stopped_is_not_swallowed_by_its_long_poll(

@@ -122,6 +122,9 @@ def worker(
     queues = {"--queue-url": queue_url, "--dead-letter-queue-url": dead_letter_queue_url}
     asyncio.run(_check_reachable(settings, sqs_endpoint_url, queues))
     logging.basicConfig(level=log_level.upper(), format="%(message)s")
+    if log_level != "debug":  # botocore's own info lines ("Found credentials in ..."): noise
+        for library in ("botocore", "aiobotocore"):
+            logging.getLogger(library).setLevel(logging.WARNING)
     stats = asyncio.run(
         _run(
             settings,

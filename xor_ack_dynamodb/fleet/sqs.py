@@ -93,7 +93,8 @@ class SqsSender:
                 raise
             raise QueueUnavailable(
                 f"queue {self.queue_url} does not exist ({error_message(exc) or error_code(exc)})"
-                ": check the queue URL and the SQS endpoint; nothing was written"
+                ": check the queue URL, the SQS endpoint and the region (a queue is in one "
+                "region only); nothing was written"
             ) from exc
         except BotoCoreError as exc:
             raise QueueUnavailable(
