@@ -13,6 +13,7 @@ know where one request and one response end, so it can
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import socket
@@ -123,6 +124,7 @@ class LossyProxy:
         self._stopping = False
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()  # both ends of each connection served
 
     def __enter__(self) -> LossyProxy:
         self._thread.start()
@@ -131,6 +133,17 @@ class LossyProxy:
     def __exit__(self, *exc: object) -> None:
         self._stopping = True
         self._server.close()
+
+    def cut(self) -> None:
+        """DynamoDB gone: connections refused from now on, and those open reset."""
+        self._stopping = True
+        with contextlib.suppress(OSError):  # wakes the accept() under way (close does not)
+            self._server.shutdown(socket.SHUT_RDWR)
+        self._server.close()
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def _accept(self) -> None:
         while not self._stopping:
@@ -142,10 +155,14 @@ class LossyProxy:
 
     def _serve(self, client: socket.socket) -> None:
         try:
+            if self._stopping:  # accepted as it was cut
+                raise ConnectionRefusedError
             upstream = socket.create_connection(self.upstream)
         except OSError:
             client.close()
             return
+        with self._lock:
+            self._open |= {client, upstream}
         cbuf, ubuf = bytearray(), bytearray()
         try:
             while True:
@@ -175,6 +192,8 @@ class LossyProxy:
         except (ConnectionError, OSError):
             return
         finally:
+            with self._lock:
+                self._open -= {client, upstream}
             client.close()
             upstream.close()
 

@@ -7,6 +7,8 @@ makes one attempt per request (``AWS_MAX_ATTEMPTS=1``), so it gives up at once.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -176,6 +178,65 @@ def test_an_unreachable_dynamodb_stops_the_run_at_its_first_chains_with_one_type
     assert "EndpointConnectionError: Could not connect" in str(error)
     assert "check the chains' endpoint_url and region" in str(error)  # it said: wait
     assert not out.exists()
+
+
+def slow_rows(started: str) -> Any:
+    """One row per input, a second each; the first call marks ``started``."""
+
+    def row(key: str, rows: Any) -> Any:
+        import time
+
+        import pyarrow as pa
+
+        open(started, "a").close()
+        time.sleep(1)
+        return pa.table({"v": [len(key)]})
+
+    return row
+
+
+def test_dynamodb_gone_while_a_round_runs_stops_the_run_soon_and_asks_no_more(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB gone in the middle of a round's job (DynamoDB Local stopped): each task's
+    stamp retried about a minute, the task failed and was run again, the judge and the
+    failing of each chain retried a minute more: ``DynamoDBFailed`` came after two minutes
+    on ``local[2]``, fourteen with task retries.  The driver looks at the endpoint while the
+    job runs (here every 0.5 s, stopping after 2 s of refused connections; 3 s and 30 s by
+    default), cancels the job, and leaves the chains open without a request each."""
+    from xor_ack_dynamodb.spark import endpoint_watch, jobs
+
+    monkeypatch.setattr(endpoint_watch, "UNREACHABLE_AFTER", 2.0)
+    monkeypatch.setattr(jobs, "WATCH_EVERY", 0.5)
+    started = tmp_path / "started"
+    out = tmp_path / "out"
+    keys = [f"k{i}" for i in range(12)]
+    assert tracker.endpoint_url is not None
+    with LossyProxy(tracker.endpoint_url) as proxy:
+        cut: list[float] = []
+
+        def cut_once_started() -> None:
+            while not started.exists():
+                time.sleep(0.05)
+            proxy.cut()
+            cut.append(time.monotonic())
+
+        threading.Thread(target=cut_once_started, daemon=True).start()
+        through = replace(tracker, endpoint_url=proxy.endpoint_url)
+        with pytest.raises(DynamoDBFailed) as stopped:
+            track(
+                local_spark, slow_rows(str(started)), "v long", Sink(str(out)), keys=keys,
+                tracker=through, input_tasks=2, run_id="gone",
+            )  # fmt: skip
+        took = time.monotonic() - cut[0]
+    error = stopped.value
+    assert error.phase == "produce" and error.round == 1, str(error)
+    assert isinstance(error.__cause__, EndpointConnectionError)
+    assert took < 30, f"told {took:.0f} s after DynamoDB went"  # a minute and more before
+    assert sorted(error.left_open) == sorted(file_tag("gone", key, 1) for key in keys)
+    assert not out.exists()
+    states = tracker.chains().get_many(list(error.left_open))
+    assert all(s is not None and s.live for s in states.values())  # no write reached them
 
 
 def test_dynamodb_that_stops_answering_around_a_stream_batchs_marks_says_where_the_output_is(

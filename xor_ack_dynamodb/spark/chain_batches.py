@@ -50,6 +50,7 @@ from ..errors import (
 )
 from ..lifecycle import TIMEOUT_REASON, Acked, Failed, failure
 from .digest import rows_stamp, stage_token
+from .endpoint_watch import EndpointWatch
 from .isolation import retryable
 from .keyed import Keyed
 from .output import said
@@ -139,6 +140,7 @@ class RoundChains:
         self.left_open: list[str] = []
         #: Tags whose create met a live chain (``TagExists``): another run's, never closed here.
         self.held: set[str] = set()
+        self.endpoint = EndpointWatch(tracker)
 
     def create_ahead(self, key: Any, tags: Sequence[str]) -> None:
         """Start creating ``tags`` in a thread (the next page's, while this one's job runs);
@@ -173,6 +175,10 @@ class RoundChains:
             with contextlib.suppress(Exception):  # made or not: each tag is failed below
                 ahead[2].result()
             closing += [(tag, f"not run: {why}") for tag in ahead[1]]
+        down = self.endpoint.refused() if closing else None  # each fail would retry a minute
+        if down is not None:
+            self.left_open += [tag for tag, _ in closing if tag not in self.held]
+            return down
         errors: list[BaseException] = []
         closed: list[Failed] = []
         _each(
@@ -184,6 +190,12 @@ class RoundChains:
             for event in closed:
                 tell(event)
         return errors[0] if errors else None
+
+    def watch(self) -> Unanswered | None:
+        """While a round's job runs (``TaggedJobs.watch``): ``Unanswered("produce")`` once the
+        endpoint refused connections for ``UNREACHABLE_AFTER`` seconds in a row."""
+        refused = self.endpoint.still_refused()
+        return None if refused is None else Unanswered("produce", refused)
 
     def _close(
         self, tag: str, reason: str, errors: list[BaseException], closed: list[Failed]

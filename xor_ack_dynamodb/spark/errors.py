@@ -158,7 +158,9 @@ class DynamoDBFailed(SparkTrackingError):
     after the last round) and no report file was written.  The run's open chains were failed
     (``its round did not end: ...``), except ``.left_open``: those DynamoDB did not let it fail
     (nothing stamps them any more).  Run the job again once DynamoDB answers: every input is
-    replayed under new chains.  ``.phase``: ``"create"``, ``"commit check"``, ``"judge"``,
+    replayed under new chains.  ``.phase``: ``"create"``, ``"produce"`` (the round's Spark
+    job, stopped by the driver once connections to DynamoDB were refused for
+    ``endpoint_watch.UNREACHABLE_AFTER`` seconds), ``"commit check"``, ``"judge"``,
     ``"abandon"`` (failing a stopped run's chains), or for a tracked stream ``"marks"``,
     ``"marks before commit"`` and ``"marks after commit"`` (its inputs' commit marks; after
     the commit, the output is in place and the next run settles the marks left live);
@@ -170,6 +172,8 @@ class DynamoDBFailed(SparkTrackingError):
         "commit check": "the commit check of round {round}, reading its chains or writing "
         "their commit stamps",
         "judge": "the judging of round {round}'s chains",
+        "produce": "round {round}'s Spark job (connections to DynamoDB were refused for "
+        "longer than a run waits: its tasks' stamps could not land)",
         "abandon": "the failing of a stopped run's chains",
         "marks": "the reading and marking of the stream's inputs (which ones earlier runs "
         "committed)",

@@ -218,7 +218,7 @@ class TrackedJob:
             lost.phase,
             said_of(lost.cause),
             run_id=self.run_id,
-            round_=self._round_no if lost.phase in ("create", "commit check", "judge") else None,
+            round_=self._round_no if "{round}" in DynamoDBFailed.PHASES[lost.phase] else None,
             left_open=tuple(self._chains.left_open if self._chains is not None else ()),
             acked=self.report.acked,
         )
@@ -234,6 +234,7 @@ class TrackedJob:
             driver = replace(tracker, cache_size=max(tracker.cache_size, 2 * page))
             timeout = self.spec.chain_timeout
             self._chains = RoundChains(tracker, chains_for(driver), self.keyed, timeout)
+            self.jobs.watch = self._chains.watch  # DynamoDB gone while a job runs: stop
         return self._chains
 
     # -- one round ----------------------------------------------------------------------

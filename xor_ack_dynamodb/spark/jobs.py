@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .endpoint_watch import WATCH_EVERY
+
 #: The last line of a Python traceback: ``SomeError: what``.
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*")
 #: A line that says an exception of any name (the package's ``UnsettledWrite``, say):
@@ -40,14 +42,17 @@ class TaggedJobs:
         self.timed_out = timed_out
         #: Classic Spark's SparkContext (its job tags), None over Spark Connect.
         self._context = None if is_connect(spark) else spark.sparkContext
+        #: Asked every ``WATCH_EVERY`` seconds while the jobs run: an error it returns
+        #: cancels them and is raised (the driver's look at DynamoDB: ``endpoint_watch``).
+        self.watch: Callable[[], BaseException | None] | None = None
 
     def run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
         """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
 
         Returns the job's error (``timed_out()`` for the deadline), None if it
-        ended well.  A ``KeyboardInterrupt`` while waiting cancels the jobs, waits for
-        them to end (so that nothing writes after the staging folder is removed) and
-        propagates.
+        ended well.  A ``KeyboardInterrupt`` while waiting, or an error of :attr:`watch`,
+        cancels the jobs, waits for them to end (so that nothing writes after the staging
+        folder is removed) and propagates.
         """
         if deadline is not None and time.monotonic() >= deadline:
             return self.timed_out()  # creating the chains used the whole budget
@@ -67,7 +72,14 @@ class TaggedJobs:
         thread = threading.Thread(target=work, name=f"{self.tag}-jobs", daemon=True)
         thread.start()
         try:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            while thread.is_alive():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                thread.join(WATCH_EVERY if left is None else min(left, WATCH_EVERY))
+                stop = None if self.watch is None or not thread.is_alive() else self.watch()
+                if stop is not None:
+                    raise stop
         except BaseException:
             self.cancel(thread)
             raise
