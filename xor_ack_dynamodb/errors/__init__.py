@@ -38,6 +38,7 @@ from ._failures import (
 from ._failures import _TagError as _TagError  # the base the feature packages' errors share
 from ._refusals import (
     BufferLengthsUnequal,
+    ClientClosed,
     InvalidArgument,
     InvalidEvent,
     InvalidListener,
@@ -79,10 +80,14 @@ class TagExists(_TagError):
 
 
 class TagNotFound(_TagError):
-    """The tag has no live chain: never created, deleted, expired, or already acked."""
+    """The tag has no live chain: never created, deleted, expired, or already acked.
 
-    def __init__(self, tag: str) -> None:
-        super().__init__(tag, f'"{tag}" does not exist')
+    The message is the seed's (``"t" does not exist``) when nothing is there; ``why`` says
+    what is there instead (an acked chain, another generation's chain)."""
+
+    def __init__(self, tag: str, why: str | None = None) -> None:
+        said = f'"{tag}" does not exist' if why is None else f'"{tag}" has no live chain: {why}'
+        super().__init__(tag, said)
 
 
 #: What ``StaleLocalData`` says each write was doing, and what to do again.
@@ -267,6 +272,7 @@ __all__ = [
     "ChainFailed",
     "ChainMoved",
     "ChainTimedOut",
+    "ClientClosed",
     "CorruptItem",
     "CorruptRecord",
     "CreateManyFailed",

@@ -17,7 +17,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ...chain import WRITE_TOKEN_BYTES, ChainState
 from ...errors import (
     AmbiguousWrite,
-    BufferLengthsUnequal,
     ChainMoved,
     ChainTimedOut,
     CorruptItem,
@@ -25,7 +24,7 @@ from ...errors import (
     TagExists,
     TagNotFound,
 )
-from ...stamps import Stamp, as_stamp
+from ...stamps import Stamp
 from . import landing as D
 from . import told as T
 from .effects import ENTRY_ERRORS, Call, Effect, Entry, Outcome
@@ -35,11 +34,13 @@ from .merged import copy_error, one_each, plan_batch
 from .reads import applied_before, created_here, memory_decides
 from .validate import (
     Lifetime,
+    chain_stamp,
     check_deadline,
     check_fits,
     check_state,
     check_tag,
     on_state_entries,
+    unequal,
 )
 
 
@@ -54,7 +55,7 @@ class SingleChain(Endings):
         ``lifetime`` (``Lifetime``: the deadline, the TTL) is checked before any I/O.
         """
         check_tag(tag)
-        value = as_stamp(stamp)
+        value = chain_stamp(stamp)
         checked = check_deadline(lifetime)
         check_fits(tag, value, self.token_window)
         attempt = 0
@@ -184,7 +185,7 @@ class SingleChain(Endings):
             for i in pending:
                 token = entries[i].token
                 if len(entries[i].stamp) != len(state.stamp):
-                    outcomes[i] = BufferLengthsUnequal()
+                    outcomes[i] = unequal(tag, len(entries[i].stamp), len(state.stamp))
                 elif token is not None and (
                     token in batch_tokens or len(batch_tokens) >= self.token_window // 2
                 ):
@@ -353,7 +354,7 @@ class SingleChain(Endings):
         entries = on_state_entries(check_state(state).tag, stamps, self.token_window)
         if any(len(entry.stamp) != len(state.stamp) for entry in entries):
             # one write or none: a stamp the chain cannot take refuses them all, unsent
-            return [BufferLengthsUnequal() for _ in entries]
+            return [unequal(state.tag, len(e.stamp), len(state.stamp)) for e in entries]
         try:
             return (yield from self.stamp_batch(state.tag, entries, state, exact=True))
         except CorruptItem as exc:

@@ -61,7 +61,8 @@ class Endings(Deadlines):
         attempt = 0
         while True:
             if chain_id is not None and state is not None and state.chain_id != chain_id:
-                state = None  # another generation: not the chain to fail
+                # another generation: not the chain to fail, and not "nothing there" either
+                raise TagNotFound(tag, T.not_found_why(state, other_generation=True))
             step, kind = D.NOT_LANDED_STEP[("fail", D.status_of(state, self.clock()))]
             if step is Step.TIME_OUT:  # too late even to fail: the chain fails ("timeout")
                 assert state is not None

@@ -97,6 +97,25 @@ def found_of(state: ChainState | None, mine: bool = False) -> Found:
     return Found.LIVE
 
 
+#: What an acked chain's ``TagNotFound`` says (its tombstone is readable: get() returns it).
+ACKED_WHY = (
+    "it acked (complete): no stamp belongs to it any more (get() shows it); new work "
+    "under this tag is a new chain (create)"
+)
+
+
+def not_found_why(state: ChainState | None, other_generation: bool = False) -> str | None:
+    """What a ``TagNotFound`` says is there instead (None: nothing, the seed's words)."""
+    if other_generation:
+        return (
+            "the tag holds another chain than the chain_id given (created since under the "
+            "same tag): get() reads it; the chain named is closed"
+        )
+    if state is not None and state.acked:
+        return ACKED_WHY
+    return None
+
+
 def tell(
     op: str,
     tag: str,
@@ -118,7 +137,7 @@ def tell(
     if told == RETURNED:
         return None
     if told is TagNotFound:
-        return TagNotFound(tag)
+        return TagNotFound(tag, not_found_why(state))
     if told is WaitTimeout:
         return WaitTimeout(tag, waited)
     assert state is not None
@@ -156,5 +175,5 @@ def refusal(
     if kind is TagExists:
         return TagExists(tag)
     if kind is TagNotFound:
-        return TagNotFound(tag)
+        return TagNotFound(tag, not_found_why(state))
     raise ValueError(f"no error of kind {kind!r} is built from a state")

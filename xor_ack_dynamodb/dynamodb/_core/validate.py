@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 from ...chain import WRITE_TOKEN_BYTES, ChainState, check_token
 from ...errors import (
+    BufferLengthsUnequal,
     CreateManyFailed,
     InvalidArgument,
     InvalidReason,
@@ -23,6 +24,7 @@ from ...errors import (
     InvalidTTL,
     InvalidWait,
     StampManyFailed,
+    ZeroBufferNoOp,
 )
 from ...errors._refusals import shown
 from ...lifecycle import TIMEOUT_REASON
@@ -267,9 +269,28 @@ def on_state_entries(
     return entries
 
 
+def chain_stamp(value: object) -> Stamp:
+    """``as_stamp``, its all-zeros refusal in a client's words (the seed's are bare)."""
+    try:
+        return as_stamp(value)
+    except ZeroBufferNoOp:
+        raise ZeroBufferNoOp(
+            "a stamp of all zeros changes no chain: stamp with a non-zero byte "
+            "(new_stamp() makes one)"
+        ) from None
+
+
+def unequal(tag: str, given: int, theirs: int) -> BufferLengthsUnequal:
+    """A stamp the chain cannot take, said with both lengths (the seed's words are bare)."""
+    return BufferLengthsUnequal(
+        f'a stamp of {given} bytes on "{tag}", whose chain takes stamps of {theirs} bytes '
+        f"(the length it was created with): stamp it with {theirs}-byte stamps"
+    )
+
+
 def one_entry(tag: object, stamp: object, token: object) -> Entry:
     """Validate one ``stamp()`` call before anything is sent."""
-    entry = Entry(as_stamp(stamp), check_token(token))
+    entry = Entry(chain_stamp(stamp), check_token(token))
     check_tag(tag)
     return entry
 
@@ -307,7 +328,7 @@ def create_entries(
 ) -> tuple[dict[str, Stamp], Lifetime]:
     """Validate every input of ``create_many`` before anything is sent."""
     checked = check_deadline(lifetime, "create_many")
-    values = {check_tag(tag): as_stamp(value) for tag, value in _check_mapping(stamps).items()}
+    values = {check_tag(tag): chain_stamp(value) for tag, value in _check_mapping(stamps).items()}
     for tag, value in values.items():
         check_fits(tag, value, token_window)
     return values, checked
