@@ -180,6 +180,8 @@ class ClientBase(Generic[ClientT]):
         check_flag("coalesce", coalesce)
         check_flag("batch_writes", batch_writes)
         self._client = client
+        #: Set when the ``connect()`` block that opened this client ended: what it said.
+        self._closed_by: str | None = None
         self._core = Chains(
             table=table,
             partition_key=partition_key,

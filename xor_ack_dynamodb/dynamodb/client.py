@@ -57,6 +57,7 @@ class XorAckDynamoDB(Sending):
                 yield ack
             finally:
                 await ack.drain()
+                ack._closed_by = f"async with {cls.__name__}.connect(...)"
 
     # -- the API -------------------------------------------------------------
 

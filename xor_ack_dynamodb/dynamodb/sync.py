@@ -43,10 +43,14 @@ class SyncXorAckDynamoDB(SyncSending):
 
         session, settings, rest = connection(options)
         client = sync_client(session=session, **settings)
+        ack = None
         try:
-            yield cls(client, table=table, **rest)
+            ack = cls(client, table=table, **rest)
+            yield ack
         finally:
             client.close()
+            if ack is not None:
+                ack._closed_by = f"with {cls.__name__}.connect(...)"
 
     # -- the API -------------------------------------------------------------
 

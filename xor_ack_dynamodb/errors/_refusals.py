@@ -160,6 +160,19 @@ class InvalidArgument(XorAckError, ValueError):
     __module__ = _MODULE
 
 
+class ClientClosed(XorAckError):
+    """A client was used after the ``connect()`` block that opened it ended (its connection
+    pool closed with it): nothing was sent."""
+
+    __module__ = _MODULE
+
+    def __init__(self, opened_by: str) -> None:
+        super().__init__(
+            f"this client was closed when its `{opened_by}` block ended, and nothing was "
+            "sent: use it inside that block, or open another"
+        )
+
+
 class InvalidToken(XorAckError):
     """An idempotency token is not 1 to 16 bytes (a ``str`` counts as its UTF-8 encoding)."""
 
