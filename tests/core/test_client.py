@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from xor_ack_dynamodb import AppliedBefore, Stamp, new_stamp, xor
+from xor_ack_dynamodb import (
+    AppliedBefore,
+    Stamp,
+    SyncXorAckDynamoDB,
+    XorAckDynamoDB,
+    new_stamp,
+    xor,
+)
 from xor_ack_dynamodb.dynamodb import item as I
 from xor_ack_dynamodb.errors import (
     BufferLengthsUnequal,
     ChainFailed,
+    ClientClosed,
     InvalidArgument,
     InvalidStamp,
     InvalidTag,
@@ -93,7 +102,9 @@ async def test_bad_input_is_refused_before_any_request(ack: Any, raw: Any, backe
         await ack.create("bar", bytes(16))
     with pytest.raises(ZeroBufferNoOp) as info:
         await ack.stamp("foo", bytes(16))
-    assert str(info.value) == "Buffer is all zeros"
+    # The seed's error, said in a client's words: what to give instead (its bare words,
+    # "Buffer is all zeros", stay xor()'s and as_stamp()'s)
+    assert "all zeros" in str(info.value) and "new_stamp()" in str(info.value)
     with pytest.raises(InvalidTag):
         await ack.stamp("", new_stamp())
     with pytest.raises(InvalidTag):
@@ -393,3 +404,86 @@ def test_docs_api_md_says_how_often_botocore_sends_a_request(
     sends = client.meta.config.retries["total_max_attempts"]  # the first included
     text = " ".join((Path(__file__).parents[2] / "docs" / "api.md").read_text().split())
     assert f"({sends - 1} retries after the first attempt: {sends} sends in all)" in text
+
+
+async def test_stamp_on_an_acked_chain_says_it_was_acked_not_that_it_does_not_exist(
+    ack: Any,
+) -> None:
+    """`stamp` after the chain acked (a late duplicate, the commonest mistake) raised
+    TagNotFound('"t" does not exist') although `get(t)` returns the acked chain: the
+    message is false and says nothing of what to do.  The CLI rewrites it ("has no live
+    chain: ... acked ...", tests/infra/test_cli_words.py); the Python API does not."""
+    tag, s = f"acked-{uuid.uuid4().hex[:8]}", new_stamp()
+    await ack.create(tag, s)
+    assert (await ack.stamp(tag, s)).acked
+    assert (await ack.get(tag)).acked  # it exists, readable, acked
+    with pytest.raises(TagNotFound) as caught:
+        await ack.stamp(tag, s)
+    said = str(caught.value)
+    assert "does not exist" not in said, said
+    assert "acked" in said, said
+
+
+async def test_fail_with_another_generations_chain_id_does_not_say_the_live_tag_is_absent(
+    ack: Any,
+) -> None:
+    """`fail(tag, chain_id=<an old generation's>)` while a live chain holds the tag raised
+    TagNotFound('"t" does not exist'): a live chain is right there; the message should say
+    another generation holds the tag (as docs/api.md's table does)."""
+    tag = f"gen-{uuid.uuid4().hex[:8]}"
+    s = new_stamp()
+    await ack.create(tag, s)
+    old = await ack.get(tag)
+    await ack.stamp(tag, s)  # acked: the tag is free again
+    await ack.create(tag, new_stamp())  # a new generation
+    with pytest.raises(TagNotFound) as caught:
+        await ack.fail(tag, reason="stop", chain_id=old.chain_id)
+    said = str(caught.value)
+    assert "does not exist" not in said, said
+    assert (await ack.get(tag)).live
+
+
+async def test_refusals_of_the_python_api_say_why_and_what_to_do(ack: Any) -> None:
+    """The API's bare words: BufferLengthsUnequal "Buffer lengths are not equal" (no tag,
+    no lengths), ZeroBufferNoOp "Buffer is all zeros" (nothing about new_stamp()).  The
+    CLI said lengths and "non-zero"; a Python caller got the bare words.  (TagExists
+    keeps the seed's '"t" already exists': test_create_existing_tag_raises_tag_exists.)"""
+    tag = f"words-{uuid.uuid4().hex[:8]}"
+    await ack.create(tag, new_stamp())
+    with pytest.raises(BufferLengthsUnequal) as wrong_length:
+        await ack.stamp(tag, new_stamp(8))
+    assert "16" in str(wrong_length.value) and "8" in str(wrong_length.value), str(
+        wrong_length.value
+    )
+    with pytest.raises(ZeroBufferNoOp) as zeros:
+        await ack.stamp(tag, bytes(16))
+    assert "non-zero" in str(zeros.value) or "new_stamp" in str(zeros.value), str(zeros.value)
+
+
+async def test_async_client_used_after_connect_exits_raises_a_typed_error(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """After `async with XorAckDynamoDB.connect(...) as ack:` ends, `await ack.get(t)` /
+    `stamp` / `create` still work: aiobotocore silently opens a new HTTP session that
+    nobody closes ("Unclosed client session" at exit).  A closed client should refuse with
+    a typed XorAckError saying to use it inside its `async with`."""
+    async with XorAckDynamoDB.connect(
+        table=ddb_table.name, endpoint_url=ddb_local_endpoint, region_name="us-east-1"
+    ) as ack:
+        tag = f"closed-{uuid.uuid4().hex[:8]}"
+        await ack.create(tag, new_stamp())
+    with pytest.raises(ClientClosed, match="inside that block"):
+        await ack.get(tag)
+
+
+def test_sync_client_used_after_connect_exits_raises_a_typed_error(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """The same with `SyncXorAckDynamoDB.connect`: after the `with`, the client writes on."""
+    with SyncXorAckDynamoDB.connect(
+        table=ddb_table.name, endpoint_url=ddb_local_endpoint, region_name="us-east-1"
+    ) as ack:
+        tag = f"closed-{uuid.uuid4().hex[:8]}"
+        ack.create(tag, new_stamp())
+    with pytest.raises(ClientClosed, match="inside that block"):
+        ack.create(f"after-{tag}", new_stamp())
