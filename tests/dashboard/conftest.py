@@ -60,6 +60,15 @@ def dynamodb(endpoint: str) -> Any:
     return boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
 
 
+def chains(endpoint: str, spec: TableSpec | str) -> Any:
+    """A chains client of the table (a ``SyncXorAckDynamoDB`` that lives as long as it is
+    used: ``connect()``'s would be closed when its block ends)."""
+    from xor_ack_dynamodb import SyncXorAckDynamoDB
+
+    table = spec if isinstance(spec, str) else spec.name
+    return SyncXorAckDynamoDB(dynamodb(endpoint), table=table)
+
+
 def fresh_table(endpoint: str) -> TableSpec:
     spec = TableSpec(name=f"dash-{uuid.uuid4().hex[:12]}")
     create_table(dynamodb(endpoint), spec)

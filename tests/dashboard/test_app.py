@@ -33,17 +33,13 @@ from xor_ack_dynamodb.fleet.payloads import MAX_DEPTH
 from xor_ack_dynamodb.table import INVENTORY_SHARDS, TableSpec
 
 from .asgi import Answer, Client
-from .conftest import changed, dynamodb, fresh_table, snapshot
+from .conftest import chains, changed, dynamodb, fresh_table, snapshot
 
 pytestmark = pytest.mark.ddblocal
 TOKEN = "t0ken-for-the-app-tests"
 HOSTILE = "<img src=x onerror=alert(1)>"
 #: 100,000 brackets, deflated: json.loads meets a RecursionError reading it.
 DEEP_CURSOR = base64.urlsafe_b64encode(zlib.compress(b"[" * 50_000 + b"]" * 50_000)).decode()
-
-
-def chains(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
-    return SyncXorAckDynamoDB.connect(table=spec.name, endpoint_url=endpoint).__enter__()
 
 
 def shown(writer: SyncXorAckDynamoDB, tag: str) -> str:

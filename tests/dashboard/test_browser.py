@@ -45,6 +45,7 @@ from .conftest import (
     missing,
     snapshot,
 )
+from .conftest import chains as conftest_chains
 
 pytestmark = [pytest.mark.ddblocal, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,8 @@ class Server:
     table: str
 
     def chains(self) -> SyncXorAckDynamoDB:
-        return SyncXorAckDynamoDB.connect(table=self.table, endpoint_url=self.endpoint).__enter__()
+        chains: SyncXorAckDynamoDB = conftest_chains(self.endpoint, self.table)
+        return chains
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +107,7 @@ def population(ddb_local_endpoint: str, table_spec: TableSpec) -> Population:
     """A scripted population of chains, and what the table says of it: made before the
     server starts, so that its first count is exact (the overdue chains become overdue by
     the clock, which no stream event says)."""
-    ack = SyncXorAckDynamoDB.connect(
-        table=table_spec.name, endpoint_url=ddb_local_endpoint
-    ).__enter__()
+    ack = conftest_chains(ddb_local_endpoint, table_spec)
     created = acked = 0
     for i in range(24):  # open, an hour to go
         ack.create(f"corpus/file-{i:03d}.txt", new_stamp(), timeout=3600)
@@ -605,7 +605,16 @@ async def test_a_live_update_waits_for_the_pressed_button_and_the_click_lands(
     page = await session.new_page()
     await page.goto(server.base + "chain?tag=" + quote(tag, safe=""))
     await page.wait_for_selector("#live-state.on", timeout=10_000)
-    box = await page.locator("#action-touch").bounding_box()
+    # The chain's create may reach the page from the stream now and swap its part in:
+    # the button is read once it is there (its box is None while it is swapped).
+    touch, box = page.locator("#action-touch"), None
+    for _ in range(100):
+        await touch.wait_for(state="visible", timeout=10_000)
+        box = await touch.bounding_box()
+        if box is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert box is not None, "the Touch button never settled on the page"
     await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     await page.mouse.down()
     async with page.expect_response(lambda r: "partial=1" in r.url, timeout=10_000):

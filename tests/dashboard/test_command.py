@@ -63,7 +63,8 @@ def test_a_missing_table_is_one_error_line(ddb_local_endpoint: str) -> None:
     result = run("--endpoint-url", ddb_local_endpoint, "dashboard", "--table", "no-such-table")
     assert result.exit_code == 1, result.output
     assert result.stderr.strip() == (
-        f"error: table no-such-table does not exist at {ddb_local_endpoint}"
+        f"error: table no-such-table does not exist at {ddb_local_endpoint}: name the chains "
+        "table (--table), or create it (xor-ack --table no-such-table table create)"
     )
 
 

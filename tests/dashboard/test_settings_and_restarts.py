@@ -17,19 +17,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import CredentialRetrievalError
 
-from xor_ack_dynamodb import SyncXorAckDynamoDB, new_stamp
+from xor_ack_dynamodb import new_stamp
 from xor_ack_dynamodb.dashboard import ConfigError, Dashboard, DashboardConfig
-from xor_ack_dynamodb.table import TableSpec
 
 from .asgi import Client
-from .conftest import fresh_table
+from .conftest import chains, fresh_table
 
 pytestmark = pytest.mark.ddblocal
 TOKEN = "t0ken-for-the-settings-tests"
-
-
-def chains(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
-    return SyncXorAckDynamoDB.connect(table=spec.name, endpoint_url=endpoint).__enter__()
 
 
 async def logged_in(board: Dashboard, host: str = "127.0.0.1:8321") -> Client:

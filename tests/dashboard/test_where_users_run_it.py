@@ -20,21 +20,15 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from xor_ack_dynamodb import SyncXorAckDynamoDB
 from xor_ack_dynamodb.dashboard import Dashboard
 from xor_ack_dynamodb.fleet import Envelope, root_id, stamp_of
-from xor_ack_dynamodb.table import TableSpec
 
 from .asgi import Client
-from .conftest import dynamodb, fresh_table
+from .conftest import chains, dynamodb, fresh_table
 
 pytestmark = pytest.mark.ddblocal
 TOKEN = "t0ken-for-the-review-tests"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def chains(endpoint: str, spec: TableSpec) -> SyncXorAckDynamoDB:
-    return SyncXorAckDynamoDB.connect(table=spec.name, endpoint_url=endpoint).__enter__()
 
 
 async def logged_in(board: Dashboard, host: str = "127.0.0.1:8321") -> Client:
