@@ -236,7 +236,7 @@ def test_dynamodb_gone_while_a_round_runs_stops_the_run_soon_and_asks_no_more(
     assert sorted(error.left_open) == sorted(file_tag("gone", key, 1) for key in keys)
     assert not out.exists()
     states = tracker.chains().get_many(list(error.left_open))
-    assert all(s is not None and s.live for s in states.values())  # no write reached them
+    assert all(s is not None and s.live for s in states.values())  # none failed one by one
 
 
 def test_dynamodb_that_stops_answering_around_a_stream_batchs_marks_says_where_the_output_is(

@@ -191,11 +191,17 @@ class RoundChains:
                 tell(event)
         return errors[0] if errors else None
 
-    def watch(self) -> Unanswered | None:
-        """While a round's job runs (``TaggedJobs.watch``): ``Unanswered("produce")`` once the
-        endpoint refused connections for ``UNREACHABLE_AFTER`` seconds in a row."""
-        refused = self.endpoint.still_refused()
-        return None if refused is None else Unanswered("produce", refused)
+    def watching(self) -> Callable[[], Unanswered | None]:
+        """What ``TaggedJobs.run`` asks while a round's tasks stamp: ``Unanswered("produce")``
+        once the endpoint refused connections for ``UNREACHABLE_AFTER`` seconds in a row
+        (counted from this job on)."""
+        self.endpoint.restart()
+
+        def watch() -> Unanswered | None:
+            refused = self.endpoint.still_refused()
+            return None if refused is None else Unanswered("produce", refused)
+
+        return watch
 
     def _close(
         self, tag: str, reason: str, errors: list[BaseException], closed: list[Failed]

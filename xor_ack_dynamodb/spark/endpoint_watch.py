@@ -52,7 +52,9 @@ class EndpointWatch:
         if self._client is None:
             from ..dynamodb.aws import botocore_config
 
-            config = botocore_config(connect_timeout=3, retries={"total_max_attempts": 1})
+            config = botocore_config(
+                connect_timeout=3, read_timeout=3, retries={"total_max_attempts": 1}
+            )
             self._client = self.tracker.client(config)
         key = {self.tracker.partition_key: {"S": PROBE_KEY}}
         try:
@@ -61,6 +63,10 @@ class EndpointWatch:
             if unreachable(exc):
                 return exc
         return None
+
+    def restart(self) -> None:
+        """Count refused connections afresh (a new job: an earlier one's do not count)."""
+        self._refused_since = None
 
     def still_refused(self) -> BaseException | None:
         """One look while a job runs: the error, once connections were refused for

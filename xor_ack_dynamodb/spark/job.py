@@ -234,7 +234,6 @@ class TrackedJob:
             driver = replace(tracker, cache_size=max(tracker.cache_size, 2 * page))
             timeout = self.spec.chain_timeout
             self._chains = RoundChains(tracker, chains_for(driver), self.keyed, timeout)
-            self.jobs.watch = self._chains.watch  # DynamoDB gone while a job runs: stop
         return self._chains
 
     # -- one round ----------------------------------------------------------------------
@@ -297,6 +296,7 @@ class TrackedJob:
                 .parquet(staged)
             ),
             deadline,
+            None if self.spec.tracker is None else self.chains.watching(),  # DynamoDB gone?
         )
         summary.add_seconds("produce", time.monotonic() - t)
         if self.spec.tracker is None:

@@ -42,17 +42,20 @@ class TaggedJobs:
         self.timed_out = timed_out
         #: Classic Spark's SparkContext (its job tags), None over Spark Connect.
         self._context = None if is_connect(spark) else spark.sparkContext
-        #: Asked every ``WATCH_EVERY`` seconds while the jobs run: an error it returns
-        #: cancels them and is raised (the driver's look at DynamoDB: ``endpoint_watch``).
-        self.watch: Callable[[], BaseException | None] | None = None
 
-    def run(self, action: Callable[[], object], deadline: float | None) -> BaseException | None:
+    def run(
+        self,
+        action: Callable[[], object],
+        deadline: float | None,
+        watch: Callable[[], BaseException | None] | None = None,
+    ) -> BaseException | None:
         """Run ``action``'s Spark jobs under this run's tag; cancel them past ``deadline``.
 
         Returns the job's error (``timed_out()`` for the deadline), None if it
-        ended well.  A ``KeyboardInterrupt`` while waiting, or an error of :attr:`watch`,
-        cancels the jobs, waits for them to end (so that nothing writes after the staging
-        folder is removed) and propagates.
+        ended well.  A ``KeyboardInterrupt`` while waiting, or an error ``watch`` returns
+        (asked every ``WATCH_EVERY`` seconds: the driver's look at DynamoDB while the
+        tasks stamp, ``endpoint_watch``), cancels the jobs, waits for them to end (so that
+        nothing writes after the staging folder is removed) and propagates.
         """
         if deadline is not None and time.monotonic() >= deadline:
             return self.timed_out()  # creating the chains used the whole budget
@@ -77,7 +80,7 @@ class TaggedJobs:
                 if left is not None and left <= 0:
                     break
                 thread.join(WATCH_EVERY if left is None else min(left, WATCH_EVERY))
-                stop = None if self.watch is None or not thread.is_alive() else self.watch()
+                stop = None if watch is None or not thread.is_alive() else watch()
                 if stop is not None:
                     raise stop
         except BaseException:
