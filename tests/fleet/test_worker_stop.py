@@ -177,3 +177,60 @@ async def test_a_handler_failed_line_names_the_job_it_belongs_to(
     assert failed, lines
     assert failed[0].get("tag") == "which-job-failed", failed[0]
     assert failed[0].get("message_id") == root.message_id, failed[0]
+
+
+async def test_a_worker_whose_run_is_cancelled_ends_with_its_dead_letter_drain(
+    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """A service cancels its worker's task (or ``asyncio.wait_for`` times out): with a
+    dead-letter queue the run waited for its drain, which ran until ``stop``, never set:
+    the cancelled run never ended."""
+    work, dlq = make_queues(moto_endpoint)
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
+    ) as (fleet, client):
+        worker = Worker(fleet, client, work, wait_time=1, dead_letter_queue_url=dlq)
+        running = asyncio.ensure_future(worker.run(asyncio.Event()))
+        await asyncio.sleep(1.5)
+        running.cancel()
+        done, _ = await asyncio.wait({running}, timeout=15)
+    assert done, "the cancelled run did not end"
+
+
+async def test_a_stopping_drain_releases_the_dead_letters_it_did_not_settle(
+    moto_endpoint: str,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The drain settled every dead letter of its last receive after the stop (up to ten,
+    each a DynamoDB write and its retries), past the shutdown grace: it settles the one in
+    hand and puts the others back at once."""
+    from xor_ack_dynamodb.fleet import worker as worker_module
+
+    work, dlq = make_queues(moto_endpoint)
+    for i in range(3):
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=f'{{"dead": {i}}}')
+    settling = asyncio.Event()
+
+    async def slow_settle(*args: Any) -> None:
+        settling.set()
+        await asyncio.sleep(2)
+
+    monkeypatch.setattr(worker_module, "settle_dead_letter", slow_settle)
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
+    ) as (fleet, client):
+        worker = Worker(
+            fleet, client, work, wait_time=1, shutdown_grace=5, dead_letter_queue_url=dlq
+        )
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(settling.wait(), 20)
+        began = asyncio.get_running_loop().time()
+        stop.set()
+        stats = await running
+        took = asyncio.get_running_loop().time() - began
+    assert stats["dead_letters"] <= 1 and took < 5, (dict(stats), took)  # not 3 x 2 s
+    left = sqs(moto_endpoint).receive_message(QueueUrl=dlq, MaxNumberOfMessages=10)
+    assert len(left.get("Messages", [])) >= 2, "the dead letters not settled are hidden"

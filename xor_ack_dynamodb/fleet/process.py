@@ -3,7 +3,7 @@
 ``install_signal_handlers`` makes SIGTERM and SIGINT a graceful stop (``stop``: no more
 receives, the messages in hand get ``shutdown_grace``) and a second one a stop at once
 (``now``: the handlers still running are released to another worker without waiting out
-the grace), as a user pressing Ctrl-C twice expects.
+the grace), as a user pressing Ctrl-C twice expects; a third ends the process at once.
 """
 
 from __future__ import annotations
@@ -55,11 +55,14 @@ def install_signal_handlers(stop: asyncio.Event, now: asyncio.Event | None = Non
     """SIGTERM and SIGINT set ``stop`` (a graceful shutdown) instead of killing the process;
     once it is set, another one sets ``now`` (``Worker.run``'s: stop without waiting)."""
     loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT)
 
     def signalled() -> None:
         if stop.is_set() and now is not None:
             now.set()
+            for sig in signals:  # a third one ends the process as the signal does
+                loop.remove_signal_handler(sig)
         stop.set()
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in signals:
         loop.add_signal_handler(sig, signalled)

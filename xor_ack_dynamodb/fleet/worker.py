@@ -39,6 +39,7 @@ from .app import Fleet
 from .dead_letters import LOGGER, settle_dead_letter
 from .envelope import named
 from .errors import InvalidEnvelope, WindowMismatch
+from .kept import Kept
 from .process import DaemonThreads, install_signal_handlers
 from .telemetry import log
 
@@ -99,9 +100,11 @@ class Worker:
         """Work until ``stop`` is set, then shut down gracefully (``now`` set: at once);
         returns the counters."""
         stopping = asyncio.ensure_future(stop.wait())
+        ending = asyncio.Event()  # the drain's stop: ``stop``, or this run ending otherwise
+        stopping.add_done_callback(lambda _: ending.set())
         dead = None
         if self.dead_letter_queue_url is not None:
-            dead = asyncio.ensure_future(self._drain_dead_letters(stop))
+            dead = asyncio.ensure_future(self._drain_dead_letters(ending))
         try:
             while not stop.is_set():
                 free = self.concurrency - self._in_hand
@@ -119,9 +122,11 @@ class Worker:
                     task.add_done_callback(self._tasks.discard)
         finally:
             stopping.cancel()
+            ending.set()
             hurry = asyncio.ensure_future((now or asyncio.Event()).wait())
+            said = "a second SIGINT or SIGTERM stops at once" if now is not None else None
             try:
-                await asyncio.gather(self._shut_down(hurry), self._end_polls(dead, hurry))
+                await asyncio.gather(self._shut_down(hurry, said), self._end_polls(dead, hurry))
             finally:
                 hurry.cancel()
         return self.stats
@@ -138,7 +143,11 @@ class Worker:
                 MessageSystemAttributeNames=["ApproximateReceiveCount", "MessageGroupId"],
             )
         )
-        await asyncio.wait({receive, stopping}, return_when="FIRST_COMPLETED")
+        try:
+            await asyncio.wait({receive, stopping}, return_when="FIRST_COMPLETED")
+        except asyncio.CancelledError:  # the run cancelled: its poll ended as a stop's
+            self._polls[queue_url] = receive
+            raise
         if not receive.done():  # stopping: ended by _end_polls, what it takes released
             self._polls[queue_url] = receive
             return []
@@ -173,7 +182,7 @@ class Worker:
         cancellation).  All are kept visible while they wait their turn; once one is not
         done (failed, refused, cancelled), the rest are held back: made visible again, not
         handled, so that they come after it (``held_back``; ``released`` when stopping)."""
-        pending = [_Kept(self, message) for message in messages]  # never raises
+        pending = [Kept(self, message) for message in messages]  # never raises
         try:
             while pending:
                 one = pending[0]
@@ -195,12 +204,12 @@ class Worker:
             await self._hold_back(pending, "released")
             raise
 
-    def _settle(self, one: _Kept) -> None:
+    def _settle(self, one: Kept) -> None:
         """``one`` is out of hand: a receive may take another message."""
         self._in_hand -= 1
         self._settled.set()
 
-    async def _hold_back(self, pending: list[_Kept], counted: str) -> None:
+    async def _hold_back(self, pending: list[Kept], counted: str) -> None:
         """Make each pending message visible again, unhandled (taken from ``pending`` once
         done: a cancellation midway leaves the rest there to be released)."""
         while pending:
@@ -212,7 +221,7 @@ class Worker:
             self.stats[counted] += 1
             self._settle(pending.pop(0))
 
-    async def _handle(self, one: _Kept) -> bool:
+    async def _handle(self, one: Kept) -> bool:
         """Handle one message: True once its handler succeeded (it is then deleted)."""
         message = one.message
         receipt = message["ReceiptHandle"]
@@ -264,7 +273,7 @@ class Worker:
 
     async def _keep_visible(self, receipt: str, handled: asyncio.Event) -> None:
         """Extend the message's visibility every third of it until ``handled`` is set; an
-        extension under way then is let finish (``_Kept.stop``): cancelled, it may still
+        extension under way then is let finish (``Kept.stop``): cancelled, it may still
         reach SQS after the back-off that follows, and undo it."""
         period = self.visibility_timeout / 3  # extended well before it runs out (1 s too)
         while True:
@@ -276,20 +285,31 @@ class Worker:
             await self._set_visibility(receipt, self.visibility_timeout)
             self.stats["extended"] += 1
 
-    async def _set_visibility(self, receipt: str, seconds: int, queue: str | None = None) -> None:
+    async def _set_visibility(self, receipt: str, seconds: int, queue: str | None = None) -> bool:
+        """Whether SQS took it (an error is logged: the message may be gone, or its receipt
+        stale; it comes back after its timeout)."""
         try:
             await self.sqs.change_message_visibility(
                 QueueUrl=queue or self.queue_url, ReceiptHandle=receipt, VisibilityTimeout=seconds
             )
-        except Exception as exc:  # the message may be gone or its receipt stale: harmless
+        except Exception as exc:
             log("visibility-error", "-", None, error=repr(exc))
+            return False
+        return True
 
-    async def _shut_down(self, hurry: asyncio.Future[Any]) -> None:
+    async def _release(self, queue: str, messages: list[dict[str, Any]]) -> None:
+        """Make ``messages`` visible again at once, unhandled (``released``: those SQS took)."""
+        for message in messages:
+            receipt = message.get("ReceiptHandle")
+            if isinstance(receipt, str) and await self._set_visibility(receipt, 0, queue):
+                self.stats["released"] += 1
+
+    async def _shut_down(self, hurry: asyncio.Future[Any], again: str | None) -> None:
         """The messages in hand get ``shutdown_grace`` (until ``hurry``); those still
-        running are then released."""
+        running are then released.  ``again``: what a second signal does, if anything."""
         log(
             "stopping", "-", None, in_hand=self._in_hand, grace=self.shutdown_grace,
-            polls=len(self._polls), again="a second SIGINT or SIGTERM stops at once",
+            polls=len(self._polls), **({} if again is None else {"again": again}),
         )  # fmt: skip
         deadline = asyncio.get_running_loop().time() + self.shutdown_grace
         running: set[asyncio.Future[Any]] = set(self._tasks)
@@ -309,26 +329,27 @@ class Worker:
         self, dead: asyncio.Future[Any] | None, hurry: asyncio.Future[Any]
     ) -> None:
         """Let each receive left under way end (within ``wait_time``, or until ``hurry``),
-        and make what it took visible again at once (the dead-letter drain's too, once a
-        dead letter it was settling is)."""
+        and make what it took visible again at once; the dead-letter drain first gets the
+        grace to settle the dead letter in hand (it releases the others)."""
         if dead is not None:
-            await asyncio.wait({dead, hurry}, return_when="FIRST_COMPLETED")
+            await asyncio.wait(
+                {dead, hurry}, timeout=self.shutdown_grace, return_when="FIRST_COMPLETED"
+            )
             dead.cancel()
             await asyncio.gather(dead, return_exceptions=True)
-        for queue, poll in self._polls.items():
-            await asyncio.wait(
-                {poll, hurry}, timeout=self.wait_time + 5.0, return_when="FIRST_COMPLETED"
-            )
-            if not poll.done():
-                poll.cancel()
-            answer: Any = (await asyncio.gather(poll, return_exceptions=True))[0]
-            taken = [] if isinstance(answer, BaseException) else answer.get("Messages", [])
-            for message in taken:
-                receipt = message.get("ReceiptHandle")
-                if isinstance(receipt, str):
-                    await self._set_visibility(receipt, 0, queue)
-                self.stats["released"] += 1
+        await asyncio.gather(*(self._end_poll(q, p, hurry) for q, p in self._polls.items()))
         self._polls.clear()
+
+    async def _end_poll(self, queue: str, poll: asyncio.Future[Any], hurry: Any) -> None:
+        await asyncio.wait(
+            {poll, hurry}, timeout=self.wait_time + 5.0, return_when="FIRST_COMPLETED"
+        )
+        if not poll.done():  # a second signal: cut off, what it takes comes back in time
+            poll.cancel()
+        answer: Any = (await asyncio.gather(poll, return_exceptions=True))[0]
+        await self._release(
+            queue, [] if isinstance(answer, BaseException) else answer.get("Messages", [])
+        )
 
     async def _drain_dead_letters(self, stop: asyncio.Event) -> None:
         """Fail the chain of each dead letter; one that cannot be settled now is kept (it is
@@ -338,7 +359,11 @@ class Worker:
         stopping = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
-                for message in await self._receive(queue, MAX_BATCH, stopping):
+                received = await self._receive(queue, MAX_BATCH, stopping)
+                for at, message in enumerate(received):
+                    if stop.is_set():  # stopping: the rest go back to the queue at once
+                        await self._release(queue, received[at:])
+                        break
                     await self._one_dead_letter(queue, message)
         finally:
             stopping.cancel()
@@ -357,38 +382,6 @@ class Worker:
         except Exception as exc:  # a failed delete, a message without a body: go on
             self.stats["dead_letter_errors"] += 1
             item_failed("worker.dead_letters", exc, logger=LOGGER, message_id=message_id)
-
-
-#: How long a message's end waits for a visibility extension under way (which could
-#: otherwise land after the back-off or release, and undo it) before cutting it off.
-EXTENSION_WAIT = 2.0
-
-
-class _Kept:
-    """A message in hand, its visibility extended (``Worker._keep_visible``) until
-    :meth:`stop`, which lets an extension under way finish (for ``EXTENSION_WAIT`` at most:
-    a hung request holds neither the message's end nor a shutdown)."""
-
-    def __init__(self, worker: Worker, message: dict[str, Any]) -> None:
-        self.message = message
-        self._done = asyncio.Event()
-        receipt = message.get("ReceiptHandle")  # none: a bug, met by _handle, not here
-        self._keeper = (
-            asyncio.ensure_future(worker._keep_visible(receipt, self._done))
-            if isinstance(receipt, str)
-            else None
-        )
-
-    async def stop(self, *, wait: bool = True) -> None:
-        self._done.set()
-        if self._keeper is None:
-            return
-        try:
-            if wait:
-                await asyncio.wait({self._keeper}, timeout=EXTENSION_WAIT)
-        finally:  # cut off (or cancelled meanwhile): it ends here
-            self._keeper.cancel()
-            await asyncio.gather(self._keeper, return_exceptions=True)
 
 
 __all__ = ["DaemonThreads", "Worker", "install_signal_handlers"]
