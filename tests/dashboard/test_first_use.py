@@ -147,8 +147,34 @@ def test_a_table_that_holds_no_chains_is_refused_before_anything_listens(
         pytest.fail(f"it served a table that holds no chains: {served.stdout!r}")
     assert result.returncode == 1, result.stderr
     assert result.stdout == "", result.stdout  # no link: nothing listens
-    assert result.stderr.startswith("error: ") and "chains table" in result.stderr
-    assert "table upgrade" not in result.stderr.splitlines()[0].split("(")[0]
+    assert result.stderr.startswith("error: ") and "holds no chains" in result.stderr
+    assert "table upgrade" not in result.stderr
+
+
+def test_an_earlier_releases_fleet_table_is_served(ddb_local_endpoint: str) -> None:
+    """A table an earlier release made (no inventory index) whose first items are a fleet's
+    markers (no stamp) beside its chains is a chains table: the sample that tells a user's
+    own table refuses only one without a chain (``check_chains_table``, used at first,
+    took the markers for strangers and refused it)."""
+    from xor_ack_dynamodb.dashboard.command import _check_chains
+    from xor_ack_dynamodb.dashboard.config import DashboardConfig
+
+    name = f"old-fleet-{uuid.uuid4().hex[:8]}"
+    client = dynamodb(ddb_local_endpoint)
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for i in range(3):  # a fleet's markers (no stamp) beside its one chain: all sampled
+        marker = {"tagID": {"S": f"job-{i}#xor-ack-fleet/page/0"}, "tokens": {"B": b"1" * 8}}
+        client.put_item(TableName=name, Item=marker)
+    with SyncXorAckDynamoDB.connect(table=name, endpoint_url=ddb_local_endpoint) as ack:
+        ack.create("job-0", new_stamp())
+    described = client.describe_table(TableName=name)["Table"]
+    config = DashboardConfig(table=name, endpoint_url=ddb_local_endpoint, token=TOKEN)
+    _check_chains(config, described, ddb_local_endpoint)  # served: no Refused
 
 
 async def test_a_stale_link_says_what_to_do(ddb_local_endpoint: str, table_spec: TableSpec) -> None:

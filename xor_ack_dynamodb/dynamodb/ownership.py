@@ -177,7 +177,7 @@ def check_deletable(table: Mapping[str, Any]) -> None:
 SAMPLE = 10
 
 
-def _is_chain(item: Mapping[str, Any]) -> bool:
+def is_chain_item(item: Mapping[str, Any]) -> bool:
     """Whether a raw item has the two attributes every release's chain item has."""
     return set(item.get(STAMP) or {}) == {"B"} and set(item.get(VERSION) or {}) == {"N"}
 
@@ -202,7 +202,7 @@ def check_chains_table(
         return
     if why is None:
         items = client.scan(TableName=name, Limit=SAMPLE).get("Items", [])
-        strangers = [item for item in items if not _is_chain(item)]
+        strangers = [item for item in items if not is_chain_item(item)]
         if (items and not strangers) or (
             not items and ttl_on(ttl) and ttl.get("AttributeName") == TTL_ATTRIBUTE
         ):
