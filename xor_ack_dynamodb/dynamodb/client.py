@@ -56,8 +56,10 @@ class XorAckDynamoDB(Sending):
             try:
                 yield ack
             finally:
-                await ack.drain()
-                ack._closed_by = f"async with {cls.__name__}.connect(...)"
+                try:
+                    await ack.drain()
+                finally:  # a drain cancelled or failed: closed all the same
+                    ack._closed_by = f"async with {cls.__name__}.connect(...)"
 
     # -- the API -------------------------------------------------------------
 

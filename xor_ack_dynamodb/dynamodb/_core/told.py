@@ -108,8 +108,8 @@ def not_found_why(state: ChainState | None, other_generation: bool = False) -> s
     """What a ``TagNotFound`` says is there instead (None: nothing, the seed's words)."""
     if other_generation:
         return (
-            "the tag holds another chain than the chain_id given (created since under the "
-            "same tag): get() reads it; the chain named is closed"
+            "the tag holds another chain than the one this call was for (created since "
+            "under the same tag): get() reads it; the chain this call named is closed"
         )
     if state is not None and state.acked:
         return ACKED_WHY
