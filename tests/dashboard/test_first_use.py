@@ -115,6 +115,18 @@ def test_a_missing_table_names_the_endpoint_from_the_environment(
     assert ddb_local_endpoint in result.stderr, result.stderr
 
 
+def keyed_as_chains(endpoint: str, name: str) -> Any:
+    """A table keyed ``tagID`` (a string) without the inventory indexes; its client."""
+    client = dynamodb(endpoint)
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return client
+
+
 def test_a_table_that_holds_no_chains_is_refused_before_anything_listens(
     ddb_local_endpoint: str,
 ) -> None:
@@ -122,17 +134,9 @@ def test_a_table_that_holds_no_chains_is_refused_before_anything_listens(
     the dashboard served it, and told the user "an earlier release made it ... Add the
     indexes with `xor-ack --table users table upgrade`" on every count (and the same on
     the lists), which is untrue, and which `table upgrade` then refuses
-    (NotAChainsTable); a row's page offered to "delete it (delete(tag))".  The library
-    already has the check (``ownership.check_chains_table``, used by `table upgrade`,
-    `table create` and the word count); command.py's ``_check_table`` does not call it."""
+    (NotAChainsTable); a row's page offered to "delete it (delete(tag))"."""
     name = f"users-{uuid.uuid4().hex[:8]}"
-    client = dynamodb(ddb_local_endpoint)
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    client = keyed_as_chains(ddb_local_endpoint, name)
     client.put_item(TableName=name, Item={"tagID": {"S": "alice"}, "email": {"S": "a@x"}})
     command = [
         sys.executable, "-c", "from xor_ack_dynamodb.cli import main; main()",
@@ -160,13 +164,7 @@ def test_an_earlier_releases_fleet_table_is_served(ddb_local_endpoint: str) -> N
     from xor_ack_dynamodb.dashboard.config import DashboardConfig
 
     name = f"old-fleet-{uuid.uuid4().hex[:8]}"
-    client = dynamodb(ddb_local_endpoint)
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "tagID", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "tagID", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    client = keyed_as_chains(ddb_local_endpoint, name)
     for i in range(3):  # a fleet's markers (no stamp) beside its one chain: all sampled
         marker = {"tagID": {"S": f"job-{i}#xor-ack-fleet/page/0"}, "tokens": {"B": b"1" * 8}}
         client.put_item(TableName=name, Item=marker)

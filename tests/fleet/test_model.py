@@ -378,16 +378,8 @@ async def test_an_acked_job_still_continues_from_a_dead_letter_kept_thirteen_day
         tombstone = made.fleet.ack.tombstone_ttl
         assert tombstone == DEFAULT_MARKER_TTL
     later = [0.0]
-    h = Harness()
-    async with XorAckDynamoDB.connect(  # the same client, with a clock the test moves
-        table=ddb_table.name,
-        endpoint_url=ddb_local_endpoint,
-        region_name="us-east-1",
-        token_window=FLEET_TOKEN_WINDOW,
-        tombstone_ttl=tombstone,
-        clock=lambda: time.time() + later[0],
-    ) as ack:
-        h.fleet = Fleet(ack, handler=tree, send=h.send, continuation=h.continuation)
+    # the same client, with a clock the test moves
+    async with moved_clock(ddb_local_endpoint, ddb_table, tree, later) as h:
         await h.fleet.submit("job-late", {"width": 0, "depth": 0})  # the root is the job
         root = h.queue.pop().to_json()
         h.fail_continuation = 6  # down for every receive, and at the first drain

@@ -21,47 +21,6 @@ from .test_worker import fleet_on
 pytestmark = pytest.mark.ddblocal
 
 
-async def test_shutdown_with_the_default_long_poll_releases_the_message_to_another_worker(
-    moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec
-) -> None:
-    """docs/fleet.md, The worker: on SIGTERM it "releases the rest (visibility 0, so another
-    worker takes them at once)".  With the default --wait-time 20 the worker's own long poll,
-    cancelled on the client side, is still open at SQS when the message is released, and
-    takes it: the message is invisible for the whole visibility timeout and its receive
-    count grows (toward the dead-letter queue) though no handler failed."""
-    work, _ = make_queues(moto_endpoint, visibility=60)
-    started = asyncio.Event()
-
-    async def stuck(message: Message) -> list[Any]:
-        started.set()
-        await asyncio.sleep(60)
-        return []
-
-    async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, stuck, []) as (
-        fleet,
-        client,
-    ):
-        await fleet.submit("stuck-long-poll", None)
-        worker = Worker(
-            fleet, client, work, wait_time=20, visibility_timeout=60, shutdown_grace=0.2
-        )
-        stop = asyncio.Event()
-        running = asyncio.ensure_future(worker.run(stop))
-        await asyncio.wait_for(started.wait(), 20)
-        await asyncio.sleep(0.5)  # the worker is in its next long poll
-        stop.set()
-        stats = await running
-    assert stats["released"] >= 1  # the handler's; and again if the poll took it back
-    await asyncio.sleep(2)
-    again = sqs(moto_endpoint).receive_message(
-        QueueUrl=work, WaitTimeSeconds=2, AttributeNames=["ApproximateReceiveCount"]
-    )
-    assert len(again.get("Messages", [])) == 1, (
-        "the released message was not receivable by another worker: the stopped worker's "
-        "abandoned long poll took it"
-    )
-
-
 def test_a_second_ctrl_c_stops_the_cli_worker_without_waiting_out_the_grace(
     moto_endpoint: str, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Any
 ) -> None:
@@ -73,32 +32,12 @@ def test_a_second_ctrl_c_stops_the_cli_worker_without_waiting_out_the_grace(
     import subprocess
     import time
 
-    from .test_worker import _cli_worker
+    from .test_worker import stuck_cli_worker
 
-    work, _ = make_queues(moto_endpoint, visibility=60)
-
-    async def submit() -> None:
-        async with fleet_on(moto_endpoint, ddb_local_endpoint, ddb_table.name, work, None, []) as (
-            fleet,
-            _,
-        ):
-            await fleet.submit("ctrl-c-twice", None)
-
-    asyncio.run(submit())
-    started = tmp_path / "started"
-    process = _cli_worker(
-        work,
-        moto_endpoint,
-        ddb_local_endpoint,
-        ddb_table.name,
-        "tests.fleet.jobs:stuck",
-        FLEET_STARTED=str(started),
+    _, process = stuck_cli_worker(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, tmp_path, "ctrl-c-twice"
     )
     try:
-        deadline = time.monotonic() + 30
-        while not started.exists():
-            assert time.monotonic() < deadline, "the handler never started"
-            time.sleep(0.1)
         process.send_signal(signal.SIGINT)
         time.sleep(1)
         process.send_signal(signal.SIGINT)
