@@ -34,13 +34,11 @@ from .merged import copy_error, one_each, plan_batch
 from .reads import applied_before, created_here, memory_decides
 from .validate import (
     Lifetime,
-    chain_stamp,
     check_deadline,
     check_fits,
     check_state,
     check_tag,
     on_state_entries,
-    unequal,
 )
 
 
@@ -55,7 +53,7 @@ class SingleChain(Endings):
         ``lifetime`` (``Lifetime``: the deadline, the TTL) is checked before any I/O.
         """
         check_tag(tag)
-        value = chain_stamp(stamp)
+        value = T.chain_stamp(stamp)
         checked = check_deadline(lifetime)
         check_fits(tag, value, self.token_window)
         attempt = 0
@@ -185,7 +183,7 @@ class SingleChain(Endings):
             for i in pending:
                 token = entries[i].token
                 if len(entries[i].stamp) != len(state.stamp):
-                    outcomes[i] = unequal(tag, len(entries[i].stamp), len(state.stamp))
+                    outcomes[i] = T.unequal(tag, len(entries[i].stamp), len(state.stamp))
                 elif token is not None and (
                     token in batch_tokens or len(batch_tokens) >= self.token_window // 2
                 ):
@@ -354,7 +352,7 @@ class SingleChain(Endings):
         entries = on_state_entries(check_state(state).tag, stamps, self.token_window)
         if any(len(entry.stamp) != len(state.stamp) for entry in entries):
             # one write or none: a stamp the chain cannot take refuses them all, unsent
-            return [unequal(state.tag, len(e.stamp), len(state.stamp)) for e in entries]
+            return [T.unequal(state.tag, len(e.stamp), len(state.stamp)) for e in entries]
         try:
             return (yield from self.stamp_batch(state.tag, entries, state, exact=True))
         except CorruptItem as exc:

@@ -35,7 +35,6 @@ from .validate import (
     MAX_TRANSACTION_ITEMS,
     Lifetime,
     create_entries,
-    unequal,
 )
 
 
@@ -103,7 +102,7 @@ class Chains(Transactions):
                 elif state is None or status is not Status.LIVE:
                     outcomes[tag] = T.refusal(D.NOT_LANDED_STEP[("stamp", status)][1], tag, state)
                 elif len(entry.stamp) != len(state.stamp):
-                    outcomes[tag] = unequal(tag, len(entry.stamp), len(state.stamp))
+                    outcomes[tag] = T.unequal(tag, len(entry.stamp), len(state.stamp))
                 else:
                     token = entry.token or secrets.token_bytes(WRITE_TOKEN_BYTES)
                     tokens = (*state.tokens, token)[-self.token_window :]

@@ -24,7 +24,16 @@ from enum import Enum
 from typing import Literal, TypeAlias
 
 from ...chain import ChainState
-from ...errors import ChainFailed, ChainTimedOut, TagExists, TagNotFound, WaitTimeout
+from ...errors import (
+    BufferLengthsUnequal,
+    ChainFailed,
+    ChainTimedOut,
+    TagExists,
+    TagNotFound,
+    WaitTimeout,
+    ZeroBufferNoOp,
+)
+from ...stamps import Stamp, as_stamp
 from .landing import TELL, Refusal
 
 
@@ -177,3 +186,22 @@ def refusal(
     if kind is TagNotFound:
         return TagNotFound(tag, not_found_why(state))
     raise ValueError(f"no error of kind {kind!r} is built from a state")
+
+
+def chain_stamp(value: object) -> Stamp:
+    """``as_stamp``, its all-zeros refusal in a client's words (the seed's are bare)."""
+    try:
+        return as_stamp(value)
+    except ZeroBufferNoOp:
+        raise ZeroBufferNoOp(
+            "a stamp of all zeros changes no chain: stamp with a non-zero byte "
+            "(new_stamp() makes one)"
+        ) from None
+
+
+def unequal(tag: str, given: int, theirs: int) -> BufferLengthsUnequal:
+    """A stamp the chain cannot take, said with both lengths (the seed's words are bare)."""
+    return BufferLengthsUnequal(
+        f'a stamp of {given} bytes on "{tag}", whose chain takes stamps of {theirs} bytes '
+        f"(the length it was created with): stamp it with {theirs}-byte stamps"
+    )

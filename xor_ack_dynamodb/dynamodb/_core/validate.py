@@ -12,7 +12,6 @@ from typing import Any, TypedDict
 
 from ...chain import WRITE_TOKEN_BYTES, ChainState, check_token
 from ...errors import (
-    BufferLengthsUnequal,
     CreateManyFailed,
     InvalidArgument,
     InvalidReason,
@@ -24,12 +23,12 @@ from ...errors import (
     InvalidTTL,
     InvalidWait,
     StampManyFailed,
-    ZeroBufferNoOp,
 )
 from ...errors._refusals import shown
 from ...lifecycle import TIMEOUT_REASON
-from ...stamps import Stamp, as_stamp
+from ...stamps import Stamp
 from .effects import Entry, Outcome
+from .told import chain_stamp
 
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions per TransactWriteItems
 #: DynamoDB's limit of the aggregate size of a transaction's items (4 MiB); a
@@ -267,25 +266,6 @@ def on_state_entries(
     if len(set(tokens)) != len(tokens):
         raise InvalidToken("stamp_on_many got one token twice: each stamp's token is its own")
     return entries
-
-
-def chain_stamp(value: object) -> Stamp:
-    """``as_stamp``, its all-zeros refusal in a client's words (the seed's are bare)."""
-    try:
-        return as_stamp(value)
-    except ZeroBufferNoOp:
-        raise ZeroBufferNoOp(
-            "a stamp of all zeros changes no chain: stamp with a non-zero byte "
-            "(new_stamp() makes one)"
-        ) from None
-
-
-def unequal(tag: str, given: int, theirs: int) -> BufferLengthsUnequal:
-    """A stamp the chain cannot take, said with both lengths (the seed's words are bare)."""
-    return BufferLengthsUnequal(
-        f'a stamp of {given} bytes on "{tag}", whose chain takes stamps of {theirs} bytes '
-        f"(the length it was created with): stamp it with {theirs}-byte stamps"
-    )
 
 
 def one_entry(tag: object, stamp: object, token: object) -> Entry:
