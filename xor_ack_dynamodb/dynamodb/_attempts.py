@@ -81,7 +81,7 @@ def _certificate_refused(error: BaseException | None) -> bool:
     return False
 
 
-def _never_sent(exc: BaseException) -> bool:
+def never_sent(exc: BaseException) -> bool:
     """Did this transport error happen before a byte of the request could be sent?"""
     if isinstance(exc, ConnectTimeoutError):
         return True
@@ -100,7 +100,7 @@ def _never_sent(exc: BaseException) -> bool:
 def attempt_unknown(response: Any, caught_exception: BaseException | None) -> bool:
     """May this one attempt (``(http_response, parsed)`` or an exception) have landed?"""
     if caught_exception is not None:
-        return not _never_sent(caught_exception)
+        return not never_sent(caught_exception)
     if response is None:
         return True
     status = getattr(response[0], "status_code", None)
@@ -193,7 +193,7 @@ def _resend_soon(total_attempts: int, decides: Any) -> Any:
         decided = decides(**kwargs)
         attempts, caught = kwargs.get("attempts", 0), kwargs.get("caught_exception")
         name = getattr(kwargs.get("operation"), "name", None)
-        lost = caught is not None and not _never_sent(caught)
+        lost = caught is not None and not never_sent(caught)
         if not lost or name not in _WRITES or attempts >= total_attempts:
             return decided
         return shortened(attempts, decided)

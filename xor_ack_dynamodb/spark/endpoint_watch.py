@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..dynamodb._attempts import never_sent
 from .tracker import TrackerConfig
 
 #: Seconds of refused connections, in a row, after which a running round stops.
@@ -27,14 +28,6 @@ UNREACHABLE_AFTER = 30.0
 WATCH_EVERY = 3.0
 #: The key looked up: no chain's tag (a tag of the library's runs has a run id and a "/").
 PROBE_KEY = "xor-ack:probe"
-
-
-def unreachable(exc: BaseException) -> bool:
-    """``exc`` says no connection to the endpoint could be opened (refused, no route, a
-    name that does not resolve, a connect timeout): the request never reached DynamoDB."""
-    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
-
-    return isinstance(exc, (EndpointConnectionError, ConnectTimeoutError))
 
 
 class EndpointWatch:
@@ -60,7 +53,7 @@ class EndpointWatch:
         try:
             self._client.get_item(TableName=self.tracker.table, Key=key)
         except Exception as exc:
-            if unreachable(exc):
+            if never_sent(exc):  # no connection opened (refused, no route, no name, ...)
                 return exc
         return None
 
