@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast
 
 from ..chain import ChainState
-from ..errors import CreateManyFailed, InvalidArgument, InvalidState
+from ..errors import ClientClosed, CreateManyFailed, InvalidArgument, InvalidState
 from ..stamps import Stamp, xor
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
@@ -201,6 +201,13 @@ class ClientBase(Generic[ClientT]):
         # stops batching for good if this principal or server cannot run them.
         self._statements = Batcher(self._core.stats)
         self._setup()
+
+    def _refuse_closed(self, op: Any) -> None:
+        """``ClientClosed`` (``op`` closed unrun) once the ``connect()`` block that opened
+        this client ended: its connection pool closed with it."""
+        if self._closed_by is not None:
+            op.close()
+            raise ClientClosed(self._closed_by)
 
     def _setup(self) -> None:
         """Set up the driver's own state (its queues of stamps to merge)."""

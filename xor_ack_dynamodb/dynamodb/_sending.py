@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import ClientClosed, InterruptedWrite
+from ..errors import InterruptedWrite
 from ._batches import Write, item_key
 from ._client import ClientBase, Options, check_flag
 from ._coalescing import Merge, Merging
@@ -57,9 +57,7 @@ class Sending(ClientBase["DynamoDBClient"]):
 
     async def _run(self, op: Op) -> Any:
         """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
-        if self._closed_by is not None:
-            op.close()
-            raise ClientClosed(self._closed_by)
+        self._refuse_closed(op)
         try:
             effect = next(op)
             while True:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import ClientClosed, InterruptedWrite
+from ..errors import InterruptedWrite
 from ._batches import Write, drain, item_key
 from ._client import ClientBase
 from ._coalescing import Merge, Merging
@@ -63,9 +63,7 @@ class SyncSending(ClientBase["DynamoDBClient"]):
         """Drive one sans-I/O operation: send its calls, sleep its sleeps.  ``between``,
         if given, runs after each step, outside the lock: what a step queued for the
         caller's code (``sweep``'s ``on_failed``, which may use this client)."""
-        if self._closed_by is not None:
-            op.close()
-            raise ClientClosed(self._closed_by)
+        self._refuse_closed(op)
         try:
             with self._core_lock:
                 effect = next(op)
