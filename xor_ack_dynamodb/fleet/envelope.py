@@ -39,6 +39,7 @@ duplicate check reads the chain's pages, each once per process (they never chang
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections import Counter
@@ -238,12 +239,9 @@ def named(body: Any, queue_message_id: Any) -> dict[str, Any]:
     """What a log line about a message's failure names: its job's ``tag`` and the fleet's
     ``message_id`` (as the ``submitted`` and ``applied`` lines do), and the queue's own id
     (``sqs_message_id``); a body that is no envelope, by the queue's id alone."""
-    try:
+    tag: str | None = None
+    message_id: str | None = None
+    with contextlib.suppress(InvalidEnvelope):  # no envelope: the queue's id alone
         envelope = Envelope.from_json(body)
-    except InvalidEnvelope:
-        return {"tag": None, "message_id": None, "sqs_message_id": queue_message_id}
-    return {
-        "tag": envelope.tag,
-        "message_id": envelope.message_id,
-        "sqs_message_id": queue_message_id,
-    }
+        tag, message_id = envelope.tag, envelope.message_id
+    return {"tag": tag, "message_id": message_id, "sqs_message_id": queue_message_id}
