@@ -440,6 +440,10 @@ async def test_fail_with_another_generations_chain_id_does_not_say_the_live_tag_
         await ack.fail(tag, reason="stop", chain_id=old.chain_id)
     said = str(caught.value)
     assert "does not exist" not in said, said
+    # touch(chain_id=) is the dashboard's: the same words (it said "does not exist")
+    with pytest.raises(TagNotFound) as touched:
+        await ack.touch(tag, timeout=600, chain_id=old.chain_id)
+    assert str(touched.value) == said, str(touched.value)
     assert (await ack.get(tag)).live
 
 

@@ -31,6 +31,7 @@ from ...errors import (
     StaleLocalData,
     SweepIncomplete,
     SweepStopped,
+    TagNotFound,
     XorAckError,
 )
 from .. import item as I
@@ -163,7 +164,8 @@ class Deadlines(Reads):
                     remembered = False
                     state = yield from self._read(tag)
                     continue
-                state = None  # another generation: not the chain to touch
+                # another generation: not the chain to touch, and not "nothing there" either
+                raise TagNotFound(tag, T.not_found_why(state, other_generation=True))
             status = D.status_of(state, self.clock())
             if status in (Status.LIVE, Status.OVERDUE):
                 assert state is not None
