@@ -24,6 +24,7 @@ from xor_ack_dynamodb.dashboard.config import (
     is_loopback,
 )
 from xor_ack_dynamodb.dashboard.counts import Counts, Move, moves_of
+from xor_ack_dynamodb.dashboard.errors import refusal_of
 from xor_ack_dynamodb.dashboard.follower import Follower
 from xor_ack_dynamodb.dashboard.history import Entry, History, entries_of
 from xor_ack_dynamodb.dashboard.inventory import (
@@ -37,7 +38,7 @@ from xor_ack_dynamodb.dashboard.pages import fleet_job
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
 from xor_ack_dynamodb.dashboard.windows import Windows
-from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
+from xor_ack_dynamodb.errors import ClientClosed, InvalidArgument, XorAckError
 from xor_ack_dynamodb.fleet import root_id, stamp_of
 from xor_ack_dynamodb.fleet.payloads import nesting
 from xor_ack_dynamodb.table import INVENTORY_SHARDS
@@ -405,6 +406,13 @@ def test_a_setting_that_cannot_work_is_one_error_of_the_package(
         DashboardConfig(**setting)  # type: ignore[arg-type]
     assert isinstance(refused.value, InvalidArgument) and isinstance(refused.value, ValueError)
     assert isinstance(refused.value, XorAckError)
+
+
+def test_a_request_met_by_the_closing_client_is_no_bad_input() -> None:
+    """A request still running while the server shuts down meets ``ClientClosed``: it was
+    a 400 "Bad input", blaming the request; it is the server's state (503)."""
+    refused = refusal_of(ClientClosed("async with XorAckDynamoDB.connect(...)"))
+    assert (refused.status, refused.title) == (503, "Shutting down")
 
 
 async def test_live_notices_are_coalesced_and_end_on_close() -> None:

@@ -3,7 +3,8 @@
 - what the dashboard refuses itself (:class:`~.security.Refused`: no token, a form
   without its CSRF token, a bad parameter) keeps its status;
 - the library's errors say what was wrong with the chain or the input: a missing chain
-  is 404, a chain in the wrong state for the action 409, bad input 400;
+  is 404, a chain in the wrong state for the action 409, bad input 400, a request met by
+  the server's closing 503;
 - DynamoDB refusing or unreachable is 502, with its message; anything else is 500 with
   a generic message (the traceback goes to the server's log only).
 """
@@ -38,6 +39,7 @@ STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
     (errors.AmbiguousWrite, 409, "Outcome unknown"),
     (errors.CorruptItem, 422, "Not a chain"),
     (errors.InventoryMissing, 502, "Table not upgraded"),  # the table's, not the request's
+    (errors.ClientClosed, 503, "Shutting down"),  # the server is closing: not the request's
     (errors.XorAckError, 400, "Bad input"),
 )
 #: The exceptions a request may meet and that are no bug: handled without a traceback.
