@@ -190,7 +190,7 @@ def _big_batch(key: str, rows: Any) -> Any:
 def test_a_micro_batch_whose_report_passes_a_mebibyte_commits(
     local_spark: Any, tmp_path: Path, tracker: TrackerConfig
 ) -> None:
-    """A micro-batch of 300 inputs with keys of ~4,000 characters: its endings pass 1 MiB,
+    """A micro-batch of 30 inputs with keys of ~40,000 characters: its endings pass 1 MiB,
     and ``StreamMarks.before_commit`` (``report.endings()``) raises a bare ``OSError``
     before the rename; the query stops, and stops again at every restart (the batch is
     run again, as big)."""
@@ -198,9 +198,9 @@ def test_a_micro_batch_whose_report_passes_a_mebibyte_commits(
 
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    (inbox / "lines.txt").write_text("".join(f"{i:06d}\n" for i in range(300)))
+    (inbox / "lines.txt").write_text("".join(f"{i:06d}\n" for i in range(30)))
     stream = local_spark.readStream.text(str(inbox)).select(
-        "value", F.concat(F.lit("k" * 4_000), F.col("value")).alias("file")
+        "value", F.concat(F.lit("k" * 40_000), F.col("value")).alias("file")
     )
     out = tmp_path / "out"
     query = track_stream(
