@@ -136,8 +136,8 @@ def test_table_create_on_a_users_table_changes_nothing(endpoint: str) -> None:
         assert_user_error(
             refused,
             f"NotAChainsTable: table {name} does not look like a chains table (no inventory "
-            "index, and items that are not chains (no binary stamp and number version)); "
-            "nothing was changed",
+            "index, and items that are not chains (no binary stamp and number version) nor a "
+            "fleet's markers); nothing was changed",
         )
         assert refused.stdout == ""
         with pytest.raises(NotAChainsTable, match="nothing was changed"):

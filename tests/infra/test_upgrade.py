@@ -236,6 +236,30 @@ def test_upgrade_an_old_table_then_again(endpoint: str) -> None:
         client.delete_table(TableName=spec.name)
 
 
+def test_an_earlier_fleets_table_with_its_markers_is_upgraded(moto_endpoint: str) -> None:
+    """A fleet's table of a release before the inventory holds its markers beside its chains
+    (a page with tokens and a version but no stamp, a done record): ``table upgrade`` took
+    them for a user's items and refused the table; the dashboard served it."""
+    client = _client(moto_endpoint)
+    spec = old_table(client)
+    chain_id = {"B": bytes(range(8))}
+    marker = "before#xor-ack-fleet/"
+    page = {"tokens": {"B": bytes(16)}, "version": {"N": "9"}, "expires_at": {"N": "1"}}
+    client.put_item(
+        TableName=spec.name,
+        Item={"tagID": {"S": f"{marker}page/0001020304050607/0"}, "chain_id": chain_id, **page},
+    )
+    client.put_item(
+        TableName=spec.name,
+        Item={"tagID": {"S": f"{marker}done/0001020304050607"}, "chain_id": chain_id},
+    )
+    try:
+        assert upgrade_table(client, spec, timeout=WAIT) == OLD_PLAN
+        _up_to_date(client, spec)
+    finally:
+        client.delete_table(TableName=spec.name)
+
+
 def test_upgrade_resumes_while_an_index_is_being_built(own_ddb_local: str) -> None:
     """DynamoDB Local builds an added index for about a second (CREATING) and refuses a
     second index meanwhile: the upgrade waits for the first, then adds the second."""

@@ -166,7 +166,7 @@ def test_a_users_table_keyed_like_chains_is_refused_with_nothing_written_to_it(
         assert lines[-1].startswith(
             f"error: NotAChainsTable: table {name} does not look like a chains table (no "
             "inventory index, and items that are not chains (no binary stamp and number "
-            "version)); nothing was written to it: give --table"
+            "version) nor a fleet's markers); nothing was written to it: give --table"
         ), lines
         assert "Spark" not in result.output and "Traceback" not in result.output
         assert _full_scan(client, name) == before

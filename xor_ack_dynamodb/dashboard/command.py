@@ -224,12 +224,18 @@ def _check_chains(config: Any, table: Any, where: str) -> None:
     """Refuse a table that holds no chains (a user's own table keyed as the chains are):
     its pages would tell to upgrade it, which ``table upgrade`` refuses.  A table with the
     inventory indexes is one (no request); another (an earlier release's) is sampled once,
-    up to ``SAMPLE`` items, and refused only if it has items and none is a chain (a fleet's
-    markers beside its chains are no chains); a sample it may not read is no refusal."""
+    up to ``SAMPLE`` items, and refused only if it has items and none is a chain or a fleet's
+    marker (``is_tracking_item``, the rule ``table upgrade`` uses on every item it samples);
+    a sample it may not read is no refusal."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from xor_ack_dynamodb.dynamodb.aws import fail_fast_config, sync_client
-    from xor_ack_dynamodb.dynamodb.ownership import SAMPLE, inventory_indexes, is_chain_item
+    from xor_ack_dynamodb.dynamodb.ownership import (
+        SAMPLE,
+        inventory_indexes,
+        is_tracking_item,
+        partition_key_of,
+    )
 
     if inventory_indexes(table):
         return
@@ -242,10 +248,11 @@ def _check_chains(config: Any, table: Any, where: str) -> None:
         return
     finally:
         client.close()
-    if items and not any(is_chain_item(item) for item in items):
+    key = partition_key_of(table)
+    if items and not any(is_tracking_item(item, key) for item in items):
         raise Refused(
             f"table {config.table} at {where} holds no chains (none of its first "
-            f"{len(items)} items has a binary stamp and a number version): name the chains "
+            f"{len(items)} items is a chain or a fleet's marker): name the chains "
             "table (--table)"
         )
 

@@ -67,6 +67,16 @@ OPEN_SHARD = "open_shard"
 DUE_AT = "due_at"
 FAILED_SHARD = "failed_shard"
 
+#: What a fleet's marker items (its pages and done records, ``<tag>#xor-ack-fleet/...``)
+#: have in their key: items of a chains table that are no chain, and no chain's event.
+FLEET_MARKER = "#xor-ack-fleet/"
+
+
+def is_marker_key(key: str) -> bool:
+    """Is ``key`` a fleet marker's (a page, a done record), not a chain's tag?"""
+    return FLEET_MARKER in key
+
+
 #: The sparse global secondary indexes of the inventory: an item is in OPEN_INDEX
 #: while it is live (keys OPEN_SHARD, DUE_AT) and in FAILED_INDEX once failed
 #: (keys FAILED_SHARD, FAILED_AT). Both project keys only, so a stamp that moves

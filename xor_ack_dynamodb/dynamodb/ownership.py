@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 from ..errors import XorAckError
 from .aws import error_code
 from .item import ATTRIBUTES as ITEM_ATTRIBUTES
-from .item import STAMP, VERSION
+from .item import CHAIN_ID, STAMP, VERSION, is_marker_key
 from .table import (
     INDEXES,
     KEY_TYPE,
@@ -182,6 +182,21 @@ def is_chain_item(item: Mapping[str, Any]) -> bool:
     return set(item.get(STAMP) or {}) == {"B"} and set(item.get(VERSION) or {}) == {"N"}
 
 
+def is_tracking_item(item: Mapping[str, Any], partition_key: str) -> bool:
+    """Whether a raw item is one the package writes in a chains table: a chain, or a fleet's
+    marker beside its chains (a key holding ``FLEET_MARKER``, a binary ``chain_id``)."""
+    key = (item.get(partition_key) or {}).get("S")
+    return is_chain_item(item) or (
+        isinstance(key, str) and is_marker_key(key) and set(item.get(CHAIN_ID) or {}) == {"B"}
+    )
+
+
+def partition_key_of(table: Mapping[str, Any]) -> str:
+    """The HASH key's name of a ``DescribeTable`` result ("" when it has none)."""
+    hashes = [k["AttributeName"] for k in table.get("KeySchema", []) if k["KeyType"] == "HASH"]
+    return str(hashes[0]) if hashes else ""
+
+
 def check_chains_table(
     client: Any, table: Mapping[str, Any], ttl: Mapping[str, Any] | None = None
 ) -> None:
@@ -191,8 +206,9 @@ def check_chains_table(
     None: read here, ``dynamodb:DescribeTimeToLive``).  Shown by
     the key ``TableSpec`` makes and: an inventory index on its keys (a table made or
     upgraded since the inventory); else up to ``SAMPLE`` items read (``dynamodb:Scan``)
-    that are all chains; else, with no item, TTL on ``expires_at``, which every release
-    turned on at creation.  Called before anything changes an existing table.
+    that are all chains or a fleet's markers (``is_tracking_item``); else, with no item, TTL
+    on ``expires_at``, which every release turned on at creation.  Called before anything
+    changes an existing table.
     """
     name = str(table.get("TableName", "?"))
     if ttl is None:
@@ -202,13 +218,15 @@ def check_chains_table(
         return
     if why is None:
         items = client.scan(TableName=name, Limit=SAMPLE).get("Items", [])
-        strangers = [item for item in items if not is_chain_item(item)]
+        key = partition_key_of(table)
+        strangers = [item for item in items if not is_tracking_item(item, key)]
         if (items and not strangers) or (
             not items and ttl_on(ttl) and ttl.get("AttributeName") == TTL_ATTRIBUTE
         ):
             return
         why = "no inventory index, and " + (
-            f"items that are not chains (no binary {STAMP} and number {VERSION})"
+            f"items that are not chains (no binary {STAMP} and number {VERSION}) nor a "
+            "fleet's markers"
             if strangers
             else f"no item and no TTL on {TTL_ATTRIBUTE}"
         )

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..dynamodb.item import FLEET_MARKER as FLEET_MARKER
+from ..dynamodb.item import is_marker_key as is_marker_key
 from ..errors import CorruptRecord, InvalidArgument
 
 #: The principal of the records of TTL deletions on AWS (``userIdentity.principalId``).
@@ -59,16 +61,6 @@ class StreamRecord:
     def name(self) -> str:
         """How errors name this record: its sequence number and event id."""
         return f"record {self.sequence_number or '?'} (eventID {self.event_id or '?'})"
-
-
-#: What a fleet's marker items (its pages and done records, ``<tag>#xor-ack-fleet/...``)
-#: have in their key: items of a chains table that are no chain, and no chain's event.
-FLEET_MARKER = "#xor-ack-fleet/"
-
-
-def is_marker_key(key: str) -> bool:
-    """Is ``key`` a fleet marker's (a page, a done record), not a chain's tag?"""
-    return FLEET_MARKER in key
 
 
 def check_partition_key(partition_key: object) -> str:
