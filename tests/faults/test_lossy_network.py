@@ -18,6 +18,9 @@ from .chains import FAST_BOTOCORE, assert_each_applied_once, direct_client, stam
 
 pytestmark = pytest.mark.ddblocal
 LENGTH = 1_000
+#: Throttled writes back off (botocore's standard mode, up to seconds each): 1,000 stamps took
+#: 45 s; 400 still meet dozens of throttles and races between the clients.
+THROTTLED_LENGTH = 400
 KINDS = ("async", "async", "sync")
 
 
@@ -26,12 +29,14 @@ async def test_chains_under_thirty_percent_throttling_all_ack_once(
 ) -> None:
     direct = direct_client(ddb_local_endpoint, ddb_table.name)
     with LossyProxy(ddb_local_endpoint, throttle=at_random(0.3, seed=7)) as proxy:
-        run = await stamp_chains(proxy.endpoint_url, direct, KINDS, chains=2, length=LENGTH)
+        run = await stamp_chains(
+            proxy.endpoint_url, direct, KINDS, chains=2, length=THROTTLED_LENGTH
+        )
     print(f"throttled {len(proxy.throttled)} of {len(proxy.throttled) + len(proxy.forwarded)}")
     print(f"{run.seconds:.1f} s; {run.stats}")
-    assert len(proxy.throttled) > 100  # the proxy really refused writes
+    assert len(proxy.throttled) > 50  # the proxy really refused writes (about 90 of 300)
     assert run.total("conflicts") > 0  # and the clients really raced
-    assert_each_applied_once(run, direct, LENGTH)
+    assert_each_applied_once(run, direct, THROTTLED_LENGTH)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "standard"])
