@@ -142,7 +142,7 @@ $(CONNECT): pyproject.toml | doctor
 
 unit: $(DEV) dynamodb-local $(CONNECT)
 	SPARK_LOCAL_IP=127.0.0.1 XOR_ACK_REQUIRE_EXTENSION=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile \
-		--no-loadscope-reorder --durations=15
+		--durations=15
 
 test: doctor lint typecheck infra unit
 

@@ -38,18 +38,6 @@ for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     os.environ.setdefault(_name, TEST_JVM_OPTIONS)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files of Spark tests first, each file's tests in their order.
-
-    ``make test`` hands whole files to its workers in this order (``--dist loadfile
-    --no-loadscope-reorder``; xdist's own order, most tests first, left the few long
-    Spark files, a standalone cluster's or a Connect server's, to the end, one worker
-    running them while the other had nothing left): the long files start first and the
-    short ones fill in at the end."""
-    spark_files = {item.path for item in items if item.get_closest_marker("spark")}
-    items.sort(key=lambda item: item.path not in spark_files)
-
-
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     with LocalDynamoDB(backend="moto") as server:
