@@ -38,6 +38,31 @@ for _name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     os.environ.setdefault(_name, TEST_JVM_OPTIONS)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep pytest's log capture as pytest formats it after a Spark error.
+
+    A PySpark error with a query context logs through a ``PySparkLogger`` made
+    non-propagating on the spot, and ``PySparkLogger.addHandler`` sets its JSON formatter
+    on whatever handler it is given; pytest gives its capture handler to every
+    non-propagating logger at each test, so from then on, in that worker, ``caplog.text``
+    was JSON and ``caplog.records`` had no ``message``: a test reading them failed or
+    passed by which files the worker had run before.  pytest's own handlers keep theirs."""
+    try:
+        from _pytest.logging import LogCaptureHandler
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - no PySpark: nothing to keep apart
+        return
+    json_handler = PySparkLogger.addHandler
+
+    def add_handler(self: PySparkLogger, handler: logging.Handler) -> None:
+        if isinstance(handler, LogCaptureHandler):
+            logging.Logger.addHandler(self, handler)
+        else:
+            json_handler(self, handler)
+
+    PySparkLogger.addHandler = add_handler  # type: ignore[method-assign]
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     with LocalDynamoDB(backend="moto") as server:

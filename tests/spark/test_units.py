@@ -455,3 +455,23 @@ def test_a_connect_check_that_fails_for_a_moment_is_run_again_not_incurable() ->
     with pytest.raises(Incurable, match="pyarrow"):  # names what to install: at once
         connect_check.probe(missing, sleep=waits.append)
     assert missing.calls == 1
+
+
+def test_a_spark_errors_logger_leaves_pytests_log_capture_as_it_was() -> None:
+    """tests/conftest.py's guard: a PySpark error's query-context logger (non-propagating)
+    is handed pytest's capture handler at every test, and set its JSON formatter on it:
+    every later ``caplog`` test in that worker read JSON (order-dependent failures)."""
+    import logging
+
+    from _pytest.logging import LogCaptureHandler
+    from pyspark.logger import PySparkLogger
+
+    handler = LogCaptureHandler()
+    plain = logging.Formatter("%(message)s")
+    handler.setFormatter(plain)
+    logger = PySparkLogger.getLogger("DataFrameQueryContextLogger")
+    logger.addHandler(handler)
+    try:
+        assert handler.formatter is plain
+    finally:
+        logger.removeHandler(handler)
