@@ -17,9 +17,9 @@ from collections import OrderedDict
 from typing import Any
 
 from ..dynamodb import item as I
+from ..dynamodb.item import FLEET_MARKER
+from ..dynamodb.item import is_marker_key as is_marker_key
 from ..errors import InvalidTag
-from ..events.records import FLEET_MARKER
-from ..events.records import is_marker_key as is_marker_key
 
 #: How long markers outlive their write: SQS keeps a message at most 14 days.
 DEFAULT_MARKER_TTL = 14 * 86_400
