@@ -173,6 +173,29 @@ def test_a_work_dir_in_a_tables_location_is_refused_before_the_first_chain(
     assert sorted(r["j"] for r in local_spark.table(table).collect()) == [0, 1, 2, 3]
 
 
+def test_a_table_whose_folder_is_its_databases_is_overwritten_from_outside_it(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """Without a work_dir the rows are staged beside the table, in its database's folder:
+    a table made with that same folder as its LOCATION had them staged inside its own, and
+    the overwrite emptied it before reading them (the table left empty, its former rows and
+    the new ones lost).  They are staged in the warehouse folder instead."""
+    folder = tmp_path / "raw"
+    db = database(local_spark, folder)
+    table = f"{db}.rows"
+    local_spark.sql(
+        f"CREATE TABLE {table} (key string, j bigint) USING parquet LOCATION '{folder}'"
+    )
+    local_spark.sql(f"INSERT INTO {table} VALUES ('old', 7)")
+    report = track(
+        local_spark, good, SCHEMA, Sink(table=table, overwrite=True), keys=KEYS, tracker=tracker
+    )
+    assert report.ok
+    local_spark.catalog.refreshTable(table)
+    assert sorted(r["j"] for r in local_spark.table(table).collect()) == [0, 1, 2, 3]
+    assert not [p for p in folder.iterdir() if p.name.startswith(".xor-ack-")]
+
+
 def with_location(key: str, rows: Any) -> Any:
     import pyarrow as pa
 

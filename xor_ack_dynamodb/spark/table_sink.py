@@ -2,7 +2,8 @@
 
 The rounds stage their rows in a hidden folder beside the table's database
 (``LOCATION/.xor-ack-RUN``; the warehouse folder when the catalog says no
-location; ``work_dir`` when given), on the side where Spark runs.  After the last
+location, or when the table's folder is its database's; ``work_dir`` when given), on
+the side where Spark runs.  After the last
 round the acked rounds' rows go to the table in **one** write through the
 session's catalog: inserted (``insertInto``, by the table's own column order, so
 its format, whatever it is, takes them: a v1 table rejects
@@ -41,12 +42,15 @@ class TableTarget:
         self.files = Files(spark)
         self.run_id = run_id
         self.work_dir = resolver(spark)(work_dir, "the work folder") if work_dir else None
-        base = self.work_dir or self._beside()
-        self.staging = f"{base.rstrip('/')}/.xor-ack-{run_id}"
-        self.rows_root = f"{self.staging}/rows"
+        self._stage_in(self.work_dir or self._beside())
         #: Set while an ``overwrite`` replaces the table's rows: a failure then may have
         #: left it with some or none of them (said by the run's error).
         self.replacing = False
+
+    def _stage_in(self, base: str) -> None:
+        """Stage the rounds' rows in ``base/.xor-ack-RUN``."""
+        self.staging = f"{base.rstrip('/')}/.xor-ack-{self.run_id}"
+        self.rows_root = f"{self.staging}/rows"
 
     def _beside(self) -> str:
         """The table's database folder (the warehouse folder if the catalog names none)."""
@@ -94,17 +98,31 @@ class TableTarget:
                 output=str(location),
             )
 
-    def _refuse_work_dir_inside(self, location: str | None) -> None:
-        """A work folder in the table's folder (``location``): an overwrite empties that
+    def _refuse_staging_inside(self, location: str | None) -> None:
+        """Rows staged in the table's folder (``location``): an overwrite empties that
         folder before its write job reads the rows staged there (both lost), and a new
         table's ``saveAsTable`` refuses a folder that exists, after every chain was
-        written."""
-        if self.work_dir and location and is_inside(real_path(self.work_dir), real_path(location)):
+        written.  A ``work_dir`` there is refused; without one, a table whose folder is its
+        database's (where the rows are staged by default) has them staged in the warehouse
+        folder instead, or, that one inside the table's too, is refused."""
+        if not location or not is_inside(real_path(self.staging), real_path(location)):
+            return
+        if self.work_dir:
             raise InvalidArgument(
                 f"work_dir={self.work_dir!r} is at or inside the folder of "
                 f"Sink(table={self.table!r}) ({location}): the run stages its rows there; "
                 "give a work folder outside the table's"
             )
+        warehouse = str(self.spark.conf.get("spark.sql.warehouse.dir"))
+        if not is_inside(real_path(warehouse), real_path(location)):
+            self._stage_in(warehouse)
+            return
+        raise InvalidArgument(
+            f"Sink(table={self.table!r}): the table's folder ({location}) holds its database's "
+            "folder and the warehouse, where the run would stage its rows (an overwrite "
+            "empties it before reading them); nothing was written: give a work folder "
+            "outside the table's (tracked_job(..., work_dir=...))"
+        )
 
     def check(self, struct: Any, *, probe: bool = True) -> None:
         """Refuse before the first chain what the commit could not write: a table in a
@@ -113,8 +131,9 @@ class TableTarget:
         column the output lacks.  (A new table's format is never tried, whatever ``probe``
         says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
         exists = self.exists()
-        location = self._location(exists) if self.work_dir or not exists else None
-        self._refuse_work_dir_inside(location)
+        asked = self.work_dir or not exists or self.sink.overwrite  # where staging can clash
+        location = self._location(exists) if asked else None
+        self._refuse_staging_inside(location)
         refuse_staged(self.files, self.rows_root, self.run_id)
         out = output.schema(self.spark, struct, self.sink)
         columns = tuple(field.name for field in out.fields)
