@@ -354,8 +354,8 @@ def test_local_start_whose_table_is_refused_leaves_no_server_running(
     assert refused.stderr.splitlines()[-2:] == [
         "stopped the DynamoDB Local: the table step failed",
         f"error: TableMismatch: table {table} has key tagID (HASH), expected other (HASH) only: "
-        "name the chains table (--table / table=...); only a chains table made with another "
-        "partition key is used with that key (--partition-key / partition_key=...)",
+        "name the chains table (--table); only a chains table made with another "
+        "partition key is used with that key (--partition-key)",
     ]
     again = run(*start, "--create-table")  # the data dir is free again, the table as it was
     assert again.exit_code == 0, again.output

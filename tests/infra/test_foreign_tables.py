@@ -130,7 +130,7 @@ def test_table_create_on_a_users_table_changes_nothing(endpoint: str) -> None:
         assert_user_error(
             hinted,
             f"TableMismatch: table {name} has key id (HASH), expected tagID (HASH) only: name "
-            "the chains table (--table / table=...)",
+            "the chains table (--table)",
         )
         refused = run(*base, "--partition-key", "id", "table", "create")
         assert_user_error(

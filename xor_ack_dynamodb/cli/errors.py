@@ -30,9 +30,10 @@ def _one_line(text: str) -> str:
 
 
 def tag_escaped(exc: BaseException) -> str:
-    """``str(exc)`` with its tag (``.tag``) escaped first: a line break in a tag would be
-    joined with ``; `` as the message's own lines are, naming another tag."""
-    text = str(exc)
+    """``str(exc)`` (an ``XorAckError``'s ``cli_message`` where it has one: the commands'
+    words) with its tag (``.tag``) escaped first: a line break in a tag would be joined
+    with ``; `` as the message's own lines are, naming another tag."""
+    text = getattr(exc, "cli_message", None) or str(exc)
     tag = getattr(exc, "tag", None)
     if isinstance(tag, str) and tag and escaped(tag) != tag:
         text = text.replace(tag, escaped(tag))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..errors import XorAckError
+from ..errors import InvalidArgument, XorAckError
 from .aws import error_code
 from .item import ATTRIBUTES as ITEM_ATTRIBUTES
 from .item import CHAIN_ID, STAMP, VERSION, is_marker_key
@@ -60,6 +60,15 @@ class NotAChainsTable(XorAckError):
         self.why = why
 
 
+def check_spec(function: str, spec: object) -> None:
+    """``InvalidArgument`` unless ``spec`` is a ``TableSpec`` (a name alone is not one)."""
+    if not isinstance(spec, TableSpec):
+        name = spec if isinstance(spec, str) else "..."
+        raise InvalidArgument(
+            f"{function} takes a TableSpec (TableSpec(name={name!r})), not {spec!r}"
+        )
+
+
 def create_table(
     client: DynamoDBClient, spec: TableSpec, *, wait: bool = True, timeout: float = 60.0
 ) -> bool:
@@ -74,6 +83,7 @@ def create_table(
     if the new table is ACTIVE already (DynamoDB refuses it on a table being created); else
     ``upgrade_table`` turns it on once it is.
     """
+    check_spec("create_table", spec)
     if wait:
         wait_budget(timeout)
     created = True
@@ -92,13 +102,13 @@ def create_table(
         except TableWaitTimeout as slow:
             if not created:
                 raise
-            raise TableWaitTimeout(
-                spec.name,
-                slow.status,
-                slow.seconds,
-                f"TTL is not on yet: once it is ACTIVE, run `xor-ack --table {spec.name} table "
-                "upgrade` (upgrade_table) to turn it on",
-            ) from slow
+            upgrade = f"`xor-ack --table {spec.name} table upgrade`"
+            left = "TTL is not on yet: once it is ACTIVE, run {} to turn it on"
+            late = TableWaitTimeout(
+                spec.name, slow.status, slow.seconds, left.format(f"upgrade_table() or {upgrade}")
+            )
+            cli = TableWaitTimeout(spec.name, slow.status, slow.seconds, left.format(upgrade))
+            raise late.with_cli(str(cli)) from slow
     # DynamoDB refuses UpdateTimeToLive while a table is CREATING: without the wait, TTL is
     # turned on only if the new table is ACTIVE already (DynamoDB Local's are at once)
     if created and (wait or _status(client, spec.name) == "ACTIVE"):
@@ -230,14 +240,15 @@ def check_chains_table(
             if strangers
             else f"no item and no TTL on {TTL_ATTRIBUTE}"
         )
-    raise NotAChainsTable(
+    said = (
         f"table {name} does not look like a chains table ({why}); nothing was changed: the "
-        "tooling changes only tables it made. Name the chains table (--table / table=...). A "
-        f"chains table an earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} "
-        f"(aws dynamodb update-time-to-live --table-name {name} --time-to-live-specification "
-        f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again",
-        why,
+        "tooling changes only tables it made. Name the chains table ({}). A chains table an "
+        f"earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} (aws dynamodb "
+        f"update-time-to-live --table-name {name} --time-to-live-specification "
+        f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again"
     )
+    refused = NotAChainsTable(said.replace("{}", "table=...", 1), why)
+    raise refused.with_cli(said.replace("{}", "--table", 1))
 
 
 def delete_table(

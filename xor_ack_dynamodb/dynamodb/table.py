@@ -245,10 +245,11 @@ class TableSpec:
         has_sort_key = any(k["KeyType"] == "RANGE" for k in key)
         if hash_keys != [self.partition_key] or has_sort_key:
             found = ", ".join(f"{k['AttributeName']} ({k['KeyType']})" for k in key) or "none"
+            said = f"table {self.name} has key {found}, expected {self.partition_key} (HASH) only"
+            rest = "; only a chains table made with another partition key is used with that key"
             raise TableMismatch(
-                f"table {self.name} has key {found}, expected {self.partition_key} (HASH) only: "
-                "name the chains table (--table / table=...); only a chains table made with "
-                "another partition key is used with that key (--partition-key / partition_key=...)"
+                f"{said}: name the chains table (table=...){rest} (partition_key=...)",
+                cli=f"{said}: name the chains table (--table){rest} (--partition-key)",
             )
         if types.get(self.partition_key) != KEY_TYPE:
             raise TableMismatch(

@@ -150,13 +150,19 @@ class UnsettledWrite(AmbiguousWrite):
     """
 
     def __init__(self, tag: str, window: int) -> None:
+        said = (
+            f'"{tag}": the write may have landed (its response was lost) and the read that '
+            "would tell failed too; once DynamoDB answers, "
+        )
         _TagError.__init__(
             self,
             tag,
-            f'"{tag}": the write may have landed (its response was lost) and the read that '
-            "would tell failed too; once DynamoDB answers, send a stamp again with the same "
-            "token (it lands once) or get() the chain; without a token, fail the chain and "
-            "replay its input",
+            f"{said}send a stamp again with the same token (it lands once) or get() the "
+            "chain; without a token, fail the chain and replay its input",
+        )
+        self.cli_message = (
+            f"{said}`xor-ack chain show` tells whether it landed (a `chain stamp` sent again "
+            "with the same --token lands once); otherwise `chain fail` it and replay its input"
         )
         self.window = window
 

@@ -17,7 +17,7 @@ Which one a call raises is decided by the item as the write found it (``_core/to
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 if TYPE_CHECKING:
     from ..chain import ChainState  # annotations only: chain.py sits above the errors
@@ -44,9 +44,19 @@ class XorAckError(Exception):
 
     __module__ = _MODULE
 
+    #: The message in the ``xor-ack`` command's words (its options, not the keyword
+    #: arguments ``str(self)`` names), where the two differ; None: ``str(self)`` is both.
+    #: Written by the raise site, which knows both (``with_cli``); the CLI prints it.
+    cli_message: str | None = None
+
     @property
     def code(self) -> str:
         return type(self).__name__
+
+    def with_cli(self, message: str) -> Self:
+        """This error, saying ``message`` when the CLI tells it (``cli_message``)."""
+        self.cli_message = message
+        return self
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuilt, (type(self), self.args, dict(self.__dict__)))

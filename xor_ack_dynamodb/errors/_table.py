@@ -12,9 +12,16 @@ from ._failures import _MODULE, XorAckError
 
 class TableMismatch(XorAckError):
     """An existing table has another key schema or TTL attribute than the clients expect
-    (raised by ``sweep()`` and ``list_chains()`` as well as by the table tools)."""
+    (raised by ``sweep()`` and ``list_chains()`` as well as by the table tools).
+
+    ``cli``: the message in the commands' words, where it names options (``cli_message``).
+    """
 
     __module__ = _MODULE
+
+    def __init__(self, message: str, cli: str | None = None) -> None:
+        super().__init__(message)
+        self.cli_message = cli
 
 
 class RegionMissing(XorAckError):
@@ -39,12 +46,13 @@ class NotDynamoDB(XorAckError):
     __module__ = _MODULE
 
     def __init__(self, endpoint: str, operation: str, status: int, content_type: str) -> None:
-        super().__init__(
+        said = (
             f"{endpoint} answered {operation} with HTTP {status} and no DynamoDB reply"
             f" ({content_type or 'no content type'}): it is not DynamoDB, so nothing was"
-            " read or written there; check the endpoint URL (--endpoint-url, endpoint_url=,"
-            " AWS_ENDPOINT_URL_DYNAMODB)"
+            " read or written there; check the endpoint URL"
         )
+        super().__init__(f"{said} (endpoint_url=, or AWS_ENDPOINT_URL_DYNAMODB)")
+        self.cli_message = f"{said} (--endpoint-url, or AWS_ENDPOINT_URL_DYNAMODB)"
         self.endpoint = endpoint
         self.operation = operation
         self.status = status
@@ -113,11 +121,12 @@ class InventoryMissing(XorAckError):
     __module__ = _MODULE
 
     def __init__(self, table: str, index: str) -> None:
-        super().__init__(
+        said = (
             f"table {table} has no index {index}: an earlier release made it, before the "
             "inventory that sweeps and lists read; nothing was written. Add the indexes with "
-            f"`xor-ack --table {table} table upgrade` (upgrade_table)"
         )
+        super().__init__(f"{said}upgrade_table() or `xor-ack --table {table} table upgrade`")
+        self.cli_message = f"{said}`xor-ack --table {table} table upgrade`"
         self.table = table
         self.index = index
 

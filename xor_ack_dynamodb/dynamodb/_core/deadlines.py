@@ -266,10 +266,11 @@ class Deadlines(Reads):
         if self.partition_key in raw:
             return str(raw[self.partition_key]["S"])
         keys = ", ".join(sorted(set(raw) - set(INDEXES[index]))) or "?"
+        said = f"table {self.table}'s partition key is {keys}, not {self.partition_key}: pass"
         raise TableMismatch(
-            f"table {self.table}'s partition key is {keys}, not {self.partition_key}: pass "
-            f"partition_key={keys!r} (--partition-key {keys}, XOR_ACK_PARTITION_KEY={keys}); "
-            "nothing was written"
+            f"{said} partition_key={keys!r}; nothing was written",
+            cli=f"{said} --partition-key {keys} (or XOR_ACK_PARTITION_KEY={keys}); nothing was "
+            "written",
         )
 
     def list_page(
