@@ -12,7 +12,7 @@ from ..stamps import Stamp, xor
 from ._attempts import watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
 from ._client_kind import check_client
-from ._core.client_options import check_count
+from ._core.client_options import check_count, check_region_name
 from ._core.effects import ClientStats, Entry, Op, Outcome
 from ._core.many import Chains
 from ._core.validate import (
@@ -68,7 +68,7 @@ def connection(options: Connection) -> tuple[Any, Settings, Options]:
         raise InvalidArgument(f"connect() takes no option {unknown[0]!r}: its options are {known}")
     settings = Settings(
         endpoint=options.get("endpoint_url"),
-        region_name=options.get("region_name"),
+        region_name=check_region_name(options.get("region_name")),
         config=options.get("config"),
     )
     rest = {key: value for key, value in options.items() if key not in _CONNECTION}

@@ -3,8 +3,9 @@
 A client of another service (S3, SQS, DynamoDB Streams) or of the other flavour (a
 boto3 client given to the async tracker, an aiobotocore one to the sync twin) would
 fail at the first call with a bare ``AttributeError`` or ``TypeError``; it is refused
-at once with ``InvalidArgument`` saying which client to pass.  Objects that are not
-botocore clients (test doubles, wrappers) are taken as they are.
+at once with ``InvalidArgument`` saying which client to pass, as is an object with
+none of a DynamoDB client's methods (None, a service's name).  Other objects that are
+not botocore clients (test doubles, wrappers) are taken as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from typing import Any
 from botocore.client import BaseClient
 
 from ..errors import InvalidArgument
+from ..errors._refusals import shown
+
+#: The requests a tracker sends: an object with none of them is no DynamoDB client.
+_REQUESTS = ("get_item", "update_item", "batch_get_item", "transact_write_items", "query")
 
 
 def _service(client: Any) -> str | None:
@@ -45,6 +50,8 @@ def check_client(client: Any, *, asynchronous: bool) -> None:
         raise InvalidArgument(
             f"{tracker}'s client must be {wanted}, not a client of the {service} service"
         )
+    if not any(callable(getattr(client, name, None)) for name in _REQUESTS):
+        raise InvalidArgument(f"{tracker}'s client must be {wanted}, not {shown(client)}")
     coroutines = _aiobotocore(client) or inspect.iscoroutinefunction(
         getattr(client, "get_item", None)
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import StreamViewConflict, UpgradeTimeout
-from .ownership import check_chains_table
+from .ownership import check_chains_table, check_spec
 from .table import (
     INDEXES,
     STREAM_VIEW,
@@ -162,6 +162,7 @@ def upgrade_table(
     table without an inventory index).  A table that does not show it holds chains is
     refused with nothing changed (``NotAChainsTable``: ``check_chains_table``).
     """
+    check_spec("upgrade_table", spec)
     say = progress or (lambda line: None)
     made: list[Change] = []
     while True:

@@ -3,6 +3,7 @@ nothing is sent with an option no chain could work with."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from ...errors import InvalidArgument
@@ -54,6 +55,21 @@ def check_partition_key(value: object) -> str:
             f"chains table's partition key (the default is {I.DEFAULT_PARTITION_KEY!r})"
         )
     return key
+
+
+#: An AWS region's name as botocore takes one (``botocore.utils.validate_region_name``).
+_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?")
+
+
+def check_region_name(value: object) -> str | None:
+    """``connect``'s ``region_name``: None (the environment's) or a region's name such as
+    ``us-east-1``; botocore's ``InvalidRegionError`` or a ``TypeError`` otherwise, later."""
+    if value is not None and not (isinstance(value, str) and _REGION.fullmatch(value)):
+        raise InvalidArgument(
+            f"region_name must be an AWS region's name such as 'us-east-1', or None (the "
+            f"environment's), not {shown(value)}"
+        )
+    return value
 
 
 def check_clock(value: object) -> Callable[[], float]:
