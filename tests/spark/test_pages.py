@@ -191,6 +191,11 @@ def test_a_refused_run_or_one_that_raised_leaves_a_former_report_file_as_it_was(
     assert isinstance(raised.value.__cause__, RuntimeError)
     assert report_file.read_text() == former
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "taken"]  # no partial
+    # The error's report names no file (it named run.jsonl, the former run's lines), and
+    # still reads this run's endings.
+    failed = raised.value.report
+    assert failed.report_path is None and failed.summary()["report_path"] is None
+    assert sorted(entry.key for entry in failed.endings()) == ["a", "b"]
 
     assert track(local_spark, one_row(), "v long", Sink(str(out)), **run).ok
     lines = [json.loads(line) for line in report_file.read_text().splitlines()]

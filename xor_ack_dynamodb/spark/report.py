@@ -155,8 +155,11 @@ class TrackedReport:
         self._endings.close(self.summary())
 
     def abandon(self) -> None:
-        """The run raised before it ended: the report file, if named, is left as it was."""
+        """The run raised before it ended: the report file, if named, is left as it was,
+        and no longer named here (it holds an earlier run's lines, or none): this run's
+        endings stay readable from the report (``endings()``)."""
         self._endings.abandon()
+        self.report_path = None
 
     # -- the counts -------------------------------------------------------------------
 
