@@ -130,6 +130,9 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
         ({"path": "out", "finish": "sum"}, r"Sink\(finish='sum'\).*callable"),
         ({"path": "out", "format": None}, r"Sink\(format=None\).*string"),
         ({"path": "out", "table": "t"}, r"a folder \(path=...\) or a catalog table .*not both"),
+        # Spark's ParseException ("Syntax error at or near '`'") at the first catalog call
+        ({"table": "`my.t`"}, r"Sink\(table='`my.t`'\): give the table as name or database"),
+        ({"table": "db..t"}, r"Sink\(table='db..t'\).*none be empty"),
     ],
     ids=[
         "path-int",
@@ -143,6 +146,8 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
         "finish-str",
         "format-none",
         "path-and-table",
+        "table-dot-in-backticks",
+        "table-empty-part",
     ],
 )
 def test_a_sink_spark_could_not_write_is_refused_when_it_is_made(

@@ -9,6 +9,21 @@ from typing import Any
 from .errors import InvalidArgument
 
 
+def _plain_parts(name: str) -> bool:
+    """Does ``name`` split on its dots (outside backticks) into parts none of which is
+    empty or holds a dot?  (The catalog calls take the parts the library splits on dots.)"""
+    parts, part, quoted = [], "", False
+    for char in name:
+        quoted ^= char == "`"
+        if char == "." and not quoted:
+            parts.append(part)
+            part = ""
+        else:
+            part += char
+    parts.append(part)
+    return not quoted and all(p.strip("`").strip() and "." not in p for p in parts)
+
+
 @dataclass(frozen=True)
 class Sink:
     """The output (a folder ``path``, or a catalog ``table``) and how to write it.
@@ -53,6 +68,11 @@ class Sink:
             )
         if self.path is not None and not self.path.strip():
             raise InvalidArgument("Sink(path=...) must not be empty")
+        if self.table is not None and not _plain_parts(self.table):
+            raise InvalidArgument(
+                f"Sink(table={self.table!r}): give the table as name or database.name, a "
+                "part in backticks if it needs them; a part may hold no dot and none be empty"
+            )
         if self.files is not None and (
             isinstance(self.files, bool) or not isinstance(self.files, int) or self.files < 1
         ):
