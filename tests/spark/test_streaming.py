@@ -366,7 +366,11 @@ def test_a_stream_with_an_input_that_fails_for_good_stops_or_goes_on_as_asked(
         stop_on_failure=stop,
     )
     if stop:
-        named = rf"BatchFailed: micro-batch \d+: 1 inputs failed \([^)]*{re.escape(bad)}\)"
+        # the input, why it failed and what to do (it named the input only)
+        named = (
+            rf"BatchFailed: micro-batch \d+: 1 inputs failed \([^;]*{re.escape(bad)}; "
+            rf"[^;]*: .*not this one: {re.escape(bad)}\).*restart the query.*stop_on_failure=False"
+        )
         with pytest.raises(Exception, match=named):
             query.awaitTermination(240)
     else:

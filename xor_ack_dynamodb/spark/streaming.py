@@ -273,14 +273,21 @@ def track_stream(
             except Unanswered as lost:  # as the run's own phase says it
                 raise job.dynamodb_failed(lost) from lost.cause
         if not report.ok:
-            failed = (i.key for i in report.endings() if i.status == "failed")
-            names = ", ".join(itertools.islice(failed, 3))  # the first three, not all in memory
+            failed = (i for i in report.endings() if i.status == "failed")
+            first = list(itertools.islice(failed, 3))  # the first three, not all in memory
+            names = ", ".join(i.key for i in first)
+            why = first[0].history[-1] if first and first[0].history else "?"
             said = (
-                f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}); "
-                f"its output {target.path} holds the acked ones only"
+                f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}; "
+                f"{first[0].key if first else '?'}: {why}); its output {target.path} holds the "
+                "acked ones only"
             )
             if stop_on_failure:
-                raise BatchFailed(said)
+                raise BatchFailed(
+                    f"{said}: restart the query to run the batch again (its acked inputs are "
+                    "not written twice), or give stop_on_failure=False to go on past inputs "
+                    "that fail for good"
+                )
             log.warning("%s; the query goes on (stop_on_failure=False)", said)
 
     writer = stream.writeStream.foreachBatch(batch).option("checkpointLocation", checkpoint)
