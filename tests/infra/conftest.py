@@ -33,3 +33,28 @@ def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _NotDynamoDB(http.server.BaseHTTPRequestHandler):
+    """A web server that is not DynamoDB (a dev server, a dashboard on the wrong port):
+    every request gets 200 and a page of HTML."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"<html><body>hello from some other web app</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def not_dynamodb() -> Iterator[str]:
+    with serving(_NotDynamoDB) as url:
+        yield url

@@ -4,8 +4,6 @@ line (no "unexpected ... a bug"), and nothing is said done that was not."""
 
 from __future__ import annotations
 
-import http.server
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,36 +12,9 @@ from click.testing import CliRunner, Result
 from xor_ack_dynamodb.cli import NOT_RUNNING, cli
 from xor_ack_dynamodb.local import LocalDynamoDB, LocalDynamoDBError
 
-from .conftest import serving
-
 
 def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), env=env)
-
-
-class _NotDynamoDB(http.server.BaseHTTPRequestHandler):
-    """A web server that is not DynamoDB (a dev server, a dashboard on the wrong port):
-    every request gets 200 and a page of HTML."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = b"<html><body>hello from some other web app</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def not_dynamodb() -> Iterator[str]:
-    with serving(_NotDynamoDB) as url:
-        yield url
 
 
 def _one_typed_line(result: Result) -> str:

@@ -9,10 +9,6 @@ line, ``--partition-key`` in a Python error), or the argument escaped untyped.
 from __future__ import annotations
 
 import re
-import threading
-import uuid
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import boto3
@@ -23,6 +19,8 @@ from xor_ack_dynamodb import SyncXorAckDynamoDB
 from xor_ack_dynamodb.cli import cli
 from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
 from xor_ack_dynamodb.table import TableSpec, create_table
+
+from .test_cli import plain_table
 
 # A Python keyword argument as a message would name it: `partition_key=`, `table=...`,
 # `endpoint_url=`, or a Python function/method such as `upgrade_table` or `get()`.
@@ -37,47 +35,6 @@ def run(*args: str) -> Result:
 
 def raw_client(endpoint: str) -> Any:
     return boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
-
-
-def plain_table(client: Any, key: str = "tagID") -> str:
-    name = f"plain-{uuid.uuid4().hex[:10]}"
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
-    )
-    return name
-
-
-@pytest.fixture
-def html_endpoint() -> Iterator[str]:
-    """A web server on loopback that answers every request with HTTP 200 and a web page."""
-
-    class Page(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            body = b"<html><body>hello</body></html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def assert_cli_words(result: Result, code: str) -> None:
@@ -119,21 +76,21 @@ def test_cli_table_mismatch_names_no_python_keyword(
 
 def test_cli_not_a_chains_table_names_no_python_keyword(ddb_local_endpoint: str) -> None:
     # Seen: "Name the chains table (--table / table=...)"
-    name = plain_table(raw_client(ddb_local_endpoint))
+    name = plain_table(raw_client(ddb_local_endpoint), "tagID", "plain")
     result = run("table", "create", "--endpoint-url", ddb_local_endpoint, "--table", name)
     assert_cli_words(result, "NotAChainsTable")
 
 
 def test_cli_inventory_missing_names_no_python_function(ddb_local_endpoint: str) -> None:
     # Seen: "Add the indexes with `xor-ack --table T table upgrade` (upgrade_table)"
-    name = plain_table(raw_client(ddb_local_endpoint))
+    name = plain_table(raw_client(ddb_local_endpoint), "tagID", "plain")
     result = run("chain", "list", "--endpoint-url", ddb_local_endpoint, "--table", name)
     assert_cli_words(result, "InventoryMissing")
 
 
-def test_cli_not_dynamodb_names_no_python_keyword(html_endpoint: str) -> None:
+def test_cli_not_dynamodb_names_no_python_keyword(not_dynamodb: str) -> None:
     # Seen: "check the endpoint URL (--endpoint-url, endpoint_url=, AWS_ENDPOINT_URL_DYNAMODB)"
-    result = run("chain", "show", "x", "--endpoint-url", html_endpoint)
+    result = run("chain", "show", "x", "--endpoint-url", not_dynamodb)
     assert_cli_words(result, "NotDynamoDB")
 
 
@@ -158,10 +115,10 @@ def test_python_table_mismatch_names_no_cli_flag(
     assert "--partition-key" not in str(caught.value), str(caught.value)
 
 
-def test_python_not_dynamodb_names_no_cli_flag(html_endpoint: str) -> None:
+def test_python_not_dynamodb_names_no_cli_flag(not_dynamodb: str) -> None:
     with (
         SyncXorAckDynamoDB.connect(
-            table="t-x", endpoint_url=html_endpoint, region_name="us-east-1"
+            table="t-x", endpoint_url=not_dynamodb, region_name="us-east-1"
         ) as ack,
         pytest.raises(XorAckError) as caught,
     ):
