@@ -248,9 +248,8 @@ class TableSpec:
             said = f"table {self.name} has key {found}, expected {self.partition_key} (HASH) only"
             rest = "; only a chains table made with another partition key is used with that key"
             raise TableMismatch(
-                f"{said}: name the chains table (table=...){rest} (partition_key=...)",
-                cli=f"{said}: name the chains table (--table){rest} (--partition-key)",
-            )
+                f"{said}: name the chains table (table=...){rest} (partition_key=...)"
+            ).with_cli(f"{said}: name the chains table (--table){rest} (--partition-key)")
         if types.get(self.partition_key) != KEY_TYPE:
             raise TableMismatch(
                 f"table {self.name}: partition key {self.partition_key} has type "

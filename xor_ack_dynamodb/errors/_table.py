@@ -12,16 +12,9 @@ from ._failures import _MODULE, XorAckError
 
 class TableMismatch(XorAckError):
     """An existing table has another key schema or TTL attribute than the clients expect
-    (raised by ``sweep()`` and ``list_chains()`` as well as by the table tools).
-
-    ``cli``: the message in the commands' words, where it names options (``cli_message``).
-    """
+    (raised by ``sweep()`` and ``list_chains()`` as well as by the table tools)."""
 
     __module__ = _MODULE
-
-    def __init__(self, message: str, cli: str | None = None) -> None:
-        super().__init__(message)
-        self.cli_message = cli
 
 
 class RegionMissing(XorAckError):

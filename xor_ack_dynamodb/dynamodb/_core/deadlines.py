@@ -267,10 +267,8 @@ class Deadlines(Reads):
             return str(raw[self.partition_key]["S"])
         keys = ", ".join(sorted(set(raw) - set(INDEXES[index]))) or "?"
         said = f"table {self.table}'s partition key is {keys}, not {self.partition_key}: pass"
-        raise TableMismatch(
-            f"{said} partition_key={keys!r}; nothing was written",
-            cli=f"{said} --partition-key {keys} (or XOR_ACK_PARTITION_KEY={keys}); nothing was "
-            "written",
+        raise TableMismatch(f"{said} partition_key={keys!r}; nothing was written").with_cli(
+            f"{said} --partition-key {keys} (or XOR_ACK_PARTITION_KEY={keys}); nothing was written"
         )
 
     def list_page(
