@@ -139,12 +139,12 @@ def _own_key(table: Mapping[str, Any]) -> str | None:
     """Why ``table``'s key is not one ``TableSpec`` makes (one HASH key of type S), or None."""
     key = table.get("KeySchema", [])
     types = {a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])}
-    hashes = [k["AttributeName"] for k in key if k["KeyType"] == "HASH"]
-    if len(key) != 1 or len(hashes) != 1 or hashes[0] in ITEM_ATTRIBUTES:
+    name = partition_key_of(table)
+    if len(key) != 1 or not name or name in ITEM_ATTRIBUTES:
         found = ", ".join(f"{k['AttributeName']} ({k['KeyType']})" for k in key) or "none"
         return f"its key is {found}"
-    if types.get(hashes[0]) != KEY_TYPE:
-        return f"its key {hashes[0]} has type {types.get(hashes[0])}"
+    if types.get(name) != KEY_TYPE:
+        return f"its key {name} has type {types.get(name)}"
     return None
 
 
