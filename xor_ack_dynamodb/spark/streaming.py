@@ -276,11 +276,11 @@ def track_stream(
             failed = (i for i in report.endings() if i.status == "failed")
             first = list(itertools.islice(failed, 3))  # the first three, not all in memory
             names = ", ".join(i.key for i in first)
-            why = first[0].history[-1] if first and first[0].history else "?"
+            if first and first[0].history:  # the first one's reason
+                names += f"; {first[0].key}: {first[0].history[-1]}"
             said = (
-                f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}; "
-                f"{first[0].key if first else '?'}: {why}); its output {target.path} holds the "
-                "acked ones only"
+                f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}); "
+                f"its output {target.path} holds the acked ones only"
             )
             if stop_on_failure:
                 raise BatchFailed(
