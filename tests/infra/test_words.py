@@ -20,7 +20,7 @@ from xor_ack_dynamodb.cli import cli
 from xor_ack_dynamodb.errors import InvalidArgument, XorAckError
 from xor_ack_dynamodb.table import TableSpec, create_table
 
-from .test_cli import plain_table
+from .test_cli import assert_user_error, plain_table
 
 # A Python keyword argument as a message would name it: `partition_key=`, `table=...`,
 # `endpoint_url=`, or a Python function/method such as `upgrade_table` or `get()`.
@@ -38,10 +38,8 @@ def raw_client(endpoint: str) -> Any:
 
 
 def assert_cli_words(result: Result, code: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    line = result.output.strip().splitlines()[-1]
-    assert line.startswith(f"error: {code}"), line
+    assert_user_error(result, code)  # one `error:` line, exit 1, no traceback
+    line = result.stderr.strip()
     assert not PYTHON_WORDS.search(line), f"a CLI message names Python words: {line}"
 
 
