@@ -106,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs: list[dict[str, Any]] = []
     started = load()
-    with LocalDynamoDB(backend="dynamodb-local") as db, CountingProxy(db.endpoint_url) as proxy:
+    with (
+        LocalDynamoDB(backend="dynamodb-local", full_jit=True) as db,
+        CountingProxy(db.endpoint_url) as proxy,
+    ):
         ddb_pid = db.pid
         client = sync_client(
             endpoint=proxy.endpoint_url,

@@ -111,7 +111,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_before": round(os.getloadavg()[0], 2),
     }
-    with LocalDynamoDB(backend="dynamodb-local") as db:
+    with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as db:
         spec = TableSpec(name="bench-dashboard")
         create_table(boto3.client("dynamodb", endpoint_url=db.endpoint_url), spec)
         print(f"creating {args.open:,} open chains...", file=sys.stderr)

@@ -78,7 +78,7 @@ async def submit(fleet: LocalFleet, tags: list[str], window: int) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with (
         serve() as sqs_endpoint,  # moto's SQS, safe against a send during a delete
-        LocalDynamoDB(backend="dynamodb-local") as ddb,
+        LocalDynamoDB(backend="dynamodb-local", full_jit=True) as ddb,
         (
             contextlib.nullcontext(args.workdir) if args.workdir else tempfile.TemporaryDirectory()
         ) as tmp,

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from xor_ack_dynamodb.local import LocalDynamoDB
 
-        with LocalDynamoDB(backend="dynamodb-local") as server:
+        with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as server:
             cases, listing = measure(server.endpoint_url, args.chains, args.stamps)
         where = "DynamoDB Local 3.3.0"
     if args.json:

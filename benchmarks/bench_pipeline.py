@@ -492,7 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"args": recorded_args(args), "load_start": load()}
     with tempfile.TemporaryDirectory(prefix="xor-ack-bench-") as tmp:
         work = Path(tmp)
-        with LocalDynamoDB(backend="dynamodb-local") as db, CountingProxy(db.endpoint_url) as proxy:
+        with (
+            LocalDynamoDB(backend="dynamodb-local", full_jit=True) as db,
+            CountingProxy(db.endpoint_url) as proxy,
+        ):
             os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = proxy.endpoint_url  # the library's way
             os.environ.setdefault("AWS_REGION", "us-east-1")
             tracker = bench_tracker("xor-ack-bench", proxy.endpoint_url)

@@ -140,7 +140,7 @@ def command_line(argv: Sequence[str]) -> str:
 @contextlib.contextmanager
 def endpoint(delay_ms: float) -> Iterator[str]:
     """DynamoDB Local's endpoint, or with a delay, the endpoint of a proxy in front of it."""
-    with LocalDynamoDB(backend="dynamodb-local") as server:
+    with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as server:
         if delay_ms <= 0:
             yield server.endpoint_url
             return
@@ -194,13 +194,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     sizes = sizes_of(args)
     if args.check_proxy:
-        with LocalDynamoDB(backend="dynamodb-local") as server:
+        with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as server:
             print(json.dumps(check_proxy(server.endpoint_url, args.delay_ms or 4.0), indent=2))
         return 0
     if args.short_chains:
         out = args.out or RESULTS / "short-chains"
         out.mkdir(parents=True, exist_ok=True)
-        with LocalDynamoDB(backend="dynamodb-local") as server:
+        with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as server:
             meta["server"] += "; tables with the key alone (no indexes, no stream)"
             text = short_chains.run(
                 server.endpoint_url,
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.regimes:
         regimes = parse_regimes(args.regimes)
-        with LocalDynamoDB(backend="dynamodb-local") as server:
+        with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as server:
             if args.plain_tables:
                 meta["server"] += "; tables with the key alone (no indexes, no stream)"
             report = compare(

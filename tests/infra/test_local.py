@@ -77,6 +77,8 @@ def test_command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert memory[-5:] == ["-inMemory", "-port", "8123", "-sharedDb", "-disableTelemetry"]
     assert "-Dxorack.bindHost=127.0.0.1" in memory
     assert memory[:2] == ["java", "-XX:TieredStopAtLevel=1"]  # the JIT's first tier only
+    full = dynamodb_local_command(jar, port=8123, full_jit=True)
+    assert full == [arg for arg in memory if arg != "-XX:TieredStopAtLevel=1"]
     assert str(local.LAUNCHER) in memory
     on_disk = dynamodb_local_command(jar, port=8123, data_dir=Path("/data"))
     assert on_disk[-6:] == ["-dbPath", "/data", "-port", "8123", "-sharedDb", "-disableTelemetry"]

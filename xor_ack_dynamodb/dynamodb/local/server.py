@@ -68,7 +68,8 @@ def _answers(endpoint_url: str) -> bool:
 #: two clients (6.3-8.0 CPU-seconds, against 14.7-15.4 with both tiers), still less at 24,000
 #: (21-23 against 25-27), and a fifth less across the core tests (89 against 114).  Once
 #: warm, both tiers take about 0.6 ms of its CPU per request against 0.8: from these figures,
-#: a server that answers more than some 40,000 requests would be cheaper with both.
+#: a server that answers more than some 40,000 requests would be cheaper with both
+#: (``full_jit=True``: the benchmarks, which warm the server up before they measure).
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 
 
@@ -79,6 +80,7 @@ def dynamodb_local_command(
     host: str = "127.0.0.1",
     data_dir: Path | None = None,
     scratch: Path | None = None,
+    full_jit: bool = False,
 ) -> list[str]:
     """The ``java`` command that runs DynamoDB Local on ``host:port`` through the launcher.
 
@@ -95,7 +97,7 @@ def dynamodb_local_command(
     temp = [] if scratch is None else [f"-Djava.io.tmpdir={scratch}"]
     return [
         "java",
-        *JVM_OPTIONS,
+        *(() if full_jit else JVM_OPTIONS),
         *temp,
         f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
         f"-Dxorack.bindHost={host}",
@@ -172,6 +174,8 @@ class LocalDynamoDB:
 
     Use as a context manager: ``with LocalDynamoDB() as db: db.endpoint_url``.
     ``data_dir=None`` keeps the tables in memory; a directory keeps them across runs.
+    ``full_jit=True`` runs DynamoDB Local with the JVM's full JIT instead of its first tier
+    (:data:`JVM_OPTIONS`): cheaper only for a server that answers long (a warmed-up benchmark).
     """
 
     backend: Backend = "auto"
@@ -179,6 +183,7 @@ class LocalDynamoDB:
     data_dir: Path | None = None
     startup_timeout: float = 60.0
     host: str = "127.0.0.1"
+    full_jit: bool = False
     endpoint_url: str = field(init=False, default="")
     kind: str = field(init=False, default="")
     _proc: subprocess.Popen[bytes] | None = field(init=False, default=None, repr=False)
@@ -229,7 +234,12 @@ class LocalDynamoDB:
         port = _port_for(self.host, self.port)
         self._scratch = Path(tempfile.mkdtemp(prefix="xor-ack-dynamodb-local-"))
         cmd = dynamodb_local_command(
-            jar, port=port, host=self.host, data_dir=self.data_dir, scratch=self._scratch
+            jar,
+            port=port,
+            host=self.host,
+            data_dir=self.data_dir,
+            scratch=self._scratch,
+            full_jit=self.full_jit,
         )
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self.endpoint_url = f"http://{self.host}:{port}"
