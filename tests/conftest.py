@@ -71,7 +71,10 @@ def moto_endpoint() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def ddb_local_endpoint() -> Iterator[str]:
-    with LocalDynamoDB(backend="dynamodb-local") as server:
+    """One DynamoDB Local per worker, answering some hundreds of thousands of requests over
+    the suite: enough for the full JIT to repay its compiles (first tier only, the core
+    tests took more time)."""
+    with LocalDynamoDB(backend="dynamodb-local", full_jit=True) as server:
         yield server.endpoint_url
 
 

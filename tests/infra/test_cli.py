@@ -345,6 +345,10 @@ def test_local_start_whose_table_is_refused_leaves_no_server_running(
     start = ("--table", table, "local", "start", "--backend", "dynamodb-local", "--data-dir", data)
     first = run(*start, "--create-table")
     assert first.exit_code == 0, first.output
+    pid = re.search(r"pid: +(\d+)", run("local", "status").output)
+    assert pid is not None  # a server left running for long: the JVM's full JIT
+    cmdline = Path(f"/proc/{pid[1]}/cmdline").read_bytes().split(b"\0")
+    assert b"DynamoDBLocal" in b" ".join(cmdline) and b"-XX:TieredStopAtLevel=1" not in cmdline
     assert run("local", "stop").exit_code == 0
     refused = run("--partition-key", "other", *start, "--create-table")
     assert refused.exit_code == 1, refused.output

@@ -223,7 +223,10 @@ def _start(
         # in its temporary folder is dead weight.
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
-        cmd = dynamodb_local_command(jar, port=port, host=host, data_dir=data, scratch=scratch)
+        # A server left running for a day of work: the full JIT repays its compiles.
+        cmd = dynamodb_local_command(
+            jar, port=port, host=host, data_dir=data, scratch=scratch, full_jit=True
+        )
         what = "DynamoDB Local"
     else:
         if problem is not None:

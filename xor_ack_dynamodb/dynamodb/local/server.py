@@ -69,7 +69,8 @@ def _answers(endpoint_url: str) -> bool:
 #: (21-23 against 25-27), and a fifth less across the core tests (89 against 114).  Once
 #: warm, both tiers take about 0.6 ms of its CPU per request against 0.8: from these figures,
 #: a server that answers more than some 40,000 requests would be cheaper with both
-#: (``full_jit=True``: the benchmarks, which warm the server up before they measure).
+#: (``full_jit=True``: ``xor-ack local start``'s server, which may run for days, and the
+#: benchmarks, which warm the server up before they measure).
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 
 
