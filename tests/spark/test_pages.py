@@ -110,6 +110,40 @@ def test_rows_whose_key_is_null_are_in_no_input_and_counted_in_the_report(
     assert sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect()) == [1, 2, 4, 6]
 
 
+def test_an_on_event_that_raises_neither_stops_the_run_nor_loses_its_output(
+    local_spark: Any, tmp_path: Path, tracker: TrackerConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A callback that raises (a notification service down) raised out of ``track()``
+    mid-run: acked inputs, staged rows and the report were all thrown away."""
+    told: list[str] = []
+
+    def notify(event: Acked | Failed) -> None:
+        told.append(event.tag)
+        raise ConnectionError("notifications are down")
+
+    source = local_spark.createDataFrame([("a", 1), ("b", 2), ("c", 3)], "key string, v long")
+    out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
+    with caplog.at_level("ERROR", logger="xor_ack_dynamodb.spark"):
+        report = track(
+            local_spark,
+            pass_through(),
+            "v long",
+            Sink(str(out), format="parquet"),
+            source=source,
+            key="key",
+            tracker=tracker,
+            on_event=notify,
+            report=report_file,
+        )
+    assert report.ok and report.acked == 3 and report.output_state == "complete"
+    assert sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect()) == [1, 2, 3]
+    assert len(told) == 3 and report.event_errors == 3  # every event told, each error counted
+    assert json.loads(report_file.read_text().splitlines()[-1])["summary"]["event_errors"] == 3
+    logged = [r for r in caplog.records if "on_event raised" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is not None  # the first, with its cause
+    assert "notifications are down" in caplog.text
+
+
 def rows_of() -> Any:
     def rows(key: str, rows: Any) -> Any:
         import pyarrow as pa

@@ -54,6 +54,7 @@ from .round_plan import arrow_schema, markers, produced_rows, source_columns
 from .stages import STAGED_DDL, STAGED_PARQUET, RoundSpec
 from .table_check import check_table
 from .targets import target_for
+from .telling import tell
 from .tracker import chains_for
 
 
@@ -394,4 +395,4 @@ class TrackedJob:
         if isinstance(event, Failed):  # the chains a table's dashboard counts failed
             self.report.chains_failed += 1
         if self.spec.on_event is not None:
-            self.spec.on_event(event)
+            tell(self.spec.on_event, event, self.report)

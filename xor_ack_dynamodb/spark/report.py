@@ -76,6 +76,8 @@ class TrackedReport:
     skipped: int = 0
     #: Chains this run failed (an attempt replayed, an input failed): ``Failed`` events.
     chains_failed: int = 0
+    #: Events whose ``on_event`` raised (logged, and the run went on: ``telling``).
+    event_errors: int = 0
     #: Rows of the source whose key column is null: in no input, so never processed.
     #: None: not counted (``keys=`` given with a source, which is then not listed).
     null_key_rows: int | None = 0
@@ -103,7 +105,7 @@ class TrackedReport:
         self.settings = {} if settings is None else settings
         self.totals = {} if totals is None else totals
         self.listed, self.expected, self.skipped, self.null_key_rows = 0, None, 0, 0
-        self.chains_failed = 0
+        self.chains_failed = self.event_errors = 0
         self.output_state = ""
         self.report_path = report_path
         self._endings = Endings(report_path)
