@@ -57,46 +57,6 @@ def connect_url(server_dir: Path) -> Iterator[str]:
         yield url
 
 
-def test_wordcount_over_spark_connect_exact_under_faults(
-    connect_url: str, corpus: Path, tmp_path: Path, ddb_local_endpoint: str, ddb_table: TableSpec
-) -> None:
-    out = tmp_path / "counts"
-    env = dict(os.environ)
-    env.update(
-        SPARK_REMOTE=connect_url,
-        PYTHONPATH=str(ROOT),
-        AWS_ENDPOINT_URL_DYNAMODB=ddb_local_endpoint,
-        AWS_REGION="us-east-1",
-    )
-    run = subprocess.run(
-        [
-            str(client_python()),
-            "-m",
-            "xor_ack_dynamodb.spark.examples.wordcount",
-            str(corpus),
-            str(out),
-            "--table",
-            ddb_table.name,
-            "--fail-rate",
-            "0.3",
-            "--seed",
-            "8",
-            "--partitions",
-            "8",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    report = json.loads(run.stdout)
-    assert all(i["status"] == "acked" for i in report["inputs"])
-    assert any(i["attempts"] > 1 for i in report["inputs"]), "no replay: the faults proved nothing"
-    assert read_counts(out) == dict(independent_count(corpus))
-
-
 def test_xor_ack_wordcount_remote_over_spark_connect(
     connect_url: str, corpus: Path, tmp_path: Path, ddb_local_endpoint: str, ddb_table: TableSpec
 ) -> None:
