@@ -46,6 +46,14 @@ def pass_through() -> Any:
     return rows_of
 
 
+def track_keys(spark: Any, source: Any, out: Path, tracker: TrackerConfig, **options: Any) -> Any:
+    """``pass_through`` over ``source``'s inputs (its ``key`` column), Parquet into ``out``."""
+    sink = Sink(str(out), format="parquet")
+    return track(
+        spark, pass_through(), "v long", sink, source=source, key="key", tracker=tracker, **options
+    )
+
+
 def test_pages_of_keys_every_input_once_and_the_report_one_line_per_input(
     local_spark: Any, tmp_path: Path, tracker: TrackerConfig
 ) -> None:
@@ -60,17 +68,8 @@ def test_pages_of_keys_every_input_once_and_the_report_one_line_per_input(
     driver = chains_for(replace(tracker, cache_size=2 * PAGE))  # the client the run uses
     before = driver.stats.total_requests
     out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
-    report = track(
-        local_spark,
-        pass_through(),
-        "v long",
-        Sink(str(out), format="parquet"),
-        source=source,
-        key="key",
-        tracker=tracker,
-        partitions=2,
-        page_size=PAGE,
-        report=report_file,
+    report = track_keys(
+        local_spark, source, out, tracker, partitions=2, page_size=PAGE, report=report_file
     )
     assert report.listed == INPUTS and report.acked == INPUTS - 1, report.summary()
     assert [e.key for e in report.failed] == ["input-0150"] and len(report.rounds) == 1
@@ -92,17 +91,7 @@ def test_rows_whose_key_is_null_are_in_no_input_and_counted_in_the_report(
     rows = [("a", 1), ("a", 2), (None, 3), ("b", 4), (None, 5), ("b", 6), (None, 7)]
     source = local_spark.createDataFrame(rows, "key string, v long").repartition(3)
     out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
-    report = track(
-        local_spark,
-        pass_through(),
-        "v long",
-        Sink(str(out), format="parquet"),
-        source=source,
-        key="key",
-        tracker=tracker,
-        page_size=1,
-        report=report_file,
-    )
+    report = track_keys(local_spark, source, out, tracker, page_size=1, report=report_file)
     assert report.listed == 2 and report.ok  # the inputs are the keys: no null among them
     assert report.null_key_rows == 3
     summary = json.loads(report_file.read_text().splitlines()[-1])["summary"]
@@ -124,17 +113,7 @@ def test_an_on_event_that_raises_neither_stops_the_run_nor_loses_its_output(
     source = local_spark.createDataFrame([("a", 1), ("b", 2), ("c", 3)], "key string, v long")
     out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
     with caplog.at_level("ERROR", logger="xor_ack_dynamodb.spark"):
-        report = track(
-            local_spark,
-            pass_through(),
-            "v long",
-            Sink(str(out), format="parquet"),
-            source=source,
-            key="key",
-            tracker=tracker,
-            on_event=notify,
-            report=report_file,
-        )
+        report = track_keys(local_spark, source, out, tracker, on_event=notify, report=report_file)
     assert report.ok and report.acked == 3 and report.output_state == "complete"
     assert sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect()) == [1, 2, 3]
     assert len(told) == 3 and report.event_errors == 3  # every event told, each error counted
@@ -503,16 +482,7 @@ def test_rows_whose_key_is_not_valid_utf8_are_in_their_input_not_lost(
         F.col("id").alias("v"),
     ).write.parquet(data)
     out = tmp_path / "out"
-    report = track(
-        local_spark,
-        pass_through(),
-        "v long",
-        Sink(str(out), format="parquet"),
-        source=local_spark.read.parquet(data),
-        key="key",
-        tracker=tracker,
-        partitions=2,
-    )
+    report = track_keys(local_spark, local_spark.read.parquet(data), out, tracker, partitions=2)
     assert report.ok and report.null_key_rows == 0, report.summary()
     assert [e.key for e in report.inputs] == ["caf\ufffd", "ok"]
     values = sorted(r["v"] for r in local_spark.read.parquet(str(out)).collect())
