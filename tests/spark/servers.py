@@ -122,8 +122,8 @@ def connect_server(logs: Path, workdir: Path | None = None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def standalone_cluster(logs: Path, workers: int = 1) -> Iterator[str]:
-    """A standalone master and ``workers`` workers (one core each) on 127.0.0.1: its URL."""
+def standalone_cluster(logs: Path, workers: int = 1, cores: int = 1) -> Iterator[str]:
+    """A standalone master and ``workers`` workers (``cores`` each) on 127.0.0.1: its URL."""
     port = free_port()
     env = server_env(logs)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -164,7 +164,7 @@ def standalone_cluster(logs: Path, workers: int = 1) -> Iterator[str]:
                             "--webui-port",
                             "0",
                             "--cores",
-                            "1",
+                            str(cores),
                             "--memory",
                             "1g",
                             "--work-dir",

@@ -21,7 +21,10 @@ SCRIPT = ROOT / "xor_ack_dynamodb" / "spark" / "examples" / "run_wordcount.py"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with standalone_cluster(tmp_path_factory.mktemp("standalone-logs"), workers=2) as url:
+    # One worker of two cores: an executor process per job, two tasks at a time (each JVM
+    # more costs the suite seconds of CPU, and the executors' Python workers are processes
+    # of their own either way).
+    with standalone_cluster(tmp_path_factory.mktemp("standalone-logs"), cores=2) as url:
         yield url
 
 
