@@ -63,14 +63,15 @@ def _answers(endpoint_url: str) -> bool:
         return False
 
 
-#: DynamoDB Local runs here for minutes (tests, the demo, benchmarks), not for days: the JIT's
-#: first tier alone (no C2 compiles) took about half its CPU for 6,000 conditional writes from
-#: two clients (6.3-8.0 CPU-seconds, against 14.7-15.4 with both tiers), still less at 24,000
-#: (21-23 against 25-27), and a fifth less across the core tests (89 against 114).  Once
-#: warm, both tiers take about 0.6 ms of its CPU per request against 0.8: from these figures,
-#: a server that answers more than some 40,000 requests would be cheaper with both
-#: (``full_jit=True``: ``xor-ack local start``'s server, which may run for days, and the
-#: benchmarks, which warm the server up before they measure).
+#: A DynamoDB Local that ``LocalDynamoDB`` starts runs for minutes (a command's run, the
+#: demo, a test), not for days: the JIT's first tier alone (no C2 compiles) took about half
+#: its CPU for 6,000 conditional writes from two clients (6.3-8.0 CPU-seconds, against
+#: 14.7-15.4 with both tiers), still less at 24,000 (21-23 against 25-27), and a fifth less
+#: across the core tests (89 against 114).  Once warm, both tiers take about 0.6 ms of its
+#: CPU per request against 0.8: from these figures, a server that answers more than some
+#: 40,000 requests would be cheaper with both (``full_jit=True``: ``xor-ack local start``'s
+#: server, which may run for days, the suite's per-worker servers, and the benchmarks, which
+#: warm the server up before they measure).
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 
 
