@@ -200,3 +200,28 @@ def test_chain_delete_leaves_another_programs_item_alone(ddb_local_endpoint: str
         assert client.get_item(TableName=name, Key={"tagID": {"S": "ada"}})["Item"] == theirs
     finally:
         client.delete_table(TableName=name)
+
+
+def test_a_key_named_with_braces_is_named_as_it_is_in_both_words() -> None:
+    """The refusal was one text with a ``{}`` slot filled by ``str.replace``: a key
+    attribute named ``{}`` (DynamoDB takes any name) took the option in its place."""
+    from xor_ack_dynamodb.dynamodb.ownership import check_chains_table
+
+    table = {
+        "TableName": "users-braces",
+        "KeySchema": [
+            {"AttributeName": "{}", "KeyType": "HASH"},
+            {"AttributeName": "at", "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": "{}", "AttributeType": "S"},
+            {"AttributeName": "at", "AttributeType": "S"},
+        ],
+    }
+    with pytest.raises(NotAChainsTable) as raised:
+        check_chains_table(None, table, ttl={})
+    said, cli = str(raised.value), raised.value.cli_message
+    assert cli is not None
+    assert "(its key is {} (HASH), at (RANGE))" in said and "(its key is {} (HASH)" in cli
+    assert "Name the chains table (table=...)." in said
+    assert "Name the chains table (--table)." in cli

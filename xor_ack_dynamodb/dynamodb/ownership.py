@@ -240,15 +240,17 @@ def check_chains_table(
             if strangers
             else f"no item and no TTL on {TTL_ATTRIBUTE}"
         )
-    said = (
-        f"table {name} does not look like a chains table ({why}); nothing was changed: the "
-        "tooling changes only tables it made. Name the chains table ({}). A chains table an "
-        f"earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} (aws dynamodb "
-        f"update-time-to-live --table-name {name} --time-to-live-specification "
-        f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again"
-    )
-    refused = NotAChainsTable(said.replace("{}", "table=...", 1), why)
-    raise refused.with_cli(said.replace("{}", "--table", 1))
+
+    def said(option: str) -> str:
+        return (
+            f"table {name} does not look like a chains table ({why}); nothing was changed: the "
+            f"tooling changes only tables it made. Name the chains table ({option}). A chains "
+            f"table an earlier release made, still empty: turn TTL on for {TTL_ATTRIBUTE} (aws "
+            f"dynamodb update-time-to-live --table-name {name} --time-to-live-specification "
+            f"Enabled=true,AttributeName={TTL_ATTRIBUTE}) and run it again"
+        )
+
+    raise NotAChainsTable(said("table=..."), why).with_cli(said("--table"))
 
 
 def delete_table(
