@@ -476,6 +476,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-stream", action="store_true", help="the table without its stream (see pipeline_scale)"
     )
     parser.add_argument(
+        "--first-tier",
+        action="store_true",
+        help="DynamoDB Local with the JIT's first tier only, as the library's local backend runs it",
+    )
+    parser.add_argument(
         "--driver-memory",
         help="--memory with this driver heap (spark.driver.memory, e.g. 512m) in every run",
     )
@@ -493,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="xor-ack-bench-") as tmp:
         work = Path(tmp)
         with (
-            LocalDynamoDB(backend="dynamodb-local", full_jit=True) as db,
+            LocalDynamoDB(backend="dynamodb-local", full_jit=not args.first_tier) as db,
             CountingProxy(db.endpoint_url) as proxy,
         ):
             os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = proxy.endpoint_url  # the library's way
