@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--first-tier",
         action="store_true",
-        help="DynamoDB Local with the JIT's first tier only, as the library's local backend runs it",
+        help="DynamoDB Local with the JIT's first tier only (as LocalDynamoDB runs it)",
     )
     parser.add_argument(
         "--driver-memory",
