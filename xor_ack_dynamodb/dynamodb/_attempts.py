@@ -19,8 +19,9 @@ counts, in the request's context, the attempts whose outcome is unknown;
 ``after-call.dynamodb`` writes that count into the parsed response, which is
 the response of the ``ClientError`` botocore raises for an error, and
 ``after-call-error.dynamodb`` marks a transport error none of whose attempts
-was sent.  A third handler, first on ``needs-retry``, shortens the wait before
-the re-send of a write whose connection was lost (:func:`_resend_soon`).
+was sent.  botocore's own retry handler is wrapped (:func:`_resend_soon`): the wait
+before the re-send of a write whose connection was lost is shortened, and nothing is
+sent again past the deadline of a call with a time limit (``_retry_deadline``).
 :func:`may_have_landed` reads it back.  A response without the count (a client
 that could not be watched, an error built by hand) falls back to
 ``RetryAttempts``: any re-send may have landed.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import inspect
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import (
@@ -46,6 +48,8 @@ from botocore.exceptions import (
     UnauthorizedSSOTokenError,
 )
 
+from ._retry_deadline import capped
+from ._retry_deadline import passed as deadline_passed
 from .aws import http_status
 
 #: Key of ``ResponseMetadata``: attempts before the last one whose outcome is unknown.
@@ -169,7 +173,8 @@ RESEND_DELAY = 0.01
 
 def _resend_soon(total_attempts: int, decides: Any) -> Any:
     """botocore's retry handler ``decides``, asked once, with the wait before the re-send of
-    a write whose connection was lost cut to ``n * 10 ms``.
+    a write whose connection was lost cut to ``n * 10 ms``, and no re-send past the
+    deadline of the call that sent the request (``_retry_deadline``).
 
     A write whose response was lost is proven landed or not by its token in the
     item, which keeps the last ``token_window`` tokens; the longer the re-send
@@ -180,23 +185,25 @@ def _resend_soon(total_attempts: int, decides: Any) -> Any:
     client's own ``total_max_attempts``, and a 5xx or a throttle keeps botocore's backoff.
     """
 
-    def shortened(attempts: int, decided: Any) -> Any:
+    def then(decided: Any, change: Callable[[float | None], float | None]) -> Any:
         if inspect.isawaitable(decided):  # aiobotocore's handler: awaited by its emitter
 
             async def later() -> float | None:
-                return shortened(attempts, await decided)  # type: ignore[no-any-return]
+                return change(await decided)
 
             return later()
-        return None if decided is None else RESEND_DELAY * attempts
+        return change(decided)
 
     def handler(**kwargs: Any) -> Any:
+        if deadline_passed():  # before botocore decides: its quota is charged for none
+            return None
         decided = decides(**kwargs)
         attempts, caught = kwargs.get("attempts", 0), kwargs.get("caught_exception")
         name = getattr(kwargs.get("operation"), "name", None)
         lost = caught is not None and not never_sent(caught)
-        if not lost or name not in _WRITES or attempts >= total_attempts:
-            return decided
-        return shortened(attempts, decided)
+        if lost and name in _WRITES and attempts < total_attempts:
+            return then(decided, lambda delay: None if delay is None else RESEND_DELAY * attempts)
+        return then(decided, capped)
 
     handler.decides = decides  # type: ignore[attr-defined]  # botocore's, wrapped
     return handler

@@ -20,6 +20,7 @@ from ._client import Connection, CreateMany, OnStateWrite, StampMany, connection
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.effects import Entry, Outcome
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
+from ._retry_deadline import retries_until, seconds_from_now
 from ._sending import Sending
 
 
@@ -221,7 +222,8 @@ class XorAckDynamoDB(Sending):
     async def wait(self, tag: str, *, timeout: float, poll_interval: float = 0.2) -> ChainState:
         """Wait until the chain is acked: ``ChainFailed`` (``ChainTimedOut``), ``TagNotFound``, or
         ``WaitTimeout`` when ``timeout`` runs out (the chain left as it was)."""
-        result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
+        with retries_until(seconds_from_now(timeout)):
+            result: ChainState = await self._run(self._core.wait(tag, timeout, poll_interval))
         return result
 
     async def touch(
