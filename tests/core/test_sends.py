@@ -262,9 +262,9 @@ def _hangs_up() -> Iterator[tuple[str, list[int]]]:
 
 def test_a_lost_write_is_not_re_sent_once_botocores_retry_quota_is_spent() -> None:
     """ClientBase's docstring: the handlers ``watch`` adds "never change ... which errors
-    botocore retries or how often"; ``_resend_soon``: "only the delay changes".  In an
+    botocore retries or how often"; ``_retry_handler``: "only the delay changes".  In an
     outage botocore's standard mode stops retrying once its retry quota is spent (to
-    avoid retry storms); ``_resend_soon`` answers ``needs-retry`` first with a delay, so
+    avoid retry storms); ``_retry_handler`` answers ``needs-retry`` first with a delay, so
     botocore re-sends every write ``total_max_attempts`` times anyway."""
     with _hangs_up() as (url, count):
         client = boto3.client(
@@ -415,7 +415,7 @@ def test_a_quick_re_send_charges_botocores_retry_quota_once() -> None:
                 config=botocore_config(retries={"mode": "standard", "total_max_attempts": 2}),
             )
             if watched:
-                SyncXorAckDynamoDB(client, table="t")  # registers _resend_soon
+                SyncXorAckDynamoDB(client, table="t")  # registers _retry_handler
             quota = _quota(client)
             start = quota.available_capacity
             with pytest.raises(BotoCoreError):  # the connection closed, twice

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from xor_ack_dynamodb.dynamodb._attempts import _resend_soon
+from xor_ack_dynamodb.dynamodb._attempts import _retry_handler
 from xor_ack_dynamodb.dynamodb._retry_deadline import retries_until
 from xor_ack_dynamodb.local import free_port
 from xor_ack_dynamodb.retry import botocore_config
@@ -110,7 +110,7 @@ def test_past_the_deadline_botocore_is_not_asked_and_its_wait_ends_at_the_deadli
         asked.append(kwargs["attempts"])
         return 5.0
 
-    handler = _resend_soon(3, botocore)
+    handler = _retry_handler(3, botocore)
     get = SimpleNamespace(name="GetItem")
     with retries_until(time.monotonic() + 0.2):
         delay = handler(attempts=1, operation=get, response=None)

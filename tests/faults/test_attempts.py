@@ -115,7 +115,7 @@ def test_only_a_write_whose_connection_was_lost_is_resent_soon() -> None:
 
     from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError
 
-    from xor_ack_dynamodb.dynamodb._attempts import RESEND_DELAY, _resend_soon
+    from xor_ack_dynamodb.dynamodb._attempts import RESEND_DELAY, _retry_handler
 
     asked: list[int] = []
 
@@ -123,7 +123,7 @@ def test_only_a_write_whose_connection_was_lost_is_resent_soon() -> None:
         asked.append(kwargs["attempts"])
         return None if kwargs.get("quota_spent") else 0.5
 
-    handler = _resend_soon(3, botocore)
+    handler = _retry_handler(3, botocore)
     update, get = SimpleNamespace(name="UpdateItem"), SimpleNamespace(name="GetItem")
     lost = ConnectionClosedError(endpoint_url="x")
     assert handler(attempts=1, operation=update, caught_exception=lost) == RESEND_DELAY

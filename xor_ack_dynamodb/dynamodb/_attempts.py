@@ -19,7 +19,7 @@ counts, in the request's context, the attempts whose outcome is unknown;
 ``after-call.dynamodb`` writes that count into the parsed response, which is
 the response of the ``ClientError`` botocore raises for an error, and
 ``after-call-error.dynamodb`` marks a transport error none of whose attempts
-was sent.  botocore's own retry handler is wrapped (:func:`_resend_soon`): the wait
+was sent.  botocore's own retry handler is wrapped (:func:`_retry_handler`): the wait
 before the re-send of a write whose connection was lost is shortened, and nothing is
 sent again past the deadline of a call with a time limit (``_retry_deadline``).
 :func:`may_have_landed` reads it back.  A response without the count (a client
@@ -165,13 +165,13 @@ def mark_never_sent(exc: BaseException) -> None:
     setattr(exc, _NEVER_SENT, True)
 
 
-#: Writes whose lost response is re-sent at once (see :func:`_resend_soon`).
+#: Writes whose lost response is re-sent at once (see :func:`_retry_handler`).
 _WRITES = frozenset({"UpdateItem", "TransactWriteItems", "BatchExecuteStatement"})
 #: Seconds before the n-th re-send of a write whose connection was lost: n times this.
 RESEND_DELAY = 0.01
 
 
-def _resend_soon(total_attempts: int, decides: Any) -> Any:
+def _retry_handler(total_attempts: int, decides: Any) -> Any:
     """botocore's retry handler ``decides``, asked once, with the wait before the re-send of
     a write whose connection was lost cut to ``n * 10 ms``, and no re-send past the
     deadline of the call that sent the request (``_retry_deadline``).
@@ -233,7 +233,7 @@ def watch(client: Any) -> bool:
         # handler would charge its retry quota twice.
         events.unregister("needs-retry.dynamodb", unique_id=_BOTOCORE_RETRY)
         events.register(
-            "needs-retry.dynamodb", _resend_soon(total, decides), unique_id=_BOTOCORE_RETRY
+            "needs-retry.dynamodb", _retry_handler(total, decides), unique_id=_BOTOCORE_RETRY
         )
     # First: botocore's legacy retry handler raises the caught error once the attempts are
     # spent, and the handlers after it never see the last attempt.
