@@ -60,7 +60,8 @@ def test_a_deadline_over_a_year_is_a_usage_error_and_help_shows_the_year(
 
 def test_a_table_keyed_otherwise_says_to_pass_its_key(backend: tuple[str, TableSpec]) -> None:
     """DynamoDB's answer ("One of the required keys was not given a value", or "The provided
-    key element does not match the schema") did not say the table has another key."""
+    key element does not match the schema") did not say the table has another key; the
+    client now tells it as ``TableMismatch``, in the options' words."""
     endpoint, _ = backend
     name = f"keyed-{uuid.uuid4().hex[:10]}"
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
@@ -73,7 +74,7 @@ def test_a_table_keyed_otherwise_says_to_pass_its_key(backend: tuple[str, TableS
     base = ("--endpoint-url", endpoint, "--table", name)
     for verb in [("get", "x"), ("create", "x", "0102"), ("stamp", "x", "0102"), ("delete", "x")]:
         result = run(*base, "chain", *verb)
-        assert_user_error(result, "ValidationException")
+        assert_user_error(result, f"TableMismatch: table {name} has no partition key tagID")
         assert "--partition-key" in result.stderr, result.stderr
         assert "xor-ack table describe" in result.stderr, result.stderr
     assert client.scan(TableName=name)["Count"] == 0

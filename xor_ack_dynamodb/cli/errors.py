@@ -8,6 +8,7 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from ..dynamodb.aws import error_code, error_message, is_loopback
+from ..dynamodb.table import refuses_key
 from ..errors import CorruptItem, InvalidTTL, RegionMissing, XorAckError
 from .show import argument, escaped
 
@@ -17,10 +18,6 @@ class UserError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"error: {_one_line(self.format_message())}", err=file is None, file=file)
-
-
-#: DynamoDB's answer (AWS and DynamoDB Local, lower case) to a key of another attribute's name.
-_KEY_MISMATCH = ("key element does not match the schema", "required keys was not given a value")
 
 
 def _one_line(text: str) -> str:
@@ -66,7 +63,7 @@ def explain(exc: BaseException) -> str | None:
                 " (the table is not at this endpoint: create it with `xor-ack table create` and"
                 " the same --table, or give --table a table that is there)"
             )
-        elif code == "ValidationException" and any(w in message.lower() for w in _KEY_MISMATCH):
+        elif refuses_key(exc):
             hint = (
                 " (the table's partition key is not --partition-key's: "
                 "`xor-ack table describe` names it; pass it as --partition-key, or pass --table)"

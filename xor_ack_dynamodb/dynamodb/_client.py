@@ -31,6 +31,7 @@ from ._statements import create_each, pieces, stamp_on_each
 from .aws import Settings
 from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
+from .table import key_refusal
 
 if TYPE_CHECKING:
     from botocore.config import Config
@@ -208,6 +209,11 @@ class ClientBase(Generic[ClientT]):
         if self._closed_by is not None:
             op.close()
             raise ClientClosed(self._closed_by)
+
+    def _told(self, exc: Exception) -> Exception:
+        """A request's error as the operation that sent it gets it: DynamoDB's refusal of a
+        key the table does not have is ``TableMismatch`` (the client's ``partition_key``)."""
+        return key_refusal(exc, self._core.table, self._core.partition_key) or exc
 
     def _setup(self) -> None:
         """Set up the driver's own state (its queues of stamps to merge)."""

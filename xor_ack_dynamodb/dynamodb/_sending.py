@@ -71,7 +71,7 @@ class Sending(ClientBase["DynamoDBClient"]):
                     else:
                         response = await self._call(effect.op, effect.params)
                 except (ClientError, BotoCoreError) as exc:
-                    effect = op.throw(exc)
+                    effect = op.throw(self._told(exc))
                 else:
                     effect = op.send(response)
         except StopIteration as stop:

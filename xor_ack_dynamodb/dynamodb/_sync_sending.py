@@ -82,7 +82,7 @@ class SyncSending(ClientBase["DynamoDBClient"]):
                         response = getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
                     with self._core_lock:
-                        effect = op.throw(exc)
+                        effect = op.throw(self._told(exc))
                 else:
                     with self._core_lock:
                         effect = op.send(response)

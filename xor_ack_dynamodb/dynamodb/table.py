@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from botocore.exceptions import ClientError
 
 from ..errors import InvalidArgument, TableMismatch, XorAckError
-from .aws import error_code
+from .aws import error_code, error_message
 from .item import (
     ATTRIBUTES as ITEM_ATTRIBUTES,
 )
@@ -255,6 +255,41 @@ class TableSpec:
                 f"table {self.name}: partition key {self.partition_key} has type "
                 f"{types.get(self.partition_key)}, expected {KEY_TYPE}"
             )
+
+
+#: How DynamoDB refuses a request whose key is not the table's (a ``ValidationException``):
+#: the table's key attribute missing from it (the request names another), or of another type.
+_KEY_REFUSED = (
+    "one of the required keys was not given a value",
+    "the provided key element does not match the schema",
+)
+
+
+def refuses_key(exc: BaseException) -> bool:
+    """Did DynamoDB refuse the request because its key is not the table's?"""
+    if not isinstance(exc, ClientError) or error_code(exc) != "ValidationException":
+        return False
+    message = error_message(exc).lower()
+    return any(words in message for words in _KEY_REFUSED)
+
+
+def key_refusal(exc: BaseException, table: str, partition_key: str) -> TableMismatch | None:
+    """What a chain request refused with ``exc`` means if DynamoDB found its key is not the
+    table's: the client's ``partition_key`` is another than the table's (``TableMismatch``,
+    ``exc`` its cause); None: something else."""
+    if not refuses_key(exc):
+        return None
+    assert isinstance(exc, ClientError)
+    said = (
+        f"table {table} has no partition key {partition_key} of type {KEY_TYPE}"
+        f' (DynamoDB: "{error_message(exc)}"): pass the table\'s own key as'
+    )
+    refusal = TableMismatch(f"{said} partition_key=...; nothing was written").with_cli(
+        f"{said} --partition-key (`xor-ack table describe` names it) or"
+        " XOR_ACK_PARTITION_KEY; nothing was written"
+    )
+    refusal.__cause__ = exc
+    return refusal
 
 
 @dataclass(frozen=True)
