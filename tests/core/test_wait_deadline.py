@@ -72,22 +72,22 @@ async def test_a_wait_on_an_endpoint_answering_500_ends_at_its_timeout(kind: str
         async with open_client(kind, url, "chains") as ack:
             started = time.monotonic()
             with pytest.raises(ClientError) as failed:
-                await ack.wait("job-1", timeout=1.5)
+                await ack.wait("job-1", timeout=2)
             took = time.monotonic() - started
             assert failed.value.response["Error"]["Code"] == "InternalServerError"
-            assert took < 4, f"wait(timeout=1.5) took {took:.1f} s"
+            assert took < 5, f"wait(timeout=2) took {took:.1f} s"
             # botocore still re-sent within the timeout, and none started after it
             assert len(sends) >= 2
-            assert sends[-1] - started < 1.5 + 0.5
+            assert sends[-1] - started < 2 + 0.5
             # The deadline was the wait's alone: a read after it gets every attempt.
             before = len(sends)
-    config = botocore_config(retries={"mode": "standard", "total_max_attempts": 3})
+    config = botocore_config(retries={"mode": "standard", "total_max_attempts": 2})
     with _answering_500() as (url, sends):
         async with open_client(kind, url, "chains", config=config) as ack:
             with pytest.raises(ClientError):
                 await ack.get("job-1")
-            # the async client's direct path sends once before botocore's three attempts
-            expected = 3 + (kind == "async")
+            # the async client's direct path sends once before botocore's two attempts
+            expected = 2 + (kind == "async")
             assert len(sends) == expected, f"get() after a wait sent {len(sends)} times"
     assert before >= 2
 
@@ -100,7 +100,7 @@ async def test_a_wait_on_a_port_nobody_listens_on_ends_at_its_timeout(kind: str)
         with pytest.raises(EndpointConnectionError):
             await ack.wait("job-1", timeout=1)
         took = time.monotonic() - started
-        assert took < 4, f"wait(timeout=1) took {took:.1f} s"
+        assert took < 5, f"wait(timeout=1) took {took:.1f} s"
 
 
 def test_past_the_deadline_botocore_is_not_asked_and_its_wait_ends_at_the_deadline() -> None:
