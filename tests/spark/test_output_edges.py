@@ -157,20 +157,57 @@ def test_a_work_dir_in_a_tables_location_is_refused_before_the_first_chain(
     location = tmp_path / "db" / "rows"
     assert location.is_dir()
     before, made = snapshot(location), len(chains(tracker))
-    job = tracked_job(
-        local_spark,
-        good,
-        SCHEMA,
-        Sink(table=table, overwrite=True),
-        keys=KEYS,
-        tracker=tracker,
-        work_dir=str(location / inside),
-    )
     with pytest.raises(InvalidArgument, match="work_dir"):
-        job.run()
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(table=table, overwrite=True),
+            keys=KEYS,
+            tracker=tracker,
+            work_dir=location / inside,  # track's own option (a path), as the refusal says
+        )
     assert len(chains(tracker)) == made  # refused before the first chain
     assert snapshot(location) == before
     assert sorted(r["j"] for r in local_spark.table(table).collect()) == [0, 1, 2, 3]
+
+
+def test_track_stages_its_rows_in_the_work_dir_it_is_given(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path
+) -> None:
+    """``work_dir`` was an option of ``tracked_job`` alone, while the refusal of a table
+    whose folder holds the warehouse told ``track``'s users to give one.  The rows are
+    staged there while the run lasts (its hidden folder, seen as each input ends), and
+    the folder is left as it was; anything but a path is refused before any chain."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    seen: list[list[str]] = []
+    report = track(
+        local_spark,
+        good,
+        SCHEMA,
+        Sink(str(out)),
+        keys=KEYS,
+        tracker=tracker,
+        work_dir=str(work),
+        on_event=lambda event: seen.append([p.name for p in work.iterdir()]),
+    )
+    assert report.ok and len(seen) == len(KEYS)
+    assert all(names and names[0].startswith(".xor-ack-") for names in seen), seen
+    assert list(work.iterdir()) == []
+    assert sorted(r["j"] for r in local_spark.read.parquet(str(out)).collect()) == [0, 1, 2, 3]
+    made = len(chains(tracker))
+    with pytest.raises(InvalidArgument, match="work_dir=5: give a folder's path"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(tmp_path / "o2")),
+            keys=KEYS,
+            tracker=tracker,
+            work_dir=5,
+        )  # type: ignore[arg-type]
+    assert len(chains(tracker)) == made
 
 
 def test_a_table_whose_folder_is_its_databases_is_overwritten_from_outside_it(

@@ -121,7 +121,7 @@ class TableTarget:
             f"Sink(table={self.table!r}): the table's folder ({location}) holds its database's "
             "folder and the warehouse, where the run would stage its rows (an overwrite "
             "empties it before reading them); nothing was written: give a work folder "
-            "outside the table's (tracked_job(..., work_dir=...))"
+            "outside the table's (track(..., work_dir=...))"
         )
 
     def check(self, struct: Any, *, probe: bool = True) -> None:

@@ -48,6 +48,7 @@ def track(
     on_event: EventSink | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     report: str | os.PathLike[str] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
 ) -> TrackedReport:
     """Run ``process(key, rows)`` once per input, tracked, and commit the acked inputs' rows.
 
@@ -87,7 +88,10 @@ def track(
     ``report``: a file where each input's ending is written as a JSON line as it
     ends, the run's summary last (the returned report reads its inputs back from
     there, or from a temporary file); written beside it, renamed onto it when the run
-    ends: a run refused or that raised leaves a former file as it was.
+    ends: a run refused or that raised leaves a former file as it was.  ``work_dir``: a
+    folder where the rounds stage their rows, in a hidden folder of the run (default:
+    beside the output; for a table, beside its database's folder), refused at or inside
+    the output's folder.
     """
     return tracked_job(
         spark,
@@ -114,6 +118,7 @@ def track(
         on_event=on_event,
         page_size=page_size,
         report=report,
+        work_dir=work_dir,
     ).run()
 
 
@@ -140,11 +145,14 @@ def job_spec(
     faults: FaultConfig | None = None,
     report: str | os.PathLike[str] | None = None,
     marks: CommitMarks | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> JobSpec:
     """:func:`track`'s arguments as a checked :class:`JobSpec` (the chains' table resolved)."""
     if report is not None and not isinstance(report, str | os.PathLike):
         raise InvalidArgument(f"report={report!r}: give a file's path, or None")
+    if work_dir is not None and not isinstance(work_dir, str | os.PathLike):
+        raise InvalidArgument(f"work_dir={work_dir!r}: give a folder's path, or None")
     if not isinstance(tracking, bool):
         raise InvalidArgument(
             f"tracking={tracking!r}: give True (each input tracked by a chain) or False (the "
@@ -166,5 +174,6 @@ def job_spec(
         faults=faults or FaultConfig(),
         report_path=None if report is None else os.fspath(report),
         marks=marks,
+        work_dir=None if work_dir is None else os.fspath(work_dir),
         **options,
     )
