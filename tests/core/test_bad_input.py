@@ -438,17 +438,30 @@ async def test_delete_removes_a_corrupt_item(
     assert await ack.create("bad", S) == S
 
 
+#: Other programs' items under a chain's key: none of a chain's binary attributes.  One
+#: has a ``version`` number (optimistic locking, as many ORMs write it), one a ``stamp``
+#: string: both were taken for damaged chains, and deleted or written over.
+THEIRS = {
+    "plain": {"tagID": {"S": "ada"}, "name": {"S": "Ada Lovelace"}},
+    "version": {"tagID": {"S": "ada"}, "name": {"S": "Ada"}, "version": {"N": "7"}},
+    "stamp a string": {"tagID": {"S": "ada"}, "stamp": {"S": "rubber"}, "tokens": {"N": "2"}},
+}
+
+
+@pytest.mark.parametrize("kind_of_item", THEIRS)
 async def test_delete_leaves_an_item_that_is_not_a_chain_alone(
-    ack: Any, raw: Any, backend: tuple[str, TableSpec]
+    ack: Any, raw: Any, backend: tuple[str, TableSpec], kind_of_item: str
 ) -> None:
-    """An item with none of a chain's attributes (another program's, under the same key)
-    is not the package's to delete: NotAChain, and the item stays as it was.  It used to
-    be deleted, while every other operation refused it (CorruptItem)."""
+    """An item with none of a chain's binary attributes (another program's, under the same
+    key) is not the package's to delete: NotAChain, and the item stays as it was.  It used
+    to be deleted, while every other operation refused it (CorruptItem)."""
     table = backend[1].name
-    theirs = {"tagID": {"S": "ada"}, "name": {"S": "Ada Lovelace"}}
+    theirs = THEIRS[kind_of_item]
     raw.put_item(TableName=table, Item=theirs)
-    with pytest.raises(CorruptItem):
+    with pytest.raises(CorruptItem) as unread:
         await ack.get("ada")
+    assert unread.value.foreign and "another program wrote it" in str(unread.value)
+    assert "delete(tag)" not in str(unread.value)  # delete refuses it: no such advice
     with pytest.raises(NotAChain) as caught:
         await ack.delete("ada")
     assert caught.value.tag == "ada" and "not deleted" in str(caught.value)
@@ -474,15 +487,16 @@ def test_fail_with_a_reason_too_long_for_the_item_is_invalid_reason(
         assert after is not None and after.live and after.version == state.version
 
 
+@pytest.mark.parametrize("kind_of_item", THEIRS)
 @pytest.mark.parametrize("how", ["create", "transactions", "partiql"])
 async def test_create_leaves_another_programs_expired_item_alone(
-    how: str, ack: Any, raw: Any, backend: tuple[str, TableSpec]
+    how: str, ack: Any, raw: Any, backend: tuple[str, TableSpec], kind_of_item: str
 ) -> None:
     """Another program's item under the key, which happens to have an ``expires_at`` in the
-    past (or an ``acked_at``): a closed chain's marks, but none of a chain's attributes.
-    No create writes over it: CorruptItem, and the item stays as it was."""
+    past (or an ``acked_at``): a closed chain's marks, but none of a chain's binary
+    attributes.  No create writes over it: CorruptItem, and the item stays as it was."""
     table = backend[1].name
-    theirs = {"tagID": {"S": "ada"}, "expires_at": {"N": "1"}, "acked_at": {"N": "1"}}
+    theirs = THEIRS[kind_of_item] | {"expires_at": {"N": "1"}, "acked_at": {"N": "1"}}
     raw.put_item(TableName=table, Item=theirs)
     with pytest.raises((CorruptItem, CreateManyFailed)) as caught:
         if how == "create":

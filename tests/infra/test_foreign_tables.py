@@ -182,19 +182,28 @@ def test_an_empty_table_without_ttl_is_not_taken_for_a_chains_table(moto_endpoin
         client.delete_table(TableName=name)
 
 
-def test_chain_delete_leaves_another_programs_item_alone(ddb_local_endpoint: str) -> None:
+@pytest.mark.parametrize("version", [False, True], ids=["plain", "with-a-version-number"])
+def test_chain_delete_leaves_another_programs_item_alone(
+    ddb_local_endpoint: str, version: bool
+) -> None:
     """A user's table keyed `tagID` (the chains' default key) holds an item of theirs.
-    `chain show` refuses it, saying the remedy in the commands' words; `chain delete`
-    refuses it too (NotAChain) and the item stays.  It used to be deleted."""
+    `chain show` refuses it, saying it is another program's (it told to remove it with
+    `chain delete`, which refuses it); `chain delete` refuses it too (NotAChain) and the
+    item stays.  It used to be deleted, and then, with
+    a `version` number (optimistic locking, as many ORMs keep), it still was."""
     client = _client(ddb_local_endpoint)
     name = plain_table(client, "tagID")
     theirs = {"tagID": {"S": "ada"}, "name": {"S": "Ada Lovelace"}}
+    if version:
+        theirs["version"] = {"N": "7"}
     client.put_item(TableName=name, Item=theirs)
     try:
         base = ("--endpoint-url", ddb_local_endpoint, "--table", name)
         shown = run(*base, "chain", "show", "ada")
-        assert_user_error(shown, 'CorruptItem: "ada": the stored item is not a chain this tool')
-        assert "(`xor-ack chain delete ada`)" in shown.stderr and "delete(tag)" not in shown.stderr
+        # Not "remove it (`xor-ack chain delete ada`)": that command refuses it.
+        assert_user_error(shown, 'CorruptItem: "ada": the stored item is not a chain: it holds')
+        assert "another program wrote it" in shown.stderr and "--table" in shown.stderr
+        assert "chain delete" not in shown.stderr and "delete(tag)" not in shown.stderr
         refused = run(*base, "chain", "delete", "ada")
         assert_user_error(refused, 'NotAChain: "ada": the stored item holds none of a chain')
         assert client.get_item(TableName=name, Key={"tagID": {"S": "ada"}})["Item"] == theirs

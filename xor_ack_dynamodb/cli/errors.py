@@ -39,6 +39,13 @@ def tag_escaped(exc: BaseException) -> str:
 
 def explain(exc: BaseException) -> str | None:
     """The one-line message for an error a user can act on, or None for a bug."""
+    if isinstance(exc, CorruptItem) and getattr(exc, "foreign", False):
+        return (
+            f'{exc.code}: "{escaped(exc.tag)}": the stored item is not a chain: it holds none '
+            "of a chain's binary attributes (stamp, chain_id, tokens), so another program "
+            "wrote it; nothing was written. Check --table and the tag: no xor-ack command "
+            "changes or deletes it"
+        )
     if isinstance(exc, CorruptItem):  # its remedy in the commands' words, not delete(tag)'s
         return (
             f'{exc.code}: "{escaped(exc.tag)}": the stored item is not a chain this tool can '

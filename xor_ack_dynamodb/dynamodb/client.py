@@ -210,7 +210,7 @@ class XorAckDynamoDB(Sending):
 
     async def delete(self, tag: str) -> None:
         """Delete the chain's item; ``TagNotFound`` if there is none, ``NotAChain`` (nothing
-        deleted) if it holds none of a chain's attributes.  A chain created under the tag
+        deleted) if it holds none of a chain's binary attributes.  A chain created under the tag
         after this call read the item is left alone (the call returns)."""
         await self._run(self._core.delete(tag))
 

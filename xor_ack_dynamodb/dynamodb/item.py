@@ -51,9 +51,17 @@ STAMP = "stamp"
 CHAIN_ID = "chain_id"
 VERSION = "version"
 TOKENS = "tokens"
-#: A chain's own attributes: an item with none of them is another program's (not a chain,
-#: damaged or not), and no write of this package changes or deletes it.
-CHAIN_ATTRIBUTES = (STAMP, VERSION, CHAIN_ID, TOKENS)
+#: A chain's own binary attributes: an item that holds none of them as binary (``B``) is
+#: another program's (not a chain, damaged or not), and no write of this package changes
+#: or deletes it.  A ``version`` number is no mark: many programs' items have one.
+CHAIN_MARKS = (STAMP, CHAIN_ID, TOKENS)
+
+
+def is_chain_item(item: dict[str, Any]) -> bool:
+    """Does ``item`` (raw) hold one of a chain's marks (a chain, maybe a damaged one)?"""
+    return any(isinstance(item.get(a), dict) and "B" in item[a] for a in CHAIN_MARKS)
+
+
 CREATED_AT = "created_at"
 UPDATED_AT = "updated_at"
 ACKED_AT = "acked_at"
@@ -177,8 +185,18 @@ def decode(item: dict[str, Any], partition_key: str, tag: str | None = None) -> 
     Raises :class:`CorruptItem` (naming the attribute and what is wrong) for an
     item this client did not write or that was damaged: an attribute missing, of
     the wrong type, or of an impossible value.  ``tag``: the tag the item was
-    asked for, named in the error when the item's own key is unreadable.
+    asked for, named in the error when the item's own key is unreadable.  An item with
+    none of a chain's marks is another program's: its error says so (``.foreign``).
     """
+    try:
+        return _decode(item, partition_key, tag)
+    except CorruptItem as exc:
+        if exc.foreign or is_chain_item(item):
+            raise
+        raise CorruptItem(exc.tag, exc.attribute, exc.problem, foreign=True) from None
+
+
+def _decode(item: dict[str, Any], partition_key: str, tag: str | None) -> ChainState:
     key = item.get(partition_key)
     if isinstance(key, dict) and isinstance(key.get("S"), str):
         tag = key["S"]

@@ -225,22 +225,29 @@ class CorruptItem(_TagError):
     An attribute is missing, of the wrong DynamoDB type, or of an impossible
     value (``.attribute`` names it, ``.problem`` says what is wrong).  Every
     operation raises it before writing anything; ``delete(tag)`` removes such an
-    item, after which the tag can be created again.
+    item, after which the tag can be created again.  ``.foreign``: the item holds
+    none of a chain's binary attributes (``stamp``, ``chain_id``, ``tokens``): another
+    program's, which this package neither changes nor deletes (``NotAChain``).
     """
 
-    def __init__(self, tag: str, attribute: str, problem: str) -> None:
+    def __init__(self, tag: str, attribute: str, problem: str, *, foreign: bool = False) -> None:
+        found = f'attribute "{attribute}" {problem}; nothing was written.'
         super().__init__(
             tag,
-            f'"{tag}": the stored item is not a chain this client can read: attribute '
-            f'"{attribute}" {problem}; nothing was written. Repair the item, or delete it '
-            "(delete(tag)) and create the chain again",
+            f'"{tag}": the stored item is not a chain: it holds none of a chain\'s binary '
+            f"attributes (stamp, chain_id, tokens), so another program wrote it ({found[:-1]}"
+            "). Check the table and the tag: this package does not change or delete it"
+            if foreign
+            else f'"{tag}": the stored item is not a chain this client can read: {found} '
+            "Repair the item, or delete it (delete(tag)) and create the chain again",
         )
         self.attribute = attribute
         self.problem = problem
+        self.foreign = foreign
 
 
 class NotAChain(_TagError):
-    """``delete(tag)`` found an item that holds none of a chain's attributes.
+    """``delete(tag)`` found an item that holds none of a chain's binary attributes.
 
     The tag names an item this package did not write (a table that is not a chains
     table, or another program's item under the same key), so it is not deleted:
@@ -250,7 +257,7 @@ class NotAChain(_TagError):
     def __init__(self, tag: str) -> None:
         super().__init__(
             tag,
-            f'"{tag}": the stored item holds none of a chain\'s attributes (stamp, version, '
+            f'"{tag}": the stored item holds none of a chain\'s binary attributes (stamp, '
             "chain_id, tokens), so it was not written by this package and was not deleted; "
             "check the table and the tag",
         )

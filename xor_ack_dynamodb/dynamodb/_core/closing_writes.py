@@ -104,7 +104,7 @@ class ClosingWrites(Requests):
         """The read of which generation of a chain the item holds: its key, ``chain_id``
         and whether it has a chain's attributes, raw (a damaged item, which ``delete``
         removes, is read as well)."""
-        names = {f"#a{i}": a for i, a in enumerate(I.CHAIN_ATTRIBUTES)}
+        names = {f"#a{i}": a for i, a in enumerate(I.CHAIN_MARKS)}
         return {
             "TableName": self.table,
             "Key": self._key(tag),
@@ -115,8 +115,8 @@ class ClosingWrites(Requests):
 
     @staticmethod
     def _is_chain(item: dict[str, Any]) -> bool:
-        """Does the item hold one of a chain's attributes (a chain, maybe a damaged one)?"""
-        return any(a in item for a in I.CHAIN_ATTRIBUTES)
+        """Does the item hold one of a chain's marks (a chain, maybe a damaged one)?"""
+        return I.is_chain_item(item)
 
     def _delete_params(self, tag: str, generation: AttributeValue | None) -> dict[str, Any]:
         """The write that removes a chain's item, live or tombstone (not an expired one),
@@ -124,7 +124,7 @@ class ClosingWrites(Requests):
 
         So a re-sent delete whose first send landed cannot remove a chain created under
         the tag in between: its condition failing means the generation it meant is gone.
-        Nor does it remove an item with none of a chain's attributes (``NotAChain``).
+        Nor does it remove an item with none of a chain's marks (``NotAChain``).
         """
         # An expires_at that is not a number (a damaged item) does not hide the item:
         # delete() is how a CorruptItem is removed.

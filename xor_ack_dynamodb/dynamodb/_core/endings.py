@@ -121,7 +121,7 @@ class Endings(Deadlines):
 
     def delete(self, tag: str) -> Generator[Effect, Any, None]:
         """Remove the chain's item (live or tombstone); TagNotFound when there is none,
-        NotAChain (nothing deleted) when the item holds none of a chain's attributes.
+        NotAChain (nothing deleted) when the item holds none of a chain's marks.
 
         One read (which generation the item holds) and one write conditioned on it: a
         re-sent delete never removes a chain created under the tag since, and neither

@@ -41,7 +41,9 @@ from .validate import DEFAULT_TOKEN_WINDOW, DEFAULT_TOMBSTONE_TTL, Lifetime, fir
 
 #: "One of a chain's attributes is there": an item without any is another program's, which
 #: no write of this package changes or deletes (``AnyOf`` these, in a condition).
-CHAIN_THERE: tuple[Term, ...] = tuple(Exists(a) for a in I.CHAIN_ATTRIBUTES)
+CHAIN_THERE: tuple[Term, ...] = tuple(
+    Exists(a, type=Value(":typeB", {"S": "B"})) for a in I.CHAIN_MARKS
+)
 
 
 def _n(number: float | int) -> AttributeValue:
