@@ -74,7 +74,7 @@ def test_a_table_keyed_otherwise_says_to_pass_its_key(backend: tuple[str, TableS
     base = ("--endpoint-url", endpoint, "--table", name)
     for verb in [("get", "x"), ("create", "x", "0102"), ("stamp", "x", "0102"), ("delete", "x")]:
         result = run(*base, "chain", *verb)
-        assert_user_error(result, f"TableMismatch: table {name} has no partition key tagID")
+        assert_user_error(result, f"TableMismatch: table {name}'s key is not tagID (type S) alone")
         assert "--partition-key" in result.stderr, result.stderr
         assert "xor-ack table describe" in result.stderr, result.stderr
     assert client.scan(TableName=name)["Count"] == 0
