@@ -8,7 +8,7 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from ..dynamodb.aws import error_code, error_message, is_loopback
-from ..dynamodb.table import refuses_key
+from ..dynamodb.wrong_key import refuses_key
 from ..errors import CorruptItem, InvalidTTL, RegionMissing, XorAckError
 from .show import argument, escaped
 

@@ -31,7 +31,7 @@ from ._statements import create_each, pieces, stamp_on_each
 from .aws import Settings
 from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
-from .table import key_refusal
+from .wrong_key import key_refusal
 
 if TYPE_CHECKING:
     from botocore.config import Config
