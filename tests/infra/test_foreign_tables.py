@@ -234,3 +234,42 @@ def test_a_key_named_with_braces_is_named_as_it_is_in_both_words() -> None:
     assert "(its key is {} (HASH), at (RANGE))" in said and "(its key is {} (HASH)" in cli
     assert "Name the chains table (table=...)." in said
     assert "Name the chains table (--table)." in cli
+
+
+@pytest.mark.parametrize(
+    ("types", "keys", "key_line"),
+    [
+        ({"tagID": "N"}, [("tagID", "HASH")], "tagID (N)"),
+        (
+            {"tagID": "S", "at": "N"},
+            [("tagID", "HASH"), ("at", "RANGE")],
+            "tagID (S), sort key at (N)",
+        ),
+    ],
+    ids=["key-a-number", "with-a-sort-key"],
+)
+def test_table_describe_of_a_table_no_upgrade_can_make_a_chains_table(
+    ddb_local_endpoint: str, types: dict[str, str], keys: list[tuple[str, str]], key_line: str
+) -> None:
+    """The chains' key name, but a number, or with a sort key: `table describe` showed the
+    key without its sort key, warned of nothing about it, and advised `xor-ack table
+    upgrade`, which then refused the table (TableMismatch)."""
+    client = _client(ddb_local_endpoint)
+    name = f"shaped-{uuid.uuid4().hex[:10]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in types.items()],
+        KeySchema=[{"AttributeName": a, "KeyType": k} for a, k in keys],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    try:
+        base = ("--endpoint-url", ddb_local_endpoint, "--table", name)
+        described = run(*base, "table", "describe")
+        assert described.exit_code == 0, described.output
+        assert f"key: {key_line}" in " ".join(described.stdout.split()), described.stdout
+        assert "cannot hold chains" in described.stderr, described.stderr
+        assert "table upgrade" not in described.stderr, described.stderr
+        refused = run(*base, "table", "upgrade")
+        assert_user_error(refused, "TableMismatch")  # what the advice led to
+    finally:
+        client.delete_table(TableName=name)

@@ -9,7 +9,15 @@ from typing import Any
 import click
 
 from ..dynamodb.ownership import check_deletable, create_table, delete_table, wait_deleted
-from ..dynamodb.table import INDEXES, STREAM_VIEW, TTL_ATTRIBUTE, TableInfo, TableSpec, ttl_on
+from ..dynamodb.table import (
+    INDEXES,
+    KEY_TYPE,
+    STREAM_VIEW,
+    TTL_ATTRIBUTE,
+    TableInfo,
+    TableSpec,
+    ttl_on,
+)
 from ..dynamodb.table import describe_table as describe_table_info
 from ..dynamodb.upgrade import plan_upgrade, upgrade_table
 from .errors import UserError
@@ -185,7 +193,7 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             ("table", info.name),
             ("arn", info.arn or "-"),
             ("status", info.status),
-            ("key", f"{shown(info.partition_key)} ({info.partition_key_type})"),
+            ("key", _key_line(info)),
             ("billing", capacity),
             ("ttl", ttl),
             ("deletion protection", "on" if info.deletion_protection else "off"),
@@ -195,6 +203,14 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             ("items", f"{info.item_count} (~{info.size_bytes} bytes, updated every ~6 h on AWS)"),
         ]
     )
+    if not info.keyed_as_chains:  # no option nor upgrade makes it a chains table
+        click.echo(
+            f"warning: the table's key is {_key_line(info)}; a chains table's is a partition"
+            f" key of type {KEY_TYPE} alone: this table cannot hold chains (`xor-ack table"
+            " create` makes one; name it with --table)",
+            err=True,
+        )
+        return
     if info.partition_key != settings.partition_key:
         click.echo(
             f"warning: the partition key is {shown(info.partition_key)}, not "
@@ -213,6 +229,14 @@ def table_describe(ctx: click.Context, as_json: bool) -> None:
             f"{TTL_ATTRIBUTE}",
             err=True,
         )
+
+
+def _key_line(info: TableInfo) -> str:
+    """The table's key as `table describe` shows it: the partition key, the sort key."""
+    line = f"{shown(info.partition_key)} ({info.partition_key_type})"
+    if info.sort_key is not None:
+        line += f", sort key {shown(info.sort_key)} ({info.sort_key_type})"
+    return line
 
 
 @table.command("delete")

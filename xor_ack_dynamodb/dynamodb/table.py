@@ -280,6 +280,14 @@ class TableInfo:
     stream_arn: str | None = None
     #: Global secondary indexes: name -> status (ACTIVE, CREATING, ...).
     indexes: dict[str, str] = field(default_factory=dict)
+    #: The sort key and its type, if the table has one (a chains table has none).
+    sort_key: str | None = None
+    sort_key_type: str | None = None
+
+    @property
+    def keyed_as_chains(self) -> bool:
+        """Is the key a string partition key alone, as every chains table's?"""
+        return self.partition_key_type == KEY_TYPE and self.sort_key is None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -306,6 +314,7 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
             raise
         ttl, ttl_status = {}, "UNKNOWN (no dynamodb:DescribeTimeToLive permission)"
     hash_key = next(k["AttributeName"] for k in table["KeySchema"] if k["KeyType"] == "HASH")
+    sort_keys = [k["AttributeName"] for k in table["KeySchema"] if k["KeyType"] == "RANGE"]
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
     throughput = table.get("ProvisionedThroughput") or {}
     billing = (table.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
@@ -331,6 +340,8 @@ def describe_table(client: DynamoDBClient, name: str) -> TableInfo:
             str(index["IndexName"]): str(index.get("IndexStatus", ""))
             for index in table.get("GlobalSecondaryIndexes") or []
         },
+        sort_key=sort_keys[0] if sort_keys else None,
+        sort_key_type=types.get(sort_keys[0], "") if sort_keys else None,
     )
 
 
