@@ -183,7 +183,10 @@ def start_detached(
     """
     folder = directory or run_dir()
     make_dir(
-        folder, "run directory", "set XOR_ACK_RUN_DIR (directory=...) to a folder you can write"
+        folder,
+        "run directory",
+        "pass directory=... or set XOR_ACK_RUN_DIR: a folder you can write",
+        "set XOR_ACK_RUN_DIR to a folder you can write",
     )
     with _one_start_at_a_time(folder):
         return _start(backend, port, data_dir, host, startup_timeout, directory, folder)

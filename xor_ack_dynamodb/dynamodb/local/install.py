@@ -83,13 +83,15 @@ def dynamodb_local_jar(root: Path | None = None) -> Path | None:
     return _jar_under(install_folder(root))
 
 
-def make_dir(path: Path, what: str, instead: str) -> None:
-    """Create folder ``path`` if missing; ``LocalDynamoDBError`` naming ``what`` if it cannot be."""
+def make_dir(path: Path, what: str, instead: str, instead_cli: str | None = None) -> None:
+    """Create folder ``path`` if missing; ``LocalDynamoDBError`` naming ``what`` if it cannot
+    be, and what to do ``instead`` (in the command's words: ``instead_cli``, if they differ)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise LocalDynamoDBError(
-            f"the {what} {path} cannot be created ({exc.strerror or exc}): {instead}"
+        said = f"the {what} {path} cannot be created ({exc.strerror or exc})"
+        raise LocalDynamoDBError(f"{said}: {instead}").with_cli(
+            f"{said}: {instead_cli or instead}"
         ) from exc
 
 

@@ -40,16 +40,18 @@ def _port_for(host: str, port: int) -> int:
         try:
             sock.bind((host, port))
         except OSError as exc:
+            said = f"port {port} on {host} is already in use ({exc.strerror}): stop what listens"
             raise LocalDynamoDBError(
-                f"port {port} on {host} is already in use ({exc.strerror}): stop what listens "
-                "there, pick another --port, or leave --port out for a free one"
+                f"{said} there, pick another port=..., or pass port=0 for a free one"
+            ).with_cli(
+                f"{said} there, pick another --port, or leave --port out for a free one"
             ) from exc
     return port
 
 
 def _make_data_dir(path: Path) -> None:
     """Create the data directory DynamoDB Local keeps its tables in, if missing."""
-    make_dir(path, "data directory", "choose another --data-dir (data_dir=...)")
+    make_dir(path, "data directory", "choose another data_dir", "choose another --data-dir")
 
 
 def _answers(endpoint_url: str) -> bool:
