@@ -183,6 +183,60 @@ def test_a_batch_stopped_before_its_later_pages_stops_the_query_and_loses_nothin
     assert _total(out) == {"one": 1, "two": 1, "three": 1, "four": 1, "five": 1}
 
 
+def _missing_module_for(*bad: str) -> Any:
+    """The word count's function, which imports a module the workers lack for the files
+    named in ``bad`` (a closure: pickled by value for the workers)."""
+
+    def count(key: str, rows: Any) -> Any:
+        if key.endswith(bad):
+            import xor_ack_test_module_not_installed  # noqa: F401
+        return count_file(key, rows)
+
+    return count
+
+
+@pytest.mark.parametrize("fault", ["no table", "module missing"])
+def test_a_batch_stopped_after_an_acked_page_stops_the_query_and_loses_nothing(
+    local_spark: Any, tmp_path: Path, chains_env: str, fault: str
+) -> None:
+    """Six files, two per page: a.txt and b.txt acked; then c.txt and d.txt stop the run
+    (no table returned for either, or a module missing on the workers), and e.txt and
+    f.txt are never run.  With an input acked the run returned instead of raising, and
+    ``stop_on_failure=False`` went on: the batch recorded done, e.txt and f.txt (and, for
+    the module, c.txt and d.txt) lost for good.  The query now stops; started again with
+    a mended function it commits the rest, the acked page not twice."""
+    inbox = _inbox(
+        tmp_path,
+        {
+            "a.txt": "alpha\n",
+            "b.txt": "bravo\n",
+            "c.txt": "charlie\n",
+            "d.txt": "delta\n",
+            "e.txt": "echo\n",
+            "f.txt": "foxtrot\n",
+        },
+    )
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    options: dict[str, Any] = dict(
+        key="file",
+        checkpoint=str(checkpoint),
+        available_now=True,
+        table=chains_env,
+        stop_on_failure=False,
+        page_size=2,
+    )
+    faulty = (_none_for if fault == "no table" else _missing_module_for)("c.txt", "d.txt")
+    query = track_stream(_stream(local_spark, inbox), faulty, SCHEMA, _sink(out), **options)
+    with pytest.raises(Exception, match="the run stopped"):
+        query.awaitTermination(240)
+    assert _total(out) == {"alpha": 1, "bravo": 1}  # the acked page, committed
+    again = track_stream(_stream(local_spark, inbox), count_file, SCHEMA, _sink(out), **options)
+    again.awaitTermination(240)
+    assert again.exception() is None
+    words = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+    assert _total(out) == dict.fromkeys(words, 1)
+
+
 def test_a_relative_report_stays_where_it_was_when_the_driver_changes_folder(
     local_spark: Any, tmp_path: Path, chains_env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

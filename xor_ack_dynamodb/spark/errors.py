@@ -142,6 +142,12 @@ class Incurable(SparkTrackingError):
         self.output_at_fault = output_at_fault
         self.inputs_left = inputs_left
 
+    @property
+    def inputs_at_fault(self) -> bool:
+        """Did the inputs that failed fail for their own results, every input having run
+        (what ``track_stream(stop_on_failure=False)`` goes on past)?"""
+        return self.output_at_fault and not self.inputs_left
+
 
 class ConnectCheckFailed(SparkTrackingError):
     """Over Spark Connect, the job that checks the server's workers can run the library

@@ -69,10 +69,9 @@ class TrackedJob:
         self.rows_root = self.target.rows_root
         self.connect = is_connect(spark)
         self.isolation = Isolation(spec.max_errors)
-        #: The output was put in place (what an interruption leaves behind).
-        self.committed = False
-        #: This run wrote into its staging folder: the cleanup removes it.  Until then the
-        #: folder is not this run's to remove (another run under the run_id may hold it).
+        self.committed = False  # the output was put in place (what an interruption leaves)
+        #: This run wrote into its staging folder: the cleanup removes it (until then another
+        #: run under the run_id may hold the folder).
         self.staged = False
         self.out_struct = declared.schema_struct(spark, spec.schema)
         declared.check_key(spec.source, spec.key)
@@ -88,9 +87,13 @@ class TrackedJob:
         #: Why the run stopped early (an error no replay cures), once it did.
         self._stopped: str | None = None
         self._output_at_fault = False  # what _stopped says: the function's output, every input
+        self._abandoned = 0  # inputs of the pages after the stop, never run
         self._round_inputs = 0
         self._round_no: int | None = None  # the round under way, for an error's message
-        self.jobs = TaggedJobs(spark, f"xor-ack-{self.run_id}", self._timed_out)
+        late = "timeout: round not finished within {:g} s"  # told once there is a timeout
+        self.jobs = TaggedJobs(
+            spark, f"xor-ack-{self.run_id}", lambda: RoundTimedOut(late.format(spec.round_timeout))
+        )
         self.input_tasks = spec.input_tasks or default_input_tasks(spark)
 
     # -- the run ----------------------------------------------------------------------
@@ -181,6 +184,7 @@ class TrackedJob:
         pending = list(page.ids)
         if self._stopped is not None:  # an earlier page found what no replay cures
             why = f"the run stopped: {self._stopped}"
+            self._abandoned += len(entries)
             unanswered = self._abandon(why, self._tell)  # its chains, if made, told
             if unanswered is not None:
                 raise Unanswered("abandon", unanswered)
@@ -307,8 +311,11 @@ class TrackedJob:
         states = None
         if error is None:
             t = time.monotonic()
-            sums: dict[int, int] = {}
-            error = self.jobs.run(lambda: sums.update(self._check(staged)), deadline)
+            sums: dict[int, int] = {}  # per input, the sum of its committed rows' hashes
+            ddl = f"{self.spec.schema}, {STAGED_DDL}"
+            error = self.jobs.run(
+                lambda: sums.update(committed_sums(self.spark, staged, ddl)), deadline
+            )
             if error is None:  # each C: one write on the chain as read after the job
                 by_tag = {tag: sums.get(i, 0) for i, tag in zip(pending, tags, strict=True)}
                 states = self.chains.commit(self.run_id, by_tag)
@@ -371,25 +378,20 @@ class TrackedJob:
             self.spec.observer.round_ended(summary, self.report)
         if self._stopped is not None and self.report.acked == 0:
             self._finish()  # nothing to commit: stop, the output untouched
-            raise Incurable(
-                self._stopped,
-                self.report,
-                output_at_fault=self._output_at_fault,
-                inputs_left=self._following is not None,  # listed one page ahead
-            )
+            raise self._incurable(inputs_left=self._following is not None)  # one page ahead
         return still
 
-    def _check(self, rows_dir: str) -> dict[int, int]:
-        """Per input of the round, the sum of its committed rows' hashes (``check``)."""
-        staged_ddl = f"{self.spec.schema}, {STAGED_DDL}"
-        return committed_sums(self.spark, rows_dir, staged_ddl)
+    def stopped_short(self) -> Incurable | None:
+        """Why a returned run stopped early, as ``Incurable`` says it; None if it did not."""
+        return None if self._stopped is None else self._incurable(self._abandoned > 0)
+
+    def _incurable(self, inputs_left: bool) -> Incurable:
+        said, fault = str(self._stopped), self._output_at_fault  # once stopped
+        return Incurable(said, self.report, output_at_fault=fault, inputs_left=inputs_left)
 
     def _tasks(self, spec: RoundSpec) -> int:
         """Tasks of the per-input stages: one per input, at most ``input_tasks``."""
         return max(1, min(self.input_tasks, self._round_inputs))
-
-    def _timed_out(self) -> RoundTimedOut:
-        return RoundTimedOut(f"timeout: round not finished within {self.spec.round_timeout:g} s")
 
     def _tell(self, event: Acked | Failed) -> None:
         if isinstance(event, Failed):  # the chains a table's dashboard counts failed

@@ -260,11 +260,7 @@ def track_stream(
             # batch where other inputs were acked.  What is wrong where the tasks run stops,
             # and so does a batch with a page of inputs never run: recorded done, it would
             # lose them (the query stops; started again, the batch runs again).
-            at_fault = (
-                exc.output_at_fault
-                and not exc.inputs_left
-                and isinstance(exc.report, TrackedReport)
-            )
+            at_fault = exc.inputs_at_fault and isinstance(exc.report, TrackedReport)
             if stop_on_failure or marks is None or not at_fault:
                 raise
             report = cast(TrackedReport, exc.report)
@@ -282,6 +278,12 @@ def track_stream(
                 f"micro-batch {batch_id}: {report.failed_count} inputs failed ({names}); "
                 f"its output {target.path} holds the acked ones only"
             )
+            stopped = job.stopped_short()
+            if stopped is not None and not stopped.inputs_at_fault:  # recorded done, the
+                raise BatchFailed(  # inputs not run, or failed for where tasks run, are lost
+                    f"{said}; the run stopped: {stopped}: fix it and restart the query to run"
+                    " the batch again (its acked inputs are not written twice)"
+                ) from stopped
             if stop_on_failure:
                 raise BatchFailed(
                     f"{said}: restart the query to run the batch again (its acked inputs are "
