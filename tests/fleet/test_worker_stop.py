@@ -173,3 +173,46 @@ async def test_a_stopping_drain_releases_the_dead_letters_it_did_not_settle(
     assert stats["dead_letters"] <= 1 and took < 5, (dict(stats), took)  # not 3 x 2 s
     left = sqs(moto_endpoint).receive_message(QueueUrl=dlq, MaxNumberOfMessages=10)
     assert len(left.get("Messages", [])) >= 2, "the dead letters not settled are hidden"
+
+
+async def test_a_drain_cut_off_by_the_grace_releases_the_letter_in_hand_and_the_rest(
+    moto_endpoint: str,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Settling the dead letter in hand outlasts the grace (a slow continuation run from
+    ``Fleet.dead_letter``, a throttled DynamoDB): the drain was cancelled and every dead
+    letter of its receive, the one in hand too, stayed hidden for the queue's visibility
+    timeout, where the work queue's messages in hand are released at once."""
+
+    from xor_ack_dynamodb.fleet import worker as worker_module
+
+    work, dlq = make_queues(moto_endpoint)  # visibility timeout 30 s
+    for i in range(3):
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=f'{{"dead": {i}}}')
+    settling = asyncio.Event()
+
+    async def slow_settle(*args: Any) -> None:
+        settling.set()
+        await asyncio.sleep(30)  # outlasts the grace
+
+    monkeypatch.setattr(worker_module, "settle_dead_letter", slow_settle)
+    async with fleet_on(
+        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
+    ) as (fleet, client):
+        worker = Worker(
+            fleet, client, work, wait_time=1, shutdown_grace=1, dead_letter_queue_url=dlq
+        )
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(settling.wait(), 20)
+        stop.set()
+        await asyncio.wait_for(running, 15)
+    seen = 0
+    for _ in range(3):
+        left = sqs(moto_endpoint).receive_message(
+            QueueUrl=dlq, MaxNumberOfMessages=10, WaitTimeSeconds=1
+        )
+        seen += len(left.get("Messages", []))
+    assert seen == 3, f"after the stop {seen} of the 3 dead letters are visible, not all"

@@ -364,7 +364,11 @@ class Worker:
                     if stop.is_set():  # stopping: the rest go back to the queue at once
                         await self._release(queue, received[at:])
                         break
-                    await self._one_dead_letter(queue, message)
+                    try:
+                        await self._one_dead_letter(queue, message)
+                    except asyncio.CancelledError:  # the grace ran out: the one in hand (a
+                        await self._release(queue, received[at:])  # closed chain's settling
+                        raise  # again does nothing) and the rest go back at once
         finally:
             stopping.cancel()
 
