@@ -353,3 +353,32 @@ def test_a_report_the_run_could_not_end_with_is_refused_before_anything_is_writt
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.jsonl", "link.jsonl", "out"]
     assert (tmp_path / "link.jsonl").is_symlink()
     assert (tmp_path / "latest.jsonl").read_text() == "former\n"
+
+
+@pytest.mark.parametrize("with_keys", [False, True], ids=["key", "key-and-keys"])
+def test_a_streaming_source_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, with_keys: bool
+) -> None:
+    """``track(source=spark.readStream...)``: with ``keys=`` every round's job failed the
+    same way (CALL_ON_STREAMING_DATASET_UNSUPPORTED), replayed up to ``max_attempts``, chains
+    written and an empty output made; without, PySpark's AnalysisException came out."""
+    from xor_ack_dynamodb.spark import input_file
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("x\n", encoding="utf-8")
+    stream = local_spark.readStream.text(str(folder)).select("value", input_file().alias("file"))
+    keys = {"keys": ["a", "b"]} if with_keys else {}
+    out = tmp_path / "out"
+    with pytest.raises(InvalidArgument, match=r"streaming DataFrame .*track_stream\(stream"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(str(out)),
+            source=stream,
+            key="file",
+            tracker=tracker,
+            **keys,
+        )
+    assert chains(tracker) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in"]

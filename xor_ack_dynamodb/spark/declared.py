@@ -94,6 +94,14 @@ def check_key(source: Any, key: str | None) -> None:
             f"source={_short(source)} is not a DataFrame: give the DataFrame of the inputs'"
             " rows (and key= its column naming each row's input), or keys= and no source"
         )
+    if (
+        getattr(source, "isStreaming", False) is True
+    ):  # no round could write it: each job would fail the same
+        raise InvalidArgument(
+            "source= is a streaming DataFrame (spark.readStream...), which track() cannot run"
+            " in rounds: give it to track_stream(stream, ...), or read the inputs with"
+            " spark.read for one run"
+        )
     columns = tuple(source.columns)
     folded = [name.lower() for name in columns]  # Spark's names are case-insensitive
     twice = next((n for n, low in zip(columns, folded, strict=True) if folded.count(low) > 1), None)
