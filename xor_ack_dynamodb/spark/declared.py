@@ -85,8 +85,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
-def check_key(source: Any, key: str | None) -> None:
-    """Refuse a ``key`` that names no column of ``source`` (None: the inputs are ``keys``)."""
+def check_key(source: Any, key: str | None, *, stream: bool = False) -> None:
+    """Refuse a ``key`` that names no column of ``source`` (None: the inputs are ``keys``),
+    and a streaming ``source`` unless it is ``track_stream``'s (``stream``)."""
     if source is None:
         return
     if not hasattr(source, "columns") or not hasattr(source, "schema"):
@@ -94,9 +95,7 @@ def check_key(source: Any, key: str | None) -> None:
             f"source={_short(source)} is not a DataFrame: give the DataFrame of the inputs'"
             " rows (and key= its column naming each row's input), or keys= and no source"
         )
-    if (
-        getattr(source, "isStreaming", False) is True
-    ):  # no round could write it: each job would fail the same
+    if not stream and getattr(source, "isStreaming", False) is True:  # no round writes it
         raise InvalidArgument(
             "source= is a streaming DataFrame (spark.readStream...), which track() cannot run"
             " in rounds: give it to track_stream(stream, ...), or read the inputs with"

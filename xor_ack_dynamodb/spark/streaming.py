@@ -185,7 +185,7 @@ def track_stream(
             )
     ddl: str = schema_ddl(schema)
     struct = schema_struct(spark, ddl)
-    check_key(stream, key)
+    check_key(stream, key, stream=True)
     refuse_reserved(struct.fieldNames())
     checked = dict(options)
     if is_connect(spark) and isinstance(checked.get("report"), str | os.PathLike):
