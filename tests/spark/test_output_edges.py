@@ -210,6 +210,37 @@ def test_track_stages_its_rows_in_the_work_dir_it_is_given(
     assert len(chains(tracker)) == made
 
 
+@pytest.mark.parametrize("how", ["append", "overwrite", "new-table"])
+def test_a_report_inside_a_tables_folder_is_refused_before_the_first_chain(
+    local_spark: Any, tracker: TrackerConfig, tmp_path: Path, how: str
+) -> None:
+    """``report=`` in the table's own folder was checked against folder sinks only: an
+    append left it among the table's files (each later read of the table failed, Spark
+    taking it for one), an overwrite emptied the folder, report and all, and the run
+    raised a bare FileNotFoundError after the table was replaced."""
+    db = database(local_spark, tmp_path / "db")
+    table, location = f"{db}.rows", tmp_path / "db" / "rows"
+    if how != "new-table":
+        assert track(local_spark, good, SCHEMA, Sink(table=table), keys=KEYS, tracker=tracker).ok
+    else:  # the folder a new table gets, made empty (the report's folder must exist)
+        location.mkdir(parents=True)
+    before, made = tree(tmp_path), len(chains(tracker))
+    with pytest.raises(InvalidArgument, match=r"report=.* is at or inside the folder of Sink"):
+        track(
+            local_spark,
+            good,
+            SCHEMA,
+            Sink(table=table, overwrite=how == "overwrite"),
+            keys=KEYS,
+            tracker=tracker,
+            report=str(location / "run.jsonl"),
+        )
+    assert len(chains(tracker)) == made and tree(tmp_path) == before  # refused: no change
+    if how != "new-table":
+        local_spark.catalog.refreshTable(table)
+        assert sorted(r["j"] for r in local_spark.table(table).collect()) == [0, 1, 2, 3]
+
+
 def test_a_table_whose_folder_is_its_databases_is_overwritten_from_outside_it(
     local_spark: Any, tracker: TrackerConfig, tmp_path: Path
 ) -> None:

@@ -63,7 +63,7 @@ class TrackedJob:
         self.spark = spark
         self.spec = spec
         self.run_id = spec.run_id or uuid.uuid4().hex[:12]
-        self.target = target_for(spark, spec.sink, self.run_id, spec.work_dir)
+        self.target = target_for(spark, spec, self.run_id)
         self.files = self.target.files
         self.staging = self.target.staging
         self.rows_root = self.target.rows_root

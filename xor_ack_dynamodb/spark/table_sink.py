@@ -34,8 +34,11 @@ from .sink import Sink
 class TableTarget:
     """A table output: rows staged beside its database, one catalog write at the end."""
 
-    def __init__(self, spark: Any, sink: Sink, run_id: str, work_dir: str | None) -> None:
+    def __init__(
+        self, spark: Any, sink: Sink, run_id: str, work_dir: str | None, report: str | None = None
+    ) -> None:
         assert sink.table is not None
+        self.report = report
         self.spark = spark
         self.sink = sink
         self.table: str = sink.table
@@ -124,6 +127,16 @@ class TableTarget:
             "outside the table's (track(..., work_dir=...))"
         )
 
+    def _refuse_report_inside(self, location: str | None) -> None:
+        """A report in the table's folder: Spark reads it as one of the table's files (each
+        later read of the table fails), or an overwrite empties the folder, report and all."""
+        if self.report and location and is_inside(real_path(self.report), real_path(location)):
+            raise InvalidArgument(
+                f"report={self.report!r} is at or inside the folder of Sink(table="
+                f"{self.table!r}) ({location}), which holds the table's files and nothing "
+                "else: give a path outside it"
+            )
+
     def check(self, struct: Any, *, probe: bool = True) -> None:
         """Refuse before the first chain what the commit could not write: a table in a
         database the catalog lacks, an existing table whose columns are not the output's
@@ -131,9 +144,11 @@ class TableTarget:
         column the output lacks.  (A new table's format is never tried, whatever ``probe``
         says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
         exists = self.exists()
-        asked = self.work_dir or not exists or self.sink.overwrite  # where staging can clash
+        # where staging (or the report) can clash with the table's folder
+        asked = self.work_dir or not exists or self.sink.overwrite or self.report
         location = self._location(exists) if asked else None
         self._refuse_staging_inside(location)
+        self._refuse_report_inside(location)
         refuse_staged(self.files, self.rows_root, self.run_id)
         out = output.schema(self.spark, struct, self.sink)
         columns = tuple(field.name for field in out.fields)
