@@ -81,6 +81,13 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("faults-str", {"faults": "often"}, r"faults='often'.*FaultConfig"),
     ("key-column-int", {"source": "name int"}, r"key='name' is a column of type int.*cast"),
     ("key-column-array", {"source": "name array<string>"}, r"key='name' .*array<string>"),
+    # PySpark's worker cannot read Arrow's month intervals: every round failed the same
+    # way ("KeyError: 21"), replayed max_attempts times, an empty output made
+    (
+        "source-month-interval",
+        {"source": "name string, m interval year to month"},
+        r"column 'm' holds year-month intervals \(interval year to month\).*cast\('string'\)",
+    ),
     # a bare AttributeError ('list' object has no attribute 'columns')
     (
         "source-a-list",

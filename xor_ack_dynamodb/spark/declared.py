@@ -3,6 +3,7 @@ and the column of its source that names each row's input."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import InvalidArgument, KeyColumnMissing, SchemaInvalid
@@ -85,6 +86,10 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
+#: A year-month interval's type name, alone or inside a struct, array or map.
+_MONTHS = re.compile(r"interval (year|month)")
+
+
 def check_key(source: Any, key: str | None, *, stream: bool = False) -> None:
     """Refuse a ``key`` that names no column of ``source`` (None: the inputs are ``keys``),
     and a streaming ``source`` unless it is ``track_stream``'s (``stream``)."""
@@ -115,6 +120,16 @@ def check_key(source: Any, key: str | None, *, stream: bool = False) -> None:
             f"the source DataFrame's column {dotted!r} has a '.' in its name, which the "
             "rounds cannot carry to the function: rename it before track(), e.g. "
             f"source.withColumnRenamed({dotted!r}, {dotted.replace('.', '_')!r})"
+        )
+    months = next(
+        (f for f in source.schema.fields if _MONTHS.search(f.dataType.simpleString())), None
+    )
+    if months is not None:  # Arrow's month intervals: PySpark's worker cannot read them
+        raise InvalidArgument(
+            f"the source DataFrame's column {months.name!r} holds year-month intervals "
+            f"({months.dataType.simpleString()}), which PySpark cannot hand the function: "
+            f"cast it before track(), e.g. source.withColumn({months.name!r}, "
+            f"F.col({months.name!r}).cast('string'))"
         )
     if key is None:
         return
