@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
@@ -80,6 +81,31 @@ def ddb_local_endpoint() -> Iterator[str]:
 
 def boto3_client(endpoint_url: str, **kwargs: Any) -> Any:
     return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", **kwargs)
+
+
+#: Tables with the chains' key name but another shape: (attribute types, key schema).
+MISSHAPEN_KEYS = {
+    "key-a-number": ({"tagID": "N"}, [("tagID", "HASH")]),
+    "with-a-sort-key": ({"tagID": "S", "at": "N"}, [("tagID", "HASH"), ("at", "RANGE")]),
+}
+
+
+@contextlib.contextmanager
+def misshapen_table(endpoint_url: str, shape: str) -> Iterator[str]:
+    """The name of a table keyed as ``MISSHAPEN_KEYS[shape]`` says, deleted afterwards."""
+    types, keys = MISSHAPEN_KEYS[shape]
+    client = boto3_client(endpoint_url)
+    name = f"misshapen-{uuid.uuid4().hex[:10]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in types.items()],
+        KeySchema=[{"AttributeName": a, "KeyType": k} for a, k in keys],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    try:
+        yield name
+    finally:
+        client.delete_table(TableName=name)
 
 
 def _table_factory(endpoint_url: str) -> Callable[..., TableSpec]:

@@ -9,7 +9,6 @@ neither the option nor the table.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.conftest import MISSHAPEN_KEYS, misshapen_table
 from xor_ack_dynamodb import new_stamp
 from xor_ack_dynamodb.errors import TableMismatch
 from xor_ack_dynamodb.table import TableSpec
@@ -56,34 +56,17 @@ async def test_a_partition_key_the_table_does_not_have_is_a_table_mismatch(
     assert raw.scan(TableName=spec.name)["Count"] == 0
 
 
-@pytest.mark.parametrize(
-    "shape",
-    [
-        ({"tagID": "N"}, [("tagID", "HASH")]),
-        ({"tagID": "S", "at": "N"}, [("tagID", "HASH"), ("at", "RANGE")]),
-    ],
-    ids=["key-a-number", "with-a-sort-key"],
-)
+@pytest.mark.parametrize("shape", MISSHAPEN_KEYS)
 async def test_a_table_whose_key_has_the_name_but_not_the_shape_is_a_table_mismatch(
-    kind: str, ddb_local_endpoint: str, shape: tuple[dict[str, str], list[tuple[str, str]]]
+    kind: str, ddb_local_endpoint: str, shape: str
 ) -> None:
     """The chains' key name, but a number, or with a sort key: DynamoDB says "Type mismatch
     for key" or "The number of conditions on the keys is invalid", which the first fix of
     this refusal did not know (and which name nothing to do)."""
-    types, keys = shape
     raw = boto3.client("dynamodb", endpoint_url=ddb_local_endpoint, region_name="us-east-1")
-    name = f"shaped-{uuid.uuid4().hex[:10]}"
-    raw.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in types.items()],
-        KeySchema=[{"AttributeName": a, "KeyType": k} for a, k in keys],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    try:
+    with misshapen_table(ddb_local_endpoint, shape) as name:
         async with open_client(kind, ddb_local_endpoint, name) as ack:
             for call_name in ("create", "stamp", "get", "create_many", "get_many"):
                 with pytest.raises(TableMismatch, match=f"table {name}'s key is not tagID"):
                     await CALLS[call_name](ack)
         assert raw.scan(TableName=name)["Count"] == 0
-    finally:
-        raw.delete_table(TableName=name)

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.conftest import misshapen_table
 from xor_ack_dynamodb.dynamodb.upgrade import upgrade_table
 from xor_ack_dynamodb.table import NotAChainsTable, TableSpec, create_table, delete_table
 
@@ -237,32 +238,16 @@ def test_a_key_named_with_braces_is_named_as_it_is_in_both_words() -> None:
 
 
 @pytest.mark.parametrize(
-    ("types", "keys", "key_line"),
-    [
-        ({"tagID": "N"}, [("tagID", "HASH")], "tagID (N)"),
-        (
-            {"tagID": "S", "at": "N"},
-            [("tagID", "HASH"), ("at", "RANGE")],
-            "tagID (S), sort key at (N)",
-        ),
-    ],
-    ids=["key-a-number", "with-a-sort-key"],
+    ("shape", "key_line"),
+    [("key-a-number", "tagID (N)"), ("with-a-sort-key", "tagID (S), sort key at (N)")],
 )
 def test_table_describe_of_a_table_no_upgrade_can_make_a_chains_table(
-    ddb_local_endpoint: str, types: dict[str, str], keys: list[tuple[str, str]], key_line: str
+    ddb_local_endpoint: str, shape: str, key_line: str
 ) -> None:
     """The chains' key name, but a number, or with a sort key: `table describe` showed the
     key without its sort key, warned of nothing about it, and advised `xor-ack table
     upgrade`, which then refused the table (TableMismatch)."""
-    client = _client(ddb_local_endpoint)
-    name = f"shaped-{uuid.uuid4().hex[:10]}"
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in types.items()],
-        KeySchema=[{"AttributeName": a, "KeyType": k} for a, k in keys],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    try:
+    with misshapen_table(ddb_local_endpoint, shape) as name:
         base = ("--endpoint-url", ddb_local_endpoint, "--table", name)
         described = run(*base, "table", "describe")
         assert described.exit_code == 0, described.output
@@ -271,5 +256,3 @@ def test_table_describe_of_a_table_no_upgrade_can_make_a_chains_table(
         assert "table upgrade" not in described.stderr, described.stderr
         refused = run(*base, "table", "upgrade")
         assert_user_error(refused, "TableMismatch")  # what the advice led to
-    finally:
-        client.delete_table(TableName=name)

@@ -152,6 +152,19 @@ def test_a_relative_output_stays_where_it_was_when_the_driver_changes_directory(
     assert _total(tmp_path / "out") == {"one": 1, "two": 1, "three": 1, "four": 1}
 
 
+def _two_per_page(tmp_path: Path, table: str) -> dict[str, Any]:
+    """``track_stream``'s options for one batch of files, two per page, going on past
+    inputs that fail for good."""
+    return dict(
+        key="file",
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        table=table,
+        stop_on_failure=False,
+        page_size=2,
+    )
+
+
 def test_a_batch_stopped_before_its_later_pages_stops_the_query_and_loses_nothing(
     local_spark: Any, tmp_path: Path, chains_env: str
 ) -> None:
@@ -162,15 +175,7 @@ def test_a_batch_stopped_before_its_later_pages_stops_the_query_and_loses_nothin
     inbox = _inbox(
         tmp_path, {"a.txt": "one\n", "b.txt": "two\n", "c.txt": "three four\n", "d.txt": "five\n"}
     )
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    options: dict[str, Any] = dict(
-        key="file",
-        checkpoint=str(checkpoint),
-        available_now=True,
-        table=chains_env,
-        stop_on_failure=False,
-        page_size=2,
-    )
+    out, options = tmp_path / "out", _two_per_page(tmp_path, chains_env)
     query = track_stream(
         _stream(local_spark, inbox), _none_for("a.txt", "b.txt"), SCHEMA, _sink(out), **options
     )
@@ -216,15 +221,7 @@ def test_a_batch_stopped_after_an_acked_page_stops_the_query_and_loses_nothing(
             "f.txt": "foxtrot\n",
         },
     )
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    options: dict[str, Any] = dict(
-        key="file",
-        checkpoint=str(checkpoint),
-        available_now=True,
-        table=chains_env,
-        stop_on_failure=False,
-        page_size=2,
-    )
+    out, options = tmp_path / "out", _two_per_page(tmp_path, chains_env)
     faulty = (_none_for if fault == "no table" else _missing_module_for)("c.txt", "d.txt")
     query = track_stream(_stream(local_spark, inbox), faulty, SCHEMA, _sink(out), **options)
     with pytest.raises(Exception, match="the run stopped"):
