@@ -85,6 +85,15 @@ def is_marker_key(key: str) -> bool:
     return FLEET_MARKER in key
 
 
+def is_marker(key: object, *images: dict[str, Any] | None) -> bool:
+    """Are these images (raw: a stream record's) of a fleet marker under ``key``?  Its key
+    holds ``FLEET_MARKER`` and no image holds a stamp: markers carry none, and a chain the
+    plain client made under a tag that merely holds the infix is a chain."""
+    if not isinstance(key, str) or not is_marker_key(key):
+        return False
+    return not any(isinstance(image, dict) and STAMP in image for image in images)
+
+
 #: The sparse global secondary indexes of the inventory: an item is in OPEN_INDEX
 #: while it is live (keys OPEN_SHARD, DUE_AT) and in FAILED_INDEX once failed
 #: (keys FAILED_SHARD, FAILED_AT). Both project keys only, so a stamp that moves

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dynamodb.item import FLEET_MARKER as FLEET_MARKER
-from ..dynamodb.item import is_marker_key as is_marker_key
 from ..errors import CorruptRecord, InvalidArgument
 
 #: The principal of the records of TTL deletions on AWS (``userIdentity.principalId``).

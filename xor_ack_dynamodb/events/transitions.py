@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Literal, TypeAlias
 
 from ..chain import ChainState
-from ..dynamodb.item import DEFAULT_PARTITION_KEY
+from ..dynamodb.item import DEFAULT_PARTITION_KEY, is_marker
 from ..dynamodb.item import decode as decode_item
 from ..errors import CorruptItem, CorruptRecord
 from ..lifecycle import (
@@ -35,7 +35,7 @@ from ..lifecycle import (
     Kind,
     failure,
 )
-from .records import StreamRecord, check_partition_key, is_marker_key, parse
+from .records import StreamRecord, check_partition_key, parse
 
 State: TypeAlias = Literal["absent", "live", "acked", "failed", "timed_out"]
 Removal: TypeAlias = Literal["ttl", "caller"]
@@ -124,10 +124,10 @@ def _chain(
 def events_of(record: StreamRecord, partition_key: str = DEFAULT_PARTITION_KEY) -> list[ChainEvent]:
     """The events of one parsed record, in order (old chain's first); ``CorruptRecord`` if bad.
 
-    None for a fleet's marker item (``is_marker_key``): an item of the table that is no
+    None for a fleet's marker item (``is_marker``): an item of the table that is no
     chain, written and removed by the fleet itself."""
     key = record.keys.get(partition_key, {}).get("S")
-    if isinstance(key, str) and is_marker_key(key):
+    if is_marker(key, record.old_image, record.new_image):
         return []
     old = _chain(record, "old", partition_key)
     new = _chain(record, "new", partition_key)

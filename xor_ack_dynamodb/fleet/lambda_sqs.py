@@ -32,6 +32,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from ..dynamodb import MAX_TIMEOUT
+from ..dynamodb.item import is_marker
 from ..dynamodb.loops import item_failed
 from ..dynamodb.sweeper import sweep_async
 from ..errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidTimeout
@@ -41,7 +42,6 @@ from .completion import Continuation
 from .dead_letters import LOGGER, settle_dead_letter
 from .envelope import named
 from .errors import InvalidEnvelope, SettingMissing, WindowMismatch
-from .markers import is_marker_key
 from .message import Handled, Handler
 from .telemetry import log
 
@@ -255,10 +255,11 @@ class StreamCompletionHandler:
 
     def _is_marker(self, record: object) -> bool:
         try:
-            key = parse(record).keys.get(self.partition_key, {}).get("S")
+            parsed = parse(record)
         except CorruptRecord:
             return False
-        return isinstance(key, str) and is_marker_key(key)
+        key = parsed.keys.get(self.partition_key, {}).get("S")
+        return is_marker(key, parsed.old_image, parsed.new_image)
 
     async def process(self, fleet: Fleet, event: Mapping[str, Any]) -> dict[str, Any]:
         skipped = self.skipped

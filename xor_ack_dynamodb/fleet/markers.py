@@ -18,7 +18,6 @@ from typing import Any
 
 from ..dynamodb import item as I
 from ..dynamodb.item import FLEET_MARKER
-from ..dynamodb.item import is_marker_key as is_marker_key
 from ..errors import InvalidTag
 
 #: How long markers outlive their write: SQS keeps a message at most 14 days.
