@@ -37,6 +37,14 @@ from .render import Renderer
 from .security import TOKEN_PARAM, Guard
 from .windows import Windows, WindowsView
 
+#: Seconds a request of a page waits for DynamoDB's first byte (its three attempts:
+#: ``fail_fast_config``): a DynamoDB that takes the connection and does not answer (a JVM
+#: in a long pause, a hung proxy) is the page's 502 in about twenty seconds, not minutes.
+READ_TIMEOUT = 5.0
+#: Connections the client keeps: the background count's Queries (a status's 16 shards at
+#: once) leave the pages' requests room, where botocore's 10 made them queue behind it.
+CONNECTIONS = 64
+
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 
 
@@ -149,7 +157,9 @@ class Dashboard:
                     endpoint_url=config.endpoint_url,
                     region_name=config.region_name,
                     # a page waits on each request: DynamoDB down is its 502 in seconds
-                    config=fail_fast_config(),
+                    config=fail_fast_config(
+                        read_timeout=READ_TIMEOUT, max_pool_connections=CONNECTIONS
+                    ),
                 )
             )
             if self.replay_send is None and config.replay_queue_url and not config.read_only:
