@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from core.lossy_proxy import THROTTLE_CODES, LossyProxy
 
 from xor_ack_dynamodb.spark import DynamoDBFailed, Sink, SparkTrackingError, track
+from xor_ack_dynamodb.spark import job as job_module
 from xor_ack_dynamodb.spark.chain_batches import RoundChains
 from xor_ack_dynamodb.spark.job import TrackedJob
 from xor_ack_dynamodb.spark.plan import file_tag
@@ -90,13 +91,13 @@ def test_dynamodb_that_stops_answering_at_the_commit_check_stops_the_run_with_on
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     via, switch = flaky
-    check = TrackedJob._check
+    check = job_module.committed_sums
 
-    def stops_answering(job: TrackedJob, rows_dir: str) -> dict[int, int]:
+    def stops_answering(*args: Any) -> dict[int, int]:
         switch.down = True  # the function ran and its rows are staged; DynamoDB goes quiet
-        return check(job, rows_dir)
+        return check(*args)
 
-    monkeypatch.setattr(TrackedJob, "_check", stops_answering)
+    monkeypatch.setattr(job_module, "committed_sums", stops_answering)
     out, report_file = tmp_path / "out", tmp_path / "run.jsonl"
     run = {"keys": KEYS, "tracker": via, "report": report_file}
     with pytest.raises(SparkTrackingError) as stopped:
@@ -118,7 +119,7 @@ def test_dynamodb_that_stops_answering_at_the_commit_check_stops_the_run_with_on
     assert all(s is not None and s.live and not s.acked for s in states.values())
     # Once DynamoDB answers, running the job again replays every input.
     switch.down = False
-    monkeypatch.setattr(TrackedJob, "_check", check)
+    monkeypatch.setattr(job_module, "committed_sums", check)
     report = track(local_spark, one_row(), "v long", Sink(str(out)), run_id="again", **run)
     assert report.ok and report.acked == len(KEYS) and report_file.exists()
 
