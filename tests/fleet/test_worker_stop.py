@@ -136,6 +136,43 @@ async def test_a_worker_whose_run_is_cancelled_ends_with_its_dead_letter_drain(
     assert done, "the cancelled run did not end"
 
 
+async def stop_a_slow_drain(
+    endpoints: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    settle_seconds: float,
+    grace: float,
+) -> tuple[str, Any, float]:
+    """Three dead letters, each settled in ``settle_seconds``; the worker stopped as it
+    settles the first: (the dead-letter queue, the worker's stats, seconds from the stop)."""
+    from xor_ack_dynamodb.fleet import worker as worker_module
+
+    moto_endpoint, ddb_endpoint, table = endpoints
+    work, dlq = make_queues(moto_endpoint)  # visibility timeout 30 s
+    for i in range(3):
+        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=f'{{"dead": {i}}}')
+    settling = asyncio.Event()
+
+    async def slow_settle(*args: Any) -> None:
+        settling.set()
+        await asyncio.sleep(settle_seconds)
+
+    monkeypatch.setattr(worker_module, "settle_dead_letter", slow_settle)
+    async with fleet_on(moto_endpoint, ddb_endpoint, table, work, lambda m: [], []) as (
+        fleet,
+        client,
+    ):
+        worker = Worker(
+            fleet, client, work, wait_time=1, shutdown_grace=grace, dead_letter_queue_url=dlq
+        )
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(settling.wait(), 20)
+        began = asyncio.get_running_loop().time()
+        stop.set()
+        stats = await asyncio.wait_for(running, 15)
+        return dlq, stats, asyncio.get_running_loop().time() - began
+
+
 async def test_a_stopping_drain_releases_the_dead_letters_it_did_not_settle(
     moto_endpoint: str,
     ddb_local_endpoint: str,
@@ -145,32 +182,9 @@ async def test_a_stopping_drain_releases_the_dead_letters_it_did_not_settle(
     """The drain settled every dead letter of its last receive after the stop (up to ten,
     each a DynamoDB write and its retries), past the shutdown grace: it settles the one in
     hand and puts the others back at once."""
-    from xor_ack_dynamodb.fleet import worker as worker_module
-
-    work, dlq = make_queues(moto_endpoint)
-    for i in range(3):
-        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=f'{{"dead": {i}}}')
-    settling = asyncio.Event()
-
-    async def slow_settle(*args: Any) -> None:
-        settling.set()
-        await asyncio.sleep(2)
-
-    monkeypatch.setattr(worker_module, "settle_dead_letter", slow_settle)
-    async with fleet_on(
-        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
-    ) as (fleet, client):
-        worker = Worker(
-            fleet, client, work, wait_time=1, shutdown_grace=5, dead_letter_queue_url=dlq
-        )
-        stop = asyncio.Event()
-        running = asyncio.ensure_future(worker.run(stop))
-        await asyncio.wait_for(settling.wait(), 20)
-        began = asyncio.get_running_loop().time()
-        stop.set()
-        stats = await running
-        took = asyncio.get_running_loop().time() - began
-    assert stats["dead_letters"] <= 1 and took < 5, (dict(stats), took)  # not 3 x 2 s
+    endpoints = (moto_endpoint, ddb_local_endpoint, ddb_table.name)
+    dlq, stats, took = await stop_a_slow_drain(endpoints, monkeypatch, 2, grace=5)
+    assert stats["dead_letters"] <= 1 and took < 5, (stats, took)  # not 3 x 2 s
     left = sqs(moto_endpoint).receive_message(QueueUrl=dlq, MaxNumberOfMessages=10)
     assert len(left.get("Messages", [])) >= 2, "the dead letters not settled are hidden"
 
@@ -185,30 +199,8 @@ async def test_a_drain_cut_off_by_the_grace_releases_the_letter_in_hand_and_the_
     ``Fleet.dead_letter``, a throttled DynamoDB): the drain was cancelled and every dead
     letter of its receive, the one in hand too, stayed hidden for the queue's visibility
     timeout, where the work queue's messages in hand are released at once."""
-
-    from xor_ack_dynamodb.fleet import worker as worker_module
-
-    work, dlq = make_queues(moto_endpoint)  # visibility timeout 30 s
-    for i in range(3):
-        sqs(moto_endpoint).send_message(QueueUrl=dlq, MessageBody=f'{{"dead": {i}}}')
-    settling = asyncio.Event()
-
-    async def slow_settle(*args: Any) -> None:
-        settling.set()
-        await asyncio.sleep(30)  # outlasts the grace
-
-    monkeypatch.setattr(worker_module, "settle_dead_letter", slow_settle)
-    async with fleet_on(
-        moto_endpoint, ddb_local_endpoint, ddb_table.name, work, lambda m: [], []
-    ) as (fleet, client):
-        worker = Worker(
-            fleet, client, work, wait_time=1, shutdown_grace=1, dead_letter_queue_url=dlq
-        )
-        stop = asyncio.Event()
-        running = asyncio.ensure_future(worker.run(stop))
-        await asyncio.wait_for(settling.wait(), 20)
-        stop.set()
-        await asyncio.wait_for(running, 15)
+    endpoints = (moto_endpoint, ddb_local_endpoint, ddb_table.name)
+    dlq, _, _ = await stop_a_slow_drain(endpoints, monkeypatch, 30, grace=1)
     seen = 0
     for _ in range(3):
         left = sqs(moto_endpoint).receive_message(
