@@ -57,7 +57,7 @@ TOKENS = "tokens"
 CHAIN_MARKS = (STAMP, CHAIN_ID, TOKENS)
 
 
-def is_chain_item(item: dict[str, Any]) -> bool:
+def has_chain_marks(item: dict[str, Any]) -> bool:
     """Does ``item`` (raw) hold one of a chain's marks (a chain, maybe a damaged one)?"""
     return any(isinstance(item.get(a), dict) and "B" in item[a] for a in CHAIN_MARKS)
 
@@ -200,7 +200,7 @@ def decode(item: dict[str, Any], partition_key: str, tag: str | None = None) -> 
     try:
         return _decode(item, partition_key, tag)
     except CorruptItem as exc:
-        if exc.foreign or is_chain_item(item):
+        if exc.foreign or has_chain_marks(item):
             raise
         raise CorruptItem(exc.tag, exc.attribute, exc.problem, foreign=True) from None
 

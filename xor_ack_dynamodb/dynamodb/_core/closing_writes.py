@@ -116,7 +116,7 @@ class ClosingWrites(Requests):
     @staticmethod
     def _is_chain(item: dict[str, Any]) -> bool:
         """Does the item hold one of a chain's marks (a chain, maybe a damaged one)?"""
-        return I.is_chain_item(item)
+        return I.has_chain_marks(item)
 
     def _delete_params(self, tag: str, generation: AttributeValue | None) -> dict[str, Any]:
         """The write that removes a chain's item, live or tombstone (not an expired one),
