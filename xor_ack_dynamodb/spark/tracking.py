@@ -56,9 +56,9 @@ def track(
     source's other columns; empty with ``keys=`` and no source: the function reads
     the input itself) and returns a ``pyarrow.Table`` with the columns of
     ``schema`` (DDL, or a ``StructType``).  Inputs come from ``source`` (a DataFrame,
-    ``key`` naming the column that says which input each row belongs to, e.g.
-    ``_metadata.file_path``; a row whose key is null is in no input: the report counts
-    them, ``null_key_rows``)
+    ``key`` naming the column that says which input each row belongs to, e.g. a
+    ``"file"`` column made with ``input_file()``; a row whose key is null is in no input:
+    the report counts them, ``null_key_rows``)
     or from ``keys``.  The chains' table comes from ``table`` / the session's conf
     ``spark.xorack.*`` / the environment (``conf.chains_config``; ``partition_key``:
     the table's key attribute, ``tagID`` by default), unless a ``tracker`` (a
