@@ -53,7 +53,6 @@ from .aws import USER_AGENT
 #: The client methods sent directly, by the operation each is.
 OPERATIONS = {
     "update_item": "UpdateItem",
-    "put_item": "PutItem",
     "get_item": "GetItem",
     "delete_item": "DeleteItem",
     "transact_write_items": "TransactWriteItems",
