@@ -26,6 +26,9 @@ from xor_ack_dynamodb.fleet import Fleet, SqsSender, lambda_entry
 from xor_ack_dynamodb.fleet.sqs import sqs_client
 from xor_ack_dynamodb.table import TableSpec
 
+from .cfn import load_template
+from .event_patterns import matches
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "infra" / "fleet.yaml"
 FIXTURES = ROOT / "tests" / "fleet" / "fixtures"
@@ -111,8 +114,31 @@ def test_every_role_is_scoped_to_the_stacks_resources(
                 actions = statement["Action"]
                 actions = [actions] if isinstance(actions, str) else actions
                 assert all("*" not in action for action in actions), statement
+                if actions == ["dynamodb:ListStreams"]:  # IAM scopes it to no resource
+                    assert statement["Resource"] == "*"
+                    continue
                 # No wildcard, but for the ":*" of a function's own log streams.
                 assert "*" not in str(statement["Resource"]).removesuffix(":*"), statement
+
+
+def test_the_completion_filter_passes_a_transition_to_acked_only() -> None:
+    """"exists" matches a leaf only: a rule on ``acked_at`` itself (an object, ``{"N": ...}``)
+    would let through every later change of an acked chain."""
+    template = load_template(TEMPLATE)
+    mapping = template["Resources"]["StreamMapping"]["Properties"]
+    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    acked = {"stamp": {"B": "AA=="}, "version": {"N": "3"}, "acked_at": {"N": "1700000000"}}
+    before = {"stamp": {"B": "AQ=="}, "version": {"N": "2"}}
+    later = {**acked, "version": {"N": "4"}}
+
+    def passes(old: dict[str, Any], new: dict[str, Any]) -> bool:
+        images = {"Keys": {"tagID": {"S": "job-1"}}, "OldImage": old, "NewImage": new}
+        record = {"eventName": "MODIFY", "dynamodb": images}
+        return any(matches(p, record) for p in patterns)
+
+    assert passes(before, acked)
+    assert not passes(acked, later)
+    assert not passes(before, {**before, "version": {"N": "3"}})
 
 
 def _records(messages: list[dict[str, Any]]) -> dict[str, Any]:

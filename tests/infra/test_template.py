@@ -14,7 +14,7 @@ from cfnlint.helpers import REGIONS  # type: ignore[import-untyped]
 from xor_ack_dynamodb.dynamodb.item import DEFAULT_PARTITION_KEY, EXPIRES_AT
 from xor_ack_dynamodb.table import DEFAULT_TABLE, INDEXES, TTL_ATTRIBUTE, TableSpec
 
-from .cfn import TEMPLATE, Resolver, load_template
+from .cfn import ROOT, TEMPLATE, Resolver, load_template
 
 #: What the clients send (see test_stack for the recorded proof) plus DescribeTable, and
 #: DescribeTimeToLive for the word count's check of its --table.
@@ -204,6 +204,32 @@ def test_iam_knows_no_resource_for_list_streams_and_an_index_for_query() -> None
     assert "index" in actions["query"]["Resources"]
     for name in ("describestream", "getrecords", "getsharditerator"):
         assert actions[name]["Resources"] == ["stream"]
+
+
+def _every_statement(node: Any) -> list[dict[str, Any]]:
+    """Every IAM policy statement in a decoded template, also inside an Fn::If."""
+    if isinstance(node, list):
+        return [s for value in node for s in _every_statement(value)]
+    if not isinstance(node, dict):
+        return []
+    own = [node] if "Effect" in node and "Action" in node else []
+    return own + [s for value in node.values() for s in _every_statement(value)]
+
+
+@pytest.mark.parametrize("name", ["table.yaml", "fleet.yaml", "sweeper.yaml", "events.yaml"])
+def test_an_action_iam_scopes_to_no_resource_is_granted_on_star(name: str) -> None:
+    """IAM matches an action with no resource type (ListStreams) only against "*": granted
+    on a stream's ARN it grants nothing, and a stream mapping's role needs it."""
+    data = Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json"
+    actions = json.loads(data.read_text())["dynamodb"]["Actions"]
+    unscoped = {f"dynamodb:{a}" for a, spec in actions.items() if not spec.get("Resources")}
+    wrong = []
+    for statement in _every_statement(load_template(ROOT / "infra" / name)["Resources"]):
+        granted = statement["Action"]
+        for action in [granted] if isinstance(granted, str) else granted:
+            if action.lower() in unscoped and statement["Resource"] != "*":
+                wrong.append((statement.get("Sid"), action, statement["Resource"]))
+    assert wrong == []
 
 
 @pytest.mark.parametrize("name", ["table.yaml", "sweeper.yaml", "events.yaml"])
