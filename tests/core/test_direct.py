@@ -152,11 +152,13 @@ async def test_answers_and_errors_equal_botocores(
                 },
             ),
             (
-                "put_item",  # a failed condition returning the item as it is
+                "update_item",  # a failed condition returning the item as it is
                 {
                     "TableName": table,
-                    "Item": _item("a"),
+                    "Key": {"tagID": {"S": "a"}},
+                    "UpdateExpression": "SET n = :n",
                     "ConditionExpression": "attribute_not_exists(tagID)",
+                    "ExpressionAttributeValues": {":n": {"N": "7"}},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 },
             ),
