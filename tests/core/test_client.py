@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -491,3 +493,72 @@ def test_sync_client_used_after_connect_exits_raises_a_typed_error(
         ack.create(tag, new_stamp())
     with pytest.raises(ClientClosed, match="inside that block"):
         ack.create(f"after-{tag}", new_stamp())
+
+
+async def test_a_wait_running_when_the_connect_block_ends_stops_at_its_next_read(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """A wait in a task of its own when the block ends: its next poll is not sent on the
+    closed pool (it went on polling to its timeout, then said ``WaitTimeout``)."""
+    async with XorAckDynamoDB.connect(
+        table=ddb_table.name, endpoint_url=ddb_local_endpoint, region_name="us-east-1"
+    ) as ack:
+        tag = f"closed-{uuid.uuid4().hex[:8]}"
+        await ack.create(tag, new_stamp())
+        waiter = asyncio.create_task(ack.wait(tag, timeout=5, poll_interval=0.05))
+        await asyncio.sleep(0.2)
+    reads = ack.stats.requests["GetItem"]
+    started = time.monotonic()
+    with pytest.raises(ClientClosed, match="had written nothing") as closed:
+        await waiter
+    assert time.monotonic() - started < 1 and not closed.value.wrote
+    assert ack.stats.requests["GetItem"] <= reads + 1  # the one in flight, if any
+
+
+def test_a_sync_wait_running_in_a_thread_when_the_block_ends_stops_too(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    failed: list[BaseException] = []
+
+    def wait(ack: SyncXorAckDynamoDB, tag: str) -> None:
+        try:
+            ack.wait(tag, timeout=5, poll_interval=0.05)
+        except BaseException as exc:
+            failed.append(exc)
+
+    with SyncXorAckDynamoDB.connect(
+        table=ddb_table.name, endpoint_url=ddb_local_endpoint, region_name="us-east-1"
+    ) as ack:
+        tag = f"closed-{uuid.uuid4().hex[:8]}"
+        ack.create(tag, new_stamp())
+        thread = threading.Thread(target=wait, args=(ack, tag))
+        thread.start()
+        time.sleep(0.2)
+    started = time.monotonic()
+    thread.join(5)
+    assert time.monotonic() - started < 1
+    assert [type(e) for e in failed] == [ClientClosed]
+
+
+async def test_a_call_stopped_by_the_block_says_whether_it_wrote(
+    ddb_local_endpoint: str, ddb_table: TableSpec
+) -> None:
+    """What was sent before decides the message: a write may have landed, a read not."""
+    async with XorAckDynamoDB.connect(
+        table=ddb_table.name, endpoint_url=ddb_local_endpoint, region_name="us-east-1"
+    ) as ack:
+        pass
+
+    def op() -> Any:
+        yield None
+
+    for sent, wrote, said in (
+        (["get_item", "query"], False, "had written nothing"),
+        (["get_item", "update_item"], True, "may have landed"),
+        ([], False, "sent nothing more"),
+    ):
+        with pytest.raises(ClientClosed, match=said) as closed:
+            ack._refuse_closed(op(), sent)
+        assert closed.value.wrote is wrote
+    with pytest.raises(ClientClosed, match="nothing was sent"):
+        ack._refuse_closed(op())

@@ -195,7 +195,8 @@ def _retry_handler(total_attempts: int, decides: Any) -> Any:
         return change(decided)
 
     def handler(**kwargs: Any) -> Any:
-        if deadline_passed():  # before botocore decides: its quota is charged for none
+        stopped = getattr(handler, "stopped", False)  # stop_retries
+        if stopped or deadline_passed():  # before botocore decides: its quota is charged for none
             return None
         decided = decides(**kwargs)
         attempts, caught = kwargs.get("attempts", 0), kwargs.get("caught_exception")
@@ -206,7 +207,18 @@ def _retry_handler(total_attempts: int, decides: Any) -> Any:
         return then(decided, capped)
 
     handler.decides = decides  # type: ignore[attr-defined]  # botocore's, wrapped
+    handler.stopped = False  # type: ignore[attr-defined]  # see stop_retries
     return handler
+
+
+def stop_retries(client: Any) -> None:
+    """No re-send on ``client`` from now on: its connection pool is closing (the
+    ``connect()`` block that opened it ended), and a request it cut off would be sent again
+    on a closed pool until botocore's attempts or the call's deadline ran out."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    handler = _botocore_retry(events) if events is not None else None
+    if handler is not None and hasattr(handler, "decides"):
+        handler.stopped = True
 
 
 #: The unique id botocore registers its DynamoDB retry handler under.

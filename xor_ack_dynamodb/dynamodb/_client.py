@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast
 
 from ..chain import ChainState
 from ..errors import ClientClosed, CreateManyFailed, InvalidArgument, InvalidState
 from ..stamps import Stamp, xor
-from ._attempts import watch
+from ._attempts import stop_retries, watch
 from ._batches import DEFAULT_WRITE_SLOTS, Batcher
 from ._client_kind import check_client
 from ._core.client_options import check_count, check_region_name
@@ -32,6 +32,9 @@ from .aws import Settings
 from .item import DEFAULT_PARTITION_KEY
 from .retry import DEFAULT_RETRY, RetryPolicy
 from .wrong_key import key_refusal
+
+#: The requests an operation makes that write nothing.
+READS = frozenset({"get_item", "batch_get_item", "query"})
 
 if TYPE_CHECKING:
     from botocore.config import Config
@@ -203,12 +206,24 @@ class ClientBase(Generic[ClientT]):
         self._statements = Batcher(self._core.stats)
         self._setup()
 
-    def _refuse_closed(self, op: Any) -> None:
-        """``ClientClosed`` (``op`` closed unrun) once the ``connect()`` block that opened
-        this client ended: its connection pool closed with it."""
+    def _close(self, opened_by: str) -> None:
+        """The ``connect()`` block ``opened_by`` ends, and with it its client's pool: calls
+        refused from now on (``ClientClosed``), the requests cut off not sent again."""
+        self._closed_by = opened_by
+        stop_retries(self._client)
+
+    def _refuse_closed(
+        self, op: Any, sent: Collection[str] | None = None, cause: Exception | None = None
+    ) -> None:
+        """``ClientClosed`` (``op`` closed) once the ``connect()`` block that opened this
+        client ended: its connection pool closed with it.  ``sent``: the methods ``op`` has
+        sent so far, if it is running (checked before each of its requests, and at the
+        error of one the pool's closing cut off: ``cause``)."""
         if self._closed_by is not None:
             op.close()
-            raise ClientClosed(self._closed_by)
+            wrote = sent is not None and not READS.issuperset(sent)
+            closed = ClientClosed(self._closed_by, running=sent is not None, wrote=wrote)
+            raise closed from cause
 
     def _told(self, exc: Exception) -> Exception:
         """A request's error as the operation that sent it gets it: DynamoDB's refusal of a

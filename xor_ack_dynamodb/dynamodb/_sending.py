@@ -58,6 +58,7 @@ class Sending(ClientBase["DynamoDBClient"]):
     async def _run(self, op: Op) -> Any:
         """Drive one sans-I/O operation: send its calls, sleep its sleeps."""
         self._refuse_closed(op)
+        sent: list[str] = []
         try:
             effect = next(op)
             while True:
@@ -65,12 +66,15 @@ class Sending(ClientBase["DynamoDBClient"]):
                     await asyncio.sleep(effect.seconds)
                     effect = op.send(None)
                     continue
+                self._refuse_closed(op, sent)  # a block that ended while it ran
+                sent.append(effect.op)
                 try:
                     if effect.batch is not None and self._batcher is not None:
                         response = await self._write(effect.params, effect.batch)
                     else:
                         response = await self._call(effect.op, effect.params)
                 except (ClientError, BotoCoreError) as exc:
+                    self._refuse_closed(op, sent, exc)  # its pool closed under it
                     effect = op.throw(self._told(exc))
                 else:
                     effect = op.send(response)

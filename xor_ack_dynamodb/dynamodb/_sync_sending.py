@@ -64,6 +64,7 @@ class SyncSending(ClientBase["DynamoDBClient"]):
         if given, runs after each step, outside the lock: what a step queued for the
         caller's code (``sweep``'s ``on_failed``, which may use this client)."""
         self._refuse_closed(op)
+        sent: list[str] = []
         try:
             with self._core_lock:
                 effect = next(op)
@@ -75,6 +76,9 @@ class SyncSending(ClientBase["DynamoDBClient"]):
                     with self._core_lock:
                         effect = op.send(None)
                     continue
+                with self._core_lock:  # closing ``op`` runs its cleanup
+                    self._refuse_closed(op, sent)  # a block that ended while it ran
+                sent.append(effect.op)
                 try:
                     if effect.batch is not None and self._batcher is not None:
                         response = self._write(effect.params, effect.batch)
@@ -82,6 +86,7 @@ class SyncSending(ClientBase["DynamoDBClient"]):
                         response = getattr(self._client, effect.op)(**effect.params)
                 except (ClientError, BotoCoreError) as exc:
                     with self._core_lock:
+                        self._refuse_closed(op, sent, exc)  # its pool closed under it
                         effect = op.throw(self._told(exc))
                 else:
                     with self._core_lock:

@@ -60,7 +60,7 @@ class XorAckDynamoDB(Sending):
                 try:
                     await ack.drain()
                 finally:  # a drain cancelled or failed: closed all the same
-                    ack._closed_by = f"async with {cls.__name__}.connect(...)"
+                    ack._close(f"async with {cls.__name__}.connect(...)")
 
     # -- the API -------------------------------------------------------------
 

@@ -49,9 +49,9 @@ class SyncXorAckDynamoDB(SyncSending):
             ack = cls(client, table=table, **rest)
             yield ack
         finally:
-            client.close()
             if ack is not None:
-                ack._closed_by = f"with {cls.__name__}.connect(...)"
+                ack._close(f"with {cls.__name__}.connect(...)")
+            client.close()
 
     # -- the API -------------------------------------------------------------
 

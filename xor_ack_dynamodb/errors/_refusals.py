@@ -162,14 +162,26 @@ class InvalidArgument(XorAckError, ValueError):
 
 class ClientClosed(XorAckError):
     """A client was used after the ``connect()`` block that opened it ended (its connection
-    pool closed with it): nothing was sent."""
+    pool closed with it): nothing was sent.  A call still running when the block ended (in
+    a task or thread of its own) stops before its next request: ``wrote`` says whether one
+    of its writes went out before, and may have landed."""
 
     __module__ = _MODULE
 
-    def __init__(self, opened_by: str) -> None:
+    def __init__(self, opened_by: str, *, running: bool = False, wrote: bool = False) -> None:
+        self.wrote = wrote
+        if not running:
+            said = "and nothing was sent"
+        elif wrote:
+            said = (
+                "while this call was running: it sent nothing more, but a write it sent "
+                "before may have landed (read the chain again to see)"
+            )
+        else:
+            said = "while this call was running: it sent nothing more, and had written nothing"
         super().__init__(
-            f"this client was closed when its `{opened_by}` block ended, and nothing was "
-            "sent: use it inside that block, or open another"
+            f"this client was closed when its `{opened_by}` block ended, {said}: use it "
+            "inside that block, or open another"
         )
 
 
