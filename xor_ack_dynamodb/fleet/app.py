@@ -80,7 +80,7 @@ class Fleet:
     """Fan-out / fan-in over queues with XOR chains; see the module docstring.
 
     ``ack``: an ``XorAckDynamoDB`` (``Fleet.connect`` makes one); the fleet's
-    stamps go through its ``stamp_on``, so its retry and merging options do not
+    stamps go through its ``stamp_on_many``, so its retry and merging options do not
     matter, but no other writer may stamp the fleet's chains (see ``once.py``).
     ``handler``: the user's function (sync or async).  ``send``: sends child
     envelopes (``SqsSender``).  ``continuation``: run once per acked chain
