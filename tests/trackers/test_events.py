@@ -134,3 +134,39 @@ def test_acker_events() -> None:
         (events.Failed, "-8"),
         (events.TimedOut, "9"),
     ]
+
+
+def test_one_transition_has_one_id_for_every_event_listener(Ack: type[PyAck]) -> None:
+    """docs/events.md: a transition seen by two consumers gives the same id.  Each listener
+    made its own event, with its own ``time``: deduplicating by id counted each twice.  The
+    same tag finished again is another transition, with another id."""
+    ack = Ack(high_water=10)
+    metrics: list[events.ChainEvent] = []
+    audit: list[events.ChainEvent] = []
+    ack.on("event", metrics.append)
+    ack.on("acked", lambda tag: None)  # a plain listener between them changes nothing
+    ack.on("event", audit.append)
+    tag = "job-1"
+    for _ in range(2):
+        ack.add(tag, b"\x01" * 8)
+        ack.stamp(tag, b"\x01" * 8)
+    ack.add("job-2", b"\x02" * 8)
+    ack.fail("job-2")
+    expected = [("acked", "job-1"), ("acked", "job-1"), ("failed", "job-2")]
+    assert [(e.kind, e.tag) for e in metrics] == expected
+    assert [e.id for e in metrics] == [e.id for e in audit]
+    assert len({e.id for e in metrics}) == 3
+
+
+def test_one_tree_has_one_id_for_every_event_listener() -> None:
+    acker = Acker()
+    first: list[events.ChainEvent] = []
+    second: list[events.ChainEvent] = []
+    acker.on("event", first.append)
+    acker.on("event", second.append)
+    acker.track("spout", "row-1", 7, 5)
+    acker.ok(7, 5)
+    acker.track("spout", "row-2", 8, 6)
+    acker.fail(8)
+    assert [e.kind for e in first] == ["acked", "failed"]
+    assert [e.id for e in first] == [e.id for e in second]

@@ -9,7 +9,8 @@ What the in-memory trackers can say: ``acked``, and ``failed`` / ``timed_out``
 (reason ``"failed"``, ``"overflow"``; ``"timeout"`` is :class:`TimedOut`).  They do not
 report ``created`` (the caller of ``add`` knows), nor ``expired`` / ``deleted`` (no
 TTL, no delete).  ``chain_id`` is ``b""``, ``time`` the wall clock when the event is
-made; ``Acked.latency`` is None.  An :class:`~xor_ack_dynamodb.memory.acker.Acker` tree's
+made (one event, so one ``id``, for all of a tracker's ``"event"`` listeners);
+``Acked.latency`` is None.  An :class:`~xor_ack_dynamodb.memory.acker.Acker` tree's
 ``tag`` is ``str(anchor_id)`` -- the tag a ``DynamoDBSink`` with an empty prefix gives
 the same tree.
 """
@@ -26,13 +27,44 @@ from ..lifecycle import Acked, ChainEvent, failure
 EventListener = Callable[[ChainEvent], object]
 
 
+class _Round:
+    """The event of the transition a tracker's listeners are being called for, made by the
+    first adapter called and handed to the others called with the same arguments: one
+    ``time``, so one ``id``, for one transition seen by several ``on("event", fn)``.
+
+    An adapter called again (the tracker's next call of its listeners, even with the same
+    tag object) makes a new event."""
+
+    __slots__ = ("args", "event", "served")
+
+    def __init__(self) -> None:
+        self.args: tuple[object, ...] = ()
+        self.event: ChainEvent | None = None
+        self.served: set[_Adapter] = set()
+
+    def event_for(
+        self, adapter: _Adapter, args: tuple[object, ...], make: Callable[[], ChainEvent]
+    ) -> ChainEvent:
+        same = len(args) == len(self.args) and all(a is b for a, b in zip(args, self.args, strict=True))
+        if self.event is None or adapter in self.served or not same:
+            self.args, self.event, self.served = args, make(), set()
+        self.served.add(adapter)
+        return self.event
+
+
 class _Adapter:
     """A tracker listener that makes an event and calls ``fn`` (see :func:`adapts`)."""
 
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "round")
 
-    def __init__(self, fn: EventListener) -> None:
+    def __init__(self, fn: EventListener, round: _Round) -> None:
         self.fn = fn
+        self.round = round
+
+
+def round_in(listeners: tuple[object, ...]) -> _Round:
+    """The round the adapters in ``listeners`` share (a new one if there are none)."""
+    return next((a.round for a in listeners if isinstance(a, _Adapter)), None) or _Round()
 
 
 def adapts(registered: object, fn: object) -> bool:
@@ -51,7 +83,7 @@ class AckAcked(_Adapter):
     __slots__ = ()
 
     def __call__(self, tag: str) -> None:
-        self.fn(Acked(tag, b"", time.time()))
+        self.fn(self.round.event_for(self, (tag,), lambda: Acked(tag, b"", time.time())))
 
 
 class AckFailed(_Adapter):
@@ -60,7 +92,10 @@ class AckFailed(_Adapter):
     __slots__ = ()
 
     def __call__(self, tag: str, reason: str) -> None:
-        self.fn(failure(tag, b"", time.time(), str(reason)))
+        def make() -> ChainEvent:
+            return failure(tag, b"", time.time(), str(reason))
+
+        self.fn(self.round.event_for(self, (tag, reason), make))
 
 
 class AckerAcked(_Adapter):
@@ -69,7 +104,10 @@ class AckerAcked(_Adapter):
     __slots__ = ()
 
     def __call__(self, done: Any) -> None:
-        self.fn(Acked(str(done.anchor_id), b"", time.time()))
+        def make() -> ChainEvent:
+            return Acked(str(done.anchor_id), b"", time.time())
+
+        self.fn(self.round.event_for(self, (done,), make))
 
 
 class AckerFailed(_Adapter):
@@ -78,7 +116,10 @@ class AckerFailed(_Adapter):
     __slots__ = ()
 
     def __call__(self, nack: Any) -> None:
-        self.fn(failure(str(nack.anchor_id), b"", time.time(), str(nack.reason)))
+        def make() -> ChainEvent:
+            return failure(str(nack.anchor_id), b"", time.time(), str(nack.reason))
+
+        self.fn(self.round.event_for(self, (nack,), make))
 
 
 def check_listener(listener: object) -> EventListener:

@@ -97,8 +97,10 @@ class Listeners(Generic[A, F]):
 
             fn = trackers.check_listener(listener)
             acked, failed = (getattr(trackers, name) for name in self._event_adapters)
-            self._acked_listeners = (*self._acked_listeners, cast(A, acked(fn)))
-            self._failed_listeners = (*self._failed_listeners, cast(F, failed(fn)))
+            made = acked(fn, trackers.round_in(self._acked_listeners))
+            self._acked_listeners = (*self._acked_listeners, cast(A, made))
+            made = failed(fn, trackers.round_in(self._failed_listeners))
+            self._failed_listeners = (*self._failed_listeners, cast(F, made))
             return listener
         if registers_acked(event, listener):
             self._acked_listeners = (*self._acked_listeners, cast(A, listener))
