@@ -45,7 +45,8 @@ class _Round:
     def event_for(
         self, adapter: _Adapter, args: tuple[object, ...], make: Callable[[], ChainEvent]
     ) -> ChainEvent:
-        same = len(args) == len(self.args) and all(a is b for a, b in zip(args, self.args, strict=True))
+        same = len(args) == len(self.args)
+        same = same and all(a is b for a, b in zip(args, self.args, strict=True))
         if self.event is None or adapter in self.served or not same:
             self.args, self.event, self.served = args, make(), set()
         self.served.add(adapter)
