@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 from collections import Counter
 from dataclasses import dataclass
 
@@ -63,21 +64,29 @@ def read_output(output: str | os.PathLike[str]) -> Counter[str]:
     """
     counts: Counter[str] = Counter()
     folder = local_path(os.fspath(output))
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(".csv"):
-            continue
-        with open(os.path.join(folder, name), encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header is None:
-                continue
-            if header != ["word", "count"]:
-                raise ValueError(f"{name}: header {header}, not word,count")
-            for word, count in reader:
-                if word in counts:
-                    raise ValueError(f"{word!r} appears twice in {output}")
-                counts[word] = int(count)
+    limit = csv.field_size_limit(sys.maxsize)  # a word may be longer than its 131,072
+    try:
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".csv"):
+                _read_counts(os.path.join(folder, name), counts, output)
+    finally:
+        csv.field_size_limit(limit)
     return counts
+
+
+def _read_counts(path: str, counts: Counter[str], output: str | os.PathLike[str]) -> None:
+    name = os.path.basename(path)
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            return
+        if header != ["word", "count"]:
+            raise ValueError(f"{name}: header {header}, not word,count")
+        for word, count in reader:
+            if word in counts:
+                raise ValueError(f"{word!r} appears twice in {output}")
+            counts[word] = int(count)
 
 
 def _difference(expected: Counter[str], found: Counter[str]) -> str:
@@ -100,7 +109,7 @@ def verify(report: TrackedReport, input_: str, output: str) -> Verification:
     try:
         expected = recount(report, input_)
         found = read_output(output)
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, Refused) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, csv.Error, Refused) as exc:
         return Verification(ok=False, checked=True, detail=f"could not recount: {exc}")
     files = len(_finished(report))
     if expected != found:
