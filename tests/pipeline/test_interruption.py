@@ -8,7 +8,10 @@ went on to the end (seen once in the SIGINT test of ``test_interrupt.py``).
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +71,44 @@ def test_py4j_logging_the_interruption_it_was_in_prints_no_traceback(
     err = capsys.readouterr().err
     assert "Traceback" not in err and "while sending command" not in err
     assert "other errors are still logged" in err
+
+
+_SIGNAL_WHILE_LISTING = """
+import os, signal, sys, time
+from xor_ack_dynamodb.pipeline import wordcount_command as command
+
+real = command.list_local
+SIGNAL = getattr(signal, sys.argv[1])
+
+def slow_listing(root):  # a large INPUT on a network file system: the user gives up
+    os.kill(os.getpid(), SIGNAL)
+    time.sleep(2)
+    return real(root)
+
+command.list_local = slow_listing
+from xor_ack_dynamodb.pipeline.cli import main
+sys.argv = ["xor-ack", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_input_is_listed_ends_with_130_and_one_line(
+    tmp_path: Path, signame: str
+) -> None:
+    """The checks before Spark list all of INPUT; a signal then was click's "Aborted!"
+    (exit 1) or a silent death (SIGTERM), not the interruption's one line and 130."""
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "a.txt").write_text("ok\n")
+    args = ["wordcount", str(inbox), "-o", str(tmp_path / "counts")]
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_WHILE_LISTING, signame, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert len(lines) == 1 and lines[0].startswith(f"interrupted ({signame})"), lines
+    assert not (tmp_path / "counts").exists()

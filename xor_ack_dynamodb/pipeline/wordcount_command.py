@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..cli.errors import RefusedUsage, UserError, explain
+from ..cli.errors import UserError
 from ..cli.options import (
     DEADLINE,
     Finite,
@@ -27,7 +27,7 @@ from ..spark.input_listing import list_local
 from ..spark.paths import is_remote, judge_output, local_listing, local_path
 from .chains_table import _maybe_tracker
 from .chains_table import single_writes as one_request_each
-from .errors import Refused, ReportExists, in_command_terms
+from .errors import ReportExists
 from .interruption import _interrupted, ending, in_one_line, session_name
 from .options import shown
 from .paths import check_folders, check_paths, check_report, write_atomically
@@ -219,16 +219,13 @@ def wordcount(
             (endpoint_url, table, region, partition_key, local_backend),
         )  # fmt: skip
         return
-    try:
-        _check_before_spark(input_path, output, report_path, work_dir, overwrite)
-    except Refused as exc:
-        said = in_command_terms(exc)
-        raise RefusedUsage(explain(said) or str(said)) from exc
     job: WordCount | None = None
 
     def interrupted(exc: KeyboardInterrupt) -> str:
         return _interrupted(exc, job, output)
 
+    with ending(verbose, interrupted):  # listing a large INPUT takes a while: Ctrl-C is 130
+        _check_before_spark(input_path, output, report_path, work_dir, overwrite)
     with (
         ending(verbose, interrupted) as reinstall,
         _maybe_tracker(
