@@ -1,8 +1,10 @@
 """The word count at its edges: a ``--report`` given as a ``file:`` URI (written where it
 names, never into INPUT), the closing lines of a kept output and of an untracked run (the
-failed files named, not counted), and ``--watch`` on the moto backend (no PartiQL), past a
-file that fails (the others go on), stopped by an error (which it says), and refusing a
-name with ``:`` that Spark's file source cannot read."""
+failed files named, not counted), a word longer than Python's CSV field, an OUTPUT made
+empty before (used, not swapped), and ``--watch`` on the moto backend (no PartiQL), past a
+file that fails (the others go on), stopped by an error (which it says), refusing a name
+Spark's file source cannot read (``:``, not UTF-8), resuming past a batch killed
+mid-commit."""
 
 from __future__ import annotations
 
@@ -194,3 +196,113 @@ def test_a_colon_in_a_watched_file_name_is_refused_before_anything(
     assert result.exit_code == 2, result.output
     assert "10:30 notes.txt has a ':' in its name" in result.output, result.output
     assert not out.exists()
+
+
+# -- odd inputs and outputs ---------------------------------------------------------------
+
+
+def _on(endpoint: str, table: TableSpec) -> list[str]:
+    return ["--endpoint-url", endpoint, "--table", table.name]
+
+
+@pytest.mark.spark
+@pytest.mark.ddblocal
+def test_a_word_longer_than_a_csv_field_is_counted_reported_and_verified(
+    shared_spark: Any, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Path
+) -> None:
+    """A base64 blob or a DNA sequence: one word of 200,000 characters.  Reading the
+    counts back stopped at Python's CSV field limit (131,072): exit 1, no report."""
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "blob.txt").write_text(f"header {'a' * 200_000}\nheader\n")
+    out, report = tmp_path / "counts", tmp_path / "report.json"
+    args = ["wordcount", str(inbox), "-o", str(out), "--report", str(report), "--verify"]
+    result = CliRunner().invoke(pipeline_cli.main, [*args, *_on(ddb_local_endpoint, ddb_table)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(report.read_text())["totals"]["words"] == 3
+
+
+@pytest.mark.spark
+@pytest.mark.ddblocal
+def test_an_empty_output_folder_made_before_is_used_not_swapped(
+    shared_spark: Any,
+    ddb_local_endpoint: str,
+    ddb_table: TableSpec,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A team's folder (setgid, group-writable), the working directory, given as ``-o .``:
+    the commit removed it and renamed another into its place (its mode lost), then read
+    the counts from the deleted working directory ("No such file or directory", exit 1)."""
+    import os
+
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "a.txt").write_text("to be or not to be\n")
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    counts.chmod(0o2770)
+    before = os.stat(counts)
+    monkeypatch.chdir(counts)
+    args = ["wordcount", str(inbox), "-o", "."]
+    result = CliRunner().invoke(pipeline_cli.main, [*args, *_on(ddb_local_endpoint, ddb_table)])
+    assert result.exit_code == 0, result.output
+    after = os.stat(counts)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert read_output(counts) == Counter({"to": 2, "be": 2, "or": 1, "not": 1})
+    assert "_XOR_ACK_MANIFEST.json" in os.listdir(counts)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts", "in"]  # no staging left
+
+
+@pytest.mark.spark
+@pytest.mark.ddblocal
+def test_watch_resumes_past_a_batch_killed_before_its_commit(
+    shared_spark: Any, ddb_local_endpoint: str, ddb_table: TableSpec, tmp_path: Path
+) -> None:
+    """A watcher killed in a micro-batch (``kill -9``, the OOM killer) leaves the batch's
+    hidden staging folder in OUTPUT; the same command refused it as not written by
+    --watch."""
+    from xor_ack_dynamodb.spark.paths import qualified, staging_path
+    from xor_ack_dynamodb.spark.stream_marks import batch_path
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a.txt").write_text("ok fine ok\n")
+    out = tmp_path / "counts"
+    run_id = "0123456789ab"
+    staged = staging_path(qualified(batch_path(str(out), 0, run_id)), run_id)
+    rows = Path(staged.removeprefix("file:")) / "rows"
+    rows.mkdir(parents=True)
+    (rows / "part-00000.parquet").write_bytes(b"PAR1")
+    args = ["wordcount", str(inbox), "-o", str(out), "--watch", "--available-now"]
+    result = CliRunner().invoke(pipeline_cli.main, [*args, *_on(ddb_local_endpoint, ddb_table)])
+    assert result.exit_code == 0, result.output
+    assert _batches(out) == Counter({"ok": 2, "fine": 1})
+
+
+def test_watch_refuses_a_name_that_is_not_utf8_and_tells_one_that_arrives(
+    tmp_path: Path,
+) -> None:
+    """Spark's file source skips a name that is not UTF-8 without a word (its words in no
+    batch, exit 0).  One there at the start is refused; one that arrives is told, once, as
+    a file that failed."""
+    import os
+
+    from xor_ack_dynamodb.pipeline.watch import Watch
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "good.txt").write_text("ok fine\n")
+    odd = Path(os.fsdecode(bytes(inbox) + b"/caf\xe9.txt"))
+    odd.write_text("odd word\n")
+    args = ["wordcount", str(inbox), "-o", str(tmp_path / "counts"), "--watch"]
+    result = CliRunner().invoke(pipeline_cli.main, args)
+    assert result.exit_code == 2, result.output
+    assert "caf\\xe9.txt has a name that is not UTF-8" in result.output, result.output
+    assert not (tmp_path / "counts").exists()
+    state, said = Watch(), []
+    for _ in range(2):
+        state.tell_unwatchable(str(inbox), said.append)
+    assert said == [f"not counted {inbox}/caf\\xe9.txt: it has a name that is not UTF-8, "
+                    "which Spark's file source skips; rename it"]  # fmt: skip
+    assert list(state.failed) == [f"{inbox}/caf\\xe9.txt"]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,8 @@ from ..cli.signals import stop_on_signals
 from ..lifecycle import Acked, Failed
 from ..spark.examples.wordcount import WordCountOptions
 from ..spark.faults import FaultConfig
-from ..spark.paths import is_remote, local_path, qualified
+from ..spark.paths import STAGING_MARK, is_remote, local_path, qualified
+from ..spark.stream_marks import BATCH_PREFIX
 from .chains_table import _tracker
 from .chains_table import single_writes as one_request_each
 from .errors import InputMissing, NameUnwatchable, OutputNotOurs, Refused
@@ -37,6 +39,9 @@ from .progress import RichProgress, plural
 CHECKPOINT = "_checkpoint"
 #: Seconds between two looks at the query (how soon Ctrl-C or its end is noticed).
 POLL = 0.5
+#: Seconds between two looks at INPUT for files that arrived with a name the stream cannot
+#: read (Spark's listing skips them without a word).
+NAMES_EVERY = 10.0
 
 
 def check_watch_input(input_: str) -> None:
@@ -51,14 +56,35 @@ def check_watch_input(input_: str) -> None:
         )
     if not os.path.exists(folder):
         raise InputMissing(f"input {input_} is a broken symbolic link: give a folder to watch")
-    for root, _, names in os.walk(folder):
+    for path, why in unwatchable(input_):
+        raise NameUnwatchable(
+            f"{path} {why} (--watch would not count it): rename it, or count the folder "
+            "without --watch"
+        )
+
+
+def unwatchable(input_: str) -> Iterator[tuple[str, str]]:
+    """The files under a local INPUT that Spark's file source cannot read, and why: a ``:``
+    in a name (Hadoop's Path refuses it, and the listing of every batch stops), a name
+    that is not UTF-8 (the listing skips it: never counted, never told)."""
+    if is_remote(input_):
+        return
+    for root, _, names in os.walk(local_path(input_)):
         for name in names:
-            if ":" in name:  # Hadoop's Path refuses it: the listing of every batch would stop
-                raise NameUnwatchable(
-                    f"{os.path.join(root, name)} has a ':' in its name, which Spark's file "
-                    "source cannot read (--watch would stop at it): rename it, or count the "
-                    "folder without --watch"
-                )
+            path = os.path.join(root, name)
+            if ":" in name:
+                yield path, "has a ':' in its name, which Spark's file source cannot read"
+            elif not _utf8(path):
+                shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+                yield shown, "has a name that is not UTF-8, which Spark's file source skips"
+
+
+def _utf8(path: str) -> bool:
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def check_watch_output(output: str) -> None:
@@ -70,14 +96,20 @@ def check_watch_output(output: str) -> None:
         if os.path.lexists(folder):
             raise OutputNotOurs(f"output {output} is a file: choose a folder for --watch")
         return
-    others = [
-        n for n in sorted(os.listdir(folder)) if n != CHECKPOINT and not n.startswith("batch=")
-    ]
+    others = [n for n in sorted(os.listdir(folder)) if not _of_watch(n)]
     if others:
         raise OutputNotOurs(
             f"output {output} holds {others[0]!r}, which --watch did not write: choose an "
             "empty or new folder (or the OUTPUT of an earlier --watch, to resume it)"
         )
+
+
+def _of_watch(name: str) -> bool:
+    """A name ``--watch`` gives an entry of OUTPUT: the checkpoint, a batch's counts, or the
+    hidden staging folder of a batch whose run was killed before its commit (its rows,
+    left; Spark's readers skip it, and the batch runs again under another run id)."""
+    staged = name.startswith(f".{BATCH_PREFIX}") and f".{STAGING_MARK}" in name
+    return name == CHECKPOINT or name.startswith(BATCH_PREFIX) or staged
 
 
 @dataclass
@@ -99,6 +131,13 @@ class Watch:
                 say(f"not acked {key}: {event.reason}")
 
         return tell
+
+    def tell_unwatchable(self, input_: str, say: Callable[[str], None]) -> None:
+        """Tell each file that arrived with a name the stream cannot read (once): failed."""
+        for path, why in unwatchable(input_):
+            if path not in self.failed:
+                self.failed[path] = why
+                say(f"not counted {path}: it {why}; rename it")
 
 
 def _input_of(tag: str) -> str:
@@ -140,14 +179,18 @@ def watch(
     # SIGINT / SIGTERM only set an event here: raised inside a py4j call (the main thread
     # spends its time in awaitTermination) they would make py4j log a traceback.
     with stop_on_signals() as stop:
+        looked = time.monotonic()
         try:
             while not stop.is_set() and not query.awaitTermination(POLL):
-                pass
+                if time.monotonic() - looked >= NAMES_EVERY:
+                    state.tell_unwatchable(options.input, say)
+                    looked = time.monotonic()
         except Exception as exc:  # Spark's wrapper: what the batch raised is inside it
             raise UserError(stopped_by(exc)) from exc
         finally:
             if query.isActive:
                 query.stop()
+        state.tell_unwatchable(options.input, say)
     if stop.is_set():
         raise Interrupted(stop.signal)
     error = query.exception()
@@ -192,13 +235,6 @@ def run_watch(
 
     ``run``: --partitions, --max-attempts, --timeout, --output-partitions, --single-writes.
     """
-    try:
-        check_paths(input_, output)
-        check_watch_input(input_)
-        check_watch_output(output)
-        check_folders(output, None)
-    except Refused as exc:
-        raise RefusedUsage(explain(exc) or str(exc)) from exc
     state = Watch()
 
     def interrupted(exc: KeyboardInterrupt) -> str:
@@ -209,6 +245,14 @@ def run_watch(
             f"micro-batches in {output}; the same command resumes from its checkpoint"
         )
 
+    with ending(verbose, interrupted):  # walking a large INPUT takes a while: Ctrl-C is 130
+        try:
+            check_paths(input_, output)
+            check_watch_input(input_)
+            check_watch_output(output)
+            check_folders(output, None)
+        except Refused as exc:
+            raise RefusedUsage(explain(exc) or str(exc)) from exc
     endpoint_url, table, region, partition_key, backend = where
     partitions, max_attempts, timeout, output_partitions, single_writes = run
     with (
