@@ -95,14 +95,16 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
     ddb_table: TableSpec,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """The client runs as another OS user: the corpus, the output folder and the
-    warehouse are in the server's folder (mode 700, root's).  Every file step of the
+    """The client runs as another OS user: the corpus, the output folder (made empty
+    before) and the warehouse are in the server's folder (mode 700, root's).  Every file step of the
     run (listing, staging, manifest, rename, the commit check) must run on the server;
     what the server's disk holds is judged there too (a sink that is a symbolic link)."""
     corpus = make_corpus(server_dir / "remote-corpus")
     (corpus / "part-1" / "a b+c%.txt").write_text("Odd name, words words\n", encoding="utf-8")
     out = server_dir / "remote-out" / "counts"
-    out.parent.mkdir()
+    out.mkdir(parents=True)  # made before, empty: the run's files go into it, the server's
+    out.chmod(0o2750)  # steps too (it stays, with its mode)
+    made = out.stat()
     linked = server_dir / "remote-link" / "v1"  # a user's empty folder, and a link to it
     linked.mkdir(parents=True)
     link = linked.with_name("current")
@@ -136,6 +138,7 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
     keys = {i["key"] for i in result["folder"]["inputs"]}
     assert f"file:{corpus}/part-1/a b+c%.txt" in keys  # as the file is named, not URL-encoded
     assert read_counts(out) == expected  # read here, as root
+    assert (out.stat().st_ino, out.stat().st_mode) == (made.st_ino, made.st_mode)
     assert result["table_counts"] == expected  # read by the client, through Spark
     table = ds.dataset(server_dir / "warehouse" / "xa_remote.db" / "counts").to_table()
     on_disk: Counter[str] = Counter()

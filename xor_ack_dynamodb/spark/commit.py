@@ -3,7 +3,8 @@
 A run's output is written once, after its last round.  What it may do:
 
 - every input acked: the output is written (a folder: staged, given Spark's
-  ``_SUCCESS`` and a manifest saying ``"complete": true``, then renamed into place;
+  ``_SUCCESS`` and a manifest saying ``"complete": true``, then renamed into place,
+  or its files moved into an empty folder that is there, the manifest last;
   a table: appended to, or its rows replaced with ``overwrite``);
 - some input failed: a folder that does not exist (or is empty) gets the acked
   inputs' rows without ``_SUCCESS``, its manifest saying ``"complete": false``; an
@@ -156,7 +157,8 @@ class FolderTarget:
         return "complete" if counts.complete else "partial"
 
     def _replace(self, staged: str) -> None:
-        """A rename: the output is absent, the former one, or complete.
+        """Renames: the output is absent (or the empty folder it was), the former one, or
+        complete.
 
         Raises, with the output as it was, if the new one could not be put in place.
         """
@@ -164,11 +166,21 @@ class FolderTarget:
             self.path, self.files.listing(self.output, tree=True), self.sink.overwrite
         )
         if action is OutputAction.REPLACE_EMPTY:
-            self.files.remove_empty_folder(self.output)
+            self._fill(staged)
         elif action is OutputAction.REPLACE_OURS:
             self._swap(staged, f"{self.staging}/previous")
-            return
-        self.files.rename(staged, self.output)
+        else:
+            self.files.rename(staged, self.output)
+
+    def _fill(self, staged: str) -> None:
+        """Move the staged entries into the empty folder at the output's path, which stays
+        (its owner, group, mode: a user's folder, not swapped for the run's): the rows
+        first, Spark's marker then, the manifest last (a folder without it is no output of
+        ours).  On a failure those moved go back, leaving the folder empty, and it raises."""
+        last = (SUCCESS, f".{SUCCESS}.crc", f".{MANIFEST}.crc", MANIFEST)
+        names = [n.rstrip("/") for n in self.files.names(staged) or ()]
+        ordered = [n for n in names if n not in last] + [n for n in last if n in names]
+        self.files.fill(staged, self.output, ordered)
 
     def _swap(self, staged: str, previous: str) -> None:
         """Move the former output aside to ``previous``, the new one into place.

@@ -111,8 +111,8 @@ class ServerFiles:
     def rename(self, source: str, target: str) -> None:
         self._call("rename", source, target)
 
-    def remove_empty_folder(self, target: str) -> None:
-        self._call("rmdir", target)
+    def fill(self, source: str, target: str, names: list[str]) -> None:
+        self._call("fill", source, SEP.join([target, *names]))
 
     def delete(self, target: str) -> None:
         self._call("delete", target)

@@ -130,14 +130,22 @@ class Files:
             raise SparkTrackingError(f"could not rename {source} to {target}: {target} exists")
         os.rename(src, dst)
 
-    def remove_empty_folder(self, target: str) -> None:
-        via = self._via(target)
-        if via == "server":
-            self.server.remove_empty_folder(target)
-        elif via == "jvm":
-            _hadoop().remove_empty_folder(self.spark, target)
-        else:
-            os.rmdir(local_path(target))  # fails unless empty: nothing else is ever removed
+    def fill(self, source: str, target: str, names: list[str]) -> None:
+        """Move the entries ``names`` of the folder ``source`` into the folder ``target``, in
+        that order; on a failure those moved go back, and it raises."""
+        if self._via(target) == "server":
+            self.server.fill(source, target, names)
+            return
+        moved: list[str] = []
+        try:
+            for name in names:
+                self.rename(f"{source}/{name}", f"{target}/{name}")
+                moved.append(name)
+        except BaseException:
+            for name in reversed(moved):
+                with contextlib.suppress(Exception):  # the error to raise is the first one
+                    self.rename(f"{target}/{name}", f"{source}/{name}")
+            raise
 
     def delete(self, target: str) -> None:
         """Remove ``target`` recursively: only ever what this run created."""

@@ -83,10 +83,3 @@ def rename(spark: SparkSession, source: str, target: str) -> None:
     _, dst = _fs(spark, target)
     if fs.exists(dst) or not fs.rename(src, dst):
         raise SparkTrackingError(f"could not rename {source} to {target}")
-
-
-def remove_empty_folder(spark: SparkSession, target: str) -> None:
-    """Remove ``target`` only if it is an empty folder (fails otherwise)."""
-    fs, path = _fs(spark, target)
-    if fs.listStatus(path) or not fs.delete(path, False):
-        raise SparkTrackingError(f"{target} is no longer empty: it was left as it is")

@@ -144,7 +144,7 @@ class OutputAction(Enum):
     """What the commit does with OUTPUT."""
 
     CREATE = "create"  # absent: the staged folder is renamed to it
-    REPLACE_EMPTY = "replace-empty"  # an empty folder: removed (non-recursively), then renamed
+    REPLACE_EMPTY = "replace-empty"  # an empty folder: the staged entries moved into it
     REPLACE_OURS = "replace-ours"  # a folder this tool wrote: moved away, then replaced
 
 

@@ -15,7 +15,9 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
@@ -58,8 +60,8 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
                 return write(fs, path, arg);
             case "rename":
                 return rename(fs, path, new Path(arg));
-            case "rmdir":
-                return rmdir(fs, path);
+            case "fill":
+                return fill(fs, path, arg);
             case "delete":
                 if (fs.exists(path)) {
                     fs.delete(path, true);
@@ -190,13 +192,25 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
         return "ok";
     }
 
-    /** Remove ``path`` only if it is an empty folder. */
-    private static String rmdir(FileSystem fs, Path path) throws Exception {
-        if (!fs.exists(path)) {
-            return "ok";
-        }
-        if (fs.listStatus(path).length > 0 || !fs.delete(path, false)) {
-            throw new java.io.IOException(path + " is no longer empty: it was left as it is");
+    /**
+     * Move the entries ``arg`` names (after the target folder, all separated by NUL) from
+     * the folder ``source`` into it, in that order; on a failure those moved go back. An
+     * entry already in the target and gone from the source was moved by an earlier run.
+     */
+    private static String fill(FileSystem fs, Path source, String arg) throws Exception {
+        String[] parts = arg.split("\0", -1);
+        Path target = new Path(parts[0]);
+        List<String> moved = new ArrayList<>();
+        try {
+            for (int i = 1; i < parts.length; i++) {
+                rename(fs, new Path(source, parts[i]), new Path(target, parts[i]));
+                moved.add(parts[i]);
+            }
+        } catch (Exception failed) {
+            for (int i = moved.size() - 1; i >= 0; i--) {
+                fs.rename(new Path(target, moved.get(i)), new Path(source, moved.get(i)));
+            }
+            throw failed;
         }
         return "ok";
     }
