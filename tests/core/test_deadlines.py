@@ -25,7 +25,9 @@ from xor_ack_dynamodb.errors import (
     ChainFailed,
     ChainTimedOut,
     CorruptItem,
+    InvalidListener,
     InvalidListing,
+    OnFailedRaised,
     SweepIncomplete,
     XorAckError,
 )
@@ -256,6 +258,63 @@ async def test_a_sweep_names_a_damaged_overdue_chain_and_fails_the_others(
     assert get_raw(raw, table, "damaged")[I.STAMP] == {"S": "abc"}  # left as it was
     await ack.delete("damaged")
     assert await ack.sweep() == []
+
+
+async def test_an_on_failed_that_raises_stops_no_sweep(
+    ack: Any, clock: Clock, raw: Any, backend: tuple[str, TableSpec]
+) -> None:
+    """A notification that fails once (a network blip) stopped the sweep at its first
+    chain: the other overdue chains stayed live.  Each chain on its own: every one is
+    failed and told, then ``OnFailedRaised`` says which callbacks raised."""
+    tags = [f"job-{i}" for i in range(6)]
+    await ack.create_many({tag: new_stamp() for tag in tags}, timeout=10)
+    clock.now += 11
+    told: list[str] = []
+
+    def notify(state: ChainState) -> None:
+        told.append(state.tag)
+        if len(told) == 1:
+            raise RuntimeError("notification service unavailable")
+
+    with pytest.raises(OnFailedRaised, match="notification service unavailable") as caught:
+        await ack.sweep(page_size=2, on_failed=notify)
+    assert sorted(told) == sorted(s.tag for s in caught.value.failed) == tags
+    assert list(caught.value.errors) == told[:1]
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert all(s is not None and s.failed for s in (await ack.get_many(tags)).values())
+    # With a chain the sweep cannot fail, its own error comes first, noting the callback's.
+    await ack.create("damaged", new_stamp(), timeout=10)
+    await ack.create("late", new_stamp(), timeout=10)
+    raw.update_item(
+        TableName=backend[1].name,
+        Key={"tagID": {"S": "damaged"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": I.STAMP},
+        ExpressionAttributeValues={":s": {"S": "abc"}},
+    )
+    clock.now += 11
+    told.clear()
+    with pytest.raises(SweepIncomplete) as incomplete:
+        await ack.sweep(on_failed=notify)
+    assert [s.tag for s in incomplete.value.failed] == ["late"]
+    assert any('on_failed also raised for 1 chain(s) (first: "late"' in note
+               for note in incomplete.value.__notes__)  # fmt: skip
+
+
+async def test_an_async_on_failed_is_refused_before_anything_is_written(
+    ack: Any, clock: Clock
+) -> None:
+    """``async def on_failed`` was called and its coroutine dropped: the chains failed, the
+    user's code never ran, nothing said."""
+    await ack.create("job", new_stamp(), timeout=10)
+    clock.now += 11
+
+    async def on_failed(state: ChainState) -> None:
+        raise AssertionError("never called")
+
+    with pytest.raises(InvalidListener, match="on_failed"):
+        await ack.sweep(on_failed=on_failed)
+    assert (await ack.get("job")).live
 
 
 async def test_bad_listing_arguments_are_refused_before_anything_is_sent(ack: Any) -> None:

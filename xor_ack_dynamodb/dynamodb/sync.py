@@ -15,10 +15,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
 from ..chain import ChainState
+from ..errors import SweepIncomplete, SweepStopped
 from ..stamps import Stamp
 from ._client import Connection, CreateMany, OnStateWrite, StampMany, connection
 from ._core.deadlines import DEFAULT_PAGE_SIZE, Listing, ListStatus, check_listing
 from ._core.effects import Entry, Op, Outcome
+from ._core.on_failed import Telling, check_on_failed
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
 from ._retry_deadline import retries_until, seconds_from_now
 from ._statements import OnState
@@ -212,17 +214,23 @@ class SyncXorAckDynamoDB(SyncSending):
     ) -> list[ChainState]:
         """Fail every overdue chain once; see ``XorAckDynamoDB.sweep``.  ``on_failed`` is
         called between the sweep's steps, outside the client's lock: it may use the client."""
-        if on_failed is None or not callable(on_failed):  # the core refuses what is no function
-            result: list[ChainState] = self._run(self._core.sweep(page_size, on_failed))
+        check_on_failed(on_failed)
+        if on_failed is None:
+            result: list[ChainState] = self._run(self._core.sweep(page_size, None))
             return result
         made: list[ChainState] = []
+        told = Telling(on_failed)
 
         def tell() -> None:
             while made:
-                on_failed(made.pop(0))
+                told(made.pop(0))
 
-        result = self._run(self._core.sweep(page_size, made.append), tell)
-        return result
+        try:
+            result = self._run(self._core.sweep(page_size, made.append), tell)
+        except (SweepIncomplete, SweepStopped) as error:
+            told.noted(error)
+            raise
+        return told.end(result)
 
     def list_chains(
         self,

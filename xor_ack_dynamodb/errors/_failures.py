@@ -302,4 +302,26 @@ class SweepStopped(XorAckError):
         self.shard = shard
 
 
+class OnFailedRaised(XorAckError):
+    """A sweep's ``on_failed`` raised for some of the chains it failed.
+
+    Each chain on its own: the sweep still failed every overdue chain it could, and called
+    ``on_failed`` for each of them.  ``.failed``: the tombstones this sweep made, as
+    ``sweep()`` returns them; ``.errors``: each tag whose ``on_failed`` raised, to what it
+    raised (the first is the ``__cause__``).
+    """
+
+    __module__ = _MODULE
+
+    def __init__(self, failed: list[ChainState], errors: Mapping[str, BaseException]) -> None:
+        tag, first = next(iter(errors.items()))
+        super().__init__(
+            f"on_failed raised for {len(errors)} of the {len(failed)} chain(s) this sweep "
+            f'failed (first: "{tag}": {type(first).__name__}: {first}); every overdue chain '
+            "was still failed and on_failed called for each: .failed holds them all"
+        )
+        self.failed = list(failed)
+        self.errors: dict[str, BaseException] = dict(errors)
+
+
 _ChainTimeout.__name__ = _ChainTimeout.__qualname__ = "ChainTimeout"

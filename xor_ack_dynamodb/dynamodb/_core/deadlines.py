@@ -25,7 +25,6 @@ from ...chain import WRITE_TOKEN_BYTES, ChainState
 from ...errors import (
     AmbiguousWrite,
     CorruptItem,
-    InvalidArgument,
     InvalidListing,
     InvalidTimeout,
     StaleLocalData,
@@ -42,6 +41,7 @@ from . import told as T
 from .effects import Call, Effect, Op
 from .expressions import Compare, Query, Value
 from .landing import Reply, Status, Step
+from .on_failed import Telling, check_on_failed
 from .reads import Reads
 from .requests import _n
 from .validate import check_tag, check_timeout
@@ -314,11 +314,12 @@ class Deadlines(Reads):
         stops it: DynamoDB's error, or ``SweepStopped`` with it once the sweep made
         tombstones (or met chains it could not fail) that the caller must hear of.
         ``on_failed`` is called with each tombstone as it is made (what a sweep cut short
-        by Ctrl-C did is known that way).
+        by Ctrl-C did is known that way); what it raises does not stop the sweep
+        (``OnFailedRaised`` at the end, see ``on_failed``).
         """
         check_listing("overdue", None, page_size)
-        if on_failed is not None and not callable(on_failed):
-            raise InvalidArgument(f"on_failed must be a function or None, not {on_failed!r}")
+        check_on_failed(on_failed)
+        told = None if on_failed is None else Telling(on_failed)
         failed: dict[str, ChainState] = {}
         errors: dict[str, BaseException] = {}
         for shard in range(I.INVENTORY_SHARDS):
@@ -331,7 +332,8 @@ class Deadlines(Reads):
                 except (ClientError, BotoCoreError) as exc:
                     if not failed and not errors:  # nothing done to tell: DynamoDB's error
                         raise
-                    raise SweepStopped(list(failed.values()), errors, shard, exc) from exc
+                    stopped = SweepStopped(list(failed.values()), errors, shard, exc)
+                    raise (told.noted(stopped) if told else stopped) from exc
                 errors.update(corrupt)
                 for state in overdue:
                     try:
@@ -341,13 +343,14 @@ class Deadlines(Reads):
                         continue
                     if tombstone is not None:
                         failed[tombstone.tag] = tombstone
-                        if on_failed is not None:
-                            on_failed(tombstone)
+                        if told is not None:
+                            told(tombstone)
                 if start is None:
                     break
         if errors:
-            raise SweepIncomplete(failed, errors)
-        return list(failed.values())
+            incomplete = SweepIncomplete(failed, errors)
+            raise told.noted(incomplete) if told else incomplete
+        return told.end(list(failed.values())) if told else list(failed.values())
 
 
 def _is(status: ListStatus, state: ChainState, now: float) -> bool:
