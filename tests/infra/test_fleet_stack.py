@@ -122,8 +122,8 @@ def test_every_role_is_scoped_to_the_stacks_resources(
 
 
 def test_the_completion_filter_passes_a_transition_to_acked_only() -> None:
-    """An "exists" rule matches a leaf only: a rule on ``acked_at`` itself (an object, ``{"N": ...}``)
-    would let through every later change of an acked chain."""
+    """An "exists" rule matches a leaf only: a rule on ``acked_at`` itself (an object,
+    ``{"N": ...}``) would let through every later change of an acked chain."""
     template = load_template(TEMPLATE)
     mapping = template["Resources"]["StreamMapping"]["Properties"]
     patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
