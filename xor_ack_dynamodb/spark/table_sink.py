@@ -25,10 +25,17 @@ from typing import Any
 from . import output
 from .columns import named
 from .commit import Counts, Written, refuse_staged, resolver
-from .errors import DatabaseMissing, InvalidArgument, OutputExists, TableColumnsDiffer
+from .errors import (
+    DatabaseMissing,
+    InvalidArgument,
+    OutputExists,
+    OutputUnwritable,
+    TableColumnsDiffer,
+)
 from .files import Files
 from .paths import is_inside, literal, real_path
 from .sink import Sink
+from .table_names import refuse_name
 
 
 class TableTarget:
@@ -72,6 +79,9 @@ class TableTarget:
         """The table's folder: the catalog's word for an existing table, the database's
         folder and the table's name for a new one (None when the catalog cannot say)."""
         if not exists:
+            given = self._path_option()
+            if given is not None:  # an external table: its own folder
+                return str(resolver(self.spark)(given, "the table's path option"))
             name = self.table.split(".")[-1].strip("`")
             return f"{self._beside().rstrip('/')}/{name.lower()}"
         try:
@@ -90,16 +100,28 @@ class TableTarget:
         """A new table's folder (``location``) that holds files (a table dropped by
         another tool, a ``saveAsTable`` that failed): ``saveAsTable`` refuses it
         (LOCATION_ALREADY_EXISTS), at the commit, after every chain was written."""
-        if any(name.lower() == "path" for name in self.sink.options):
-            return  # a table of its own folder (external): Spark checks none
         found = self.files.listing(location) if location else None
-        if found is not None and (not found.is_dir or found.names):
+        if found is None or (found.is_dir and not found.names):
+            return
+        if self._path_option() is not None:  # an external table: Spark's CTAS refuses it too
             raise OutputExists(
-                f"Sink(table={self.table!r}): the table does not exist, but its folder "
-                f"{location} does and holds files (left by a dropped table?), which Spark "
-                "will not create the table over: move them away, or name another table",
+                f"Sink(table={self.table!r}, options={{'path': ...}}): the table does not "
+                f"exist, and its folder {location} holds files, which Spark will not create "
+                "the table over (nor would this library replace them): give an empty or new "
+                "folder",
                 output=str(location),
             )
+        raise OutputExists(
+            f"Sink(table={self.table!r}): the table does not exist, but its folder "
+            f"{location} does and holds files (left by a dropped table?), which Spark "
+            "will not create the table over: move them away, or name another table",
+            output=str(location),
+        )
+
+    def _path_option(self) -> str | None:
+        """A new table's ``path`` option: the folder of an external table."""
+        found = [v for k, v in self.sink.options.items() if k.lower() == "path"]
+        return str(found[0]) if found else None
 
     def _refuse_staging_inside(self, location: str | None) -> None:
         """Rows staged in the table's folder (``location``): an overwrite empties that
@@ -141,9 +163,12 @@ class TableTarget:
         """Refuse before the first chain what the commit could not write: a table in a
         database the catalog lacks, an existing table whose columns are not the output's
         (``struct``, the declared schema, through ``finish``), a new one partitioned by a
-        column the output lacks.  (A new table's format is never tried, whatever ``probe``
-        says: ``saveAsTable`` takes formats a folder does not, e.g. ``hive``.)"""
+        column the output lacks, a new one whose name, format, options or partitioning
+        ``saveAsTable`` refuses (``probe``: tried with no rows, as a scratch table of the
+        same database, dropped after)."""
         exists = self.exists()
+        if not exists:
+            refuse_name(self.spark, self.table)
         # where staging (or the report) can clash with the table's folder
         asked = self.work_dir or not exists or self.sink.overwrite or self.report
         location = self._location(exists) if asked else None
@@ -161,6 +186,8 @@ class TableTarget:
                 )
             output.check_partitions(self.spark, columns, self.sink)  # saveAsTable's
             self._refuse_folder_left(location)
+            if probe:
+                self._probe(struct)
             return
         kind = self._kind()
         if kind is not None:  # insertInto refuses one (EXPECT_TABLE_NOT_VIEW) at the commit
@@ -190,7 +217,45 @@ class TableTarget:
             )
 
     def exists(self) -> bool:
-        return bool(self.spark.catalog.tableExists(self.table))
+        try:
+            return bool(self.spark.catalog.tableExists(self.table))
+        except Exception as exc:  # a catalog or namespace the session does not have
+            raise DatabaseMissing(
+                f"Sink(table={self.table!r}): the session's catalog cannot look it up "
+                f"({output.said(exc)}): name a table as database.table, or catalog.database."
+                "table with a catalog the session has (spark.sql.catalog.*)"
+            ) from exc
+
+    def _probe(self, struct: Any) -> None:
+        """``saveAsTable`` of no rows, shaped as the commit's, to a scratch table beside the
+        new one (its own folder, not the sink's ``path``), dropped after: what Spark refuses
+        in a new table (a format it has not, every column a partition, a type the format
+        cannot hold) is refused before the first chain, not at the commit."""
+        sink = self.sink
+        plain = sink.format.lower() in output.WRITES_EVERY_COLUMN
+        if plain and not sink.options and not sink.partition_by:
+            return
+        parts = self.table.split(".")
+        scratch = ".".join([*parts[:-1], f"xor_ack_probe_{self.run_id.replace('-', '_')}"])
+        if self.spark.catalog.tableExists(scratch):
+            return  # not this run's: left as it is
+        options = {k: v for k, v in sink.options.items() if k.lower() != "path"}
+        rows = output.shaped(self.spark.createDataFrame([], struct), sink)
+        writer = rows.write.format(sink.format).options(**options)
+        if sink.partition_by:
+            writer = writer.partitionBy(*sink.partition_by)
+        try:
+            writer.saveAsTable(scratch)
+        except Exception as exc:
+            raise OutputUnwritable(
+                f"Spark cannot create Sink(table={self.table!r}, format={sink.format!r}, "
+                f"options={sink.options!r}, partition_by={sink.partition_by!r}) (tried with "
+                f"no rows before the first chain): {output.said(exc)}; fix the sink, or "
+                "declare columns its format can hold"
+            ) from exc
+        finally:
+            self.spark.sql(f"DROP TABLE IF EXISTS {scratch}")
+            self.files.delete(f"{self._beside().rstrip('/')}/{scratch.split('.')[-1]}")
 
     def _kind(self) -> str | None:
         """ "view" or "temporary view" if the name is one (no table to write), else None."""
