@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from xor_ack_dynamodb.spark.paths import MANIFEST, manifest_text
 from xor_ack_dynamodb.table import TableSpec
 
 from .conftest import independent_count, make_corpus, read_counts
@@ -109,6 +110,12 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
     linked.mkdir(parents=True)
     link = linked.with_name("current")
     link.symlink_to(linked)
+    theirs = server_dir / "remote-theirs" / "counts"  # an output of ours, then the user's
+    theirs.mkdir(parents=True)  # entries: a link to a run not there yet, a ".X.crc" file
+    (theirs / "part-00000.csv").write_text("word,count\n")
+    (theirs / MANIFEST).write_text(manifest_text("r1", "", ["part-00000.csv"]))
+    (theirs / "latest").symlink_to(server_dir / "runs" / "2024-06")
+    (theirs / ".notes.crc").write_text("the user's")
     python, python_env = python_for(other_user, client_python(), tmp_path_factory.mktemp("py"))
     env = {
         **python_env,
@@ -123,7 +130,7 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
         python, str(ROOT / "tests" / "spark" / "jobs" / "remote.py"),
         str(corpus), str(out), "xa_remote.counts", "--table-of-chains", ddb_table.name,
         "--endpoint", ddb_local_endpoint, "--fail-rate", "0.3", "--seed", "8",
-        "--link", str(link),
+        "--link", str(link), "--theirs", str(theirs),
     ]  # fmt: skip
     run = run_as(other_user, argv, env, 280)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -154,4 +161,7 @@ def test_a_client_that_cannot_see_the_output_runs_a_job_to_a_folder_and_a_table(
     # listing follows the link, and the commit replaced the link with a folder).
     assert "is a symbolic link" in stopped["link"] and str(linked) in stopped["link"]
     assert link.is_symlink() and not any(linked.iterdir())
+    # Entries Hadoop's local listing leaves out are seen on the server too: not replaced.
+    assert "'.notes.crc', 'latest'" in stopped["theirs"], stopped["theirs"]
+    assert (theirs / "latest").is_symlink() and (theirs / ".notes.crc").exists()
     assert "the Spark Connect server's workers" in stopped["missing"]

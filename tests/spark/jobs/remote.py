@@ -5,11 +5,13 @@ folder, the table (in the server's ``spark.sql.warehouse.dir``).  The tests run 
 as an OS user that cannot read or write any of them, so any step the library took
 on the client's own disk would fail.  Then runs that must stop at once: one to a
 relative path (refused on the client), one to a symbolic link on the server's disk
-(refused before its chains: the commit's rename would replace the link), one whose
-function needs a module the server's workers do not have (one round, one line).
+(refused before its chains: the commit's rename would replace the link), one that would
+overwrite an output holding entries its manifest does not name (a dangling link, a
+``.X.crc`` file, which Hadoop's local listing leaves out), one whose function needs a
+module the server's workers do not have (one round, one line).
 
 ``python remote.py CORPUS OUTPUT TABLE --table CHAINS --endpoint URL [--fail-rate R --seed N]
-[--link LINK]``
+[--link LINK] [--theirs FOLDER]``
 with ``SPARK_REMOTE=sc://...`` set.
 """
 
@@ -38,6 +40,7 @@ def main() -> int:
     from xor_ack_dynamodb.spark import (
         FaultConfig,
         Incurable,
+        OutputNotOurs,
         OutputUnusable,
         RelativePath,
         Sink,
@@ -54,6 +57,7 @@ def main() -> int:
     parser.add_argument("--fail-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--link", help="a symbolic link on the server's disk: refused as a sink")
+    parser.add_argument("--theirs", help="an output holding entries its manifest does not name")
     args = parser.parse_args()
     spark = SparkSession.builder.getOrCreate()  # SPARK_REMOTE
     lines = spark.read.option("recursiveFileLookup", "true").text(args.corpus)
@@ -93,6 +97,12 @@ def main() -> int:
             track(spark, count_file, "word string, n long", Sink(args.link), **options)
         except OutputUnusable as exc:
             stopped["link"] = str(exc)
+    if args.theirs:
+        try:
+            sink = Sink(args.theirs, overwrite=True)
+            track(spark, count_file, "word string, n long", sink, **options)
+        except OutputNotOurs as exc:
+            stopped["theirs"] = str(exc)
     try:
         options.update(source=None, key=None, keys=["a", "b", "c"], faults=None)
         track(spark, needs_a_module, "word string, n long", Sink(args.output + "-2"), **options)

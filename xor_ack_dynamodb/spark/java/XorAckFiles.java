@@ -13,11 +13,15 @@ import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
@@ -106,11 +110,7 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
         if (!fs.getFileStatus(path).isDirectory()) {
             return "file";
         }
-        FileStatus[] entries = fs.listStatus(path);
-        String[] names = new String[entries.length];
-        for (int i = 0; i < entries.length; i++) {
-            names[i] = entries[i].getPath().getName();
-        }
+        String[] names = names(fs, path).keySet().toArray(new String[0]);
         Arrays.sort(names);
         StringBuilder out = new StringBuilder("dir");
         String text = null;
@@ -132,15 +132,41 @@ public class XorAckFiles implements UDF3<String, String, String, String> {
     /** Every entry under ``path`` as an "r:" part, relative, a folder's ending in "/". */
     private static void walk(FileSystem fs, Path path, String prefix, StringBuilder out)
             throws Exception {
-        for (FileStatus entry : fs.listStatus(path)) {
-            String name = prefix + entry.getPath().getName();
-            if (entry.isDirectory()) {
+        for (Map.Entry<String, Boolean> entry : names(fs, path).entrySet()) {
+            String name = prefix + entry.getKey();
+            if (entry.getValue()) {
                 out.append(SEP).append("r:").append(name).append('/');
-                walk(fs, entry.getPath(), name + "/", out);
+                walk(fs, new Path(path, entry.getKey()), name + "/", out);
             } else {
                 out.append(SEP).append("r:").append(name);
             }
         }
+    }
+
+    /**
+     * The entries of the folder ``path``, each with whether it is a folder to descend into.
+     * A local folder is read from the disk itself: Hadoop's local listing leaves out a
+     * symbolic link whose target is missing and every ".X.crc" name, which a user's files
+     * may be (a folder judged ours by what it cannot see would be replaced, theirs with it);
+     * a link is an entry, never descended into.
+     */
+    private static Map<String, Boolean> names(FileSystem fs, Path path) throws Exception {
+        Map<String, Boolean> found = new TreeMap<>();
+        java.net.URI uri = fs.makeQualified(path).toUri();
+        if ("file".equals(uri.getScheme())) {
+            try (DirectoryStream<java.nio.file.Path> entries =
+                    Files.newDirectoryStream(Paths.get(uri))) {
+                for (java.nio.file.Path entry : entries) {
+                    boolean folder = Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS);
+                    found.put(entry.getFileName().toString(), folder);
+                }
+            }
+            return found;
+        }
+        for (FileStatus entry : fs.listStatus(path)) {
+            found.put(entry.getPath().getName(), entry.isDirectory());
+        }
+        return found;
     }
 
     private static String read(FileSystem fs, Path path) throws Exception {
