@@ -317,9 +317,14 @@ def test_a_run_that_stops_leaves_no_chain_live_neither_its_rounds_nor_those_made
     local_spark: Any, tmp_path: Path, tracker: TrackerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = {"keys": ["a", "b", "c", "d"], "tracker": tracker, "page_size": 2}
+    written = tmp_path / "run.jsonl"
     with pytest.raises(Incurable) as stopped:  # page 1's round: page 2's chains made ahead
-        track(local_spark, none_after("a"), "v long", Sink(str(tmp_path / "o1")), **run)
+        sink = Sink(str(tmp_path / "o1"))
+        track(local_spark, none_after("a"), "v long", sink, **run, report=written)
     run_id = stopped.value.report.run_id  # type: ignore[attr-defined]
+    # The report was finished before the run stopped: the error's report names its file.
+    assert stopped.value.report.report_path == str(written)  # type: ignore[attr-defined]
+    assert json.loads(written.read_text().splitlines()[-1])["summary"]["run_id"] == run_id
     assert all_failed(tracker, [file_tag(run_id, k, 1) for k in "ab"], "bad output: ")
     assert all_failed(
         tracker, [file_tag(run_id, k, 1) for k in "cd"], "not run: the run stopped: Incurable: "

@@ -159,7 +159,10 @@ class TrackedReport:
     def abandon(self) -> None:
         """The run raised before it ended: the report file, if named, is left as it was,
         and no longer named here (it holds an earlier run's lines, or none): this run's
-        endings stay readable from the report (``endings()``)."""
+        endings stay readable from the report (``endings()``).  A report finished before
+        the run raised (``Incurable``) is this run's, and stays named."""
+        if self._endings.closed:
+            return
         self._endings.abandon()
         self.report_path = None
 
