@@ -106,8 +106,9 @@ def check_report_path(ctx: click.Context, param: click.Parameter, value: str | N
     "--partitions",
     type=click.IntRange(min=1, max=MAX_PARTITIONS),
     default=None,
-    help="Shuffle partitions of the counted rows before they are staged "
-    "[default: spark.sql.shuffle.partitions]; the writes per file do not depend on it.",
+    help="Shuffle the counted rows into this many partitions before they are staged "
+    "[default: no shuffle: the counting tasks stage them]; the writes per file do not "
+    "depend on it.",
 )
 @shown(
     "--fail-rate",

@@ -57,7 +57,7 @@ class JobSpec:
     key: str | None = None
     keys: Sequence[str] | None = None  # the inputs; default: the distinct keys of ``source``
     tracker: TrackerConfig | None = None
-    partitions: int | None = None  # shuffle partitions before staging; None: Spark's setting
+    partitions: int | None = None  # shuffle partitions before staging; None: no shuffle
     #: Tasks that run the user's function (fewer when fewer inputs); None: ``default_input_tasks``.
     input_tasks: int | None = None
     max_attempts: int = 8

@@ -82,8 +82,10 @@ def track(
     removes the staging folder and leaves the output as it was, then propagates.
 
     ``input_tasks``: tasks that run ``process`` (default: three per core of the session,
-    at least 16; over Spark Connect the server's ``spark.default.parallelism`` when set);
-    ``partitions``: shuffle partitions of the rows before staging (default: Spark's).
+    at least 16; over Spark Connect three per core the server's
+    ``spark.default.parallelism`` names, at least 16); ``partitions``: shuffle the rows
+    into this many partitions before staging (default: no shuffle, the function's tasks
+    stage them).
     ``page_size``: inputs listed and tracked at a time (the driver holds one page);
     ``report``: a file where each input's ending is written as a JSON line as it
     ends, the run's summary last (the returned report reads its inputs back from
