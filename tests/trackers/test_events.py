@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from xor_ack_dynamodb import events
@@ -170,3 +172,26 @@ def test_one_tree_has_one_id_for_every_event_listener() -> None:
     acker.fail(8)
     assert [e.kind for e in first] == ["acked", "failed"]
     assert [e.id for e in first] == [e.id for e in second]
+
+
+def test_an_async_generator_listener_is_refused_as_an_async_one() -> None:
+    """``async def ... yield``: a call makes an async generator and runs none of its code."""
+
+    async def listener(event: events.ChainEvent) -> Any:
+        yield event
+
+    for tracker in (PyAck(), Acker()):
+        with pytest.raises(InvalidListener, match="async"):
+            tracker.on("event", listener)
+
+
+def test_an_acker_is_neither_copied_nor_pickled() -> None:
+    """A copy shared the trees and kept counters of its own: two trackers of one state."""
+    import copy
+    import pickle
+
+    acker = Acker()
+    acker.track("spout", "row-1", 7, 5)
+    for copy_of in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="cannot pickle or copy 'Acker'"):
+            copy_of(acker)

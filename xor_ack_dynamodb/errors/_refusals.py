@@ -191,6 +191,11 @@ class InvalidToken(XorAckError):
     __module__ = _MODULE
 
 
+#: What a call of an ``async def`` (or an async generator function) does: it makes an object
+#: and runs none of the function's code.
+_NEVER_RUN = (inspect.iscoroutinefunction, inspect.isasyncgenfunction)
+
+
 class InvalidListener(XorAckError, TypeError):
     """A listener or callback that would never run: an in-memory tracker's
     ``on(event, listener)`` or an ``events.StreamHandler``'s ``on_<kind>`` given one that
@@ -209,7 +214,7 @@ class InvalidListener(XorAckError, TypeError):
                 f"not {listener!r}"
             )
         called = type(listener).__call__  # an object's own ``__call__``: async def too
-        if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(called):
+        if any(f(fn) for f in _NEVER_RUN for fn in (listener, called)):
             raise cls(
                 f"{name} ({listener!r}) is async, and it is called, not awaited: it would "
                 "never run. Pass a plain function that runs or schedules it, e.g. "

@@ -15,7 +15,7 @@ import math
 import sys
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar, NoReturn, SupportsIndex
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import (
     BufferLengthsUnequal,
@@ -160,14 +160,6 @@ class _AckMethods(GenerationsConfig, Listeners[AckedListener, FailedListener], C
         self._failed_listeners: tuple[FailedListener, ...] = ()
         self._failed = self._expired = self._overflowed = 0
         self._unclaimed = self._orphaned = self._dropped = 0
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
-        """Neither core is copied or pickled (the C one cannot be): a tracker holds live
-        chains, listeners and maybe a ticker thread; make a new one instead."""
-        raise TypeError(
-            f"cannot pickle or copy {type(self).__name__!r}: a tracker holds live chains and "
-            "listeners; make a new one"
-        )
 
     # -- configuration and inspection ----------------------------------------
 

@@ -13,7 +13,17 @@ trackers refuse the same mistakes with the same errors.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    ClassVar,
+    Generic,
+    Literal,
+    NoReturn,
+    SupportsIndex,
+    TypeVar,
+    cast,
+    overload,
+)
 
 from ..errors import InvalidArgument
 from ._events import adapts, check_listener
@@ -70,6 +80,15 @@ class Listeners(Generic[A, F]):
     #: The names, in ``_events``, of this tracker's adapters from its
     #: ``acked`` / ``failed`` listener calls to the typed events.
     _event_adapters: ClassVar[tuple[str, str]]
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """No tracker is copied or pickled (the C core cannot be): it holds live chains,
+        listeners and maybe a ticker thread (a copy of an ``Acker`` shared its trees and kept
+        counters of its own); make a new one instead."""
+        raise TypeError(
+            f"cannot pickle or copy {type(self).__name__!r}: a tracker holds live chains and "
+            "listeners; make a new one"
+        )
 
     @overload
     def on(self, event: Literal["acked"], listener: A) -> A: ...
