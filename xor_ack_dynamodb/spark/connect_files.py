@@ -38,11 +38,21 @@ _READY: set[str] = set()
 _CAUSE = re.compile(r"failed due to: (.*?)(?:\. SQLSTATE|\n|$)", re.S)
 
 
+def _session(spark: Any) -> str:
+    return str(getattr(spark, "session_id", id(spark)))
+
+
+def forget(spark: Any) -> None:
+    """``spark``'s server no longer has the helper: the next :func:`register` ships it."""
+    with _LOCK:
+        _READY.discard(_session(spark))
+
+
 def register(spark: Any) -> None:
     """Ship the helper to ``spark``'s server and register it, once per session."""
     from pyspark.sql.types import StringType
 
-    session = str(getattr(spark, "session_id", id(spark)))
+    session = _session(spark)
     with _LOCK:
         if session in _READY:
             return
@@ -72,13 +82,24 @@ class ServerFiles:
 
         ddl = "op string, path string, arg string"
         frame = self.spark.createDataFrame([(op, target, arg)], ddl)
+        asked = frame.select(F.call_udf(FUNCTION, "op", "path", "arg").alias("r"))
         try:
-            row = frame.select(F.call_udf(FUNCTION, "op", "path", "arg").alias("r")).collect()
+            try:
+                return str(asked.collect()[0]["r"])
+            except Exception as exc:
+                if FUNCTION not in str(exc) or "UNRESOLVED_ROUTINE" not in str(exc):
+                    raise
+            # The server lost the session's function (restarted under a session id the
+            # client pins, say): registered again, and asked once more.
+            forget(self.spark)
+            register(self.spark)
+            return str(asked.collect()[0]["r"])
+        except SparkTrackingError:  # the helper refused again: said as register says it
+            raise
         except Exception as exc:
             raise SparkTrackingError(
                 f"{op} {target} on the Spark Connect server failed: {_cause(exc)}"
             ) from exc
-        return str(row[0]["r"])
 
     def listing(self, target: str, tree: bool = False) -> Listing | None:
         answer = self._call("tree" if tree else "list", target, MANIFEST)

@@ -98,6 +98,9 @@ def main() -> int:
         except OutputUnusable as exc:
             stopped["link"] = str(exc)
     if args.theirs:
+        # The server loses the session's file helper (a restart under a session id the
+        # client pins): the next file step registers it again.
+        spark.sql("DROP TEMPORARY FUNCTION IF EXISTS xor_ack_files")
         try:
             sink = Sink(args.theirs, overwrite=True)
             track(spark, count_file, "word string, n long", sink, **options)
