@@ -19,7 +19,7 @@ import yaml
 from xor_ack_dynamodb import ChainState, Stamp
 from xor_ack_dynamodb.errors import InvalidEvent, InvalidTimeout
 from xor_ack_dynamodb.events import Acked
-from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message
+from xor_ack_dynamodb.fleet import Completed, Envelope, Fleet, Message, lambda_entry
 from xor_ack_dynamodb.fleet.errors import InvalidEnvelope, SettingMissing
 from xor_ack_dynamodb.fleet.lambda_sqs import (
     SqsBatchHandler,
@@ -477,6 +477,27 @@ def test_a_fleet_from_an_environment_without_its_table_or_queue_names_the_variab
 
     with pytest.raises(SettingMissing, match=f"^{missing} is not set: "):
         asyncio.run(open_it())
+
+
+def test_an_empty_partition_key_variable_is_the_default_for_every_function(
+    moto_endpoint: str, moto_table: TableSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``XOR_ACK_PARTITION_KEY=""``: the work, dead-letter and completion functions refused
+    it as a partition key (``InvalidArgument`` naming no variable) where the sweeper and
+    the stream handler took ``tagID``."""
+    _environment(monkeypatch, moto_endpoint, moto_table, "work-queue-empty-key")
+    monkeypatch.setenv("XOR_ACK_PARTITION_KEY", "")
+
+    async def key() -> str:
+        async with from_environment()() as fleet:
+            return str(fleet.ack.partition_key)
+
+    assert asyncio.run(key()) == "tagID"
+    lambda_entry._completions.cache_clear()
+    try:
+        assert lambda_entry._completions().partition_key == "tagID"
+    finally:
+        lambda_entry._completions.cache_clear()
 
 
 def _environment(

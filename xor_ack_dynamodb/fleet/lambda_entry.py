@@ -19,7 +19,13 @@ from functools import cache
 from typing import Any
 
 from ..errors import XorAckError
-from .lambda_sqs import SqsBatchHandler, StreamCompletionHandler, SweepHandler, from_environment
+from .lambda_sqs import (
+    SqsBatchHandler,
+    StreamCompletionHandler,
+    SweepHandler,
+    from_environment,
+    partition_key_setting,
+)
 
 
 class HandlerNotFound(XorAckError):
@@ -53,8 +59,7 @@ def _dead_letters() -> SqsBatchHandler:
 
 @cache
 def _completions() -> StreamCompletionHandler:
-    key = os.environ.get("XOR_ACK_PARTITION_KEY", "tagID")
-    return StreamCompletionHandler(from_environment(), partition_key=key)
+    return StreamCompletionHandler(from_environment(), partition_key=partition_key_setting())
 
 
 @cache

@@ -32,7 +32,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from ..dynamodb import MAX_TIMEOUT
-from ..dynamodb.item import is_marker
+from ..dynamodb.item import DEFAULT_PARTITION_KEY, is_marker
 from ..dynamodb.loops import item_failed
 from ..dynamodb.sweeper import sweep_async
 from ..errors import CorruptRecord, InvalidArgument, InvalidEvent, InvalidTimeout
@@ -230,7 +230,7 @@ class StreamCompletionHandler:
     on-failure destination).
     """
 
-    def __init__(self, open_fleet: OpenFleet, partition_key: str = "tagID") -> None:
+    def __init__(self, open_fleet: OpenFleet, partition_key: str = DEFAULT_PARTITION_KEY) -> None:
         self.environment = _Environment(open_fleet)
         self.partition_key = partition_key
         #: Records skipped since this handler was made: not a chain's transition.
@@ -332,6 +332,11 @@ def _seconds_from_env(name: str) -> float | None:
     return seconds
 
 
+def partition_key_setting() -> str:
+    """``XOR_ACK_PARTITION_KEY``, ``tagID`` when unset or empty (as every function reads it)."""
+    return os.environ.get("XOR_ACK_PARTITION_KEY") or DEFAULT_PARTITION_KEY
+
+
 def _setting(name: str, what: str) -> str:
     """The environment's ``name``; ``SettingMissing`` if it is not set or empty."""
     value = os.environ.get(name, "")
@@ -382,7 +387,7 @@ def from_environment(
                     ) from exc
             async with Fleet.connect(
                 table=table,
-                partition_key=os.environ.get("XOR_ACK_PARTITION_KEY", "tagID"),
+                partition_key=partition_key_setting(),
                 handler=handler or (lambda message: []),
                 send=send,
                 continuation=then,
