@@ -115,8 +115,13 @@ def check_options(spec: Any) -> None:
             raise InvalidArgument(f"{name}={value!r}: give a whole number of at most {most:,}")
     if spec.partitions is not None and spec.partitions < 1:
         raise InvalidArgument(
-            f"partitions={spec.partitions!r}: give a whole number >= 1, or None for "
-            "Spark's spark.sql.shuffle.partitions"
+            f"partitions={spec.partitions!r}: give a whole number >= 1, or None for no shuffle"
+        )
+    if spec.key is not None and not isinstance(spec.key, str):  # a Column: bool() raises
+        raise InvalidArgument(
+            f"key= takes the name of a column of source, not {type(spec.key).__name__} "
+            f"{_short_repr(spec.key)}: add it as a column and name it, e.g. "
+            'source.withColumn("file", input_file()) and key="file"'
         )
     for name in ("round_timeout", "chain_timeout"):
         seconds = getattr(spec, name)
@@ -149,3 +154,12 @@ def check_options(spec: Any) -> None:
 
 def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _short_repr(value: object) -> str:
+    """``repr(value)``, cut to 80 characters (a Column's repr is its whole expression)."""
+    try:
+        said = repr(value)
+    except Exception:
+        return ""
+    return said if len(said) <= 80 else said[:77] + "..."

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import InvalidArgument, KeyColumnMissing, SchemaInvalid
+from .errors import InvalidArgument, KeyColumnMissing, ReservedColumn, SchemaInvalid
+from .ledger import RESERVED
 from .output import said
 
 
@@ -133,6 +134,12 @@ def check_key(source: Any, key: str | None, *, stream: bool = False) -> None:
         )
     if key is None:
         return
+    if key.lower().startswith(RESERVED):  # the rounds add their own _xa_input beside it
+        raise ReservedColumn(
+            f"key={key!r} starts with {RESERVED!r}, which the library keeps for the columns "
+            "it adds to the rounds' rows: rename the column before track(), e.g. "
+            f'source.withColumnRenamed({key!r}, "input")'
+        )
     if key not in columns:  # by its exact name: the rounds tell the key from the other columns
         raise KeyColumnMissing(
             f"key={key!r} names no column of the source DataFrame (its columns: "

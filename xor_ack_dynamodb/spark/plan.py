@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from ..errors import InvalidTag
 
-def file_tag(run_id: str, path: str, attempt: int, *, limit: int = 1024) -> str:
+#: DynamoDB's most for a partition key value, in bytes (a tag whole).
+MAX_TAG_BYTES = InvalidTag.MAX_BYTES
+
+
+def file_tag(run_id: str, path: str, attempt: int, *, limit: int = MAX_TAG_BYTES) -> str:
     """The chain of one attempt at one file: ``run_id/path#attempt``.
 
     A late stamp of an old attempt can never touch the replay's chain.  Paths
-    too long for a DynamoDB key, or that are not valid UTF-8 (a file name's
-    bytes, a lone surrogate), are replaced by their SHA-256.
+    too long for a DynamoDB key (2,048 bytes, the tag whole), or that are not valid
+    UTF-8 (a file name's bytes, a lone surrogate), are replaced by their SHA-256.
     """
     tag = f"{run_id}/{path}#{attempt}"
     try:
