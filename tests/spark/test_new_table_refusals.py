@@ -69,11 +69,12 @@ def test_a_new_table_saveastable_refuses_is_refused_before_the_first_chain(
     schema: str,
     said: str,
 ) -> None:
-    """As a folder sink of the same kind is (test_output_edges); no scratch table left."""
+    """As a folder sink of the same kind is (test_output_edges); no scratch table left.  A
+    run id with '.' and '-' still names one scratch table (a '.' would split its name)."""
     db = database(local_spark, tmp_path / "db")
     with pytest.raises(OutputUnwritable, match=said):
         track(local_spark, function, schema, Sink(table=f"{db}.rows", **sink), keys=KEYS,
-              tracker=tracker)  # fmt: skip
+              tracker=tracker, run_id="2026.11.30-a")  # fmt: skip
     assert chains(tracker) == []
     assert tree(tmp_path) == ["db"] and not local_spark.catalog.listTables(db)
 

@@ -235,8 +235,8 @@ class TableTarget:
         plain = sink.format.lower() in output.WRITES_EVERY_COLUMN
         if plain and not sink.options and not sink.partition_by:
             return
-        parts = self.table.split(".")
-        scratch = ".".join([*parts[:-1], f"xor_ack_probe_{self.run_id.replace('-', '_')}"])
+        name = "xor_ack_probe_" + re.sub(r"[^A-Za-z0-9_]", "_", self.run_id)  # "." splits
+        scratch = ".".join([*self.table.split(".")[:-1], name])
         if self.spark.catalog.tableExists(scratch):
             return  # not this run's: left as it is
         options = {k: v for k, v in sink.options.items() if k.lower() != "path"}
