@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .declared import short_repr
 from .errors import InvalidArgument
 
 
@@ -120,7 +121,7 @@ def check_options(spec: Any) -> None:
     if spec.key is not None and not isinstance(spec.key, str):  # a Column: bool() raises
         raise InvalidArgument(
             f"key= takes the name of a column of source, not {type(spec.key).__name__} "
-            f"{_short_repr(spec.key)}: add it as a column and name it, e.g. "
+            f"{short_repr(spec.key)}: add it as a column and name it, e.g. "
             'source.withColumn("file", input_file()) and key="file"'
         )
     for name in ("round_timeout", "chain_timeout"):
@@ -154,12 +155,3 @@ def check_options(spec: Any) -> None:
 
 def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float)
-
-
-def _short_repr(value: object) -> str:
-    """``repr(value)``, cut to 80 characters (a Column's repr is its whole expression)."""
-    try:
-        said = repr(value)
-    except Exception:
-        return ""
-    return said if len(said) <= 80 else said[:77] + "..."

@@ -82,7 +82,8 @@ def _spark_error(exc: BaseException) -> bool:
     return module.startswith(("pyspark", "py4j"))
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters (a Column's or a DataFrame's is long)."""
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
 
@@ -98,7 +99,7 @@ def check_key(source: Any, key: str | None, *, stream: bool = False) -> None:
         return
     if not hasattr(source, "columns") or not hasattr(source, "schema"):
         raise InvalidArgument(
-            f"source={_short(source)} is not a DataFrame: give the DataFrame of the inputs'"
+            f"source={short_repr(source)} is not a DataFrame: give the DataFrame of the inputs'"
             " rows (and key= its column naming each row's input), or keys= and no source"
         )
     if not stream and getattr(source, "isStreaming", False) is True:  # no round writes it

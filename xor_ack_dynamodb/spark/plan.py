@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from ..errors import InvalidTag
 
-#: DynamoDB's most for a partition key value, in bytes (a tag whole).
-MAX_TAG_BYTES = InvalidTag.MAX_BYTES
 
-
-def file_tag(run_id: str, path: str, attempt: int, *, limit: int = MAX_TAG_BYTES) -> str:
+def file_tag(run_id: str, path: str, attempt: int, *, limit: int = InvalidTag.MAX_BYTES) -> str:
     """The chain of one attempt at one file: ``run_id/path#attempt``.
 
     A late stamp of an old attempt can never touch the replay's chain.  Paths
