@@ -7,11 +7,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from xor_ack_dynamodb.spark import InvalidArgument, ReservedColumn, Sink, input_file, track
 from xor_ack_dynamodb.spark.tracker import TrackerConfig
+
+from .test_column_names import chains_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.ddblocal]
 
@@ -25,13 +26,6 @@ def rows_of() -> Any:
         return pa.table({"k": [key], "n": [rows.num_rows]})
 
     return key_and_rows
-
-
-def chains_of(tracker: TrackerConfig, run_id: str) -> list[str]:
-    client = boto3.client("dynamodb", endpoint_url=tracker.endpoint_url, region_name="us-east-1")
-    items = client.scan(TableName=tracker.table)["Items"]
-    tags = (item[tracker.partition_key]["S"] for item in items)
-    return [tag for tag in tags if tag.startswith(run_id + "/")]
 
 
 def test_a_key_given_as_a_column_is_refused_with_a_typed_error(
