@@ -28,6 +28,7 @@ from xor_ack_dynamodb.dashboard.errors import refusal_of
 from xor_ack_dynamodb.dashboard.follower import Follower
 from xor_ack_dynamodb.dashboard.history import Entry, History, entries_of
 from xor_ack_dynamodb.dashboard.inventory import (
+    STATUSES,
     BadCursor,
     decode_cursor,
     encode_cursor,
@@ -37,6 +38,7 @@ from xor_ack_dynamodb.dashboard.live import Broadcaster
 from xor_ack_dynamodb.dashboard.pages import fleet_job
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
+from xor_ack_dynamodb.dashboard.together import every
 from xor_ack_dynamodb.dashboard.windows import Windows
 from xor_ack_dynamodb.errors import ClientClosed, InvalidArgument, XorAckError
 from xor_ack_dynamodb.fleet import root_id, stamp_of
@@ -630,6 +632,66 @@ async def test_counting_stops_when_cancelled_just_as_a_recount_was_asked_for() -
         task.cancel()
         done, _ = await asyncio.wait({task}, timeout=2.0)
         assert task in done and task.cancelled(), f"still counting after {turns} turns"
+
+
+class CountsRefusedOnCue:
+    """An inventory whose "open" count fails when ``fail`` is set (DynamoDB refused the
+    connection) while the other two wait for an answer that does not come."""
+
+    def __init__(self) -> None:
+        self.fail = asyncio.Event()
+        self.asked = 0
+
+    async def count(self, status: str) -> int:
+        self.asked += 1
+        if status == "open":
+            await self.fail.wait()
+            raise ConnectionRefusedError("refused")
+        await asyncio.Event().wait()
+        return 0
+
+
+async def test_counting_stops_when_cancelled_as_a_count_fails() -> None:
+    """A count whose request fails in the same turn as the dashboard closes: the counting
+    task ends.  ``asyncio.gather`` gave the task the request's error instead of the cancel,
+    the loop took it for a failed count, went on, and ``close()`` waited on it forever
+    (a 300 s hang of the DynamoDB-down test, on a loaded machine)."""
+    inventory = CountsRefusedOnCue()
+    counts = Counts(inventory, every=60.0)  # type: ignore[arg-type]
+    task = asyncio.create_task(counts.run())
+    while inventory.asked < len(STATUSES):
+        await asyncio.sleep(0)
+    inventory.fail.set()
+    await asyncio.sleep(0)  # the count's error is raised; the gathering hears of it next turn
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=2.0)
+    assert task in done and task.cancelled(), counts.error
+
+
+async def test_requests_side_by_side_end_together_and_leave_no_cancel_behind() -> None:
+    """One request fails: its error is raised as itself, the others are stopped (not left
+    running on a client about to close), and the caller's task holds no cancel request
+    (a TaskGroup on Python 3.11 left one, and the next page read it as a cancel)."""
+    stopped: list[str] = []
+
+    async def refused() -> int:
+        await asyncio.sleep(0)
+        raise ConnectionRefusedError("refused")
+
+    async def waiting(name: str) -> int:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.append(name)
+        return 0
+
+    with pytest.raises(ConnectionRefusedError):
+        await every([waiting("a"), refused(), waiting("b")])
+    assert sorted(stopped) == ["a", "b"]
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    assert await every([asyncio.sleep(0, result=n) for n in range(3)]) == [0, 1, 2]
+    assert await every([]) == []
 
 
 class FlakyStream:

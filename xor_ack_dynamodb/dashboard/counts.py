@@ -31,6 +31,7 @@ from xor_ack_dynamodb.dynamodb.item import decode
 from xor_ack_dynamodb.errors import CorruptItem
 
 from .inventory import STATUSES, Inventory, Status
+from .together import every
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 
@@ -140,7 +141,7 @@ class Counts:
     async def refresh(self) -> None:
         started = self.clock()
         monotonic = time.monotonic()
-        values = await asyncio.gather(*(self.inventory.count(s) for s in STATUSES))
+        values = await every(self.inventory.count(s) for s in STATUSES)
         self._counted = dict(zip(STATUSES, values, strict=True))
         self._as_of = started
         self._took = time.monotonic() - monotonic

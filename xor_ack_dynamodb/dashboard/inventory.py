@@ -19,7 +19,6 @@ here scans the table.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import decimal
@@ -38,6 +37,8 @@ from xor_ack_dynamodb.chain import write_moment
 from xor_ack_dynamodb.dynamodb.aws import inventory_refusal
 from xor_ack_dynamodb.errors import InvalidTag
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
+
+from .together import every
 
 Status: TypeAlias = Literal["open", "overdue", "failed"]
 STATUSES: tuple[Status, ...] = ("open", "overdue", "failed")
@@ -249,7 +250,7 @@ class Inventory:
                     return total
                 request["ExclusiveStartKey"] = after
 
-        counts = await asyncio.gather(*(shard_count(s) for s in range(INVENTORY_SHARDS)))
+        counts = await every(shard_count(s) for s in range(INVENTORY_SHARDS))
         return sum(counts)
 
     async def page(
@@ -298,7 +299,7 @@ class Inventory:
                 if queries + len(hungry) > budget:
                     break
                 queries += len(hungry)
-                await asyncio.gather(*(self._fill(status, s, now, prefix, limit) for s in hungry))
+                await every(self._fill(status, s, now, prefix, limit) for s in hungry)
                 continue
             if pick is None:
                 break

@@ -10,7 +10,6 @@ mounted inside another (Starlette does not run a mounted app's lifespan), and st
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -234,9 +233,11 @@ class Dashboard:
         self.live.close()
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:  # a cancel of close() itself is raised (suppressing it here hid it)
+            await asyncio.wait(self._tasks)
+        for task in self._tasks:  # what one raised before the cancel: its own log line had it
+            if not task.cancelled():
+                task.exception()
         self._tasks.clear()
         if self._follower is not None:
             await asyncio.to_thread(self._follower.stop)
