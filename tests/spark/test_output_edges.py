@@ -363,8 +363,11 @@ def test_a_view_as_the_table_sink_is_refused_before_the_first_chain(
     else:
         name = f"{database(local_spark, tmp_path / 'db')}.v"
         local_spark.sql(f"CREATE VIEW {name} AS SELECT 'x' AS key, 1L AS j")
-    with pytest.raises((Refused, InvalidArgument)):
-        track(local_spark, good, SCHEMA, Sink(table=name), keys=KEYS, tracker=tracker)
+    try:
+        with pytest.raises((Refused, InvalidArgument)):
+            track(local_spark, good, SCHEMA, Sink(table=name), keys=KEYS, tracker=tracker)
+    finally:  # a temporary view is listed in every database of the shared session
+        local_spark.sql(f"DROP {'TEMPORARY ' if temporary else ''}VIEW IF EXISTS {name}")
     assert chains(tracker) == []
 
 
