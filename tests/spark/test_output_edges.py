@@ -367,7 +367,8 @@ def test_a_view_as_the_table_sink_is_refused_before_the_first_chain(
         with pytest.raises((Refused, InvalidArgument)):
             track(local_spark, good, SCHEMA, Sink(table=name), keys=KEYS, tracker=tracker)
     finally:  # a temporary view is listed in every database of the shared session
-        local_spark.sql(f"DROP {'TEMPORARY ' if temporary else ''}VIEW IF EXISTS {name}")
+        local_spark.sql(f"DROP VIEW IF EXISTS {name}")
+    assert not local_spark.catalog.tableExists(name)
     assert chains(tracker) == []
 
 
