@@ -86,27 +86,31 @@ def test_a_keyboard_interrupt_during_the_output_write_cancels_it_and_leaves_noth
     work.mkdir()
 
     sent: list[float] = []
+    over = threading.Event()  # track() returned: no Ctrl-C after it, into another test
 
     def interrupt_once_writing() -> None:
         give_up = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < give_up:
+        while not started.exists() and time.monotonic() < give_up and not over.is_set():
             time.sleep(0.1)
-        time.sleep(1.0)
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
+        if not over.wait(1.0):
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
 
     watcher = threading.Thread(target=interrupt_once_writing, daemon=True)
     watcher.start()
-    with pytest.raises(KeyboardInterrupt):
-        track(
-            local_spark,
-            fast,
-            "key string",
-            Sink(str(work / "out"), finish=slow_to_write(started)),
-            keys=["a", "b"],
-            tracking=False,
-        )
-    watcher.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            track(
+                local_spark,
+                fast,
+                "key string",
+                Sink(str(work / "out"), finish=slow_to_write(started)),
+                keys=["a", "b"],
+                tracking=False,
+            )
+    finally:
+        over.set()
+        watcher.join()
     assert started.exists()
     # cancelled, not written to its end (its rows take 20 s each: 19 s more after the Ctrl-C)
     assert time.monotonic() - sent[0] < 12
