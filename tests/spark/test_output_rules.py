@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from pyspark import cloudpickle
 
 from xor_ack_dynamodb.spark import (
     Incurable,
+    InputEmpty,
     InputRejected,
     OutputDisplaced,
     OutputNotOurs,
@@ -136,6 +138,22 @@ def test_a_folder_is_replaced_only_by_a_complete_output_unless_partial_is_asked(
         track(local_spark, nothing, SCHEMA, Sink(str(out), overwrite=True), **run)
     assert len(stopped.value.report.rounds) == 1  # type: ignore[attr-defined]
     assert snapshot(out) == before
+
+    # no input (an upstream that produced nothing): the output of 6 inputs is not emptied
+    empty_source = local_spark.createDataFrame([], "key string")
+    for no_input in ({"keys": []}, {"source": empty_source, "key": "key"}):
+        with pytest.raises(InputEmpty, match=r"of 6 inputs\).* kept as it was"):
+            sink = Sink(str(out), overwrite=True)
+            track(local_spark, good, SCHEMA, sink, tracker=tracker, **no_input)
+        assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    # ... while an output of no input may be replaced by another (a stream's batch again)
+    empty = tmp_path / "empty"
+    for _ in range(2):
+        sink = Sink(str(empty), overwrite=True)
+        again = track(local_spark, good, SCHEMA, sink, keys=[], tracker=tracker)
+        assert again.output_state == "complete" and manifest(empty)["inputs"] == 0
+    shutil.rmtree(empty)
 
     partial = Sink(str(out), overwrite=True, partial=True)
     asked = track(local_spark, rejecting("in-2"), SCHEMA, partial, **run)
@@ -273,6 +291,10 @@ def test_a_table_gets_each_input_once_and_only_from_a_complete_run_unless_partia
     assert rest.ok and rows() == expected  # every input once
     replaced = track(local_spark, good, SCHEMA, Sink(table=table, overwrite=True), **run)
     assert replaced.ok and rows() == expected
+    with pytest.raises(InputEmpty, match=re.escape(f"the rows of table {table} with an empty")):
+        sink = Sink(table=table, overwrite=True)
+        track(local_spark, good, SCHEMA, sink, keys=[], tracker=tracker)
+    assert rows() == expected  # an overwrite with no input did not empty the table
     assert not [p for p in (tmp_path / "db").iterdir() if p.name.startswith(".xor-ack-")]
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from . import output
-from .errors import InvalidArgument, OutputDisplaced, RunIdInUse
+from .errors import InputEmpty, InvalidArgument, OutputDisplaced, RunIdInUse
 from .files import Files, is_connect
 from .paths import (
     MANIFEST,
@@ -34,6 +34,7 @@ from .paths import (
     OutputAction,
     is_inside,
     judge_output,
+    manifest_inputs,
     manifest_text,
     qualified,
     real_path,
@@ -57,6 +58,20 @@ class Counts:
     @property
     def complete(self) -> bool:
         return self.acked == self.inputs
+
+
+def refuse_emptying(counts: Counts, replaced: str | None) -> None:
+    """A run with no input (``keys=[]``, a source with no keyed row) does not replace an
+    output that had some with an empty one: an upstream that produced nothing would
+    otherwise wipe the last good result.  ``replaced``: what ``Sink(overwrite=True)``
+    would replace, in the caller's words; None: nothing that held inputs."""
+    if counts.inputs == 0 and replaced is not None:
+        raise InputEmpty(
+            "the run had no input (keys=[], or a source with no row whose key is set), and "
+            f"Sink(overwrite=True) would replace {replaced} with an empty output: it is "
+            "kept as it was.  Check the source; for an empty output, remove the former "
+            "one first"
+        )
 
 
 class Target(Protocol):
@@ -132,11 +147,15 @@ class FolderTarget:
 
     def commit(self, rows: Any, counts: Counts, run_id: str) -> Written:
         """Write ``rows`` into the output as the rules allow (see the module docstring)."""
-        action = judge_output(
-            self.path, self.files.listing(self.output, tree=True), self.sink.overwrite
-        )
+        former = self.files.listing(self.output, tree=True)
+        action = judge_output(self.path, former, self.sink.overwrite)
         if not counts.complete and not self.sink.partial and action is OutputAction.REPLACE_OURS:
             return "kept"
+        if action is OutputAction.REPLACE_OURS and former is not None:
+            had = manifest_inputs(former.manifest)  # None: a manifest that does not say
+            if had != 0:  # an empty output (a stream's batch run again) may be replaced
+                of = f"{had} inputs" if had else "an earlier run"
+                refuse_emptying(counts, f"{self.path} (the output of {of})")
         staged = f"{self.staging}/output"
         output.write(rows, self.sink, staged)
         if not counts.complete:  # Spark's marker says "a complete result": not this one

@@ -29,7 +29,8 @@ class InputMissing(Refused):
 
 
 class InputEmpty(Refused):
-    """The input folder holds no file to process."""
+    """No input to process: the input folder holds no file, or a run with no input would
+    replace, with ``Sink(overwrite=True)``, an output (or a table's rows) that had some."""
 
 
 class OutputExists(Refused):

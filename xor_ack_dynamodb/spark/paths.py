@@ -240,6 +240,13 @@ def manifest_files(text: str | None) -> list[str] | None:
     return files
 
 
+def manifest_inputs(text: str | None) -> int | None:
+    """How many inputs the output a manifest describes had (None: it does not say)."""
+    data = manifest(text)
+    inputs = None if data is None else data.get("inputs")
+    return inputs if isinstance(inputs, int) and not isinstance(inputs, bool) else None
+
+
 def missing_entries(listing: Listing | None) -> list[str] | None:
     """What a folder the library committed lacks of what its manifest names, at any depth
     (``listing`` with its tree); None: no manifest of this library at all.  An empty list

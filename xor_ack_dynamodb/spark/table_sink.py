@@ -24,7 +24,7 @@ from typing import Any
 
 from . import output
 from .columns import named
-from .commit import Counts, Written, refuse_staged, resolver
+from .commit import Counts, Written, refuse_emptying, refuse_staged, resolver
 from .errors import (
     DatabaseMissing,
     InvalidArgument,
@@ -273,6 +273,8 @@ class TableTarget:
         out = output.shaped(rows, self.sink)
         if self.exists():  # by the table's own column order: its format takes them as it is
             existing = self.spark.table(self.table)
+            if self.sink.overwrite and counts.inputs == 0 and not existing.isEmpty():
+                refuse_emptying(counts, f"the rows of table {self.table}")
             columns, limits = existing.columns, _lengths(existing.schema)
             ordered = out.select(*map(named, columns))
             if self.sink.overwrite:
