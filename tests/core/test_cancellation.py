@@ -18,8 +18,10 @@ from typing import Any
 
 import aioboto3
 import pytest
+from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb import Stamp, XorAckDynamoDB, new_stamp, xor
+from xor_ack_dynamodb.errors import TableMismatch
 from xor_ack_dynamodb.retry import botocore_config
 from xor_ack_dynamodb.table import TableSpec
 
@@ -289,3 +291,120 @@ async def test_a_write_left_out_is_not_counted_as_sent(
         f"stats count {counted} UpdateItem requests, {sent_updates} were sent "
         f"(writes counted {ack.stats.writes})"
     )
+
+
+# -- a cancel in the loop turn one of a *_many call's requests fails ---------------------
+# The *_many calls ran their requests under asyncio.gather: cancelled after one failed and
+# before the gather heard of it, the caller got that request's error, not CancelledError
+# (and a loop that reports and goes on ran on after its cancel).  No server: a fake
+# aiobotocore client; the request of chain "a" (or the first transaction) is refused for
+# its key (TableMismatch, which the *_many calls raise), the others wait; the caller's
+# cancel is scheduled just before the refusal is raised.
+
+
+def key_refusal(op: str) -> ClientError:
+    return ClientError(
+        {
+            "Error": {
+                "Code": "ValidationException",
+                "Message": "The provided key element does not match the schema",
+            },
+            "ResponseMetadata": {"HTTPStatusCode": 400, "RetryAttempts": 0},
+        },
+        op,
+    )
+
+
+class Fake:
+    """Refuses the first request for chain ``a`` (or the first transaction), cancelling the
+    caller in that turn if asked; every other request waits until ``release``."""
+
+    def __init__(self) -> None:
+        self.caller: asyncio.Task[Any] | None = None
+        self.cancel_once = True
+        self.released = asyncio.Event()
+        self.refused = 0
+        self.transactions = 0
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(**params: Any) -> Any:
+            tag = params.get("Key", {}).get("tagID", {}).get("S")
+            first_transaction = False
+            if name == "transact_write_items":
+                self.transactions += 1
+                first_transaction = self.transactions == 1
+            if tag == "a" or first_transaction:
+                self.refused += 1
+                if self.cancel_once and self.caller is not None:
+                    self.cancel_once = False
+                    asyncio.get_running_loop().call_soon(self.caller.cancel)
+                raise key_refusal(name)
+            await self.released.wait()
+            raise key_refusal(name)
+
+        return call
+
+
+async def outcome(task: asyncio.Task[Any]) -> str:
+    done, _ = await asyncio.wait({task}, timeout=5)
+    if not done:
+        return "still running"
+    if task.cancelled():
+        return "cancelled"
+    return f"raised {type(task.exception()).__name__}"
+
+
+async def test_stamp_many_cancelled_as_a_stamp_fails_is_cancelled() -> None:
+    fake = Fake()
+    ack = XorAckDynamoDB(fake, table="t", direct=False)
+    task = asyncio.ensure_future(ack.stamp_many({"a": new_stamp(), "b": new_stamp()}))
+    fake.caller = task
+    try:
+        assert await outcome(task) == "cancelled"
+    finally:
+        fake.released.set()
+        await asyncio.wait_for(ack.drain(), 5)
+        await asyncio.sleep(0.05)
+
+
+async def test_create_many_cancelled_as_a_piece_fails_is_cancelled() -> None:
+    fake = Fake()
+    ack = XorAckDynamoDB(fake, table="t", direct=False)
+    # 101 chains: two transactions (pieces of 100), run side by side by _run_all
+    task = asyncio.ensure_future(ack.create_many({f"c{i}": new_stamp() for i in range(101)}))
+    fake.caller = task
+    try:
+        assert await outcome(task) == "cancelled"
+    finally:
+        fake.released.set()
+        await asyncio.wait_for(ack.drain(), 5)
+        await asyncio.sleep(0.05)
+
+
+async def test_a_loop_over_stamp_many_stops_when_cancelled() -> None:
+    """A loop that reports a failed call and goes on (as the dashboard's counts did) is
+    cancelled in the turn a call fails: it must stop, and whoever awaits it return."""
+    fake = Fake()
+    ack = XorAckDynamoDB(fake, table="t", direct=False)
+    rounds = 0
+
+    async def pump() -> None:
+        nonlocal rounds
+        while True:
+            rounds += 1
+            try:
+                await ack.stamp_many({"a": new_stamp(), "b": new_stamp()})
+            except TableMismatch:  # reported, tried again later
+                await asyncio.sleep(0.05)
+
+    task = asyncio.ensure_future(pump())
+    fake.caller = task
+    try:
+        state = await outcome(task)
+        assert state == "cancelled", f"{state} after its cancel ({rounds} rounds)"
+    finally:
+        task.cancel()
+        await asyncio.wait({task}, timeout=5)
+        fake.released.set()
+        await asyncio.wait_for(ack.drain(), 5)
+        await asyncio.sleep(0.05)

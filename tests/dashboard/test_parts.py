@@ -38,8 +38,8 @@ from xor_ack_dynamodb.dashboard.live import Broadcaster
 from xor_ack_dynamodb.dashboard.pages import fleet_job
 from xor_ack_dynamodb.dashboard.render import Renderer, duration, tag_key, url, when
 from xor_ack_dynamodb.dashboard.security import COOKIE, Guard, Refused
-from xor_ack_dynamodb.dashboard.together import every
 from xor_ack_dynamodb.dashboard.windows import Windows
+from xor_ack_dynamodb.dynamodb.together import every
 from xor_ack_dynamodb.errors import ClientClosed, InvalidArgument, XorAckError
 from xor_ack_dynamodb.fleet import root_id, stamp_of
 from xor_ack_dynamodb.fleet.payloads import nesting

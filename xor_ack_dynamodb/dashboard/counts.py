@@ -28,10 +28,10 @@ from typing import Any
 
 from xor_ack_dynamodb import ChainState, events
 from xor_ack_dynamodb.dynamodb.item import decode
+from xor_ack_dynamodb.dynamodb.together import every
 from xor_ack_dynamodb.errors import CorruptItem
 
 from .inventory import STATUSES, Inventory, Status
-from .together import every
 
 log = logging.getLogger("xor_ack_dynamodb.dashboard")
 

@@ -35,10 +35,9 @@ from botocore.exceptions import ClientError
 
 from xor_ack_dynamodb.chain import write_moment
 from xor_ack_dynamodb.dynamodb.aws import inventory_refusal
+from xor_ack_dynamodb.dynamodb.together import every
 from xor_ack_dynamodb.errors import InvalidTag
 from xor_ack_dynamodb.table import FAILED_INDEX, INDEXES, INVENTORY_SHARDS, OPEN_INDEX
-
-from .together import every
 
 Status: TypeAlias = Literal["open", "overdue", "failed"]
 STATUSES: tuple[Status, ...] = ("open", "overdue", "failed")

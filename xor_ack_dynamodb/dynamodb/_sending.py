@@ -23,6 +23,7 @@ from ._core.effects import Entry, Op, Outcome, Sleep
 from ._core.expressions import Update
 from ._core.merged import one_each
 from ._direct import OPERATIONS, Direct
+from .together import every
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -212,4 +213,4 @@ class Sending(ClientBase["DynamoDBClient"]):
             async with gate:
                 return await self._run(op)
 
-        return list(await asyncio.gather(*map(one, ops)))
+        return await every(map(one, ops))

@@ -22,6 +22,7 @@ from ._core.effects import Entry, Outcome
 from ._core.validate import Lifetime, check_chain_id, one_entry, unwrap
 from ._retry_deadline import retries_until, seconds_from_now
 from ._sending import Sending
+from .together import every
 
 
 class XorAckDynamoDB(Sending):
@@ -187,7 +188,7 @@ class XorAckDynamoDB(Sending):
             async with gate:
                 return await self._stamp_entry(tag, entry)
 
-        outcomes = await asyncio.gather(*(one(t, e) for t, e in entries.items()))
+        outcomes = await every(one(t, e) for t, e in entries.items())
         return self._stamped(entries, outcomes)
 
     async def fail(

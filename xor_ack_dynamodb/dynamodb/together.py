@@ -1,13 +1,14 @@
 """Requests run side by side, as one await that a cancel always stops.
 
-``asyncio.gather`` has two faults for the dashboard's background counts.  A cancel that
-comes as one request fails (DynamoDB unreachable: each request ends in a refused
-connection) reaches the caller as that request's error, not ``CancelledError``: the counts
-loop took it for a failed count and went on, so ``Dashboard.close()`` waited on it
+``asyncio.gather`` has two faults for requests run side by side.  A cancel that comes in
+the loop turn one request fails reaches the caller as that request's error, not
+``CancelledError``: a ``stamp_many`` cancelled by a timeout raised ``TableMismatch``, and a
+loop that reports a failed call and goes on (the dashboard's counts, with DynamoDB
+unreachable) ran on after its cancel, so whoever awaited it (``Dashboard.close()``) waited
 forever.  And the requests still running when one fails are left running, on a client
-that is about to close.  ``asyncio.TaskGroup`` is no cure on Python 3.11: a child that
-fails while the group exits leaves a cancel request on the caller's task (3.12 takes it
-back), and the caller's next ``asyncio.timeout`` misreads it.
+that may be about to close.  ``asyncio.TaskGroup`` is no cure on Python 3.11: a child
+that fails while the group exits leaves a cancel request on the caller's task (3.12 takes
+it back), which the caller's next ``asyncio.timeout`` misreads.
 
 :func:`every` waits with ``asyncio.wait``, which raises no child's error: a cancel of the
 caller is its ``CancelledError``; otherwise the first failure (in the coroutines' order)
