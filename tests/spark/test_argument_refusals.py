@@ -40,6 +40,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("keys-ints", {"keys": [1, 2]}, r"keys=.*1 \(an int\).*must be a string"),
     ("keys-none", {"keys": ["a", None]}, r"keys=.*None.*must be a string"),
     ("keys-bytes", {"keys": [b"a"]}, r"keys=.*b'a' \(a bytes\).*must be a string"),
+    # each row a Column: the refusal said "convert them, e.g. keys=[str(k) for k in ...]"
+    ("keys-a-dataframe", {"keys": "a frame"}, r"keys= is a DataFrame: give it as source="),
     ("schema-none", {"schema": None}, r"schema=None.*DDL"),
     ("schema-int", {"schema": 5}, r"schema=5.*DDL"),
     # the output's write refused it, after every round had run and written its chains
@@ -113,6 +115,8 @@ def test_a_wrong_argument_is_refused_before_anything_is_written(
     if isinstance(args.get("source"), str):  # a source whose key column is of this type
         args["source"] = local_spark.createDataFrame([], f"{args['source']}, v int")
         args.update(keys=None, key="name")
+    if args.get("keys") == "a frame":
+        args["keys"] = local_spark.createDataFrame([("k1",)], "name string")
     if args["process"] is on_session:
         args["process"] = on_session(local_spark)
     with pytest.raises(SparkTrackingError, match=said) as refused:

@@ -66,6 +66,11 @@ def check_keys(keys: Any) -> Sequence[str]:
             f"keys={keys!r} is one string: give the inputs as a list of strings, "
             f"e.g. keys=[{keys!r}]"
         )
+    if hasattr(keys, "schema") and hasattr(keys, "columns"):  # a DataFrame (either API)
+        raise InvalidArgument(
+            "keys= is a DataFrame: give it as source=..., with key='COLUMN' naming the "
+            "column whose values are the inputs' keys (its rows are then each input's rows)"
+        )
     if not isinstance(keys, list | tuple):
         try:
             keys = list(keys)
