@@ -60,12 +60,12 @@ class Counts:
         return self.acked == self.inputs
 
 
-def refuse_emptying(counts: Counts, replaced: str | None) -> None:
+def refuse_emptying(counts: Counts, replaced: str) -> None:
     """A run with no input (``keys=[]``, a source with no keyed row) does not replace an
     output that had some with an empty one: an upstream that produced nothing would
     otherwise wipe the last good result.  ``replaced``: what ``Sink(overwrite=True)``
-    would replace, in the caller's words; None: nothing that held inputs."""
-    if counts.inputs == 0 and replaced is not None:
+    would replace, in the caller's words."""
+    if counts.inputs == 0:
         raise InputEmpty(
             "the run had no input (keys=[], or a source with no row whose key is set), and "
             f"Sink(overwrite=True) would replace {replaced} with an empty output: it is "
