@@ -354,24 +354,22 @@ async def outcome(task: asyncio.Task[Any]) -> str:
     return f"raised {type(task.exception()).__name__}"
 
 
-async def test_stamp_many_cancelled_as_a_stamp_fails_is_cancelled() -> None:
-    fake = Fake()
-    ack = XorAckDynamoDB(fake, table="t", direct=False)
-    task = asyncio.ensure_future(ack.stamp_many({"a": new_stamp(), "b": new_stamp()}))
-    fake.caller = task
-    try:
-        assert await outcome(task) == "cancelled"
-    finally:
-        fake.released.set()
-        await asyncio.wait_for(ack.drain(), 5)
-        await asyncio.sleep(0.05)
+def stamps(n: int) -> dict[str, Stamp]:
+    return {tag: new_stamp() for tag in ["a", *(f"c{i}" for i in range(n - 1))]}
 
 
-async def test_create_many_cancelled_as_a_piece_fails_is_cancelled() -> None:
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ack: ack.stamp_many(stamps(2)),  # one stamp per chain, side by side
+        lambda ack: ack.create_many(stamps(101)),  # two transactions (pieces of 100)
+    ],
+    ids=["stamp_many", "create_many"],
+)
+async def test_a_many_call_cancelled_as_one_request_fails_is_cancelled(call: Any) -> None:
     fake = Fake()
     ack = XorAckDynamoDB(fake, table="t", direct=False)
-    # 101 chains: two transactions (pieces of 100), run side by side by _run_all
-    task = asyncio.ensure_future(ack.create_many({f"c{i}": new_stamp() for i in range(101)}))
+    task = asyncio.ensure_future(call(ack))
     fake.caller = task
     try:
         assert await outcome(task) == "cancelled"
