@@ -367,6 +367,32 @@ async def test_an_acking_message_dead_lettered_before_its_continuation_ran_still
         assert [c.tag for c in h.completed] == ["job-dead-ack"]
 
 
+async def test_a_job_submitted_again_runs_the_acked_ones_continuation_first(
+    harness_factory: Any,
+) -> None:
+    """An acked job whose continuation failed (its message comes back later) submitted
+    again under its tag: the new generation replaced the chain, the acking message (or its
+    dead letter) then found another generation and was deleted, and the continuation
+    never ran.  ``submit`` runs it first; if it fails again, nothing is submitted."""
+    async with harness_factory() as h:
+        first = await h.fleet.submit("job-again", {"width": 0, "depth": 0})
+        h.queue.clear()
+        h.fail_continuation = 2  # down for the acking message, and for the first resubmit
+        with pytest.raises(RuntimeError):
+            await h.fleet.handle(first.to_json())
+        with pytest.raises(RuntimeError):
+            await h.fleet.submit("job-again", {"width": 0, "depth": 0})
+        state = await h.fleet.ack.get("job-again")
+        assert state is not None and state.acked and state.chain_id == first.chain_id
+        assert h.queue == [] and h.completed == []  # nothing created, nothing sent
+        second = await h.fleet.submit("job-again", {"width": 0, "depth": 0})
+        assert [c.chain_id for c in h.completed] == [first.chain_id]
+        assert second.chain_id != first.chain_id
+        for late in (h.fleet.handle(first.to_json(), 2), h.fleet.dead_letter(first.to_json())):
+            await late  # the old generation's copies: its continuation is recorded done
+        assert [c.chain_id for c in h.completed] == [first.chain_id]
+
+
 async def test_an_acked_job_still_continues_from_a_dead_letter_kept_thirteen_days(
     ddb_local_endpoint: str, ddb_table: TableSpec, harness_factory: Any
 ) -> None:
@@ -831,8 +857,10 @@ async def test_a_page_zero_gone_from_a_chain_older_than_its_lifetime_is_refused(
         assert await h.fleet.ack.get("job-older-than-page-0") == state  # nothing written
 
 
-async def test_a_submit_writes_the_chain_once_and_reads_nothing(harness_factory: Any) -> None:
-    """A submit read back the chain it had just created (a GetItem per job) for its id."""
+async def test_a_submit_writes_the_chain_once_and_reads_it_once(harness_factory: Any) -> None:
+    """A submit read back the chain it had just created (a GetItem per job) for its id.  It
+    reads once before the create: an acked run under the tag may owe its continuation
+    (a fleet without a continuation does not read)."""
     async with harness_factory() as h:
         before = dict(h.fleet.ack.stats.requests)
         root = await h.fleet.submit("job-one-request", {"width": 0, "depth": 0})
@@ -841,7 +869,7 @@ async def test_a_submit_writes_the_chain_once_and_reads_nothing(harness_factory:
             for op, count in h.fleet.ack.stats.requests.items()
             if count != before.get(op, 0)
         }
-        assert sent == {"UpdateItem": 1}, sent
+        assert sent == {"GetItem": 1, "UpdateItem": 1}, sent
         state = await h.fleet.ack.get("job-one-request")
         assert state is not None and root.chain_id == state.chain_id
         assert [m.message_id for m in h.queue] == [root.message_id]

@@ -170,7 +170,8 @@ class Fleet:
         (acked or failed) or expired chain under the tag is replaced by a new generation,
         as ``create`` does (``replay`` is the call that refuses a live or acked one), and
         so is a live one past its deadline, failed first ("timeout", as its next write would
-        fail it).
+        fail it).  An acked one whose continuation is not recorded done has it run first
+        (its error raised, nothing created).
         ``timeout`` / ``idle_timeout`` (seconds): the job's deadline, as ``create``'s
         (default: the fleet's); ``ttl`` must then be longer.  A payload the root message
         cannot carry (``InvalidPayload``: not JSON data, too deep) creates no chain, nor
@@ -183,6 +184,7 @@ class Fleet:
         checked = self._lifetime(lifetime)  # refused before the queue is asked
         # The root as it will be sent: its chain id (8 bytes) is made by the create.
         await _ready(self.send, root_envelope(tag, bytes(8), payload, self.ack.token_window))
+        await self._continue_former(tag)
         root_stamp = stamp_of(root_id(tag))
         try:
             await self.ack.create(tag, root_stamp, **checked)
@@ -205,6 +207,16 @@ class Fleet:
         await self.send([root])
         log("submitted", tag, root.message_id)
         return root
+
+    async def _continue_former(self, tag: str) -> None:
+        """An acked run under ``tag`` whose continuation is not recorded done (it failed,
+        and its message waits for a later delivery) has it run now, before the create
+        replaces that chain: its message would then find another generation and be deleted,
+        the continuation never run.  Its error is raised, and nothing is created."""
+        if self.completion.continuation is not None:
+            state = await self.ack.get(tag)
+            if state is not None and state.acked:
+                await self.complete_chain(tag, state.chain_id)
 
     def _lifetime(self, lifetime: Lifetime) -> Lifetime:
         """The job's chain's lifetime (the fleet's deadlines by default), checked."""
