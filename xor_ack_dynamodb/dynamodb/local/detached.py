@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .install import LocalDynamoDBError, cache_dir, make_dir
 from .server import (
+    LISTENING,
     Backend,
     _make_data_dir,
     _port_for,
@@ -56,8 +57,11 @@ class ServerState:
     @classmethod
     def from_json(cls, text: str) -> ServerState:
         data = json.loads(text)
+        pid = int(data["pid"])
+        if not 0 < pid < 2**31:  # a C int for os.kill (0, -1: process groups): damaged
+            raise ValueError(f"pid {pid} is no process id")
         return cls(
-            pid=int(data["pid"]),
+            pid=pid,
             endpoint_url=str(data["endpoint_url"]),
             kind=str(data["kind"]),
             data_dir=None if data.get("data_dir") is None else str(data["data_dir"]),
@@ -259,7 +263,9 @@ def _start(
     # Until the state file records it, the server is stopped on any failure (also Ctrl-C):
     # never leave a server running that `local stop` cannot find.
     try:
-        _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what)
+        with _ending_signals_raise():
+            listening = LISTENING if kind == "dynamodb-local" else None  # moto's: no line
+            _wait_until_answering(proc, endpoint_url, startup_timeout, read_log, what, listening)
         state = ServerState(
             pid=proc.pid,
             endpoint_url=endpoint_url,
@@ -285,6 +291,26 @@ def _start(
         raise
     _DETACHED[proc.pid] = proc
     return state
+
+
+@contextlib.contextmanager
+def _ending_signals_raise() -> Iterator[None]:
+    """SIGTERM or SIGHUP while a server starts (``timeout``, a CI job cancelled, a terminal
+    closed) ends this process as Ctrl-C does, through the start's cleanup: the server, in
+    a session of its own, ran on with no state file that `local stop` finds."""
+    previous = {}
+    with contextlib.suppress(ValueError):  # not the main thread: signals are the host's
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, _exit_on)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _exit_on(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 class _Held:

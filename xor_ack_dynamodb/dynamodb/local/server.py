@@ -144,17 +144,25 @@ def _resolve(backend: Backend) -> tuple[Kind, Path | None, str | None]:
     return "moto", None, problem
 
 
+#: What the launcher prints once its server listens (LoopbackDynamoDBLocal.java).
+LISTENING = "xor-ack: DynamoDB Local listening on"
+
+
 def _wait_until_answering(
     proc: subprocess.Popen[bytes],
     endpoint_url: str,
     timeout: float,
     read_log: Callable[[], str],
     what: str,
+    listening: str | None = LISTENING,
 ) -> None:
-    """Return once ``endpoint_url`` answers; raise (with the log's tail) if the process dies."""
+    """Return once ``endpoint_url`` answers and the log says ``listening`` (None: a server
+    that says nothing); raise (with the log's tail) if the process dies.  Without the line,
+    a process that took the port between its check and the server's bind (1-2 s of JVM
+    start) answered for it: the start said so, and recorded a server that then died."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        answering = _answers(endpoint_url)
+        answering = (listening is None or listening in read_log()) and _answers(endpoint_url)
         if proc.poll() is not None:  # after the answer: it may have come from another server
             raise LocalDynamoDBError(f"{what} exited at start: {read_log()[-800:]}")
         if answering:
