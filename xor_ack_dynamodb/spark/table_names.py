@@ -9,6 +9,13 @@ from .errors import InvalidArgument
 
 #: A name Spark's session catalog takes (its ``validateName``): ASCII letters, digits, ``_``.
 _SESSION_NAME = re.compile(r"[A-Za-z0-9_]+")
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def session_name(text: str) -> str:
+    """``text`` with every character a session catalog name cannot hold as ``_`` (a "."
+    would split it into a namespace)."""
+    return _NOT_IN_NAME.sub("_", text)
 
 
 def refuse_name(spark: Any, table: str) -> None:

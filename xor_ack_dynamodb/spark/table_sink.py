@@ -35,7 +35,7 @@ from .errors import (
 from .files import Files
 from .paths import is_inside, literal, real_path
 from .sink import Sink
-from .table_names import refuse_name
+from .table_names import refuse_name, session_name
 
 
 class TableTarget:
@@ -235,7 +235,7 @@ class TableTarget:
         plain = sink.format.lower() in output.WRITES_EVERY_COLUMN
         if plain and not sink.options and not sink.partition_by:
             return
-        name = "xor_ack_probe_" + re.sub(r"[^A-Za-z0-9_]", "_", self.run_id)  # "." splits
+        name = "xor_ack_probe_" + session_name(self.run_id)
         scratch = ".".join([*self.table.split(".")[:-1], name])
         if self.spark.catalog.tableExists(scratch):
             return  # not this run's: left as it is
